@@ -1,0 +1,101 @@
+// Package nic is the common interface between NIC drivers and their users
+// (the netstack link endpoint, zero-copy queue applications, tools). It
+// knows nothing of registers and nothing of the TCP/IP stack.
+package nic
+
+import (
+	"time"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+// Link is the state of the physical link.
+type Link struct {
+	Up         bool
+	SpeedMbps  int // 10, 100, 1000, 2500
+	FullDuplex bool
+}
+
+// Features are the offloads the driver currently applies. They may change
+// at run time (TSO goes off when a quirky part links at 100 Mb/s).
+type Features struct {
+	RxChecksum bool // the driver reports verified L4 checksums
+	TxChecksum bool // the driver inserts TCP/UDP checksums (CsumStart/CsumOffset)
+	TSOv4      bool // TCP segmentation of IPv4
+	TSOv6      bool // TCP segmentation of IPv6
+	MaxGSO     int  // largest TSO frame accepted, bytes
+}
+
+// GSOType is the segmentation a TX packet asks for.
+type GSOType uint8
+
+const (
+	GSONone GSOType = iota
+	GSOTCPv4
+	GSOTCPv6
+)
+
+// TxPacket is one frame to send, starting at its Ethernet header. With
+// NeedsCsum the driver (hardware or software) fills the 16-bit checksum at
+// CsumStart+CsumOffset over [CsumStart, end) with the pseudo-header sum the
+// stack already placed there. With GSO set the driver segments the frame
+// into MSS-sized TCP segments; if the hardware cannot (TSO off) the driver
+// does it in software, so no frame above the MTU ever reaches the wire.
+type TxPacket struct {
+	Data       buffer.Buffer
+	NeedsCsum  bool
+	CsumStart  uint16
+	CsumOffset uint16
+	GSO        GSOType
+	MSS        uint16
+	L3Len      uint16 // IP header length (with IPv6 extension headers)
+	L4Len      uint16 // TCP header length, with options
+}
+
+// RxPacket is one received frame, starting at its Ethernet header. The
+// receiver owns Data.
+type RxPacket struct {
+	Data   buffer.Buffer
+	CsumOK bool   // the device verified the L4 checksum
+	Hash   uint32 // RSS hash when the device computed one
+}
+
+// Queue is one RX/TX queue pair. A queue is driven by one goroutine at a
+// time for RX and one at a time for TX.
+type Queue interface {
+	// Poll delivers up to budget received frames to deliver, refills the
+	// RX ring, and returns the number delivered.
+	Poll(budget int, deliver func(*RxPacket)) int
+	// Transmit queues frames and tells the device; it returns how many it
+	// took. Fewer than len(pkts) means the ring is full: back-pressure, the
+	// caller keeps the rest. Taken packets are owned by the driver.
+	Transmit(pkts []*TxPacket) (int, error)
+	// Reclaim frees the buffers of completed transmissions and returns how
+	// many descriptors it freed.
+	Reclaim() int
+	// Wait sleeps until the queue may have work or timeout passes.
+	Wait(timeout time.Duration) bool
+}
+
+// Stat is one named counter.
+type Stat struct {
+	Name  string
+	Value uint64
+}
+
+// NIC is a probed, running network controller.
+type NIC interface {
+	Name() string // "ether0"
+	MAC() [6]byte
+	MTU() int
+	SetMTU(mtu int) error
+	Link() Link
+	Features() Features
+	Queues() []Queue
+	// Stats lists driver counters then device counters, stable order.
+	Stats() []Stat
+	// Ctl applies one text control command ("copybreak 2048", "tso off").
+	// A bad command returns an error and changes nothing.
+	Ctl(cmd string) error
+	Close() error
+}
