@@ -27,3 +27,46 @@ type Config interface {
 	ReadConfig(a Addr, off, size int) (uint32, error)
 	WriteConfig(a Addr, off, size int, v uint32) error
 }
+
+// BARKind says what a base address register decodes.
+type BARKind uint8
+
+const (
+	BARNone BARKind = iota
+	BARMem32
+	BARMem64
+	BARIO
+)
+
+// BAR is one decoded and sized base address register. A 64-bit BAR uses
+// two slots; the upper slot is reported as BARNone.
+type BAR struct {
+	Index        int
+	Kind         BARKind
+	Addr         uint64
+	Size         uint64
+	Prefetchable bool
+}
+
+// Capability is one entry of the capability list (standard or, with
+// Extended set, PCI Express extended).
+type Capability struct {
+	ID       uint16
+	Offset   int
+	Extended bool
+}
+
+// Function is one enumerated PCI function.
+type Function struct {
+	Addr      Addr
+	Vendor    uint16
+	Device    uint16
+	SubVendor uint16
+	SubDevice uint16
+	Class     uint32 // base class << 16 | subclass << 8 | prog-if
+	Revision  uint8
+	Header    uint8 // header type without the multi-function bit
+	BARs      [6]BAR
+	Caps      []Capability
+	Driver    string // the driver bound by Match, "" if none
+}
