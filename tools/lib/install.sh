@@ -1,0 +1,141 @@
+# shellcheck shell=bash
+# Installs what ether9 needs on a Debian bookworm machine, skipping each
+# piece that is already there. Sourced by tools/run and tools/test.
+#
+#   QEMU >= 8 (igb needs it): qemu-system-x86 from bookworm-backports
+#   a Debian kernel: linux-image-6.1.0-NN-amd64, unpacked into the cache
+#
+# Nothing is written to the host's /boot: the kernel lives in
+# ${XDG_CACHE_HOME:-$HOME/.cache}/ether9/kernel/<package>/boot/.
+
+ETHER9_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ether9"
+ETHER9_QEMU_MIN=8
+
+e9_log() { printf '%s\n' "install: $*" >&2; }
+e9_die() {
+	printf '%s\n' "install: $*" >&2
+	exit 1
+}
+
+# e9_root runs a command as root: directly when we are root, else via sudo.
+e9_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		e9_die "need root to run '$*': run as root or install sudo"
+	fi
+}
+
+e9_codename() {
+	# shellcheck disable=SC1091
+	(. /etc/os-release 2>/dev/null && printf '%s' "${VERSION_CODENAME:-}")
+}
+
+E9_APT_UPDATED=
+e9_apt_update() {
+	[ -n "$E9_APT_UPDATED" ] && return 0
+	e9_log "apt-get update"
+	e9_root apt-get update -qq >&2 || e9_die "apt-get update failed"
+	E9_APT_UPDATED=1
+}
+
+# e9_qemu_major prints the major version of qemu-system-x86_64, or nothing.
+e9_qemu_major() {
+	command -v qemu-system-x86_64 >/dev/null 2>&1 || return 0
+	qemu-system-x86_64 --version 2>/dev/null |
+		sed -n 's/^QEMU emulator version \([0-9][0-9]*\)\..*/\1/p'
+}
+
+e9_backports() {
+	local f=/etc/apt/sources.list.d/bookworm-backports.sources
+	if grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		return 0
+	fi
+	e9_log "adding bookworm-backports ($f)"
+	printf '%s\n' \
+		'Types: deb' \
+		'URIs: http://deb.debian.org/debian' \
+		'Suites: bookworm-backports' \
+		'Components: main' \
+		'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' |
+		e9_root tee "$f" >/dev/null
+	E9_APT_UPDATED=
+}
+
+e9_install_qemu() {
+	local major
+	major="$(e9_qemu_major)"
+	if [ -n "$major" ] && [ "$major" -ge "$ETHER9_QEMU_MIN" ]; then
+		return 0
+	fi
+	if [ "$(e9_codename)" != bookworm ]; then
+		e9_die "QEMU ${ETHER9_QEMU_MIN} or newer is missing (found: ${major:-none}); install qemu-system-x86 with your package manager"
+	fi
+	e9_backports
+	e9_apt_update
+	e9_log "installing qemu-system-x86 from bookworm-backports"
+	e9_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 >&2 ||
+		e9_die "apt-get install qemu-system-x86 failed"
+	major="$(e9_qemu_major)"
+	[ -n "$major" ] && [ "$major" -ge "$ETHER9_QEMU_MIN" ] ||
+		e9_die "qemu-system-x86_64 is still older than ${ETHER9_QEMU_MIN} after install (found: ${major:-none})"
+}
+
+# e9_kernel_cached prints the newest kernel image already in the cache.
+e9_kernel_cached() {
+	local k
+	for k in "$ETHER9_CACHE"/kernel/*/boot/vmlinuz-*; do
+		[ -f "$k" ] && printf '%s\n' "$k"
+	done | sort -V | tail -n 1
+}
+
+e9_install_kernel() {
+	if [ -n "$(e9_kernel_cached)" ]; then
+		return 0
+	fi
+	command -v apt-cache >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 ||
+		e9_die "no kernel in $ETHER9_CACHE and no apt to fetch one: pass -kernel FILE or set ETHER9_KERNEL"
+	local pkg tmp
+	pkg="$(apt-cache depends linux-image-amd64 2>/dev/null |
+		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1)"
+	if [ -z "$pkg" ]; then
+		e9_apt_update
+		pkg="$(apt-cache depends linux-image-amd64 2>/dev/null |
+			sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1)"
+	fi
+	[ -n "$pkg" ] || e9_die "cannot resolve the kernel package behind linux-image-amd64"
+	tmp="$(mktemp -d)"
+	e9_log "fetching $pkg into $ETHER9_CACHE/kernel/$pkg"
+	# apt-get download writes as the _apt user when root; let it.
+	chmod 0777 "$tmp"
+	if ! (cd "$tmp" && apt-get download -qq "$pkg" >&2); then
+		rm -rf "$tmp"
+		e9_die "apt-get download $pkg failed"
+	fi
+	mkdir -p "$ETHER9_CACHE/kernel"
+	rm -rf "$ETHER9_CACHE/kernel/$pkg.partial"
+	if ! dpkg-deb -x "$tmp"/"$pkg"_*.deb "$ETHER9_CACHE/kernel/$pkg.partial"; then
+		rm -rf "$tmp" "$ETHER9_CACHE/kernel/$pkg.partial"
+		e9_die "dpkg-deb -x $pkg failed"
+	fi
+	rm -rf "$tmp"
+	# Keep only the kernel image and its config: modules are never loaded.
+	rm -rf "$ETHER9_CACHE/kernel/$pkg.partial/lib" "$ETHER9_CACHE/kernel/$pkg.partial/usr"
+	mv "$ETHER9_CACHE/kernel/$pkg.partial" "$ETHER9_CACHE/kernel/$pkg"
+	[ -n "$(e9_kernel_cached)" ] || e9_die "$pkg holds no boot/vmlinuz-*"
+}
+
+e9_check_go() {
+	command -v go >/dev/null 2>&1 ||
+		e9_die "go is not on PATH: install Go 1.26 or newer (https://go.dev/dl/)"
+}
+
+# e9_install_all installs every piece the runner and the QEMU tests need.
+e9_install_all() {
+	e9_check_go
+	e9_install_qemu
+	e9_install_kernel
+}
