@@ -1,0 +1,399 @@
+// Package netstack joins a NIC driver (drivers/nic) to the gVisor TCP/IP
+// stack: a link endpoint with a NAPI-like poll loop per queue, batched
+// transmit with checksum and segmentation offload, and a stack set-up
+// helper with static addressing or DHCP.
+package netstack
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// Options tune an Endpoint. The zero value gives the defaults.
+type Options struct {
+	// Budget is how many frames one Poll may deliver before the loop
+	// looks at its other duties (reclaim, link, stop). Default 64.
+	Budget int
+	// MinWait and MaxWait bound the idle back-off: an idle queue waits
+	// MinWait first and doubles up to MaxWait. MaxWait also bounds how long
+	// Close waits for a poll loop to notice. Defaults 20 us and 1 ms.
+	MinWait, MaxWait time.Duration
+	// TxTimeout is how long WritePackets keeps retrying a full ring before
+	// it drops the rest of the batch. Default 50 ms.
+	TxTimeout time.Duration
+	// LinkCheck is how many busy polls pass between two link state reads;
+	// an idle loop reads it at every wake-up. Default 256.
+	LinkCheck int
+	// OnLink, if set, is called from the poll loop when the link changes.
+	OnLink func(nic.Link)
+	// Logf reports link changes and recovered faults. Default: discard.
+	Logf func(format string, args ...any)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Budget <= 0 {
+		o.Budget = 64
+	}
+	if o.MinWait <= 0 {
+		o.MinWait = 20 * time.Microsecond
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = time.Millisecond
+	}
+	if o.MaxWait < o.MinWait {
+		o.MaxWait = o.MinWait
+	}
+	if o.TxTimeout <= 0 {
+		o.TxTimeout = 50 * time.Millisecond
+	}
+	if o.LinkCheck <= 0 {
+		o.LinkCheck = 256
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Endpoint is a stack.LinkEndpoint and stack.GSOEndpoint over a nic.NIC.
+// It speaks Ethernet itself (the header, ARP hardware type, broadcast and
+// multicast classification), so it goes straight into stack.CreateNIC.
+//
+// The endpoint owns its NIC: Close stops the poll loops, refuses further
+// transmits and then closes the driver.
+type Endpoint struct {
+	nic    nic.NIC
+	opt    Options
+	queues []*txQueue
+	stats  counters
+
+	dispatcher atomic.Pointer[dispatcherRef]
+	link       atomic.Pointer[nic.Link]
+
+	mu       sync.Mutex // guards the fields below
+	linkAddr tcpip.LinkAddress
+	onClose  func()
+	stop     chan struct{} // closed to stop the running poll loops
+	loops    sync.WaitGroup
+	closed   bool
+}
+
+type dispatcherRef struct{ d stack.NetworkDispatcher }
+
+// txQueue is one driver queue with the lock that serialises its TX side
+// (Transmit and Reclaim), as nic.Queue requires.
+type txQueue struct {
+	q      nic.Queue
+	mu     sync.Mutex
+	closed bool
+}
+
+var (
+	_ stack.LinkEndpoint = (*Endpoint)(nil)
+	_ stack.GSOEndpoint  = (*Endpoint)(nil)
+)
+
+// New returns an endpoint over n. It starts polling when a stack attaches
+// to it.
+func New(n nic.NIC, opt Options) (*Endpoint, error) {
+	if n == nil {
+		return nil, fmt.Errorf("netstack: new endpoint: nil NIC")
+	}
+	qs := n.Queues()
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("netstack: %s: driver offers no queues", n.Name())
+	}
+	mac := n.MAC()
+	e := &Endpoint{
+		nic:      n,
+		opt:      opt.withDefaults(),
+		linkAddr: tcpip.LinkAddress(mac[:]),
+	}
+	for _, q := range qs {
+		if q == nil {
+			return nil, fmt.Errorf("netstack: %s: driver returned a nil queue", n.Name())
+		}
+		e.queues = append(e.queues, &txQueue{q: q})
+	}
+	l := n.Link()
+	e.link.Store(&l)
+	return e, nil
+}
+
+// NIC returns the driver under the endpoint.
+func (e *Endpoint) NIC() nic.NIC { return e.nic }
+
+// Link returns the link state last seen by the poll loop.
+func (e *Endpoint) Link() nic.Link { return *e.link.Load() }
+
+// MTU implements stack.LinkEndpoint: the driver's MTU, the largest IP
+// packet a frame carries.
+func (e *Endpoint) MTU() uint32 {
+	if m := e.nic.MTU(); m > 0 {
+		return uint32(m)
+	}
+	return 0
+}
+
+// SetMTU implements stack.LinkEndpoint. The driver decides what it
+// accepts; a refusal leaves the old MTU and is logged.
+func (e *Endpoint) SetMTU(mtu uint32) {
+	if err := e.nic.SetMTU(int(mtu)); err != nil {
+		e.opt.Logf("%s: set mtu %d: %v", e.nic.Name(), mtu, err)
+	}
+}
+
+// MaxHeaderLength implements stack.LinkEndpoint.
+func (*Endpoint) MaxHeaderLength() uint16 { return header.EthernetMinimumSize }
+
+// LinkAddress implements stack.LinkEndpoint.
+func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.linkAddr
+}
+
+// SetLinkAddress implements stack.LinkEndpoint. It changes the source
+// address of outgoing frames only; the driver's receive filter keeps the
+// MAC it was probed with.
+func (e *Endpoint) SetLinkAddress(addr tcpip.LinkAddress) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.linkAddr = addr
+}
+
+// Capabilities implements stack.LinkEndpoint from the driver's current
+// features.
+//
+// RX checksum offload is advertised when the driver verifies checksums;
+// frames it could not verify (CsumOK false) are checked here before
+// delivery, because gVisor applies the capability to every frame.
+//
+// TX checksum offload is not advertised: to gVisor it means "leave the
+// checksum out", which a real NIC cannot honour for IP fragments. TCP
+// still gets the driver's checksum insertion through GSO (NeedsCsum).
+func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
+	c := stack.CapabilityResolutionRequired
+	if e.nic.Features().RxChecksum {
+		c |= stack.CapabilityRXChecksumOffload
+	}
+	return c
+}
+
+// GSOMaxSize implements stack.GSOEndpoint.
+func (e *Endpoint) GSOMaxSize() uint32 {
+	f := e.nic.Features()
+	if !f.TSOv4 && !f.TSOv6 {
+		return stack.GVisorGSOMaxSize
+	}
+	if f.MaxGSO <= 0 || f.MaxGSO > maxGSO {
+		return maxGSO
+	}
+	return uint32(f.MaxGSO)
+}
+
+// maxGSO keeps an IPv4 GSO packet's total length within 16 bits.
+const maxGSO = 1<<16 - 1
+
+// SupportedGSO implements stack.GSOEndpoint. With TSO on, TCP hands us
+// whole GSO packets for the driver; with TSO off, gVisor segments itself
+// and we still get its segments in batches. gVisor asks this once per
+// connection: a GSO packet may arrive after TSO went off, and the driver
+// then segments it in software (nic.TxPacket's contract).
+func (e *Endpoint) SupportedGSO() stack.SupportedGSO {
+	f := e.nic.Features()
+	if f.TSOv4 || f.TSOv6 {
+		return stack.HostGSOSupported
+	}
+	return stack.GVisorGSOSupported
+}
+
+// ARPHardwareType implements stack.LinkEndpoint.
+func (*Endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
+
+// AddHeader implements stack.LinkEndpoint: the Ethernet II header.
+func (e *Endpoint) AddHeader(pkt *stack.PacketBuffer) {
+	src := pkt.EgressRoute.LocalLinkAddress
+	if src == "" {
+		src = e.LinkAddress()
+	}
+	eth := header.Ethernet(pkt.LinkHeader().Push(header.EthernetMinimumSize))
+	eth.Encode(&header.EthernetFields{
+		SrcAddr: src,
+		DstAddr: pkt.EgressRoute.RemoteLinkAddress,
+		Type:    pkt.NetworkProtocolNumber,
+	})
+}
+
+// ParseHeader implements stack.LinkEndpoint.
+func (*Endpoint) ParseHeader(pkt *stack.PacketBuffer) bool {
+	_, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	return ok
+}
+
+// Attach implements stack.LinkEndpoint. A dispatcher starts one poll loop
+// per queue; nil stops them.
+func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d == nil {
+		e.dispatcher.Store(nil)
+		e.stopLoopsLocked()
+		return
+	}
+	e.dispatcher.Store(&dispatcherRef{d})
+	if e.closed || e.stop != nil {
+		return
+	}
+	e.stop = make(chan struct{})
+	for _, q := range e.queues {
+		e.loops.Add(1)
+		go e.poll(q, e.stop)
+	}
+}
+
+// IsAttached implements stack.LinkEndpoint.
+func (e *Endpoint) IsAttached() bool { return e.dispatcher.Load() != nil }
+
+// Wait implements stack.LinkEndpoint: it waits for the poll loops to end
+// (after Attach(nil) or Close).
+func (e *Endpoint) Wait() { e.loops.Wait() }
+
+// SetOnCloseAction implements stack.LinkEndpoint.
+func (e *Endpoint) SetOnCloseAction(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onClose = f
+}
+
+// Close implements stack.LinkEndpoint. It is safe while traffic flows: the
+// poll loops stop, transmits in progress finish and later ones are
+// refused, completed transmissions are reclaimed and the driver is closed.
+func (e *Endpoint) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	e.dispatcher.Store(nil)
+	e.stopLoopsLocked()
+	onClose := e.onClose
+	e.mu.Unlock()
+
+	for _, q := range e.queues {
+		q.mu.Lock()
+		q.closed = true
+		q.q.Reclaim()
+		q.mu.Unlock()
+	}
+	if onClose != nil {
+		onClose()
+	}
+	if err := e.nic.Close(); err != nil {
+		e.opt.Logf("%s: close: %v", e.nic.Name(), err)
+	}
+}
+
+// stopLoopsLocked stops the poll loops and waits for them. e.mu is held;
+// the loops never take it.
+func (e *Endpoint) stopLoopsLocked() {
+	if e.stop == nil {
+		return
+	}
+	close(e.stop)
+	e.stop = nil
+	e.loops.Wait()
+}
+
+// poll is the NAPI-like loop of one queue: poll up to the budget, reclaim
+// finished transmissions, and when a poll finds nothing, wait on the queue
+// with a back-off that doubles from MinWait to MaxWait.
+func (e *Endpoint) poll(q *txQueue, stop <-chan struct{}) {
+	defer e.loops.Done()
+	for !e.pollLoop(q, stop) {
+		// A recovered panic: the loop starts again so that the machine
+		// keeps its network.
+	}
+}
+
+// pollLoop runs until stop is closed (true) or a panic is recovered
+// (false).
+func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.stats.pollPanics.Add(1)
+			e.opt.Logf("%s: poll loop recovered from panic: %v\n%s", e.nic.Name(), r, debug.Stack())
+			stopped = false
+		}
+	}()
+	budget := e.opt.Budget
+	wait := e.opt.MinWait
+	busy := 0
+	for {
+		select {
+		case <-stop:
+			return true
+		default:
+		}
+		n := q.q.Poll(budget, e.deliver)
+		e.stats.polls.Add(1)
+		q.reclaim()
+		if n > 0 {
+			wait = e.opt.MinWait
+			if n >= budget {
+				e.stats.budgetExhausted.Add(1)
+			}
+			if busy++; busy >= e.opt.LinkCheck {
+				busy = 0
+				e.checkLink()
+			}
+			continue
+		}
+		e.checkLink()
+		e.stats.idleWaits.Add(1)
+		if q.q.Wait(wait) {
+			wait = e.opt.MinWait
+		} else if wait *= 2; wait > e.opt.MaxWait {
+			wait = e.opt.MaxWait
+		}
+	}
+}
+
+// checkLink reads the driver's link state and reports a change.
+func (e *Endpoint) checkLink() {
+	l := e.nic.Link()
+	old := e.link.Load()
+	if *old == l {
+		return
+	}
+	if !e.link.CompareAndSwap(old, &l) {
+		return // another queue's loop reported it
+	}
+	e.stats.linkChanges.Add(1)
+	if l.Up {
+		e.opt.Logf("%s: link up %d Mb/s", e.nic.Name(), l.SpeedMbps)
+	} else {
+		e.opt.Logf("%s: link down", e.nic.Name())
+	}
+	if e.opt.OnLink != nil {
+		e.opt.OnLink(l)
+	}
+}
+
+// reclaim frees completed transmissions under the queue's TX lock.
+func (q *txQueue) reclaim() {
+	q.mu.Lock()
+	if !q.closed {
+		q.q.Reclaim()
+	}
+	q.mu.Unlock()
+}

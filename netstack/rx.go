@@ -1,0 +1,132 @@
+package netstack
+
+import (
+	"github.com/ether9/ether9/drivers/nic"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// deliver hands one received frame to the stack. The frame's buffer becomes
+// the packet's payload as it is: no copy.
+func (e *Endpoint) deliver(p *nic.RxPacket) {
+	size := int(p.Data.Size())
+	ref := e.dispatcher.Load()
+	if ref == nil {
+		e.stats.rxNoDispatcher.Add(1)
+		p.Data.Release()
+		return
+	}
+	if size < header.EthernetMinimumSize {
+		e.stats.rxRunts.Add(1)
+		p.Data.Release()
+		return
+	}
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: p.Data})
+	defer pkt.DecRef()
+	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	if !ok {
+		e.stats.rxRunts.Add(1)
+		return
+	}
+	eth := header.Ethernet(hdr)
+	switch dst := eth.DestinationAddress(); {
+	case dst == header.EthernetBroadcastAddress:
+		pkt.PktType = tcpip.PacketBroadcast
+	case header.IsMulticastEthernetAddress(dst):
+		pkt.PktType = tcpip.PacketMulticast
+	case dst == e.LinkAddress():
+		pkt.PktType = tcpip.PacketHost
+	default:
+		pkt.PktType = tcpip.PacketOtherHost
+	}
+	proto := eth.Type()
+	if p.CsumOK {
+		e.stats.rxCsumHW.Add(1)
+	} else if e.Capabilities()&stack.CapabilityRXChecksumOffload != 0 {
+		// gVisor will trust this frame's checksums: check them here.
+		e.stats.rxCsumSW.Add(1)
+		if !checksumsValid(proto, pkt) {
+			e.stats.rxCsumBad.Add(1)
+			return
+		}
+	}
+	e.stats.rxPackets.Add(1)
+	e.stats.rxBytes.Add(uint64(size))
+	ref.d.DeliverNetworkPacket(proto, pkt)
+}
+
+// checksumsValid verifies the IPv4 header checksum and the TCP or UDP
+// checksum of an unfragmented datagram. Frames it cannot judge (other
+// protocols, fragments, IPv6 extension headers) pass: gVisor checks their
+// own checksums (ICMP, the IPv4 header of fragments) where it can.
+func checksumsValid(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) bool {
+	switch proto {
+	case header.IPv4ProtocolNumber:
+		v, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
+		if !ok {
+			return true // too short: gVisor rejects it as malformed
+		}
+		ip := header.IPv4(v)
+		hl := int(ip.HeaderLength())
+		if hl < header.IPv4MinimumSize {
+			return true
+		}
+		if v, ok = pkt.Data().PullUp(hl); !ok {
+			return true
+		}
+		ip = header.IPv4(v)
+		if !ip.IsChecksumValid() {
+			return false
+		}
+		if ip.More() || ip.FragmentOffset() != 0 {
+			return true
+		}
+		total := int(ip.TotalLength())
+		if total < hl || total > pkt.Data().Size() {
+			return true
+		}
+		return l4Valid(ip.TransportProtocol(), ip.SourceAddress(), ip.DestinationAddress(), pkt, hl, total-hl)
+	case header.IPv6ProtocolNumber:
+		v, ok := pkt.Data().PullUp(header.IPv6MinimumSize)
+		if !ok {
+			return true
+		}
+		ip := header.IPv6(v)
+		n := int(ip.PayloadLength())
+		if header.IPv6MinimumSize+n > pkt.Data().Size() {
+			return true
+		}
+		return l4Valid(ip.TransportProtocol(), ip.SourceAddress(), ip.DestinationAddress(), pkt, header.IPv6MinimumSize, n)
+	}
+	return true
+}
+
+// l4Valid checks the TCP or UDP checksum of the segment at [off, off+n) of
+// pkt's data.
+func l4Valid(proto tcpip.TransportProtocolNumber, src, dst tcpip.Address, pkt *stack.PacketBuffer, off, n int) bool {
+	switch proto {
+	case header.TCPProtocolNumber:
+		if n < header.TCPMinimumSize {
+			return true
+		}
+	case header.UDPProtocolNumber:
+		if n < header.UDPMinimumSize {
+			return true
+		}
+	default:
+		return true
+	}
+	// A received frame is one view, so this pulls up without copying.
+	b, ok := pkt.Data().PullUp(off + n)
+	if !ok {
+		return true
+	}
+	seg := b[off : off+n]
+	if proto == header.UDPProtocolNumber && src.Len() == header.IPv4AddressSize && header.UDP(seg).Checksum() == 0 {
+		return true // IPv4 UDP sent without a checksum
+	}
+	sum := header.PseudoHeaderChecksum(proto, src, dst, uint16(n))
+	return checksum.Checksum(seg, sum) == 0xffff
+}

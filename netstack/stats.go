@@ -1,0 +1,67 @@
+package netstack
+
+import (
+	"sync/atomic"
+
+	"github.com/ether9/ether9/drivers/nic"
+)
+
+// counters are the endpoint's own statistics, updated without locks.
+type counters struct {
+	rxPackets, rxBytes atomic.Uint64
+	rxNoDispatcher     atomic.Uint64 // frames that arrived while detached
+	rxRunts            atomic.Uint64 // shorter than an Ethernet header
+	rxCsumHW           atomic.Uint64 // checksums verified by the device
+	rxCsumSW           atomic.Uint64 // checksums verified here
+	rxCsumBad          atomic.Uint64 // dropped for a bad checksum
+
+	txPackets, txBytes atomic.Uint64
+	txGSO              atomic.Uint64 // packets handed over for segmentation
+	txRingFull         atomic.Uint64 // times Transmit found the ring full
+	txDropped          atomic.Uint64 // packets dropped (ring full past TxTimeout, refused)
+	txErrors           atomic.Uint64 // Transmit errors
+	txLinkDown         atomic.Uint64 // packets dropped while the link was down
+
+	polls           atomic.Uint64
+	budgetExhausted atomic.Uint64 // polls that used their whole budget
+	idleWaits       atomic.Uint64
+	linkChanges     atomic.Uint64
+	pollPanics      atomic.Uint64
+}
+
+// Stats returns the endpoint's counters in a stable order, in the same
+// form as the driver's.
+func (e *Endpoint) Stats() []nic.Stat {
+	c := &e.stats
+	return []nic.Stat{
+		{Name: "rx_packets", Value: c.rxPackets.Load()},
+		{Name: "rx_bytes", Value: c.rxBytes.Load()},
+		{Name: "rx_no_dispatcher", Value: c.rxNoDispatcher.Load()},
+		{Name: "rx_runts", Value: c.rxRunts.Load()},
+		{Name: "rx_csum_hw", Value: c.rxCsumHW.Load()},
+		{Name: "rx_csum_sw", Value: c.rxCsumSW.Load()},
+		{Name: "rx_csum_bad", Value: c.rxCsumBad.Load()},
+		{Name: "tx_packets", Value: c.txPackets.Load()},
+		{Name: "tx_bytes", Value: c.txBytes.Load()},
+		{Name: "tx_gso", Value: c.txGSO.Load()},
+		{Name: "tx_ring_full", Value: c.txRingFull.Load()},
+		{Name: "tx_dropped", Value: c.txDropped.Load()},
+		{Name: "tx_errors", Value: c.txErrors.Load()},
+		{Name: "tx_link_down", Value: c.txLinkDown.Load()},
+		{Name: "polls", Value: c.polls.Load()},
+		{Name: "poll_budget_exhausted", Value: c.budgetExhausted.Load()},
+		{Name: "idle_waits", Value: c.idleWaits.Load()},
+		{Name: "link_changes", Value: c.linkChanges.Load()},
+		{Name: "poll_panics", Value: c.pollPanics.Load()},
+	}
+}
+
+// Stat returns one counter by name, and whether it exists.
+func (e *Endpoint) Stat(name string) (uint64, bool) {
+	for _, s := range e.Stats() {
+		if s.Name == name {
+			return s.Value, true
+		}
+	}
+	return 0, false
+}
