@@ -1,0 +1,118 @@
+package status
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testSnapshot() Snapshot {
+	return Snapshot{
+		Uptime:   1500 * time.Millisecond,
+		Platform: "sim",
+		IOMMU: &IOMMU{Translation: true, Levels: 4, Mode: "strict", FaultCount: 1,
+			Counters: []Counter{{"maps", 12}}, Faults: []string{"source 00:02.0 write iova 0x5000 reason 6"}},
+		NICs: []NIC{{Name: "ether0", PCI: "00:02.0", ID: "8086:10d3", Driver: "e1000e", MAC: "52:54:00:12:34:56",
+			Link: "up 1000 Mb/s full duplex", Addr: "10.0.2.15/24", Gateway: "10.0.2.2", Counters: []Counter{{"rx_packets", 7}}}},
+	}
+}
+
+func TestStatusPage(t *testing.T) {
+	srv := httptest.NewServer(Handler(testSnapshot))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"ether9 uptime 1.500s\n",
+		"iommu translation on 4-level\n",
+		"iommu faults 1\n",
+		"iommu maps 12\n",
+		"iommu fault source 00:02.0 write iova 0x5000 reason 6\n",
+		"ether0 pci 00:02.0 8086:10d3 e1000e\n",
+		"ether0 link up 1000 Mb/s full duplex\n",
+		"ether0 addr 10.0.2.15/24\n",
+		"ether0 rx_packets 7\n",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("status page lacks %q:\n%s", want, body)
+		}
+	}
+	if resp, err := http.Get(srv.URL + "/nothing"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown path: %v %v, want 404", err, resp.Status)
+	}
+}
+
+func TestSourceIsDeterministicWithTrailer(t *testing.T) {
+	srv := httptest.NewServer(Handler(testSnapshot))
+	defer srv.Close()
+	const n = 200_000
+	resp, err := http.Get(srv.URL + "/source?bytes=200000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, n)
+	Pattern(0, want)
+	if !bytes.Equal(body, want) {
+		t.Fatalf("got %d bytes not matching the pattern", len(body))
+	}
+	sum := sha256.Sum256(want)
+	if got := resp.Trailer.Get("X-Sha256"); got != hex.EncodeToString(sum[:]) {
+		t.Fatalf("trailer X-Sha256 %q, want %x", got, sum)
+	}
+	// Pattern at an offset continues the same stream.
+	part := make([]byte, 1000)
+	Pattern(70_000, part)
+	if !bytes.Equal(part, want[70_000:71_000]) {
+		t.Fatal("Pattern at an offset differs from the stream")
+	}
+	if bytes.Equal(want[:256], want[256:512]) || bytes.Equal(want[:65536], want[65536:131072]) {
+		t.Fatal("pattern repeats with a short period")
+	}
+}
+
+func TestSourceRejectsBadCount(t *testing.T) {
+	srv := httptest.NewServer(Handler(testSnapshot))
+	defer srv.Close()
+	for _, q := range []string{"", "?bytes=-1", "?bytes=x", "?bytes=9999999999999"} {
+		resp, err := http.Get(srv.URL + "/source" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("/source%s: %s, want 400", q, resp.Status)
+		}
+	}
+}
+
+func TestSinkHashesBody(t *testing.T) {
+	srv := httptest.NewServer(Handler(testSnapshot))
+	defer srv.Close()
+	data := make([]byte, 300_000)
+	Pattern(5, data)
+	resp, err := http.Post(srv.URL+"/sink", "application/octet-stream", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum := sha256.Sum256(data)
+	if string(body) != hex.EncodeToString(sum[:])+"\n" || resp.Header.Get("X-Bytes") != "300000" {
+		t.Fatalf("sink answered %q (%s bytes), want %x", body, resp.Header.Get("X-Bytes"), sum)
+	}
+}
