@@ -1,0 +1,118 @@
+package system
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Options are the ether9.* parameters of the kernel command line.
+type Options struct {
+	IP       netip.Prefix // ether9.ip=10.0.2.15/24: static address, DHCP fallback
+	Gateway  netip.Addr   // ether9.gw=10.0.2.2
+	DHCP     bool         // ether9.dhcp=off turns DHCP off (on by default)
+	IOMMU    string       // ether9.iommu=strict|deferred|off (default strict)
+	HTTPPort int          // ether9.http=80
+	Selftest bool         // ether9.selftest: the host is running the self-test
+	NineP    string       // ether9.9p=rw|ro: serve the namespace over 9P
+	Ping     bool         // ether9.ping=off: do not ping the gateway at start
+	Unknown  []string     // ether9.* parameters this version does not know
+}
+
+// DefaultOptions is what an empty command line means.
+func DefaultOptions() Options {
+	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true}
+}
+
+// ParseCmdline reads the ether9.* parameters out of a kernel command line.
+// Other parameters belong to the kernel and are ignored. A malformed value
+// is reported and leaves that option at its default; the rest still apply,
+// because a typo must not stop the machine from booting.
+func ParseCmdline(cmdline string) (Options, error) {
+	o := DefaultOptions()
+	var errs []error
+	for _, f := range strings.Fields(cmdline) {
+		key, val, hasVal := strings.Cut(f, "=")
+		name, ok := strings.CutPrefix(key, "ether9.")
+		if !ok {
+			continue
+		}
+		if err := o.set(name, val, hasVal); err != nil {
+			errs = append(errs, fmt.Errorf("cmdline %s: %w", f, err))
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+func (o *Options) set(name, val string, hasVal bool) error {
+	switch name {
+	case "ip":
+		p, err := netip.ParsePrefix(val)
+		if err != nil {
+			return err
+		}
+		o.IP = p
+	case "gw":
+		a, err := netip.ParseAddr(val)
+		if err != nil {
+			return err
+		}
+		o.Gateway = a
+	case "dhcp":
+		b, err := parseBool(val, hasVal)
+		if err != nil {
+			return err
+		}
+		o.DHCP = b
+	case "ping":
+		b, err := parseBool(val, hasVal)
+		if err != nil {
+			return err
+		}
+		o.Ping = b
+	case "selftest":
+		b, err := parseBool(val, hasVal)
+		if err != nil {
+			return err
+		}
+		o.Selftest = b
+	case "iommu":
+		switch val {
+		case "strict", "deferred", "off":
+			o.IOMMU = val
+		default:
+			return fmt.Errorf("want strict, deferred or off")
+		}
+	case "http":
+		n, err := strconv.Atoi(val)
+		if err != nil || n <= 0 || n > 65535 {
+			return fmt.Errorf("want a port from 1 to 65535")
+		}
+		o.HTTPPort = n
+	case "9p":
+		switch val {
+		case "rw", "ro", "off":
+			o.NineP = val
+		default:
+			return fmt.Errorf("want rw, ro or off")
+		}
+	default:
+		o.Unknown = append(o.Unknown, name)
+	}
+	return nil
+}
+
+func parseBool(val string, hasVal bool) (bool, error) {
+	if !hasVal {
+		return true, nil // a bare flag: ether9.selftest
+	}
+	switch val {
+	case "1", "on", "yes", "true":
+		return true, nil
+	case "0", "off", "no", "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("want on or off")
+}

@@ -1,0 +1,46 @@
+package system
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseCmdline(t *testing.T) {
+	tests := []struct {
+		line    string
+		want    func(*Options)
+		wantErr string
+	}{
+		{"console=ttyS0 quiet intel_iommu=off", func(*Options) {}, ""},
+		{"ether9.ip=10.0.2.15/24 ether9.gw=10.0.2.2 ether9.selftest", func(o *Options) {
+			o.IP = netip.MustParsePrefix("10.0.2.15/24")
+			o.Gateway = netip.MustParseAddr("10.0.2.2")
+			o.Selftest = true
+		}, ""},
+		{"ether9.dhcp=off ether9.iommu=deferred ether9.http=8080 ether9.9p=rw ether9.ping=0", func(o *Options) {
+			o.DHCP, o.IOMMU, o.HTTPPort, o.NineP, o.Ping = false, "deferred", 8080, "rw", false
+		}, ""},
+		{"ether9.ip=10.0.2.15 ether9.gw=10.0.2.2", func(o *Options) {
+			o.Gateway = netip.MustParseAddr("10.0.2.2") // the bad ip is reported, the gateway still applies
+		}, "ether9.ip=10.0.2.15"},
+		{"ether9.iommu=maybe ether9.http=0 ether9.frob=1", func(o *Options) {
+			o.Unknown = []string{"frob"}
+		}, "ether9.http=0"},
+	}
+	for _, tt := range tests {
+		want := DefaultOptions()
+		tt.want(&want)
+		got, err := ParseCmdline(tt.line)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseCmdline(%q) =\n %+v, want\n %+v", tt.line, got, want)
+		}
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("ParseCmdline(%q): unexpected error %v", tt.line, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("ParseCmdline(%q): error %v, want one naming %q", tt.line, err, tt.wantErr)
+		}
+	}
+}

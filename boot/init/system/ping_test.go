@@ -1,0 +1,82 @@
+package system
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
+)
+
+// newPeer is a stack with one channel NIC holding addr/24.
+func newPeer(t *testing.T, addr string) (*stack.Stack, *channel.Endpoint) {
+	t.Helper()
+	s := stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{icmp.NewProtocol4},
+	})
+	ep := channel.New(64, 1500, "")
+	if err := s.CreateNIC(1, ep); err != nil {
+		t.Fatal(err)
+	}
+	p := netip.MustParsePrefix(addr)
+	pa := tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFrom4(p.Addr().As4()), PrefixLen: p.Bits()}}
+	if err := s.AddProtocolAddress(1, pa, stack.AddressProperties{}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: 1}})
+	t.Cleanup(func() { ep.Close(); s.Close() })
+	return s, ep
+}
+
+// forward moves every packet a sends to b until ctx ends, dropping the
+// first drop of them.
+func forward(ctx context.Context, from, to *channel.Endpoint, drop int) {
+	for {
+		pkt := from.ReadContext(ctx)
+		if pkt == nil {
+			return
+		}
+		if drop > 0 {
+			drop--
+			pkt.DecRef()
+			continue
+		}
+		buf := pkt.ToBuffer()
+		pkt.DecRef()
+		in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buf})
+		to.InjectInbound(ipv4.ProtocolNumber, in)
+		in.DecRef()
+	}
+}
+
+func TestPingGetsReplyAfterLoss(t *testing.T) {
+	a, aep := newPeer(t, "10.0.2.15/24")
+	_, bep := newPeer(t, "10.0.2.2/24")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go forward(ctx, aep, bep, 2) // the first two requests are lost
+	go forward(ctx, bep, aep, 0)
+	rtt, err := Ping(ctx, a, netip.MustParseAddr("10.0.2.2"), 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rtt <= 0 || rtt > 10*time.Second {
+		t.Fatalf("round trip %v", rtt)
+	}
+}
+
+func TestPingTimesOutWithoutPeer(t *testing.T) {
+	a, _ := newPeer(t, "10.0.2.15/24")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := Ping(ctx, a, netip.MustParseAddr("10.0.2.2"), 10*time.Millisecond); err == nil {
+		t.Fatal("ping answered with nobody on the wire")
+	}
+}
