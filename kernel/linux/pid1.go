@@ -63,8 +63,13 @@ func Console() (*os.File, error) {
 				errs = append(errs, fmt.Errorf("console: dup %s to fd %d: %w", path, fd, err))
 			}
 		}
-		if err := debug.SetCrashOutput(f, debug.CrashOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("console: crash output: %w", err))
+		if len(errs) > 0 {
+			// Standard error is not the console: have the runtime write
+			// its fatal output there as well. (When it is, this would
+			// print every crash twice.)
+			if err := debug.SetCrashOutput(f, debug.CrashOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("console: crash output: %w", err))
+			}
 		}
 		return f, errors.Join(errs...)
 	}
