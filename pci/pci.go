@@ -69,4 +69,8 @@ type Function struct {
 	BARs      [6]BAR
 	Caps      []Capability
 	Driver    string // the driver bound by Match, "" if none
+
+	// Bus numbers of a bridge (header type 1 or 2): the bus it sits on,
+	// the bus behind it and the highest bus below it.
+	Primary, Secondary, Subordinate uint8
 }

@@ -1,0 +1,185 @@
+package pci
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Options control enumeration.
+type Options struct {
+	// Segment is the PCI segment (domain) to walk.
+	Segment uint16
+	// AllBuses probes every bus number 0-255 instead of following bridges
+	// from bus 0. It finds functions behind bridges firmware left without
+	// bus numbers' reach and host bridges that start a second root bus.
+	AllBuses bool
+	// NoSizing decodes BARs without sizing them, writing nothing to config
+	// space: for functions that another operating system is driving.
+	NoSizing bool
+}
+
+// Probe reads the function at a: ids, class, header, BARs (sized unless
+// opt.NoSizing) and capabilities. It returns ErrAbsent when nothing
+// answers. When part of the function cannot be read, it returns what it
+// read along with the error.
+func Probe(c Config, a Addr, opt Options) (*Function, error) {
+	id, err := read32(c, a, RegVendorID)
+	if err != nil {
+		return nil, fmt.Errorf("pci %v: vendor id: %w", a, err)
+	}
+	if absentID(id) {
+		return nil, fmt.Errorf("pci %v: %w", a, ErrAbsent)
+	}
+	f := &Function{Addr: a, Vendor: uint16(id), Device: uint16(id >> 16)}
+	cls, err := read32(c, a, RegRevisionID)
+	if err != nil {
+		return f, fmt.Errorf("pci %v: class: %w", a, err)
+	}
+	f.Revision, f.Class = uint8(cls), cls>>8
+	ht, err := read8(c, a, RegHeaderType)
+	if err != nil {
+		return f, fmt.Errorf("pci %v: header type: %w", a, err)
+	}
+	f.Header = ht & HeaderTypeMask
+
+	var errs []error
+	switch f.Header {
+	case HeaderNormal:
+		sub, err := read32(c, a, RegSubVendorID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pci %v: subsystem: %w", a, err))
+		}
+		f.SubVendor, f.SubDevice = uint16(sub), uint16(sub>>16)
+	case HeaderBridge, HeaderCardBus:
+		buses, err := read32(c, a, RegPrimaryBus&^3)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pci %v: bridge bus numbers: %w", a, err))
+		}
+		f.Primary, f.Secondary, f.Subordinate = uint8(buses), uint8(buses>>8), uint8(buses>>16)
+	default:
+		errs = append(errs, fmt.Errorf("pci %v: unknown header type %#x", a, f.Header))
+		return f, errors.Join(errs...)
+	}
+	f.BARs, err = ReadBARs(c, a, !opt.NoSizing)
+	errs = append(errs, err)
+	f.Caps, err = Capabilities(c, a)
+	errs = append(errs, err)
+	return f, errors.Join(errs...)
+}
+
+// IsBridge reports whether the function is a PCI-to-PCI or CardBus bridge
+// that forwards configuration cycles to a secondary bus.
+func (f *Function) IsBridge() bool {
+	return f.Header == HeaderBridge || f.Header == HeaderCardBus
+}
+
+// multifunction reads the multi-function bit of the function at a.
+func multifunction(c Config, a Addr) (bool, error) {
+	ht, err := read8(c, a, RegHeaderType)
+	if err != nil {
+		return false, fmt.Errorf("pci %v: header type: %w", a, err)
+	}
+	return ht&HeaderMultiFunct != 0, nil
+}
+
+// Enumerate finds every function of a segment: bus 0 and, through each
+// bridge's secondary bus number, the buses behind it (or every bus with
+// opt.AllBuses). Functions 1-7 of a device are probed only when function 0
+// sets the multi-function bit. Bridges are followed as firmware numbered
+// them; bus numbers are not assigned here. The result is in address order.
+// A function that cannot be fully read is still listed, and its error is
+// joined into the returned error.
+func Enumerate(c Config, opt Options) ([]*Function, error) {
+	e := enumerator{c: c, opt: opt, seen: make(map[uint8]bool)}
+	if opt.AllBuses {
+		for b := 0; b < 256; b++ {
+			e.scanBus(uint8(b), false)
+		}
+	} else {
+		e.scanBus(0, true)
+	}
+	slices.SortFunc(e.fns, func(x, y *Function) int { return x.Addr.Compare(y.Addr) })
+	return e.fns, errors.Join(e.errs...)
+}
+
+type enumerator struct {
+	c    Config
+	opt  Options
+	seen map[uint8]bool // buses scanned
+	fns  []*Function
+	errs []error
+}
+
+func (e *enumerator) scanBus(bus uint8, follow bool) {
+	if e.seen[bus] {
+		e.errs = append(e.errs, fmt.Errorf("pci %04x:%02x: bus reached twice (bridge numbering loops)", e.opt.Segment, bus))
+		return
+	}
+	e.seen[bus] = true
+	for dev := uint8(0); dev < 32; dev++ {
+		a := Addr{Seg: e.opt.Segment, Bus: bus, Dev: dev}
+		present, err := e.probe(a, follow)
+		if errors.Is(err, ErrOutOfRange) {
+			// The accessor does not reach this bus (outside every ECAM
+			// window): only an error when a bridge led here.
+			if follow {
+				e.errs = append(e.errs, err)
+			}
+			return
+		}
+		if err != nil {
+			e.errs = append(e.errs, err)
+		}
+		if !present {
+			continue
+		}
+		multi, err := multifunction(e.c, a)
+		if err != nil {
+			e.errs = append(e.errs, err)
+			continue
+		}
+		if !multi {
+			continue
+		}
+		for fn := uint8(1); fn < 8; fn++ {
+			a.Fn = fn
+			if _, err := e.probe(a, follow); err != nil {
+				e.errs = append(e.errs, err)
+			}
+		}
+	}
+}
+
+// probe adds the function at a, descends through it if it is a bridge and
+// follow is set, and reports whether anything answered. An absent function
+// is no error; the error of a function that answered only in part is
+// recorded and the function kept. The error of a function that could not
+// be read at all is returned for the caller to judge.
+func (e *enumerator) probe(a Addr, follow bool) (bool, error) {
+	f, err := Probe(e.c, a, e.opt)
+	if f == nil {
+		if errors.Is(err, ErrAbsent) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err != nil {
+		e.errs = append(e.errs, err)
+	}
+	e.fns = append(e.fns, f)
+	if !follow || !f.IsBridge() {
+		return true, nil
+	}
+	switch {
+	case f.Secondary == 0:
+		// Not numbered by firmware: nothing behind it can be reached.
+	case f.Secondary <= a.Bus:
+		e.errs = append(e.errs, fmt.Errorf("pci %v: bridge secondary bus %02x is not below its own bus", a, f.Secondary))
+	case f.Subordinate < f.Secondary:
+		e.errs = append(e.errs, fmt.Errorf("pci %v: bridge subordinate bus %02x below secondary %02x", a, f.Subordinate, f.Secondary))
+	default:
+		e.scanBus(f.Secondary, true)
+	}
+	return true, nil
+}

@@ -1,0 +1,163 @@
+package pci
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+)
+
+// SysfsRoot is where Linux lists PCI functions.
+const SysfsRoot = "/sys/bus/pci/devices"
+
+// Sysfs reaches configuration space through Linux's per-function config
+// files (<root>/SSSS:BB:DD.F/config). The kernel performs each access with
+// the width asked for. A function without a directory reads all ones, like
+// an empty slot; reads past the end of a file (256 bytes for conventional
+// functions, 64 for an unprivileged reader) are ErrOutOfRange.
+type Sysfs struct {
+	root string
+
+	mu    sync.Mutex
+	files map[Addr]*os.File
+}
+
+// NewSysfs returns a Config over the functions under root ("" for
+// SysfsRoot).
+func NewSysfs(root string) *Sysfs {
+	if root == "" {
+		root = SysfsRoot
+	}
+	return &Sysfs{root: root, files: make(map[Addr]*os.File)}
+}
+
+// SysfsName is the directory name Linux gives a function: 0000:00:02.0.
+func SysfsName(a Addr) string {
+	return fmt.Sprintf("%04x:%02x:%02x.%x", a.Seg, a.Bus, a.Dev, a.Fn)
+}
+
+// Addrs lists the functions the kernel knows, in address order.
+func (s *Sysfs) Addrs() ([]Addr, error) {
+	ents, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("pci sysfs: %w", err)
+	}
+	var addrs []Addr
+	for _, e := range ents {
+		a, err := ParseAddr(e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("pci sysfs %s: %w", s.root, err)
+		}
+		addrs = append(addrs, a)
+	}
+	slices.SortFunc(addrs, Addr.Compare)
+	return addrs, nil
+}
+
+// Segments lists the segments that have at least one function.
+func (s *Sysfs) Segments() ([]uint16, error) {
+	addrs, err := s.Addrs()
+	if err != nil {
+		return nil, err
+	}
+	var segs []uint16
+	for _, a := range addrs {
+		if !slices.Contains(segs, a.Seg) {
+			segs = append(segs, a.Seg)
+		}
+	}
+	return segs, nil
+}
+
+// file opens a function's config file once, read-write when allowed. A
+// missing function gives a nil file and no error.
+func (s *Sysfs) file(a Addr) (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.files[a]; ok {
+		return f, nil
+	}
+	path := filepath.Join(s.root, SysfsName(a), "config")
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		f, err = os.Open(path)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pci sysfs %v: %w", a, err)
+	}
+	s.files[a] = f
+	return f, nil
+}
+
+// ReadConfig reads size bytes at off with one pread.
+func (s *Sysfs) ReadConfig(a Addr, off, size int) (uint32, error) {
+	if err := checkAccess(a, off, size, ExtConfigSize); err != nil {
+		return 0, err
+	}
+	f, err := s.file(a)
+	if err != nil {
+		return 0, err
+	}
+	if f == nil {
+		return sizeMask(size), nil
+	}
+	var buf [4]byte
+	n, err := f.ReadAt(buf[:size], int64(off))
+	if n < size {
+		if err == nil || err == io.EOF {
+			return 0, fmt.Errorf("pci sysfs %v: offset %#x: %w (config file ends)", a, off, ErrOutOfRange)
+		}
+		return 0, fmt.Errorf("pci sysfs %v: read %#x: %w", a, off, err)
+	}
+	return binary.LittleEndian.Uint32(buf[:]), nil
+}
+
+// WriteConfig writes the low size bytes of v at off with one pwrite.
+func (s *Sysfs) WriteConfig(a Addr, off, size int, v uint32) error {
+	if err := checkAccess(a, off, size, ExtConfigSize); err != nil {
+		return err
+	}
+	if v > sizeMask(size) {
+		return fmt.Errorf("pci sysfs %v: %w: value %#x does not fit %d bytes", a, ErrBadAccess, v, size)
+	}
+	f, err := s.file(a)
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		return fmt.Errorf("pci sysfs %v: write %#x: %w", a, off, ErrAbsent)
+	}
+	var buf [4]byte
+	binary.LittleEndian.PutUint32(buf[:], v)
+	n, err := f.WriteAt(buf[:size], int64(off))
+	if err != nil {
+		return fmt.Errorf("pci sysfs %v: write %#x: %w", a, off, err)
+	}
+	if n < size {
+		return fmt.Errorf("pci sysfs %v: offset %#x: %w (config file ends)", a, off, ErrOutOfRange)
+	}
+	return nil
+}
+
+// Close closes every config file opened so far.
+func (s *Sysfs) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for a, f := range s.files {
+		if err := f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("pci sysfs %v: %w", a, err))
+		}
+		delete(s.files, a)
+	}
+	return errors.Join(errs...)
+}
