@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/pci"
+)
+
+// ErrBusMasterOff is wrapped when a function DMAs with its bus master bit
+// clear.
+var ErrBusMasterOff = errors.New("bus master disabled")
+
+// DMAPort is a device model's only way to memory: each request is checked
+// against the function's bus master bit and translated page by page by the
+// VT-d unit with the function's source id.
+type DMAPort struct {
+	m      *Machine
+	a      pci.Addr
+	source uint16
+}
+
+// Source returns the requester id the port's requests carry.
+func (p *DMAPort) Source() uint16 { return p.source }
+
+// Read reads len(b) bytes at DMA address addr.
+func (p *DMAPort) Read(addr uint64, b []byte) error { return p.access(addr, b, false) }
+
+// Write writes b at DMA address addr. A request that faults part way has
+// written the pages before the fault, as hardware would.
+func (p *DMAPort) Write(addr uint64, b []byte) error { return p.access(addr, b, true) }
+
+func (p *DMAPort) access(addr uint64, b []byte, write bool) error {
+	op := "read"
+	if write {
+		op = "write"
+	}
+	s := p.m.Bus.slot(p.a)
+	if s == nil {
+		return fmt.Errorf("sim dma: %v: %s at %#x: no such function", p.a, op, addr)
+	}
+	if !s.cfg.BusMaster() {
+		return fmt.Errorf("sim dma: %v: %s of %d bytes at %#x: %w", p.a, op, len(b), addr, ErrBusMasterOff)
+	}
+	if addr+uint64(len(b)) < addr {
+		return fmt.Errorf("sim dma: %v: %s of %d bytes at %#x: wraps the address space", p.a, op, len(b), addr)
+	}
+	for len(b) > 0 {
+		n := min(len(b), int(kernel.PageSize-addr%kernel.PageSize))
+		phys, err := p.m.VTd.Translate(p.source, addr, write)
+		if err != nil {
+			return fmt.Errorf("sim dma: %v: %s at %#x: %w", p.a, op, addr, err)
+		}
+		if write {
+			err = p.m.Mem.DeviceWrite(phys, b[:n])
+		} else {
+			err = p.m.Mem.DeviceRead(phys, b[:n])
+		}
+		if err != nil {
+			return fmt.Errorf("sim dma: %v: %s at %#x (physical %#x): %w", p.a, op, addr, phys, err)
+		}
+		addr += uint64(n)
+		b = b[n:]
+	}
+	return nil
+}

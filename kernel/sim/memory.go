@@ -1,0 +1,560 @@
+// Package sim is the simulated machine: guest physical memory with a
+// physical-address registry, a virtual clock, a PCI bus that dispatches
+// config and MMIO accesses to device models, a VT-d unit (package vtd), and
+// interrupt lines. Device models reach memory only through a DMAPort, which
+// translates through the VT-d model.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/ether9/ether9/kernel"
+)
+
+// Physical layout: RAM handed out from physBase up, skipping the 32-bit
+// MMIO hole where the ECAM window, BARs and the VT-d unit live.
+const (
+	physBase  = 0x0010_0000
+	holeStart = 0xb000_0000
+	holeEnd   = 0x1_0000_0000
+	lineSize  = 64 // cache line, the granule of FlushCache
+)
+
+// span is one registered, physically contiguous piece of memory.
+type span struct {
+	phys kernel.PhysAddr
+	cpu  []byte  // the CPU's view: the Go slice itself
+	dev  []byte  // the device's view when non-coherent; nil when coherent
+	key  uintptr // address of cpu[0], compared only, never dereferenced
+	pin  bool    // from Pin (streaming, may be non-coherent); else Alloc
+}
+
+func (s *span) end() kernel.PhysAddr { return s.phys + kernel.PhysAddr(len(s.cpu)) }
+
+// pinning is one Pin'd buffer: its spans and how many Pins hold it.
+type pinning struct {
+	refs  int
+	n     int
+	spans []*span
+	segs  []kernel.Segment
+}
+
+// MemStats counts Memory's work and misuse.
+type MemStats struct {
+	Allocs, Frees, Pins, Unpins uint64
+	SyncsForCPU, SyncsForDevice uint64
+	Flushes                     uint64
+	Misuses                     uint64 // bad syncs or flushes, see Errors
+	BytesRegistered             uint64
+}
+
+// Memory is guest physical memory: a kernel.Memory whose physical
+// addresses are a registry of Go slices. Physical pages are never handed
+// out twice, and a guard page separates allocations, so a device overrun
+// reads unregistered memory and fails.
+//
+// Coherence: Alloc'd memory is always coherent. With SetCoherent(false),
+// Pin'd buffers get a device-side copy: device writes land there and reach
+// the CPU slice only at SyncForCPU; CPU writes reach the device at
+// SyncForDevice. With SetFlushTracking(true), the table walker's view
+// (TableView) sees CPU writes only after FlushCache, like a unit that does
+// not snoop caches.
+//
+// Device models must order their accesses with the CPU's (through the
+// register window's lock, an IRQ, or the syncs): Go slices are shared
+// memory and the race detector checks them.
+type Memory struct {
+	mu       sync.Mutex
+	coherent bool
+	scatter  bool
+	tracking bool
+	next     kernel.PhysAddr
+	spans    []*span // sorted by phys
+	byKey    []*span // sorted by key
+	allocs   map[kernel.PhysAddr]*span
+	pins     map[uintptr]*pinning
+	flushed  map[kernel.PhysAddr]*[kernel.PageSize]byte // walker's view of flushed pages
+	errs     []error
+	stats    MemStats
+}
+
+// NewMemory returns empty, coherent memory.
+func NewMemory() *Memory {
+	return &Memory{
+		coherent: true,
+		next:     physBase,
+		allocs:   make(map[kernel.PhysAddr]*span),
+		pins:     make(map[uintptr]*pinning),
+		flushed:  make(map[kernel.PhysAddr]*[kernel.PageSize]byte),
+	}
+}
+
+// SetCoherent switches streaming (Pin'd) memory between coherent and
+// non-coherent. Going non-coherent gives every pinned buffer a device copy
+// of its current contents; going coherent hands the device's data to the
+// CPU.
+func (m *Memory) SetCoherent(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on == m.coherent {
+		return
+	}
+	m.coherent = on
+	for _, s := range m.spans {
+		if !s.pin {
+			continue
+		}
+		if on {
+			copy(s.cpu, s.dev)
+			s.dev = nil
+		} else {
+			s.dev = slices.Clone(s.cpu)
+		}
+	}
+}
+
+// SetScatter makes every later Pin place each page of a buffer on its own,
+// non-adjacent physical page, so callers must handle many segments.
+func (m *Memory) SetScatter(on bool) {
+	m.mu.Lock()
+	m.scatter = on
+	m.mu.Unlock()
+}
+
+// SetFlushTracking turns on the non-snooping table walker's view: from now
+// on TableView reads return what FlushCache wrote back, and zeroes (the
+// contents at allocation) for what was never flushed.
+func (m *Memory) SetFlushTracking(on bool) {
+	m.mu.Lock()
+	m.tracking = on
+	m.mu.Unlock()
+}
+
+// Stats returns the counters.
+func (m *Memory) Stats() MemStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+// Errors returns the misuses seen by calls that cannot return an error
+// (syncs and flushes of unregistered memory), oldest first, at most 64.
+func (m *Memory) Errors() []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.errs)
+}
+
+func (m *Memory) misuse(err error) {
+	m.stats.Misuses++
+	if len(m.errs) < 64 {
+		m.errs = append(m.errs, err)
+	}
+}
+
+func keyOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// reserve hands out n bytes of physical address space aligned to align,
+// followed by an unregistered guard page.
+func (m *Memory) reserve(n, align uint64) (kernel.PhysAddr, error) {
+	p := (uint64(m.next) + align - 1) &^ (align - 1)
+	if p < holeEnd && p+n > holeStart {
+		p = (holeEnd + align - 1) &^ (align - 1)
+	}
+	end := p + (n+kernel.PageSize-1)&^(kernel.PageSize-1) + kernel.PageSize
+	if end < p || end > 1<<46 {
+		return 0, fmt.Errorf("sim memory: %d bytes: %w", n, kernel.ErrNoMemory)
+	}
+	m.next = kernel.PhysAddr(end)
+	return kernel.PhysAddr(p), nil
+}
+
+func (m *Memory) insert(s *span) {
+	i, _ := slices.BinarySearchFunc(m.spans, s.phys, func(x *span, p kernel.PhysAddr) int { return cmpAddr(x.phys, p) })
+	m.spans = slices.Insert(m.spans, i, s)
+	j, _ := slices.BinarySearchFunc(m.byKey, s.key, func(x *span, k uintptr) int { return cmpAddr(x.key, k) })
+	m.byKey = slices.Insert(m.byKey, j, s)
+	m.stats.BytesRegistered += uint64(len(s.cpu))
+}
+
+func (m *Memory) remove(s *span) {
+	if i := slices.Index(m.spans, s); i >= 0 {
+		m.spans = slices.Delete(m.spans, i, i+1)
+	}
+	if i := slices.Index(m.byKey, s); i >= 0 {
+		m.byKey = slices.Delete(m.byKey, i, i+1)
+	}
+	for p := s.phys &^ (kernel.PageSize - 1); p < s.end(); p += kernel.PageSize {
+		delete(m.flushed, p)
+	}
+	m.stats.BytesRegistered -= uint64(len(s.cpu))
+}
+
+func cmpAddr[T kernel.PhysAddr | uintptr](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// find returns the span holding physical address p.
+func (m *Memory) find(p kernel.PhysAddr) *span {
+	i, found := slices.BinarySearchFunc(m.spans, p, func(x *span, p kernel.PhysAddr) int { return cmpAddr(x.phys, p) })
+	if found {
+		return m.spans[i]
+	}
+	if i > 0 && p < m.spans[i-1].end() {
+		return m.spans[i-1]
+	}
+	return nil
+}
+
+// findCPU returns the span whose CPU slice holds the byte at key.
+func (m *Memory) findCPU(key uintptr) *span {
+	i, found := slices.BinarySearchFunc(m.byKey, key, func(x *span, k uintptr) int { return cmpAddr(x.key, k) })
+	if found {
+		return m.byKey[i]
+	}
+	if i > 0 && key < m.byKey[i-1].key+uintptr(len(m.byKey[i-1].cpu)) {
+		return m.byKey[i-1]
+	}
+	return nil
+}
+
+// overlapsCPU reports whether any registered span shares a byte with the
+// n bytes at key.
+func (m *Memory) overlapsCPU(key uintptr, n int) bool {
+	if m.findCPU(key) != nil {
+		return true
+	}
+	i, _ := slices.BinarySearchFunc(m.byKey, key, func(x *span, k uintptr) int { return cmpAddr(x.key, k) })
+	return i < len(m.byKey) && m.byKey[i].key < key+uintptr(n)
+}
+
+// Alloc returns zeroed, coherent, physically contiguous memory.
+func (m *Memory) Alloc(size, align int) (kernel.Region, error) {
+	if size <= 0 {
+		return kernel.Region{}, fmt.Errorf("sim memory: alloc of %d bytes: %w", size, kernel.ErrZeroLength)
+	}
+	if align <= 0 || align&(align-1) != 0 {
+		return kernel.Region{}, fmt.Errorf("sim memory: alloc alignment %d is not a power of two: %w", align, kernel.ErrUnaligned)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.reserve(uint64(size), uint64(max(align, kernel.PageSize)))
+	if err != nil {
+		return kernel.Region{}, err
+	}
+	buf := make([]byte, size)
+	s := &span{phys: p, cpu: buf, key: keyOf(buf)}
+	m.insert(s)
+	m.allocs[p] = s
+	m.stats.Allocs++
+	return kernel.Region{Buf: buf, Phys: p}, nil
+}
+
+// Free releases a region from Alloc. Its physical pages are never reused.
+func (m *Memory) Free(r kernel.Region) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.allocs[r.Phys]
+	if !ok {
+		return fmt.Errorf("sim memory: free of %#x: no allocation there: %w", r.Phys, kernel.ErrBadAddress)
+	}
+	if len(r.Buf) != len(s.cpu) || keyOf(r.Buf) != s.key {
+		return fmt.Errorf("sim memory: free of %#x: buffer is not the one allocated there: %w", r.Phys, kernel.ErrBadAddress)
+	}
+	delete(m.allocs, r.Phys)
+	m.remove(s)
+	m.stats.Frees++
+	return nil
+}
+
+// Pin registers buf and returns its physical segments. The physical pages
+// keep buf's offset within its first page, as on a real machine. Pinning
+// the same buffer again returns the same segments and takes a reference.
+func (m *Memory) Pin(buf []byte) ([]kernel.Segment, error) {
+	if len(buf) == 0 {
+		return nil, fmt.Errorf("sim memory: pin: %w", kernel.ErrZeroLength)
+	}
+	key := keyOf(buf)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.pins[key]; ok {
+		if p.n != len(buf) {
+			return nil, fmt.Errorf("sim memory: pin of %d bytes at a buffer already pinned with %d: %w", len(buf), p.n, kernel.ErrBadAddress)
+		}
+		p.refs++
+		m.stats.Pins++
+		return slices.Clone(p.segs), nil
+	}
+	if m.overlapsCPU(key, len(buf)) {
+		return nil, fmt.Errorf("sim memory: pin of %d bytes: overlaps memory already registered: %w", len(buf), kernel.ErrBadAddress)
+	}
+	off := uint64(key % kernel.PageSize)
+	pages := (off + uint64(len(buf)) + kernel.PageSize - 1) / kernel.PageSize
+	pin := &pinning{refs: 1, n: len(buf)}
+	if m.scatter {
+		rest := buf
+		for i := uint64(0); i < pages; i++ {
+			base, err := m.reserve(kernel.PageSize, kernel.PageSize)
+			if err != nil {
+				m.unpinSpans(pin)
+				return nil, err
+			}
+			lo := uint64(0)
+			if i == 0 {
+				lo = off
+			}
+			n := min(uint64(len(rest)), kernel.PageSize-lo)
+			m.addPinSpan(pin, base+kernel.PhysAddr(lo), rest[:n:n])
+			rest = rest[n:]
+		}
+	} else {
+		base, err := m.reserve(pages*kernel.PageSize, kernel.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		m.addPinSpan(pin, base+kernel.PhysAddr(off), buf)
+	}
+	for _, s := range pin.spans {
+		if n := len(pin.segs); n > 0 && pin.segs[n-1].Phys+kernel.PhysAddr(pin.segs[n-1].Len) == s.phys {
+			pin.segs[n-1].Len += len(s.cpu)
+			continue
+		}
+		pin.segs = append(pin.segs, kernel.Segment{Phys: s.phys, Len: len(s.cpu)})
+	}
+	m.pins[key] = pin
+	m.stats.Pins++
+	return slices.Clone(pin.segs), nil
+}
+
+func (m *Memory) addPinSpan(p *pinning, phys kernel.PhysAddr, b []byte) {
+	s := &span{phys: phys, cpu: b, key: keyOf(b), pin: true}
+	if !m.coherent {
+		s.dev = slices.Clone(b)
+	}
+	m.insert(s)
+	p.spans = append(p.spans, s)
+}
+
+func (m *Memory) unpinSpans(p *pinning) {
+	for _, s := range p.spans {
+		m.remove(s)
+	}
+}
+
+// Unpin drops one Pin of buf. Device-side data not yet synced for the CPU
+// is lost with the last reference, as on a non-coherent machine.
+func (m *Memory) Unpin(buf []byte) error {
+	if len(buf) == 0 {
+		return fmt.Errorf("sim memory: unpin: %w", kernel.ErrZeroLength)
+	}
+	key := keyOf(buf)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pins[key]
+	if !ok {
+		return fmt.Errorf("sim memory: unpin of a buffer never pinned: %w", kernel.ErrNotMapped)
+	}
+	if p.n != len(buf) {
+		return fmt.Errorf("sim memory: unpin of %d bytes, pinned with %d: %w", len(buf), p.n, kernel.ErrBadAddress)
+	}
+	m.stats.Unpins++
+	if p.refs--; p.refs > 0 {
+		return nil
+	}
+	delete(m.pins, key)
+	m.unpinSpans(p)
+	return nil
+}
+
+// ErrUnregistered is wrapped by device accesses to physical addresses no
+// allocation or pin holds.
+var ErrUnregistered = errors.New("physical address not registered")
+
+// walk calls f for each registered piece of [p, p+n), failing on a gap.
+func (m *Memory) walk(p kernel.PhysAddr, n int, f func(s *span, off, n int)) error {
+	for n > 0 {
+		s := m.find(p)
+		if s == nil {
+			return fmt.Errorf("sim memory: %#x: %w", p, ErrUnregistered)
+		}
+		off := int(p - s.phys)
+		k := min(n, len(s.cpu)-off)
+		f(s, off, k)
+		p += kernel.PhysAddr(k)
+		n -= k
+	}
+	return nil
+}
+
+// DeviceRead reads physical memory as a device sees it.
+func (m *Memory) DeviceRead(p kernel.PhysAddr, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	done := 0
+	err := m.walk(p, len(b), func(s *span, off, n int) {
+		src := s.cpu
+		if s.dev != nil {
+			src = s.dev
+		}
+		copy(b[done:done+n], src[off:off+n])
+		done += n
+	})
+	if err != nil {
+		return fmt.Errorf("device read of %d bytes at %#x: %w", len(b), p, err)
+	}
+	return nil
+}
+
+// DeviceWrite writes physical memory as a device does.
+func (m *Memory) DeviceWrite(p kernel.PhysAddr, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Check the whole range first so a failed write changes nothing.
+	if err := m.walk(p, len(b), func(*span, int, int) {}); err != nil {
+		return fmt.Errorf("device write of %d bytes at %#x: %w", len(b), p, err)
+	}
+	done := 0
+	return m.walk(p, len(b), func(s *span, off, n int) {
+		dst := s.cpu
+		if s.dev != nil {
+			dst = s.dev
+		}
+		copy(dst[off:off+n], b[done:done+n])
+		done += n
+	})
+}
+
+// SyncForCPU makes device writes to [p, p+n) visible in the CPU slices.
+func (m *Memory) SyncForCPU(p kernel.PhysAddr, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.SyncsForCPU++
+	if err := m.sync(p, n, true); err != nil {
+		m.misuse(fmt.Errorf("sync for cpu of %d bytes at %#x: %w", n, p, err))
+	}
+}
+
+// SyncForDevice makes CPU writes to [p, p+n) visible to devices.
+func (m *Memory) SyncForDevice(p kernel.PhysAddr, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.SyncsForDevice++
+	if err := m.sync(p, n, false); err != nil {
+		m.misuse(fmt.Errorf("sync for device of %d bytes at %#x: %w", n, p, err))
+	}
+}
+
+func (m *Memory) sync(p kernel.PhysAddr, n int, forCPU bool) error {
+	if n <= 0 {
+		return kernel.ErrZeroLength
+	}
+	if err := m.walk(p, n, func(*span, int, int) {}); err != nil {
+		return err
+	}
+	return m.walk(p, n, func(s *span, off, k int) {
+		if s.dev == nil {
+			return
+		}
+		if forCPU {
+			copy(s.cpu[off:off+k], s.dev[off:off+k])
+		} else {
+			copy(s.dev[off:off+k], s.cpu[off:off+k])
+		}
+	})
+}
+
+// FlushCache writes buf's cache lines back for the non-snooping table
+// walker. buf must lie in registered memory.
+func (m *Memory) FlushCache(buf []byte) {
+	if len(buf) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats.Flushes++
+	key := keyOf(buf)
+	for rest := len(buf); rest > 0; {
+		s := m.findCPU(key)
+		if s == nil {
+			m.misuse(fmt.Errorf("flush of %d bytes: buffer not in registered memory: %w", len(buf), ErrUnregistered))
+			return
+		}
+		off := int(key - s.key)
+		n := min(rest, len(s.cpu)-off)
+		if m.tracking {
+			m.writeBack(s, off, n)
+		}
+		key += uintptr(n)
+		rest -= n
+	}
+}
+
+// writeBack copies the cache lines covering s.cpu[off:off+n] into the
+// walker's view.
+func (m *Memory) writeBack(s *span, off, n int) {
+	lo := (s.phys + kernel.PhysAddr(off)) &^ (lineSize - 1)
+	hi := (s.phys + kernel.PhysAddr(off+n) + lineSize - 1) &^ (lineSize - 1)
+	lo = max(lo, s.phys)
+	hi = min(hi, s.end())
+	for p := lo; p < hi; {
+		page := p &^ (kernel.PageSize - 1)
+		snap := m.flushed[page]
+		if snap == nil {
+			snap = new([kernel.PageSize]byte)
+			m.flushed[page] = snap
+		}
+		k := min(hi, page+kernel.PageSize) - p
+		copy(snap[p-page:p-page+k], s.cpu[p-s.phys:p-s.phys+k])
+		p += k
+	}
+}
+
+// TableView returns the memory a VT-d unit walks its tables in: the device
+// view, or with flush tracking on, what FlushCache wrote back.
+func (m *Memory) TableView() interface {
+	DeviceRead(p kernel.PhysAddr, b []byte) error
+} {
+	return tableView{m}
+}
+
+type tableView struct{ m *Memory }
+
+func (v tableView) DeviceRead(p kernel.PhysAddr, b []byte) error {
+	m := v.m
+	m.mu.Lock()
+	tracking := m.tracking
+	m.mu.Unlock()
+	if !tracking {
+		return m.DeviceRead(p, b)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	done := 0
+	err := m.walk(p, len(b), func(s *span, off, n int) {
+		for n > 0 {
+			q := s.phys + kernel.PhysAddr(off)
+			page := q &^ (kernel.PageSize - 1)
+			k := min(n, int(page+kernel.PageSize-q))
+			if snap := m.flushed[page]; snap != nil {
+				copy(b[done:done+k], snap[q-page:])
+			} else {
+				clear(b[done : done+k])
+			}
+			done, off, n = done+k, off+k, n-k
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("table read of %d bytes at %#x: %w", len(b), p, err)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package vtd
+
+import "fmt"
+
+// Reason is a fault reason code (VT-d specification, appendix A).
+type Reason uint8
+
+const (
+	ReasonRootNotPresent    Reason = 0x1 // root entry present bit clear
+	ReasonContextNotPresent Reason = 0x2 // context entry present bit clear
+	ReasonContextInvalid    Reason = 0x3 // context entry programmed wrongly (TT, AW)
+	ReasonBeyondWidth       Reason = 0x4 // input address above the address width
+	ReasonWrite             Reason = 0x5 // write without write permission
+	ReasonRead              Reason = 0x6 // read without read permission
+	ReasonPageTableAccess   Reason = 0x7 // second-level entry fetch failed
+	ReasonRootTableAccess   Reason = 0x8 // root entry fetch failed
+	ReasonContextAccess     Reason = 0x9 // context entry fetch failed
+	ReasonRootReserved      Reason = 0xA // reserved bit set in a root entry
+	ReasonContextReserved   Reason = 0xB // reserved bit set in a context entry
+	ReasonPageReserved      Reason = 0xC // reserved bit set in a second-level entry
+)
+
+var reasonNames = map[Reason]string{
+	ReasonRootNotPresent:    "root entry not present",
+	ReasonContextNotPresent: "context entry not present",
+	ReasonContextInvalid:    "context entry invalid",
+	ReasonBeyondWidth:       "address beyond width",
+	ReasonWrite:             "write not permitted",
+	ReasonRead:              "read not permitted",
+	ReasonPageTableAccess:   "page table access error",
+	ReasonRootTableAccess:   "root table access error",
+	ReasonContextAccess:     "context table access error",
+	ReasonRootReserved:      "root entry reserved bit set",
+	ReasonContextReserved:   "context entry reserved bit set",
+	ReasonPageReserved:      "page table entry reserved bit set",
+}
+
+func (r Reason) String() string {
+	if s, ok := reasonNames[r]; ok {
+		return s
+	}
+	return fmt.Sprintf("reason %#x", uint8(r))
+}
+
+// Fault is a failed translation. It is the error Translate returns.
+type Fault struct {
+	Source   uint16 // requester id: bus<<8 | dev<<3 | fn
+	Addr     uint64 // the faulting input address (page-aligned in the record)
+	Write    bool
+	Reason   Reason
+	Recorded bool // written into a fault recording register
+}
+
+func (f *Fault) Error() string {
+	dir := "read"
+	if f.Write {
+		dir = "write"
+	}
+	return fmt.Sprintf("vtd: dma %s of %#x by %02x:%02x.%x: %v (fault reason %#x)",
+		dir, f.Addr, f.Source>>8, f.Source>>3&0x1f, f.Source&7, f.Reason, uint8(f.Reason))
+}
+
+const faultLogMax = 4096
+
+// fault handles one translation fault: logs it and, unless the context
+// entry disables fault processing or the records overflowed, records it.
+func (u *Unit) fault(src uint16, addr uint64, write bool, r Reason, fpd bool) *Fault {
+	f := &Fault{Source: src, Addr: addr, Write: write, Reason: r}
+	u.stats.Faults++
+	defer func() {
+		if len(u.log) == faultLogMax {
+			copy(u.log, u.log[1:])
+			u.log = u.log[:faultLogMax-1]
+		}
+		u.log = append(u.log, *f)
+	}()
+	if fpd {
+		return f
+	}
+	if u.fsts&FSTS_PFO != 0 {
+		// Hardware records nothing more until software clears PFO.
+		u.stats.FaultsDropped++
+		return f
+	}
+	i := u.nextRec
+	if u.frcds[i].hi&FRCD_F != 0 {
+		u.fsts |= FSTS_PFO
+		u.stats.FaultsDropped++
+		u.event()
+		return f
+	}
+	hi := FRCD_F | uint64(r)<<FRCD_FR_SHIFT | uint64(src)
+	if !write {
+		hi |= FRCD_T
+	}
+	wasPending := u.ppf()
+	u.frcds[i] = frcd{lo: addr &^ 0xfff, hi: hi}
+	u.nextRec = (i + 1) % len(u.frcds)
+	f.Recorded = true
+	u.stats.FaultsRecorded++
+	if !wasPending {
+		u.fsts = u.fsts&^(0xff<<FSTS_FRI_SHIFT) | uint32(i)<<FSTS_FRI_SHIFT
+		u.event()
+	}
+	return f
+}
+
+// ppf reports a pending primary fault: some record has F set.
+func (u *Unit) ppf() bool {
+	for _, r := range u.frcds {
+		if r.hi&FRCD_F != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (u *Unit) fstsValue() uint32 {
+	v := u.fsts
+	if u.ppf() {
+		v |= FSTS_PPF
+	}
+	return v
+}
+
+// event raises a fault event: pending while masked, delivered otherwise.
+func (u *Unit) event() {
+	if u.fectl&FECTL_IM != 0 {
+		u.fectl |= FECTL_IP
+		return
+	}
+	u.deliver()
+}
+
+func (u *Unit) deliver() {
+	u.stats.FaultInterrupts++
+	if u.notify != nil {
+		u.notify()
+	}
+}
+
+// faultsMaybeCleared drops a pending fault event once software has
+// serviced every record and the overflow.
+func (u *Unit) faultsMaybeCleared() {
+	if !u.ppf() && u.fsts&FSTS_PFO == 0 {
+		u.fectl &^= FECTL_IP
+	}
+}

@@ -1,0 +1,222 @@
+package vtd
+
+import (
+	"encoding/binary"
+
+	"github.com/ether9/ether9/kernel"
+)
+
+// context is a fetched (and possibly cached) legacy-mode context entry.
+type context struct {
+	lo, hi uint64
+}
+
+func (c context) did() uint16   { return uint16(c.hi >> ctxDIDShift) }
+func (c context) tt() uint64    { return c.lo >> ctxTTShift & ctxTTMask }
+func (c context) aw() uint64    { return c.hi & ctxAWMask }
+func (c context) fpd() bool     { return c.lo&ctxFPD != 0 }
+func (c context) table() uint64 { return c.lo & addrMask }
+
+// levels returns the table depth for the context's address width field.
+func (c context) levels() int { return int(c.aw()) + 2 }
+
+type tlbKey struct {
+	did   uint16
+	level uint8  // 1: 4 KiB, 2: 2 MiB, 3: 1 GiB
+	pfn   uint64 // input address >> the level's page shift
+}
+
+type tlbEntry struct {
+	phys uint64 // output page base
+	perm uint64 // effective slR | slW
+}
+
+// tlbMax bounds the IOTLB. Eviction only ever drops translations, so it
+// can hide a stale entry but never invent one.
+const tlbMax = 1 << 16
+
+func levelShift(level int) uint { return 12 + 9*uint(level-1) }
+
+// Translate translates one request from source at input address iova. With
+// translation off the address passes through. A failed translation is
+// recorded in the fault registers and returned as a *Fault.
+func (u *Unit) Translate(source uint16, iova uint64, write bool) (kernel.PhysAddr, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, f := u.translate(source, iova, write)
+	if f != nil {
+		return 0, f
+	}
+	return kernel.PhysAddr(p), nil
+}
+
+func (u *Unit) translate(src uint16, iova uint64, write bool) (uint64, *Fault) {
+	if u.gsts&GSTS_TES == 0 {
+		u.stats.Untranslated++
+		return iova, nil
+	}
+	ctx, r := u.context(src)
+	if r != 0 {
+		return 0, u.fault(src, iova, write, r, false)
+	}
+	if ctx.tt() == ctxTTPass {
+		if iova>>u.aw != 0 {
+			return 0, u.fault(src, iova, write, ReasonBeyondWidth, ctx.fpd())
+		}
+		return iova, nil
+	}
+	width := min(u.aw, levelShift(ctx.levels()+1))
+	if iova>>width != 0 {
+		return 0, u.fault(src, iova, write, ReasonBeyondWidth, ctx.fpd())
+	}
+	need := uint64(slR)
+	if write {
+		need = slW
+	}
+	if u.cfg.IOTLB {
+		for level := 1; level <= 3; level++ {
+			sh := levelShift(level)
+			e, ok := u.tlb[tlbKey{ctx.did(), uint8(level), iova >> sh}]
+			if !ok {
+				continue
+			}
+			u.stats.IOTLBHits++
+			if e.perm&need == 0 {
+				return 0, u.fault(src, iova, write, permReason(write), ctx.fpd())
+			}
+			return e.phys | iova&(1<<sh-1), nil
+		}
+		u.stats.IOTLBMisses++
+	}
+	phys, level, perm, r := u.walk(ctx, iova, need)
+	if r != 0 {
+		return 0, u.fault(src, iova, write, r, ctx.fpd())
+	}
+	sh := levelShift(level)
+	if u.cfg.IOTLB {
+		if len(u.tlb) >= tlbMax {
+			clear(u.tlb)
+			u.stats.IOTLBEvictions++
+		}
+		u.tlb[tlbKey{ctx.did(), uint8(level), iova >> sh}] = tlbEntry{phys: phys, perm: perm}
+	}
+	return phys | iova&(1<<sh-1), nil
+}
+
+func permReason(write bool) Reason {
+	if write {
+		return ReasonWrite
+	}
+	return ReasonRead
+}
+
+// context finds the context entry for src through the root table, or in
+// the context cache.
+func (u *Unit) context(src uint16) (context, Reason) {
+	if u.cfg.IOTLB {
+		if c, ok := u.ctxCache[src]; ok {
+			u.stats.ContextHits++
+			return c, 0
+		}
+		u.stats.ContextMisses++
+	}
+	if u.gsts&GSTS_RTPS == 0 {
+		return context{}, ReasonRootTableAccess
+	}
+	rlo, rhi, err := u.read128(u.rta + uint64(src>>8)*16)
+	if err != nil {
+		return context{}, ReasonRootTableAccess
+	}
+	if rlo&entryPresent == 0 {
+		return context{}, ReasonRootNotPresent
+	}
+	if rlo&0xffe != 0 || rhi != 0 || rlo&addrMask&^u.hawMask() != 0 {
+		return context{}, ReasonRootReserved
+	}
+	lo, hi, err := u.read128(rlo&addrMask + uint64(src&0xff)*16)
+	if err != nil {
+		return context{}, ReasonContextAccess
+	}
+	c := context{lo, hi}
+	if lo&entryPresent == 0 {
+		return context{}, ReasonContextNotPresent
+	}
+	// Legacy context entry: lo 11:4 reserved, hi 7 and 63:24 reserved.
+	if lo&0xff0 != 0 || hi&(1<<7|0xffff_ffff_ff00_0000) != 0 || c.table()&^u.hawMask() != 0 {
+		return context{}, ReasonContextReserved
+	}
+	switch c.tt() {
+	case ctxTTSL:
+	case ctxTTDevTLB:
+		if u.ecap&ECAP_DT == 0 {
+			return context{}, ReasonContextInvalid
+		}
+	case ctxTTPass:
+		if u.ecap&ECAP_PT == 0 {
+			return context{}, ReasonContextInvalid
+		}
+	default:
+		return context{}, ReasonContextInvalid
+	}
+	if c.tt() != ctxTTPass {
+		sagaw := u.cap >> CAP_SAGAW_SHIFT & 0x1f
+		if aw := c.aw(); aw > 4 || sagaw&(1<<aw) == 0 {
+			return context{}, ReasonContextInvalid
+		}
+	}
+	if u.cfg.IOTLB {
+		u.ctxCache[src] = c
+	}
+	return c, 0
+}
+
+// walk walks the second-level tables for iova, checking the permission
+// need at every level. It returns the leaf's output page, its level and
+// the effective permissions.
+func (u *Unit) walk(ctx context, iova, need uint64) (phys uint64, level int, perm uint64, r Reason) {
+	u.stats.Walks++
+	table := ctx.table()
+	perm = slR | slW
+	sllps := u.cap >> CAP_SLLPS_SHIFT & 0xf
+	for level = ctx.levels(); level >= 1; level-- {
+		sh := levelShift(level)
+		var b [8]byte
+		if err := u.mem.DeviceRead(kernel.PhysAddr(table+(iova>>sh&0x1ff)*8), b[:]); err != nil {
+			return 0, level, 0, ReasonPageTableAccess
+		}
+		e := binary.LittleEndian.Uint64(b[:])
+		if e&need == 0 {
+			// Covers not-present entries (R=W=0) too.
+			return 0, level, 0, permReason(need == slW)
+		}
+		perm &= e
+		addr := e & addrMask
+		if addr&^u.hawMask() != 0 {
+			return 0, level, 0, ReasonPageReserved
+		}
+		leaf := level == 1
+		if level > 1 && e&slPS != 0 {
+			// PS is reserved where the page size is unsupported.
+			if level > 3 || sllps&(1<<(level-2)) == 0 {
+				return 0, level, 0, ReasonPageReserved
+			}
+			if addr&(1<<sh-1) != 0 {
+				return 0, level, 0, ReasonPageReserved
+			}
+			leaf = true
+		}
+		if leaf {
+			return addr, level, perm & (slR | slW), 0
+		}
+		table = addr
+	}
+	return 0, 1, 0, ReasonPageTableAccess // unreachable: level 1 is a leaf
+}
+
+func (u *Unit) read128(p uint64) (lo, hi uint64, err error) {
+	var b [16]byte
+	if err := u.mem.DeviceRead(kernel.PhysAddr(p), b[:]); err != nil {
+		return 0, 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:]), nil
+}

@@ -1,0 +1,241 @@
+// Package vtd is a model of an Intel VT-d DMA remapping unit, written from
+// the VT-d specification: the register set, legacy-mode root and context
+// tables, second-level paging (3 or 4 levels, 2 MiB and 1 GiB leaves), an
+// IOTLB and a context cache that keep translations until software
+// invalidates them, and the primary fault recording registers.
+//
+// The model reads the tables the driver wrote through a Memory, at the time
+// of a cache miss, so a table write that was never flushed or a cached
+// translation that was never invalidated shows up exactly as it would on
+// hardware.
+package vtd
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ether9/ether9/kernel"
+)
+
+// Memory is how the unit reads its tables: the device-side view of
+// physical memory, without any translation.
+type Memory interface {
+	DeviceRead(p kernel.PhysAddr, b []byte) error
+}
+
+// Config describes the unit's hardware. The zero value is a 48-bit unit
+// without page-selective invalidation, large pages, coherency or caches;
+// QEMU() gives QEMU's intel-iommu defaults.
+type Config struct {
+	AddrWidth int   // 39 (3-level tables) or 48 (3- and 4-level); 0 means 48
+	PSI       bool  // page-selective IOTLB invalidation (CAP.PSI)
+	SLLPS     uint8 // second-level large pages: bit 0 2 MiB, bit 1 1 GiB
+	Coherent  bool  // ECAP.C: table walks snoop the CPU caches
+	IOTLB     bool  // cache translations and context entries until invalidated
+	NFR       int   // fault recording registers; 0 means 1
+
+	// InvalidationCost is how long each register-based context-cache or
+	// IOTLB invalidation busy-waits, as hardware takes time to drain and
+	// flush. 0 means 1 µs; negative means none.
+	InvalidationCost time.Duration
+}
+
+// QEMU returns the configuration of QEMU's intel-iommu with its defaults
+// (aw-bits=48): CAP 0x00d2008c222f0606, ECAP 0xf00f4a.
+func QEMU() Config {
+	return Config{AddrWidth: 48, PSI: true, SLLPS: SLLPS_2M | SLLPS_1G, IOTLB: true, NFR: 1}
+}
+
+// Caps returns the CAP and ECAP register values cfg describes.
+func (cfg Config) Caps() (capReg, ecapReg uint64, err error) {
+	aw := cfg.AddrWidth
+	if aw == 0 {
+		aw = 48
+	}
+	var sagaw uint64
+	switch aw {
+	case 39:
+		sagaw = SAGAW_39
+	case 48:
+		sagaw = SAGAW_39 | SAGAW_48
+	default:
+		return 0, 0, fmt.Errorf("vtd: address width %d unsupported (39 or 48)", cfg.AddrWidth)
+	}
+	nfr := cfg.NFR
+	if nfr == 0 {
+		nfr = 1
+	}
+	if nfr < 1 || nfr > 256 {
+		return 0, 0, fmt.Errorf("vtd: %d fault recording registers, want 1..256", cfg.NFR)
+	}
+	if cfg.SLLPS&^(SLLPS_2M|SLLPS_1G) != 0 {
+		return 0, 0, fmt.Errorf("vtd: SLLPS %#x: only 2 MiB and 1 GiB pages are modelled", cfg.SLLPS)
+	}
+	capReg = 6<<CAP_ND_SHIFT | // 16-bit domain ids
+		sagaw<<CAP_SAGAW_SHIFT |
+		uint64(aw-1)<<CAP_MGAW_SHIFT |
+		fro<<CAP_FRO_SHIFT |
+		uint64(cfg.SLLPS)<<CAP_SLLPS_SHIFT |
+		uint64(nfr-1)<<CAP_NFR_SHIFT |
+		maxAM<<CAP_MAMV_SHIFT |
+		CAP_DWD | CAP_DRD
+	if cfg.PSI {
+		capReg |= CAP_PSI
+	}
+	ecapReg = ECAP_QI | ECAP_IR | ECAP_PT | iro<<ECAP_IRO_SHIFT | 0xf<<ECAP_MHMV_SHIFT
+	if cfg.Coherent {
+		ecapReg |= ECAP_C
+	}
+	return capReg, ecapReg, nil
+}
+
+// Stats counts what the unit did.
+type Stats struct {
+	Walks            uint64 // second-level table walks
+	IOTLBHits        uint64
+	IOTLBMisses      uint64
+	ContextHits      uint64
+	ContextMisses    uint64
+	IOTLBGlobal      uint64 // IOTLB invalidations by actual granularity
+	IOTLBDomain      uint64
+	IOTLBPage        uint64
+	IOTLBRejected    uint64 // invalid requests (IAIG=0)
+	ContextGlobal    uint64 // context-cache invalidations by actual granularity
+	ContextDomain    uint64
+	ContextDevice    uint64
+	IgnoredInvals    uint64 // register-based invalidations while queued invalidation is on
+	Faults           uint64 // every translation fault
+	FaultsRecorded   uint64 // written to a fault recording register
+	FaultsDropped    uint64 // lost to an overflow (FSTS.PFO)
+	FaultInterrupts  uint64 // fault events delivered (FECTL.IM clear)
+	Untranslated     uint64 // requests passed through with translation off
+	CachedEntries    int    // IOTLB entries held now
+	CachedContexts   int    // context-cache entries held now
+	IOTLBEvictions   uint64 // capacity evictions (never hide a missing invalidation's first effect)
+	RootPointerLoads uint64
+}
+
+// ErrQueuedInvalidation reports a register-based invalidation the unit
+// ignored because queued invalidation is enabled.
+var ErrQueuedInvalidation = errors.New("vtd: register-based invalidation while queued invalidation is enabled")
+
+type frcd struct{ lo, hi uint64 }
+
+// Unit is one remapping hardware unit. It is a kernel.Regs: every access is
+// one register read or write, serialized with translation.
+type Unit struct {
+	mu     sync.Mutex
+	cfg    Config
+	mem    Memory
+	cap    uint64
+	ecap   uint64
+	aw     uint // host and guest address width
+	cost   time.Duration
+	notify func()
+
+	gsts    uint32
+	rtaddr  uint64 // as written
+	rta     uint64 // latched by SRTP
+	ccmd    uint64
+	iva     uint64
+	iotlb   uint64
+	fsts    uint32 // PFO, IQE, ICE, ITE, FRI; PPF is computed
+	fectl   uint32
+	fedata  uint32
+	feaddr  uint32
+	feuaddr uint32
+	aflog   uint64
+	pmen    uint32
+	iqh     uint64
+	iqt     uint64
+	iqa     uint64
+	ics     uint32
+	iectl   uint32
+	iedata  uint32
+	ieaddr  uint32
+	ieuaddr uint32
+	irta    uint64
+	frcds   []frcd
+	nextRec int
+
+	ctxCache map[uint16]context
+	tlb      map[tlbKey]tlbEntry
+	log      []Fault
+	stats    Stats
+}
+
+// New returns a unit in its reset state: translation off, fault events
+// masked.
+func New(cfg Config, mem Memory) (*Unit, error) {
+	if mem == nil {
+		return nil, errors.New("vtd: no memory to walk tables in")
+	}
+	capReg, ecapReg, err := cfg.Caps()
+	if err != nil {
+		return nil, err
+	}
+	u := &Unit{
+		cfg:      cfg,
+		mem:      mem,
+		cap:      capReg,
+		ecap:     ecapReg,
+		aw:       uint(capReg>>CAP_MGAW_SHIFT&0x3f) + 1,
+		cost:     cfg.InvalidationCost,
+		fectl:    FECTL_IM,
+		frcds:    make([]frcd, capReg>>CAP_NFR_SHIFT&0xff+1),
+		ctxCache: make(map[uint16]context),
+		tlb:      make(map[tlbKey]tlbEntry),
+	}
+	if u.cost == 0 {
+		u.cost = time.Microsecond
+	}
+	return u, nil
+}
+
+// Config returns the configuration the unit was built with.
+func (u *Unit) Config() Config { return u.cfg }
+
+// SetFaultNotify sets the function called when the unit delivers a fault
+// event interrupt (a fault recorded while FECTL.IM is clear). It is called
+// with the unit's lock held and must not touch the unit.
+func (u *Unit) SetFaultNotify(f func()) {
+	u.mu.Lock()
+	u.notify = f
+	u.mu.Unlock()
+}
+
+// Stats returns the unit's counters.
+func (u *Unit) Stats() Stats {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.stats
+	s.CachedEntries = len(u.tlb)
+	s.CachedContexts = len(u.ctxCache)
+	return s
+}
+
+// FaultLog returns every translation fault since the last ClearFaultLog,
+// recorded in registers or not (at most the last 4096).
+func (u *Unit) FaultLog() []Fault {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]Fault(nil), u.log...)
+}
+
+// ClearFaultLog empties the log FaultLog returns; the registers keep theirs.
+func (u *Unit) ClearFaultLog() {
+	u.mu.Lock()
+	u.log = u.log[:0]
+	u.mu.Unlock()
+}
+
+// spin busy-waits for the configured invalidation cost.
+func (u *Unit) spin() {
+	if u.cost <= 0 {
+		return
+	}
+	for start := time.Now(); time.Since(start) < u.cost; {
+	}
+}
