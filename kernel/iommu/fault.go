@@ -1,0 +1,107 @@
+package iommu
+
+import "fmt"
+
+// Fault is one primary fault record: a DMA the unit refused.
+type Fault struct {
+	Source uint16 // requester id: bus<<8 | dev<<3 | fn
+	Addr   uint64 // faulting page address
+	Write  bool   // the request was a write (false: read)
+	Reason uint8  // fault reason code
+}
+
+// faultReasons names the legacy-mode fault reason codes (VT-d specification,
+// appendix A).
+var faultReasons = map[uint8]string{
+	0x1: "root entry not present",
+	0x2: "context entry not present",
+	0x3: "invalid context entry",
+	0x4: "address beyond the guest address width",
+	0x5: "write to a page without write permission",
+	0x6: "read of a page without read permission",
+	0x7: "next page table pointer invalid",
+	0x8: "root table address invalid",
+	0x9: "context table pointer invalid",
+	0xa: "reserved bits set in a root entry",
+	0xb: "reserved bits set in a context entry",
+	0xc: "reserved bits set in a page table entry",
+	0xd: "request blocked by the translation type",
+}
+
+// ReasonText describes the fault reason.
+func (f Fault) ReasonText() string {
+	if s, ok := faultReasons[f.Reason]; ok {
+		return s
+	}
+	return "unknown reason"
+}
+
+func (f Fault) String() string {
+	kind := "read"
+	if f.Write {
+		kind = "write"
+	}
+	return fmt.Sprintf("%s %s %#x reason %#x (%s)", sourceString(f.Source), kind, f.Addr, f.Reason, f.ReasonText())
+}
+
+// faultLogMax bounds the faults kept for Faults; older ones are dropped but
+// still counted.
+const faultLogMax = 256
+
+// Faults reads and clears the unit's fault recording registers and returns
+// every fault seen since the last ClearFaults, oldest first.
+func (u *Unit) Faults() []Fault {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pollFaults()
+	return append([]Fault(nil), u.faultLog...)
+}
+
+// ClearFaults reads and clears the fault registers and forgets the faults
+// seen so far. The counters keep them.
+func (u *Unit) ClearFaults() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pollFaults()
+	u.faultLog = u.faultLog[:0]
+}
+
+// pollFaults moves every valid fault record into the log: read the record,
+// write 1 to its F bit, then clear the overflow flag in FSTS. It returns
+// how many records it found.
+func (u *Unit) pollFaults() int {
+	fsts := u.regs.Read32(regFSTS)
+	if fsts&(fstsPPF|fstsPFO) == 0 {
+		return 0
+	}
+	n := 0
+	nfr := u.caps.NFR
+	start := int(fsts>>fstsFRIShift&0xff) % nfr
+	for k := range nfr {
+		off := u.caps.FRO + uint32((start+k)%nfr)*frcdSize
+		hi := u.regs.Read64(off + 8)
+		if hi&frcdF == 0 {
+			continue
+		}
+		lo := u.regs.Read64(off)
+		f := Fault{
+			Source: uint16(hi),
+			Addr:   lo &^ (1<<pageShift - 1),
+			Write:  hi&frcdTypeRead == 0,
+			Reason: uint8(hi >> frcdReasonShift),
+		}
+		u.regs.Write32(off+12, uint32(frcdF>>32))
+		if len(u.faultLog) >= faultLogMax {
+			copy(u.faultLog, u.faultLog[1:])
+			u.faultLog = u.faultLog[:len(u.faultLog)-1]
+		}
+		u.faultLog = append(u.faultLog, f)
+		u.stats.Faults++
+		n++
+	}
+	if fsts&fstsPFO != 0 {
+		u.stats.FaultOverflows++
+		u.regs.Write32(regFSTS, fstsPFO)
+	}
+	return n
+}

@@ -1,0 +1,110 @@
+package iommu
+
+// Remapping unit registers (VT-d specification, chapter 11).
+const (
+	regVER    = 0x00 // version, 32
+	regCAP    = 0x08 // capability, 64
+	regECAP   = 0x10 // extended capability, 64
+	regGCMD   = 0x18 // global command, 32, write-only
+	regGSTS   = 0x1c // global status, 32
+	regRTADDR = 0x20 // root table address, 64
+	regCCMD   = 0x28 // context command, 64
+	regFSTS   = 0x34 // fault status, 32
+	regFECTL  = 0x38 // fault event control, 32
+)
+
+// GCMD command bits and the GSTS status bits that acknowledge them.
+const (
+	gcmdTE    = 1 << 31 // translation enable
+	gcmdSRTP  = 1 << 30 // set root table pointer
+	gcmdWBF   = 1 << 27 // write buffer flush
+	gcmdQIE   = 1 << 26 // queued invalidation enable
+	gstsTES   = 1 << 31
+	gstsRTPS  = 1 << 30
+	gstsWBFS  = 1 << 27
+	gstsQIES  = 1 << 26
+	gstsIRES  = 1 << 25
+	gstsIRTPS = 1 << 24
+
+	// gstsOneShot are status bits of one-shot commands (root table and
+	// interrupt remapping table pointers, fault log, write buffer flush).
+	// GCMD is write-only, so every write is built from GSTS with these
+	// cleared: writing them back would re-issue the command.
+	gstsOneShot = gstsRTPS | 1<<29 | gstsWBFS | gstsIRTPS
+)
+
+// CCMD: context-cache invalidation.
+const (
+	ccmdICC        = 1 << 63
+	ccmdCIRGShift  = 61
+	ccmdCAIGShift  = 59
+	ccmdGlobal     = 1 << ccmdCIRGShift
+	ccmdDomain     = 2 << ccmdCIRGShift
+	ccmdDevice     = 3 << ccmdCIRGShift
+	ccmdSIDShift   = 16
+	ccmdGranMask   = 3
+	ccmdDomainMask = 0xffff
+)
+
+// IOTLB invalidate register (at ECAP.IRO*16+8) and invalidate address
+// register (at ECAP.IRO*16).
+const (
+	iotlbIVT       = 1 << 63
+	iotlbIIRGShift = 60
+	iotlbIAIGShift = 57
+	iotlbDR        = 1 << 49 // drain reads
+	iotlbDW        = 1 << 48 // drain writes
+	iotlbDIDShift  = 32
+	iotlbGranMask  = 3
+
+	ivaIH = 1 << 6 // invalidation hint: leaf entries only changed
+)
+
+// FSTS bits.
+const (
+	fstsPFO      = 1 << 0 // primary fault overflow, RW1C
+	fstsPPF      = 1 << 1 // primary pending fault, read-only summary of the F bits
+	fstsFRIShift = 8
+)
+
+// Fault recording register (128 bits at CAP.FRO*16 + i*16). The low
+// quadword holds the faulting page address; the high quadword holds the
+// source id (bits 15:0), fault reason (bits 39:32), type (bit 62, 1 = read)
+// and F (bit 63, RW1C).
+const (
+	frcdSize        = 16
+	frcdReasonShift = 32
+	frcdTypeRead    = 1 << 62
+	frcdF           = 1 << 63
+)
+
+// RTADDR.TTM (bits 11:10) selects the table format; 00 is legacy mode.
+const rtaddrLegacy = 0
+
+// Table entries.
+const (
+	entryPresent = 1 << 0 // root and context entries
+
+	pteRead  = 1 << 0
+	pteWrite = 1 << 1
+	pteLarge = 1 << 7 // PS: this level-2 (or level-3) entry is a leaf
+
+	// addrMask keeps bits 51:12 of an entry: the address bits VT-d
+	// defines for every supported host address width.
+	addrMask = 0x000f_ffff_ffff_f000
+
+	ctxAWShift  = 0 // high quadword: address width
+	ctxDIDShift = 8 // high quadword: domain id
+	ctxAW39     = 1 // 3-level table
+	ctxAW48     = 2 // 4-level table
+)
+
+const (
+	tableEntries = 512
+	entrySize    = 8
+	rootEntrySz  = 16
+	pageShift    = 12
+	largeShift   = 21
+	largeSize    = 1 << largeShift
+	levelStride  = 9
+)

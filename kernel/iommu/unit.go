@@ -1,0 +1,265 @@
+package iommu
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ether9/ether9/kernel"
+)
+
+// Options tune a unit. The zero value is a sensible default.
+type Options struct {
+	// Levels forces 3- or 4-level page tables; 0 takes the deepest the
+	// unit supports.
+	Levels int
+	// NoLargePages keeps every mapping on 4 KiB leaves.
+	NoLargePages bool
+	// IOVALimit caps each domain's IOVA space (bytes); 0 means the whole
+	// address width of the tables.
+	IOVALimit uint64
+	// Clock times register handshakes; nil means the wall clock.
+	Clock kernel.Clock
+	// Timeout bounds each register handshake; 0 means one second.
+	Timeout time.Duration
+}
+
+// Unit is one VT-d DMA-remapping unit and the tables this package owns for
+// it: the root table, a context table per bus and a domain per device.
+// Its methods and those of its domains are safe for concurrent use.
+type Unit struct {
+	mu      sync.Mutex
+	regs    kernel.Regs
+	caps    Caps
+	clock   kernel.Clock
+	timeout time.Duration
+	levels  int
+	large   bool
+	limit   uint64 // end of every domain's IOVA space
+
+	tm      tableMem
+	root    kernel.Region
+	ctx     [256]*kernel.Region // context table per bus
+	domains map[uint16]*Domain
+	nextDID int
+	enabled bool
+
+	inv      invalidator
+	faultLog []Fault
+	stats    Stats
+}
+
+// DefaultBatch is the deferred-mode batch: unmaps per IOTLB invalidation.
+const DefaultBatch = 256
+
+const defaultTimeout = time.Second
+
+// New takes over the unit behind regs. It reads VER, CAP and ECAP, picks
+// the table depth and allocates the root table; translation stays off
+// until Enable.
+func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
+	c := DecodeCaps(regs.Read32(regVER), regs.Read64(regCAP), regs.Read64(regECAP))
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("iommu: %w", err)
+	}
+	u := &Unit{
+		regs:    regs,
+		caps:    c,
+		clock:   opt.Clock,
+		timeout: opt.Timeout,
+		large:   c.Large2M() && !opt.NoLargePages,
+		tm:      tableMem{mem: mem, flush: !c.Coherent},
+		domains: make(map[uint16]*Domain),
+		nextDID: 1, // domain 0 is what caching-mode hardware tags non-present entries with
+	}
+	u.inv = invalidator{u: u, mode: Strict, batch: DefaultBatch}
+	if u.clock == nil {
+		u.clock = kernel.NewWallClock()
+	}
+	if u.timeout <= 0 {
+		u.timeout = defaultTimeout
+	}
+	switch opt.Levels {
+	case 0:
+		u.levels = c.Levels()[0]
+	case 3, 4:
+		if c.SAGAW&(1<<(opt.Levels-2)) == 0 {
+			return nil, fmt.Errorf("iommu: %d-level tables forced, SAGAW %#x lacks them", opt.Levels, c.SAGAW)
+		}
+		u.levels = opt.Levels
+	default:
+		return nil, fmt.Errorf("iommu: %d-level tables: only 3 and 4 exist", opt.Levels)
+	}
+	u.limit = 1 << levelShift(u.levels+1)
+	if c.MGAW < 64 && u.limit > 1<<c.MGAW {
+		u.limit = 1 << c.MGAW
+	}
+	if opt.IOVALimit != 0 {
+		if opt.IOVALimit < 2*kernel.PageSize || opt.IOVALimit%kernel.PageSize != 0 {
+			return nil, fmt.Errorf("iommu: IOVA limit %#x: %w", opt.IOVALimit, kernel.ErrUnaligned)
+		}
+		u.limit = min(u.limit, opt.IOVALimit)
+	}
+	root, err := u.tm.page()
+	if err != nil {
+		return nil, fmt.Errorf("iommu: root table: %w", err)
+	}
+	u.root = root
+	return u, nil
+}
+
+// Caps returns the unit's decoded capabilities.
+func (u *Unit) Caps() Caps { return u.caps }
+
+// Levels returns the page-table depth of the unit's domains.
+func (u *Unit) Levels() int { return u.levels }
+
+// SourceID is the requester id VT-d indexes its tables with.
+func SourceID(bus, dev, fn uint8) uint16 {
+	return uint16(bus)<<8 | uint16(dev&0x1f)<<3 | uint16(fn&7)
+}
+
+func sourceString(s uint16) string {
+	return fmt.Sprintf("%02x:%02x.%x", s>>8, s>>3&0x1f, s&7)
+}
+
+// Domain returns the domain of the device with the given source id,
+// creating it (a domain id, a page table, its context entry) on first use.
+func (u *Unit) Domain(source uint16) (*Domain, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if d, ok := u.domains[source]; ok {
+		return d, nil
+	}
+	if u.nextDID >= u.caps.Domains {
+		return nil, fmt.Errorf("iommu: domain for %s: all %d domain ids in use", sourceString(source), u.caps.Domains)
+	}
+	pt, err := newPageTable(&u.tm, u.levels, u.large)
+	if err != nil {
+		return nil, fmt.Errorf("iommu: domain for %s: %w", sourceString(source), err)
+	}
+	bus := source >> 8
+	ctx := u.ctx[bus]
+	if ctx == nil {
+		r, err := u.tm.page()
+		if err != nil {
+			_ = pt.release()
+			return nil, fmt.Errorf("iommu: context table for bus %02x: %w", bus, err)
+		}
+		ctx = &r
+		u.ctx[bus] = ctx
+		// Root entry: high quadword stays zero; the low one makes it present.
+		u.tm.put(u.root.Buf, int(bus)*rootEntrySz, uint64(r.Phys)&addrMask|entryPresent)
+	}
+	d := &Domain{
+		u:      u,
+		id:     uint16(u.nextDID),
+		source: source,
+		pt:     pt,
+		iova:   newIOVASpace(kernel.PageSize, u.limit), // IOVA 0 is never handed out
+		maps:   make(map[kernel.DMAAddr]*mapping),
+	}
+	aw := uint64(ctxAW48)
+	if u.levels == 3 {
+		aw = ctxAW39
+	}
+	// The high quadword first, so the unit never sees a present entry
+	// with a stale width or domain id. Translation type 00: untranslated
+	// requests go through the second-level table.
+	off := int(source&0xff) * rootEntrySz
+	u.tm.put(ctx.Buf, off+8, aw<<ctxAWShift|uint64(d.id)<<ctxDIDShift)
+	u.tm.put(ctx.Buf, off, uint64(pt.root.mem.Phys)&addrMask|entryPresent)
+	u.nextDID++
+	u.domains[source] = d
+	if u.enabled {
+		if err := u.inv.newContext(); err != nil {
+			return nil, fmt.Errorf("iommu: domain for %s: %w", sourceString(source), err)
+		}
+	}
+	return d, nil
+}
+
+// gcmd issues one GCMD command: the persistent GSTS bits, with set added
+// and clear removed, and waits until GSTS shows done(gsts).
+func (u *Unit) gcmd(what string, set, clear uint32, done func(gsts uint32) bool) error {
+	v := u.regs.Read32(regGSTS)&^gstsOneShot | set
+	v &^= clear
+	u.regs.Write32(regGCMD, v)
+	return u.wait(what, func() bool { return done(u.regs.Read32(regGSTS)) })
+}
+
+// wait polls cond, backing off, until it holds or the timeout passes.
+func (u *Unit) wait(what string, cond func() bool) error {
+	start := u.clock.Now()
+	pause := time.Microsecond
+	for i := 0; ; i++ {
+		if cond() {
+			return nil
+		}
+		if u.clock.Now()-start > u.timeout {
+			return fmt.Errorf("iommu: %s: no completion after %v", what, u.timeout)
+		}
+		if i >= 16 {
+			u.clock.Sleep(pause)
+			pause = min(2*pause, time.Millisecond)
+		}
+	}
+}
+
+// Enable points the unit at the root table, invalidates its context cache
+// and IOTLB and turns translation on.
+func (u *Unit) Enable() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.enabled {
+		return nil
+	}
+	gsts := u.regs.Read32(regGSTS)
+	if gsts&gstsQIES != 0 {
+		return fmt.Errorf("iommu: queued invalidation is on (GSTS %#x): another owner holds the unit; boot with intel_iommu=off intremap=off", gsts)
+	}
+	if gsts&gstsTES != 0 {
+		// Left on by firmware: take it down before the root pointer moves.
+		if err := u.gcmd("translation disable", 0, gcmdTE, func(s uint32) bool { return s&gstsTES == 0 }); err != nil {
+			return err
+		}
+	}
+	u.pollFaults() // stale records from before we owned the unit
+	u.regs.Write64(regRTADDR, uint64(u.root.Phys)&addrMask|rtaddrLegacy)
+	if err := u.gcmd("set root table pointer", gcmdSRTP, 0, func(s uint32) bool { return s&gstsRTPS != 0 }); err != nil {
+		return err
+	}
+	if err := u.inv.contextGlobal(); err != nil {
+		return err
+	}
+	if err := u.inv.iotlb(invGlobal, 0, 0, 0); err != nil {
+		return err
+	}
+	if err := u.gcmd("translation enable", gcmdTE, 0, func(s uint32) bool { return s&gstsTES != 0 }); err != nil {
+		return err
+	}
+	u.enabled = true
+	return nil
+}
+
+// Disable completes deferred unmaps and turns translation off: from then on
+// devices reach physical memory untranslated.
+func (u *Unit) Disable() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := u.inv.flush(); err != nil {
+		return err
+	}
+	if err := u.gcmd("translation disable", 0, gcmdTE, func(s uint32) bool { return s&gstsTES == 0 }); err != nil {
+		return err
+	}
+	u.enabled = false
+	return nil
+}
+
+// Enabled reports whether translation is on.
+func (u *Unit) Enabled() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.enabled
+}
