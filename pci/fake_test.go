@@ -74,7 +74,7 @@ func (f *fakeFn) bar(i int, kind BARKind, size, addr uint64, prefetch bool) *fak
 	switch kind {
 	case BARIO:
 		f.put(off, 4, uint32(addr)|barIOSpace)
-		f.mask(off, 4, uint32(^(size - 1))&barIOAddrMask)
+		f.mask(off, 4, uint32(^(size-1))&barIOAddrMask)
 	case BARMem32, BARMem64:
 		low := uint32(0)
 		if kind == BARMem64 {
@@ -84,7 +84,7 @@ func (f *fakeFn) bar(i int, kind BARKind, size, addr uint64, prefetch bool) *fak
 			low |= barPrefetch
 		}
 		f.put(off, 4, uint32(addr)|low)
-		f.mask(off, 4, uint32(^(size - 1))&barMemAddrMask)
+		f.mask(off, 4, uint32(^(size-1))&barMemAddrMask)
 		if kind == BARMem64 {
 			f.put(off+4, 4, uint32(addr>>32))
 			f.mask(off+4, 4, uint32(^(size-1)>>32))

@@ -29,6 +29,9 @@ func ReadMSI(c Config, a Addr, off int) (MSI, error) {
 	if err != nil {
 		return MSI{}, fmt.Errorf("pci %v: msi control at %#x: %w", a, off, err)
 	}
+	if ctl == 0xffff {
+		return MSI{}, fmt.Errorf("pci %v: msi control at %#x reads all ones: %w", a, off, ErrAbsent)
+	}
 	return MSI{
 		Offset:        off,
 		Enabled:       ctl&msiCtlEnable != 0,
@@ -74,6 +77,9 @@ func ReadMSIX(c Config, a Addr, off int) (MSIX, error) {
 	ctl, err := read16(c, a, off+msixControl)
 	if err != nil {
 		return MSIX{}, fmt.Errorf("pci %v: msi-x control at %#x: %w", a, off, err)
+	}
+	if ctl == 0xffff {
+		return MSIX{}, fmt.Errorf("pci %v: msi-x control at %#x reads all ones: %w", a, off, ErrAbsent)
 	}
 	tbl, err := read32(c, a, off+msixTable)
 	if err != nil {

@@ -63,6 +63,9 @@ func ReadPCIe(c Config, a Addr, off int) (PCIe, error) {
 	if err != nil {
 		return PCIe{}, wrap("capabilities", err)
 	}
+	if caps == 0xffff {
+		return PCIe{}, wrap("capabilities", fmt.Errorf("all ones: %w", ErrAbsent))
+	}
 	devCap, err := read32(c, a, off+pcieDevCap)
 	if err != nil {
 		return PCIe{}, wrap("device capabilities", err)

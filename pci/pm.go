@@ -34,6 +34,9 @@ func ReadPM(c Config, a Addr, off int) (PM, error) {
 	if err != nil {
 		return PM{}, fmt.Errorf("pci %v: pm capabilities at %#x: %w", a, off, err)
 	}
+	if pmc == 0xffff {
+		return PM{}, fmt.Errorf("pci %v: pm capabilities at %#x read all ones: %w", a, off, ErrAbsent)
+	}
 	csr, err := read16(c, a, off+pmCSR)
 	if err != nil {
 		return PM{}, fmt.Errorf("pci %v: pm control/status at %#x: %w", a, off, err)

@@ -25,7 +25,14 @@ type Sysfs struct {
 	root string
 
 	mu    sync.Mutex
-	files map[Addr]*os.File
+	files map[Addr]configFile
+}
+
+// configFile is an open config file and its size: 256 or 4096, what the
+// kernel will read or write.
+type configFile struct {
+	*os.File
+	size int64
 }
 
 // NewSysfs returns a Config over the functions under root ("" for
@@ -34,7 +41,7 @@ func NewSysfs(root string) *Sysfs {
 	if root == "" {
 		root = SysfsRoot
 	}
-	return &Sysfs{root: root, files: make(map[Addr]*os.File)}
+	return &Sysfs{root: root, files: make(map[Addr]configFile)}
 }
 
 // SysfsName is the directory name Linux gives a function: 0000:00:02.0.
@@ -77,7 +84,7 @@ func (s *Sysfs) Segments() ([]uint16, error) {
 
 // file opens a function's config file once, read-write when allowed. A
 // missing function gives a nil file and no error.
-func (s *Sysfs) file(a Addr) (*os.File, error) {
+func (s *Sysfs) file(a Addr) (configFile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f, ok := s.files[a]; ok {
@@ -89,13 +96,19 @@ func (s *Sysfs) file(a Addr) (*os.File, error) {
 		f, err = os.Open(path)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return configFile{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pci sysfs %v: %w", a, err)
+		return configFile{}, fmt.Errorf("pci sysfs %v: %w", a, err)
 	}
-	s.files[a] = f
-	return f, nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return configFile{}, fmt.Errorf("pci sysfs %v: %w", a, err)
+	}
+	cf := configFile{File: f, size: st.Size()}
+	s.files[a] = cf
+	return cf, nil
 }
 
 // ReadConfig reads size bytes at off with one pread.
@@ -107,14 +120,18 @@ func (s *Sysfs) ReadConfig(a Addr, off, size int) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	if f == nil {
+	if f.File == nil {
 		return sizeMask(size), nil
+	}
+	if int64(off+size) > f.size {
+		return 0, fmt.Errorf("pci sysfs %v: offset %#x: %w (config file has %d bytes)", a, off, ErrOutOfRange, f.size)
 	}
 	var buf [4]byte
 	n, err := f.ReadAt(buf[:size], int64(off))
 	if n < size {
 		if err == nil || err == io.EOF {
-			return 0, fmt.Errorf("pci sysfs %v: offset %#x: %w (config file ends)", a, off, ErrOutOfRange)
+			// Unprivileged readers get only the first 64 bytes.
+			return 0, fmt.Errorf("pci sysfs %v: offset %#x: %w (read ends early)", a, off, ErrOutOfRange)
 		}
 		return 0, fmt.Errorf("pci sysfs %v: read %#x: %w", a, off, err)
 	}
@@ -133,8 +150,11 @@ func (s *Sysfs) WriteConfig(a Addr, off, size int, v uint32) error {
 	if err != nil {
 		return err
 	}
-	if f == nil {
+	if f.File == nil {
 		return fmt.Errorf("pci sysfs %v: write %#x: %w", a, off, ErrAbsent)
+	}
+	if int64(off+size) > f.size {
+		return fmt.Errorf("pci sysfs %v: offset %#x: %w (config file has %d bytes)", a, off, ErrOutOfRange, f.size)
 	}
 	var buf [4]byte
 	binary.LittleEndian.PutUint32(buf[:], v)
@@ -143,7 +163,7 @@ func (s *Sysfs) WriteConfig(a Addr, off, size int, v uint32) error {
 		return fmt.Errorf("pci sysfs %v: write %#x: %w", a, off, err)
 	}
 	if n < size {
-		return fmt.Errorf("pci sysfs %v: offset %#x: %w (config file ends)", a, off, ErrOutOfRange)
+		return fmt.Errorf("pci sysfs %v: write %#x: short write of %d bytes", a, off, n)
 	}
 	return nil
 }
