@@ -194,3 +194,7 @@ func InsertChecksum(frame []byte, start, offset int) error {
 	binary.BigEndian.PutUint16(frame[at:], sum)
 	return nil
 }
+
+// Header returns the packet's headers, L2 to L4, as read by NewPlan. The
+// slice is the plan's own copy; callers may modify it.
+func (p *Plan) Header() []byte { return p.hdr[:p.HeaderLen()] }

@@ -1,0 +1,259 @@
+// Package e1000e drives the Intel 82571..82583, 80003ES2LAN and ICH/PCH
+// integrated (I217, I218, I219) gigabit controllers: one RX and one TX
+// queue with extended RX descriptors, copybreak, checksum offload and TSO
+// with the family's quirks.
+package e1000e
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/kernel"
+)
+
+// Ring geometry and buffer sizes.
+const (
+	rxDescs     = 256
+	txDescs     = 256
+	rxBufSize   = 2048 // RCTL.BSIZE 2048
+	txBounceLen = 2048 // per TX descriptor: a whole MTU frame
+	txCopyMax   = 256  // frames up to this are copied, not mapped
+	defaultMTU  = 1500
+	ethHdrLen   = 14
+	vlanTagLen  = 4
+
+	// DefaultCopybreak is the driver's default, as in Linux.
+	DefaultCopybreak = 256
+)
+
+// Device is a running e1000e controller. It is its own single queue.
+type Device struct {
+	name  string
+	id    ID
+	info  MACInfo
+	regs  kernel.Regs
+	dma   kernel.DMA
+	clock kernel.Clock
+	irq   kernel.Waiter
+	logf  func(string, ...any)
+	mac   [6]byte
+
+	rx          *ring.RxRing
+	rxDiscard   bool // inside a frame that spans buffers
+	rxMu        sync.Mutex
+	tx          *ring.TxRing
+	txMu        sync.Mutex
+	mtu         atomic.Int32
+	rctl        uint32 // RCTL as programmed, without LPE
+	linkMu      sync.Mutex
+	link        atomic.Pointer[nic.Link]
+	tsoMode     atomic.Uint32
+	tso         atomic.Bool
+	tsoWhy      atomic.Pointer[string]
+	linkChanges atomic.Uint64
+	hw          hwStats
+	closed      atomic.Bool
+}
+
+var _ nic.NIC = (*Device)(nil)
+var _ nic.Queue = (*Device)(nil)
+
+// Probe resets the controller described by dev and brings it up.
+func Probe(dev *nic.Device) (nic.NIC, error) {
+	d, err := probe(dev)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func probe(dev *nic.Device) (*Device, error) {
+	if dev == nil || dev.Func == nil {
+		return nil, errors.New("e1000e: probe without a PCI function")
+	}
+	id, info, err := Lookup(dev.Func.Vendor, dev.Func.Device)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
+	}
+	if dev.Regs == nil || dev.DMA == nil || dev.Clock == nil {
+		return nil, fmt.Errorf("e1000e %s: device lacks registers, DMA or clock", dev.Name)
+	}
+	d := &Device{
+		name: dev.Name, id: id, info: info,
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Logf,
+	}
+	if d.logf == nil {
+		d.logf = func(string, ...any) {}
+	}
+	if d.irq == nil {
+		d.irq = kernel.PollWaiter{}
+	}
+	d.mtu.Store(defaultMTU)
+	d.link.Store(&nic.Link{})
+	if err := d.reset(); err != nil {
+		return nil, err
+	}
+	if d.mac, err = d.readMAC(dev.Func.Addr.Fn); err != nil {
+		return nil, err
+	}
+	d.rx, err = ring.NewRxRing(d.dma, rxDescs, descSize, rxBufSize)
+	if err != nil {
+		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
+	}
+	d.rx.SetCopybreak(DefaultCopybreak)
+	d.tx, err = ring.NewTxRing(d.dma, txDescs, descSize, txBounceLen)
+	if err != nil {
+		d.rx.Close()
+		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
+	}
+	d.hw.init()
+	d.up()
+	d.logf("%s: %s (%s) %04x:%04x mac %x link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, *d.link.Load())
+	return d, nil
+}
+
+// up programs the rings, filters and link and enables RX and TX.
+func (d *Device) up() {
+	r := d.regs
+	for i := 0; i < 128; i++ {
+		r.Write32(MTA+uint32(4*i), 0)
+	}
+	d.setupTx()
+	d.setupRx()
+	ctrl := r.Read32(CTRL)
+	ctrl |= CTRL_SLU | CTRL_ASDE
+	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_LRST | CTRL_PHY_RST
+	r.Write32(CTRL, ctrl)
+	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
+	r.Read32(ICR)
+	r.Write32(IMS, ICR_RXT0|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
+	d.updateLink()
+}
+
+func (d *Device) setupRx() {
+	r := d.regs
+	r.Write32(RCTL, 0)
+	a := uint64(d.rx.Descs.Addr())
+	r.Write32(RDBAL, uint32(a))
+	r.Write32(RDBAH, uint32(a>>32))
+	r.Write32(RDLEN, uint32(d.rx.Descs.Bytes()))
+	r.Write32(RDH, 0)
+	r.Write32(RDT, 0)
+	r.Write32(RDTR, 0)
+	r.Write32(RADV, 0)
+	r.Write32(RFCTL, r.Read32(RFCTL)|RFCTL_EXSTEN)
+	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL)
+	d.rxMu.Lock()
+	d.rx.Reset()
+	d.rx.Refill(d.writeRx)
+	tail := d.rx.Tail()
+	d.rxMu.Unlock()
+	d.rctl = RCTL_EN | RCTL_BAM | RCTL_SECRC | RCTL_SZ_2048 | RCTL_RDMTS_HF
+	r.Write32(RCTL, d.rctlFor(int(d.mtu.Load())))
+	r.Write32(RDT, uint32(tail))
+}
+
+func (d *Device) rctlFor(mtu int) uint32 {
+	if mtu > defaultMTU {
+		return d.rctl | RCTL_LPE
+	}
+	return d.rctl
+}
+
+func (d *Device) setupTx() {
+	r := d.regs
+	a := uint64(d.tx.Descs.Addr())
+	r.Write32(TCTL, 0)
+	r.Write32(TDBAL, uint32(a))
+	r.Write32(TDBAH, uint32(a>>32))
+	r.Write32(TDLEN, uint32(d.tx.Descs.Bytes()))
+	r.Write32(TDH, 0)
+	r.Write32(TDT, 0)
+	r.Write32(TIPG, tipgCopper)
+	r.Write32(TIDV, 0)
+	r.Write32(TADV, 0)
+	r.Write32(TXDCTL, TXDCTL_GRAN|TXDCTL_WTHRESH_1|TXDCTL_COUNT_DESC)
+	d.txMu.Lock()
+	d.tx.Reset()
+	d.txMu.Unlock()
+	r.Write32(TCTL, TCTL_EN|TCTL_PSP|tctlCT<<TCTL_CT_SHIFT|tctlCOLD<<TCTL_COLD_SHIFT|TCTL_RTLC|TCTL_MULR)
+}
+
+// Name implements nic.NIC.
+func (d *Device) Name() string { return d.name }
+
+// MAC implements nic.NIC.
+func (d *Device) MAC() [6]byte { return d.mac }
+
+// Type is the controller's MAC type.
+func (d *Device) Type() MACType { return d.info.Type }
+
+// MTU implements nic.NIC.
+func (d *Device) MTU() int { return int(d.mtu.Load()) }
+
+// MaxMTU is the largest MTU a single receive buffer holds.
+func (d *Device) MaxMTU() int {
+	return min(d.info.MaxFrame-4, rxBufSize) - ethHdrLen - vlanTagLen
+}
+
+// SetMTU implements nic.NIC.
+func (d *Device) SetMTU(mtu int) error {
+	if mtu < 68 || mtu > d.MaxMTU() {
+		return fmt.Errorf("e1000e %s: mtu %d outside 68..%d (%s, one %d-byte buffer per frame)", d.name, mtu, d.MaxMTU(), d.info.Type, rxBufSize)
+	}
+	d.mtu.Store(int32(mtu))
+	d.regs.Write32(RCTL, d.rctlFor(mtu))
+	return nil
+}
+
+// Link implements nic.NIC.
+func (d *Device) Link() nic.Link { return *d.link.Load() }
+
+// Features implements nic.NIC.
+func (d *Device) Features() nic.Features {
+	tso := d.tso.Load()
+	f := nic.Features{RxChecksum: true, TxChecksum: true, TSOv4: tso, TSOv6: tso}
+	if tso {
+		f.MaxGSO = 65535
+	}
+	return f
+}
+
+// Queues implements nic.NIC.
+func (d *Device) Queues() []nic.Queue { return []nic.Queue{d} }
+
+// Wait implements nic.Queue.
+func (d *Device) Wait(timeout time.Duration) bool {
+	if d.closed.Load() {
+		return false
+	}
+	return d.irq.Wait(timeout)
+}
+
+// Close stops the controller and frees its rings; nothing stays mapped.
+func (d *Device) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	r := d.regs
+	r.Write32(IMC, 0xffffffff)
+	r.Write32(RCTL, 0)
+	r.Write32(TCTL, 0)
+	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
+	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
+	d.rxMu.Lock()
+	errRx := d.rx.Close()
+	d.rxMu.Unlock()
+	d.txMu.Lock()
+	errTx := d.tx.Close()
+	d.txMu.Unlock()
+	if err := errors.Join(errRx, errTx); err != nil {
+		return fmt.Errorf("e1000e %s: close: %w", d.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package e1000e
+
+import (
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/kernel"
+)
+
+func (d *Device) writeRx(i int, addr kernel.DMAAddr) {
+	encodeRxRead(d.rx.Descs.At(i), uint64(addr))
+}
+
+// Poll implements nic.Queue: it looks at the interrupt causes (a link
+// change re-reads the link), cleans up to budget completed descriptors,
+// delivers the good frames and re-arms the ring.
+func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
+	if d.closed.Load() {
+		return 0
+	}
+	if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
+		d.updateLink()
+	}
+	d.rxMu.Lock()
+	defer d.rxMu.Unlock()
+	rx := d.rx
+	delivered := 0
+	for cleaned := 0; cleaned < budget && rx.Armed() > 0; cleaned++ {
+		desc := rx.Descs.At(rx.Clean())
+		wb := decodeRx(desc)
+		if !wb.done() {
+			break
+		}
+		switch {
+		case d.rxDiscard:
+			// The rest of a frame that spanned buffers.
+			rx.Drop(ring.DropMulti)
+			if wb.eop() {
+				d.rxDiscard = false
+			}
+		case !wb.eop():
+			// Frames must fit one buffer; drop this one through its EOP.
+			rx.Drop(ring.DropMulti)
+			d.rxDiscard = true
+		case wb.frameError():
+			rx.Drop(ring.DropErrorBits)
+		default:
+			buf, _, err := rx.Receive(wb.length)
+			if err == nil {
+				pkt := &nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
+				deliver(pkt)
+				delivered++
+			}
+		}
+		// Clear the write-back so a stale DD is never read again.
+		encodeRxRead(desc, 0)
+		rx.Advance()
+	}
+	if rx.Refill(d.writeRx) {
+		d.regs.Write32(RDT, uint32(rx.Tail()))
+	}
+	return delivered
+}

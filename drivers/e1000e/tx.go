@@ -1,0 +1,292 @@
+package e1000e
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ether9/ether9/drivers/gso"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/kernel"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+)
+
+// errRingFull stops a batch: the packet was not taken.
+var errRingFull = errors.New("tx ring full")
+
+// Transmit implements nic.Queue. Packets are queued in order until the
+// ring is full; the tail register is written once for the whole batch. A
+// malformed packet stops the batch with an error and is not taken.
+func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
+	if d.closed.Load() {
+		return 0, fmt.Errorf("e1000e %s: transmit on a closed device", d.name)
+	}
+	d.txMu.Lock()
+	defer d.txMu.Unlock()
+	tx := d.tx
+	taken := 0
+	var err error
+	for _, p := range pkts {
+		if e := d.queue(p); e != nil {
+			if errors.Is(e, errRingFull) {
+				tx.Stats.Full.Add(1)
+			} else {
+				tx.Stats.Drops.Add(1)
+				err = fmt.Errorf("e1000e %s: packet %d: %w", d.name, taken, e)
+			}
+			break
+		}
+		taken++
+	}
+	if taken > 0 {
+		d.regs.Write32(TDT, uint32(tx.Tail()))
+		tx.Stats.Doorbells.Add(1)
+	}
+	return taken, err
+}
+
+// queue writes one packet's descriptors; on any error nothing of it stays
+// in the ring.
+func (d *Device) queue(p *nic.TxPacket) error {
+	tx := d.tx
+	size := int(p.Data.Size())
+	if size < ethHdrLen {
+		return fmt.Errorf("frame of %d bytes", size)
+	}
+	tx.Begin()
+	var err error
+	switch {
+	case p.GSO != nic.GSONone && d.tso.Load():
+		err = d.queueTSO(p)
+	case p.GSO != nic.GSONone:
+		err = d.queueSoftGSO(p)
+	default:
+		if size > int(d.mtu.Load())+ethHdrLen+vlanTagLen {
+			return fmt.Errorf("frame of %d bytes above mtu %d and not GSO", size, d.mtu.Load())
+		}
+		err = d.queueFrame(p)
+	}
+	if err != nil {
+		tx.Abort()
+		return err
+	}
+	tx.Stats.Packets.Add(1)
+	tx.Stats.Bytes.Add(uint64(size))
+	return nil
+}
+
+func (d *Device) claim() (int, error) {
+	i := d.tx.Claim()
+	if i < 0 {
+		return -1, errRingFull
+	}
+	return i, nil
+}
+
+// queueFrame sends one frame of at most MTU size, with checksum insertion
+// when asked. Small frames are copied into the descriptor's bounce space;
+// larger ones are mapped view by view and released on completion.
+func (d *Device) queueFrame(p *nic.TxPacket) error {
+	tx := d.tx
+	var popts uint8
+	if p.NeedsCsum {
+		size := int(p.Data.Size())
+		start, at := int(p.CsumStart), int(p.CsumStart)+int(p.CsumOffset)
+		if start < ethHdrLen || at+2 > size || start > 255 || at > 255 {
+			return fmt.Errorf("checksum at %d+%d in a %d-byte frame", p.CsumStart, p.CsumOffset, size)
+		}
+		i, err := d.claim()
+		if err != nil {
+			return err
+		}
+		txContext{tucss: uint8(start), tucso: uint8(at)}.encode(tx.Descs.At(i))
+		popts = TXD_POPTS_TXSM
+		tx.Stats.Csum.Add(1)
+	}
+	if err := d.queueData(&p.Data, 0, 0, popts); err != nil {
+		return err
+	}
+	tx.Stats.Frames.Add(1)
+	tx.Commit(&p.Data)
+	return nil
+}
+
+// queueData writes data descriptors for buf (from offset off), after an
+// optional header already placed: copying small remainders into bounce
+// space, mapping the rest. The last descriptor gets EOP and RS.
+func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error {
+	tx := d.tx
+	n := int(buf.Size()) - off
+	dcmd |= TXD_CMD_IFCS
+	if n <= txCopyMax {
+		i, err := d.claim()
+		if err != nil {
+			return err
+		}
+		b, addr := tx.Bounce(i)
+		buf.ReadAt(b[:n], int64(off))
+		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd|TXD_CMD_EOP|TXD_CMD_RS, popts)
+		tx.Stats.Bounced.Add(1)
+		return nil
+	}
+	last := -1
+	var err error
+	buf.SubApply(off, n, func(v *buffer.View) {
+		if err != nil {
+			return
+		}
+		b := v.AsSlice()
+		var i int
+		if i, err = d.claim(); err != nil {
+			return
+		}
+		addr, e := tx.Map(i, b)
+		if e != nil {
+			err = e
+			return
+		}
+		for len(b) > 0 {
+			k := min(len(b), maxPerTxd)
+			encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts)
+			last = i
+			b, addr = b[k:], addr+kernel.DMAAddr(k)
+			if len(b) > 0 {
+				if i, err = d.claim(); err != nil {
+					return
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if last < 0 {
+		return fmt.Errorf("empty frame")
+	}
+	desc := tx.Descs.At(last)
+	desc[11] |= TXD_CMD_EOP | TXD_CMD_RS
+	return nil
+}
+
+// queueTSO hands a GSO packet to the hardware: a TSO context descriptor,
+// the headers (rewritten the way the hardware wants them) from bounce
+// space, then the payload mapped in place.
+func (d *Device) queueTSO(p *nic.TxPacket) error {
+	tx := d.tx
+	plan, err := d.plan(p)
+	if err != nil {
+		return err
+	}
+	hl := plan.HeaderLen()
+	if hl > 255 || hl > tx.BounceLen() {
+		return fmt.Errorf("headers of %d bytes too long for TSO", hl)
+	}
+	hdr := plan.Header()
+	ip := hdr[plan.L2Len:]
+	tcp := ip[plan.L3Len:]
+	l4 := plan.L2Len + plan.L3Len
+	ctx := txContext{
+		tucss: uint8(l4), tucso: uint8(l4 + 16),
+		paylen: uint32(plan.Payload()), hdrlen: uint8(hl), mss: uint16(plan.MSS),
+		tucmd: TXD_CMD_TSE | TXD_CMD_TCP,
+	}
+	// The hardware fills lengths and checksums per segment: it wants IP
+	// length and checksum zero and the TCP checksum seeded with the
+	// pseudo-header sum without a length.
+	var pseudo uint16
+	popts := uint8(TXD_POPTS_TXSM)
+	if plan.Type == nic.GSOTCPv4 {
+		ctx.ipcss, ctx.ipcso, ctx.ipcse = uint8(plan.L2Len), uint8(plan.L2Len+10), uint16(l4-1)
+		ctx.tucmd |= TXD_CMD_IP
+		popts |= TXD_POPTS_IXSM
+		binary.BigEndian.PutUint16(ip[2:], 0)
+		binary.BigEndian.PutUint16(ip[10:], 0)
+		pseudo = checksum.Checksum(ip[12:20], 0)
+	} else {
+		ctx.ipcss = uint8(plan.L2Len)
+		binary.BigEndian.PutUint16(ip[4:], 0)
+		pseudo = checksum.Checksum(ip[8:40], 0)
+	}
+	pseudo = checksum.Combine(pseudo, 6) // protocol TCP
+	binary.BigEndian.PutUint16(tcp[16:], pseudo)
+
+	i, err := d.claim()
+	if err != nil {
+		return err
+	}
+	ctx.encode(tx.Descs.At(i))
+	if i, err = d.claim(); err != nil {
+		return err
+	}
+	b, addr := tx.Bounce(i)
+	copy(b, hdr)
+	encodeTxData(tx.Descs.At(i), uint64(addr), hl, TXD_CMD_TSE|TXD_CMD_IFCS, popts)
+	if err := d.queueData(&p.Data, hl, TXD_CMD_TSE, popts); err != nil {
+		return err
+	}
+	tx.Stats.TSO.Add(1)
+	tx.Stats.Frames.Add(uint64(plan.Segments))
+	tx.Commit(&p.Data)
+	return nil
+}
+
+// queueSoftGSO segments a GSO packet in software, one MTU frame per
+// bounce slot, checksums and all: TSO went off after the stack chose GSO.
+func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
+	tx := d.tx
+	plan, err := d.plan(p)
+	if err != nil {
+		return err
+	}
+	if plan.Segments > tx.Free() {
+		return errRingFull
+	}
+	for k := 0; k < plan.Segments; k++ {
+		i, err := d.claim()
+		if err != nil {
+			return err
+		}
+		b, addr := tx.Bounce(i)
+		n, err := plan.Build(b, &p.Data, k)
+		if err != nil {
+			return err
+		}
+		encodeTxData(tx.Descs.At(i), uint64(addr), n, TXD_CMD_IFCS|TXD_CMD_EOP|TXD_CMD_RS, 0)
+		// Every segment is its own packet for reclaim.
+		if k < plan.Segments-1 {
+			tx.Commit(nil)
+			tx.Begin()
+		}
+	}
+	tx.Stats.SoftGSO.Add(1)
+	tx.Stats.Frames.Add(uint64(plan.Segments))
+	tx.Commit(&p.Data)
+	return nil
+}
+
+// plan checks a GSO packet against the MTU and parses its headers.
+func (d *Device) plan(p *nic.TxPacket) (*gso.Plan, error) {
+	plan, err := gso.NewPlan(&p.Data, p.GSO, int(p.MSS), int(p.L3Len), int(p.L4Len))
+	if err != nil {
+		return nil, err
+	}
+	if seg := plan.L3Len + plan.L4Len + plan.MSS; seg > int(d.mtu.Load()) {
+		return nil, fmt.Errorf("mss %d makes %d-byte IP packets, above mtu %d", plan.MSS, seg, d.mtu.Load())
+	}
+	if plan.Segments > 1 && plan.HeaderLen()+plan.MSS > txBounceLen {
+		return nil, fmt.Errorf("segments of %d bytes exceed bounce space", plan.HeaderLen()+plan.MSS)
+	}
+	return plan, nil
+}
+
+// Reclaim implements nic.Queue.
+func (d *Device) Reclaim() int {
+	d.txMu.Lock()
+	defer d.txMu.Unlock()
+	n, err := d.tx.Reclaim(func(i int) bool { return txDone(d.tx.Descs.At(i)) })
+	if err != nil {
+		d.logf("%s: tx reclaim: %v", d.name, err)
+	}
+	return n
+}
