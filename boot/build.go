@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ether9/ether9/boot/image"
+)
+
+// parts are the files one boot needs.
+type parts struct {
+	dir     string // temporary directory holding init and the initramfs
+	init    string // the /init binary
+	initrd  string // the initramfs
+	kernel  string // the kernel found (bzImage or vmlinux)
+	boot    string // what QEMU boots: the cached vmlinux, or kernel
+	cmdline string
+}
+
+func (p *parts) remove() {
+	if p != nil && p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
+}
+
+// assemble builds /init and the initramfs, and finds and unpacks the
+// kernel. extra words go on the kernel command line after -append's.
+func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*parts, error) {
+	cmdline, err := image.Cmdline(append([]string{o.appendTo}, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := image.CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := image.FindKernel(image.KernelSearch{
+		Flag: o.kernel, Env: os.Getenv("ETHER9_KERNEL"), Cache: cache, Boot: "/boot",
+	})
+	if err != nil {
+		return nil, err
+	}
+	root, err := image.ModuleRoot(ctx, ".")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ether9-boot-")
+	if err != nil {
+		return nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	p := &parts{dir: dir, kernel: kernel, cmdline: cmdline,
+		init: filepath.Join(dir, "init"), initrd: filepath.Join(dir, "initramfs.cpio")}
+	if err := p.build(ctx, root, o.initPkg, log); err != nil {
+		p.remove()
+		return nil, err
+	}
+	t := time.Now()
+	boot, note, err := image.Bootable(kernel, cache)
+	if err != nil {
+		// The bzImage still boots, only slower: say why and go on.
+		fmt.Fprintf(log, "boot: booting the compressed kernel (slower under TCG): %v\n", err)
+		boot, note = kernel, "bzImage"
+	}
+	p.boot = boot
+	fmt.Fprintf(log, "boot: kernel %s: %s (%.1fs)\n", kernel, note, time.Since(t).Seconds())
+	return p, nil
+}
+
+func (p *parts) build(ctx context.Context, root, pkg string, log io.Writer) error {
+	t := time.Now()
+	if err := image.Build(ctx, root, pkg, p.init); err != nil {
+		return err
+	}
+	bin, err := os.ReadFile(p.init)
+	if err != nil {
+		return fmt.Errorf("reading /init: %w", err)
+	}
+	var cpio bytes.Buffer
+	if err := image.WriteInitramfs(&cpio, bin); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.initrd, cpio.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing initramfs: %w", err)
+	}
+	fmt.Fprintf(log, "boot: /init from %s: %.1f MB, initramfs %.1f MB (%.1fs)\n",
+		pkg, float64(len(bin))/1e6, float64(cpio.Len())/1e6, time.Since(t).Seconds())
+	return nil
+}

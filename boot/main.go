@@ -1,0 +1,129 @@
+// Command boot builds the ether9 image and boots it: /init from ./boot/init,
+// an initramfs, the kernel command line and a kernel, run in QEMU with the
+// serial console on this terminal, or written out for real hardware.
+//
+//	go run ./boot [-nic e1000e|igb|igc] [-machine qemu|sim] [-selftest] [-o DIR] ...
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command's flags.
+type options struct {
+	nic      string
+	machine  string
+	smp      int
+	memMiB   int
+	port     int
+	portSet  bool
+	ninePort int
+	pcap     string
+	kernel   string
+	appendTo string
+	outDir   string
+	selftest bool
+	timeout  time.Duration
+	initPkg  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("boot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.nic, "nic", "e1000e", "NIC family: e1000e or igb in QEMU; igc only with -machine sim")
+	fs.StringVar(&o.machine, "machine", "qemu", "qemu, or sim: run /init's code on the simulated machine as a host process")
+	fs.IntVar(&o.smp, "smp", 1, "guest CPUs")
+	fs.IntVar(&o.memMiB, "m", 1024, "guest memory in MiB")
+	fs.IntVar(&o.port, "port", 8080, "host port on 127.0.0.1 forwarded to the guest's HTTP port 80 (0: any free port)")
+	fs.IntVar(&o.ninePort, "9p", 0, "host port on 127.0.0.1 forwarded to the guest's 9P port 564 (0: none)")
+	fs.StringVar(&o.pcap, "pcap", "", "record the guest's wire to this pcap file")
+	fs.StringVar(&o.kernel, "kernel", "", "kernel to boot, bzImage or vmlinux (default: $ETHER9_KERNEL, the cache, /boot)")
+	fs.StringVar(&o.appendTo, "append", "", "extra kernel command line, e.g. ether9.ip=10.0.2.15/24")
+	fs.StringVar(&o.outDir, "o", "", "write vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
+	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up the self-test after this long")
+	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q (kernel options go in -append)", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { o.portSet = o.portSet || f.Name == "port" })
+	switch o.machine {
+	case "qemu", "sim":
+	default:
+		return o, fmt.Errorf("-machine %q: want qemu or sim", o.machine)
+	}
+	if o.port < 0 || o.port > 65535 || o.ninePort < 0 || o.ninePort > 65535 {
+		return o, fmt.Errorf("ports are 0..65535")
+	}
+	if o.selftest && o.outDir != "" {
+		return o, fmt.Errorf("-selftest and -o do not go together: -o boots nothing")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "boot: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch {
+	case o.machine == "sim":
+		err = runSim(ctx, o, stdout, stderr)
+	case o.outDir != "":
+		err = writeOut(ctx, o, stdout)
+	case o.selftest:
+		var r *report
+		r, err = selftest(ctx, o, stdout)
+		if r != nil {
+			r.print(stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stdout, "selftest: FAIL: %s\n", oneLine(err))
+			return 1
+		}
+		fmt.Fprintln(stdout, "selftest: PASS")
+		return 0
+	default:
+		err = boot(ctx, o, stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "boot: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// oneLine keeps the first line of an error for the verdict line; the rest
+// (console tails, compiler output) was printed before it.
+func oneLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ether9/ether9/boot/image"
+)
+
+// outFile is one file written by -o: from a file, or data.
+type outFile struct {
+	name string
+	from string
+	data []byte
+}
+
+// writeOut writes the image for a real machine into o.outDir and says how
+// to boot it there.
+func writeOut(ctx context.Context, o options, out io.Writer) error {
+	p, err := assemble(ctx, o, out)
+	if err != nil {
+		return err
+	}
+	defer p.remove()
+	kernel, err := os.ReadFile(p.kernel)
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	files := []outFile{
+		{name: "initramfs.cpio", from: p.initrd},
+		{name: "cmdline", data: []byte(p.cmdline + "\n")},
+	}
+	// Hardware boot loaders want the bzImage; QEMU boots vmlinux faster.
+	hw, vm := "vmlinux", "vmlinux"
+	if image.IsBzImage(kernel) {
+		hw = "vmlinuz"
+		files = append(files, outFile{name: "vmlinuz", data: kernel})
+		if p.boot == p.kernel {
+			vm = "vmlinuz" // no vmlinux could be unpacked
+		} else {
+			files = append(files, outFile{name: "vmlinux", from: p.boot})
+		}
+	} else {
+		files = append(files, outFile{name: "vmlinux", data: kernel})
+	}
+
+	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	for _, f := range files {
+		data := f.data
+		if f.from != "" {
+			if data, err = os.ReadFile(f.from); err != nil {
+				return fmt.Errorf("-o: %w", err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(o.outDir, f.name), data, 0o644); err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+	}
+	dir, err := filepath.Abs(o.outDir)
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	fmt.Fprintf(out, `wrote %[1]s: %[2]s, initramfs.cpio, cmdline
+
+Boot it on a machine with an Intel NIC (e1000e, igb or igc family), VT-d
+enabled in the firmware setup, and a serial port (ttyS0, 115200 8N1):
+
+  from a running Linux, with kexec-tools:
+    kexec -l %[1]s/%[2]s --initrd=%[1]s/initramfs.cpio --command-line="$(cat %[1]s/cmdline)"
+    kexec -e
+
+  from a USB stick or disk with GRUB: copy %[2]s and initramfs.cpio to /ether9/ and add
+    menuentry 'ether9' {
+        linux  /ether9/%[2]s %[3]s
+        initrd /ether9/initramfs.cpio
+    }
+
+  in QEMU, as go run ./boot does:
+    qemu-system-x86_64 -machine q35 -cpu max -m 1G -nographic -no-reboot -vga none \
+      -kernel %[1]s/%[4]s -initrd %[1]s/initramfs.cpio -append "$(cat %[1]s/cmdline)" \
+      -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
+      -device e1000e,netdev=n0,romfile=
+`, dir, hw, p.cmdline, vm)
+	return nil
+}

@@ -1,0 +1,155 @@
+// Package qemu boots an ether9 image in qemu-system-x86_64 (q35, Intel
+// VT-d, one Intel NIC on restricted user networking) and watches its serial
+// console.
+package qemu
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Binary is the QEMU system emulator ether9 boots in.
+const Binary = "qemu-system-x86_64"
+
+// NIC is an Intel NIC model and whether QEMU emulates it.
+type NIC struct {
+	Name   string // ether9's driver family
+	Device string // QEMU's -device name; "" when QEMU has none
+	Part   string // the emulated part
+	MinVer int    // oldest QEMU major version with the model
+}
+
+// NICs are the families ether9 drives. QEMU emulates no i225/i226, so igc
+// runs on the simulated machine only.
+var NICs = []NIC{
+	{Name: "e1000e", Device: "e1000e", Part: "82574L (8086:10d3)", MinVer: 2},
+	{Name: "igb", Device: "igb", Part: "82576 (8086:10c9)", MinVer: 8},
+	{Name: "igc", Part: "i225/i226"},
+}
+
+// ErrNoModel says that QEMU cannot emulate the NIC asked for.
+var ErrNoModel = errors.New("QEMU has no model of this NIC")
+
+// LookupNIC returns the NIC named name, or an error that says what exists.
+func LookupNIC(name string) (NIC, error) {
+	var names []string
+	for _, n := range NICs {
+		if n.Name == name {
+			if n.Device == "" {
+				return n, fmt.Errorf("-nic %s: %w (%s): run it on the simulated machine with -machine sim", name, ErrNoModel, n.Part)
+			}
+			return n, nil
+		}
+		names = append(names, n.Name)
+	}
+	return NIC{}, fmt.Errorf("-nic %s: unknown NIC family (have %s)", name, strings.Join(names, ", "))
+}
+
+// Forward is a host TCP port on 127.0.0.1 forwarded to a guest port.
+type Forward struct {
+	Host, Guest int
+}
+
+// Config is one boot.
+type Config struct {
+	Binary  string // default Binary
+	Kernel  string // vmlinux (PVH) or bzImage
+	Initrd  string
+	Cmdline string
+	NIC     NIC
+	SMP     int
+	MemMiB  int
+	Forward []Forward
+	Pcap    string // record the wire to this file when set
+}
+
+// Args returns QEMU's command line for c, without the binary.
+func (c Config) Args() ([]string, error) {
+	if c.Kernel == "" || c.Initrd == "" {
+		return nil, fmt.Errorf("qemu: kernel and initrd are required")
+	}
+	if c.NIC.Device == "" {
+		return nil, fmt.Errorf("qemu: %w: %s", ErrNoModel, c.NIC.Name)
+	}
+	if c.SMP < 1 || c.SMP > 64 {
+		return nil, fmt.Errorf("qemu: -smp %d out of range 1..64", c.SMP)
+	}
+	if c.MemMiB < 128 {
+		return nil, fmt.Errorf("qemu: -m %d MiB is too small (128 or more)", c.MemMiB)
+	}
+	netdev := "user,id=n0,restrict=on"
+	for _, f := range c.Forward {
+		if f.Host < 1 || f.Host > 65535 || f.Guest < 1 || f.Guest > 65535 {
+			return nil, fmt.Errorf("qemu: forward %d->%d: port out of range", f.Host, f.Guest)
+		}
+		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
+	}
+	a := []string{
+		"-machine", "q35",
+		"-cpu", "max",
+		"-smp", strconv.Itoa(c.SMP),
+		"-m", strconv.Itoa(c.MemMiB),
+		"-nographic", "-vga", "none",
+		"-no-reboot",
+		"-kernel", c.Kernel,
+		"-initrd", c.Initrd,
+		"-append", c.Cmdline,
+		"-device", "intel-iommu",
+		"-netdev", netdev,
+		"-device", c.NIC.Device + ",netdev=n0,romfile=",
+	}
+	if c.Pcap != "" {
+		if strings.Contains(c.Pcap, ",") {
+			return nil, fmt.Errorf("qemu: pcap file name %q must not contain a comma", c.Pcap)
+		}
+		a = append(a, "-object", "filter-dump,id=f0,netdev=n0,file="+c.Pcap)
+	}
+	return a, nil
+}
+
+var versionRE = regexp.MustCompile(`QEMU emulator version (\d+)\.(\d+)`)
+
+// Version runs `binary --version` and returns the major and minor version.
+func Version(binary string) (major, minor int, err error) {
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		return 0, 0, err
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return 0, 0, fmt.Errorf("%s --version: unrecognised output %q", binary, firstLine(string(out)))
+	}
+	major, _ = strconv.Atoi(string(m[1]))
+	minor, _ = strconv.Atoi(string(m[2]))
+	return major, minor, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// ErrNoQEMU says that QEMU is missing or too old for the NIC.
+var ErrNoQEMU = errors.New("QEMU not found")
+
+// Check finds binary on PATH and makes sure it emulates nic.
+func Check(binary string, nic NIC) (string, error) {
+	path, err := exec.LookPath(binary)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not on PATH: run tools/run (it installs qemu-system-x86 from bookworm-backports) or install QEMU %d or newer",
+			ErrNoQEMU, binary, max(nic.MinVer, 8))
+	}
+	major, minor, err := Version(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoQEMU, err)
+	}
+	if major < nic.MinVer {
+		return "", fmt.Errorf("%w: QEMU %d.%d has no %s model (needs %d or newer): run tools/run, which installs QEMU from bookworm-backports",
+			ErrNoQEMU, major, minor, nic.Device, nic.MinVer)
+	}
+	return path, nil
+}

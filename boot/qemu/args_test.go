@@ -1,0 +1,127 @@
+package qemu
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func config(t *testing.T) Config {
+	t.Helper()
+	nic, err := LookupNIC("e1000e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Kernel: "/k/vmlinux", Initrd: "/k/initramfs.cpio", Cmdline: "console=ttyS0 ether9.ip=10.0.2.15/24",
+		NIC: nic, SMP: 2, MemMiB: 1024, Forward: []Forward{{8080, 80}, {5640, 564}}}
+}
+
+// value returns the argument after the first occurrence of flag.
+func value(a []string, flag string) string {
+	i := slices.Index(a, flag)
+	if i < 0 || i+1 >= len(a) {
+		return ""
+	}
+	return a[i+1]
+}
+
+func TestArgs(t *testing.T) {
+	c := config(t)
+	c.Pcap = "/tmp/wire.pcap"
+	a, err := c.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{
+		"-machine": "q35",
+		"-cpu":     "max",
+		"-smp":     "2",
+		"-m":       "1024",
+		"-kernel":  "/k/vmlinux",
+		"-initrd":  "/k/initramfs.cpio",
+		"-append":  "console=ttyS0 ether9.ip=10.0.2.15/24",
+		"-netdev":  "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80,hostfwd=tcp:127.0.0.1:5640-:564",
+		"-object":  "filter-dump,id=f0,netdev=n0,file=/tmp/wire.pcap",
+		"-vga":     "none",
+	} {
+		if got := value(a, flag); got != want {
+			t.Errorf("%s %q, want %q", flag, got, want)
+		}
+	}
+	var devices []string
+	for i := range a {
+		if a[i] == "-device" {
+			devices = append(devices, a[i+1])
+		}
+	}
+	if !slices.Equal(devices, []string{"intel-iommu", "e1000e,netdev=n0,romfile="}) {
+		t.Errorf("devices %q", devices)
+	}
+	for _, f := range []string{"-nographic", "-no-reboot"} {
+		if !slices.Contains(a, f) {
+			t.Errorf("missing %s", f)
+		}
+	}
+}
+
+func TestArgsBadInput(t *testing.T) {
+	for name, mutate := range map[string]func(*Config){
+		"no kernel":     func(c *Config) { c.Kernel = "" },
+		"igc":           func(c *Config) { c.NIC = NICs[2] },
+		"smp 0":         func(c *Config) { c.SMP = 0 },
+		"tiny memory":   func(c *Config) { c.MemMiB = 16 },
+		"port 0":        func(c *Config) { c.Forward = []Forward{{0, 80}} },
+		"port 70000":    func(c *Config) { c.Forward = []Forward{{8080, 70000}} },
+		"comma in pcap": func(c *Config) { c.Pcap = "a,b.pcap" },
+	} {
+		c := config(t)
+		mutate(&c)
+		if _, err := c.Args(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestLookupNIC(t *testing.T) {
+	if n, err := LookupNIC("igb"); err != nil || n.Device != "igb" || n.MinVer != 8 {
+		t.Fatalf("igb: %+v, %v", n, err)
+	}
+	_, err := LookupNIC("igc")
+	if !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "-machine sim") {
+		t.Fatalf("igc: err = %v, want ErrNoModel pointing to -machine sim", err)
+	}
+	if _, err := LookupNIC("rtl8139"); err == nil || !strings.Contains(err.Error(), "e1000e, igb, igc") {
+		t.Fatalf("unknown NIC: err = %v", err)
+	}
+}
+
+// fakeQEMU writes a script that answers --version like QEMU version v.
+func fakeQEMU(t *testing.T, v string) string {
+	p := filepath.Join(t.TempDir(), "qemu-system-x86_64")
+	script := "#!/bin/sh\necho 'QEMU emulator version " + v + " (Debian)'\necho 'Copyright (c) 2003-2025'\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheck(t *testing.T) {
+	igb, _ := LookupNIC("igb")
+	e1000e, _ := LookupNIC("e1000e")
+	old := fakeQEMU(t, "7.2.15")
+	if _, err := Check(old, e1000e); err != nil {
+		t.Errorf("QEMU 7.2 with e1000e: %v", err)
+	}
+	if _, err := Check(old, igb); !errors.Is(err, ErrNoQEMU) || !strings.Contains(err.Error(), "tools/run") {
+		t.Errorf("QEMU 7.2 with igb: err = %v, want ErrNoQEMU saying to run tools/run", err)
+	}
+	if _, err := Check(fakeQEMU(t, "10.0.2"), igb); err != nil {
+		t.Errorf("QEMU 10.0.2 with igb: %v", err)
+	}
+	if _, err := Check(filepath.Join(t.TempDir(), "no-such-qemu"), e1000e); !errors.Is(err, ErrNoQEMU) {
+		t.Errorf("missing binary: err = %v, want ErrNoQEMU", err)
+	}
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ether9/ether9/boot/image"
+	"github.com/ether9/ether9/boot/qemu"
+)
+
+// needMachine skips a test when QEMU (for nic) or a kernel is missing,
+// except under CI=true, where tools/test installed both and absence is a
+// failure.
+func needMachine(t *testing.T, nic string) {
+	t.Helper()
+	missing := func(err error) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	n, err := qemu.LookupNIC(nic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qemu.Check(qemu.Binary, n); err != nil {
+		missing(err)
+	}
+	needKernel(t)
+}
+
+func needKernel(t *testing.T) {
+	t.Helper()
+	cache, err := image.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := image.FindKernel(image.KernelSearch{Env: os.Getenv("ETHER9_KERNEL"), Cache: cache, Boot: "/boot"}); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
+// syncBuffer collects a console for the test log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testOptions(nic, initPkg string) options {
+	return options{nic: nic, machine: "qemu", smp: 1, memMiB: 1024, timeout: 8 * time.Minute, initPkg: initPkg}
+}
+
+// TestBootHello boots the smallest /init through the whole runner: the
+// image must come up with our command line as PID 1 and power off cleanly.
+func TestBootHello(t *testing.T) {
+	needMachine(t, "e1000e")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var log syncBuffer
+	o := testOptions("e1000e", "./boot/testdata/hello")
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.port = port
+	p, err := assemble(ctx, o, &log, "ether9.test=hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.remove()
+	c, err := qemuConfig(o, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(c, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	l, err := vm.Console.WaitFor(ctx, "hello: pid")
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, log.String())
+	}
+	// The firmware's last words may share the line.
+	want := "hello: pid 1 cmdline " + image.BaseCmdline + " ether9.test=hello"
+	if !strings.HasSuffix(l.Text, want) {
+		t.Fatalf("/init said %q, want %q", l.Text, want)
+	}
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatalf("QEMU did not exit cleanly after power-off: %v\nconsole:\n%s", err, log.String())
+	}
+	t.Logf("QEMU start to /init's first line: %.2fs (kernel %s)", l.At.Seconds(), p.boot)
+}
+
+// isMain reports whether pkg (relative to the module root) is a command.
+func isMain(t *testing.T, pkg string) bool {
+	root, err := image.ModuleRoot(context.Background(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.Name}}", pkg)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	return err == nil && strings.TrimSpace(string(out)) == "main"
+}
+
+func TestSelftestE1000e(t *testing.T) {
+	needMachine(t, "e1000e")
+	if !isMain(t, "./boot/init") {
+		t.Skip("skipping: ./boot/init is not a command yet")
+	}
+	var log syncBuffer
+	r, err := selftest(context.Background(), testOptions("e1000e", "./boot/init"), &log)
+	var out bytes.Buffer
+	if r != nil {
+		r.print(&out)
+	}
+	if err != nil {
+		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
+	}
+	t.Logf("\n%s", out.String())
+}
+
+func TestSelftestRefusesIGC(t *testing.T) {
+	_, err := selftest(context.Background(), testOptions("igc", "./boot/init"), nil)
+	if !errors.Is(err, qemu.ErrNoModel) {
+		t.Fatalf("err = %v, want ErrNoModel", err)
+	}
+}

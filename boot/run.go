@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+
+	"github.com/ether9/ether9/boot/qemu"
+)
+
+// Guest ports the image serves.
+const (
+	guestHTTP = 80
+	guest9P   = 564
+)
+
+// qemuConfig checks QEMU and the NIC and returns the machine to boot p in.
+func qemuConfig(o options, p *parts) (qemu.Config, error) {
+	nic, err := qemu.LookupNIC(o.nic)
+	if err != nil {
+		return qemu.Config{}, err
+	}
+	bin, err := qemu.Check(qemu.Binary, nic)
+	if err != nil {
+		return qemu.Config{}, err
+	}
+	c := qemu.Config{
+		Binary: bin, Kernel: p.boot, Initrd: p.initrd, Cmdline: p.cmdline,
+		NIC: nic, SMP: o.smp, MemMiB: o.memMiB, Pcap: o.pcap,
+		Forward: []qemu.Forward{{Host: o.port, Guest: guestHTTP}},
+	}
+	if o.ninePort != 0 {
+		c.Forward = append(c.Forward, qemu.Forward{Host: o.ninePort, Guest: guest9P})
+	}
+	return c, nil
+}
+
+// checkNIC fails early, before anything is built, for a NIC QEMU lacks.
+func checkNIC(o options) error {
+	nic, err := qemu.LookupNIC(o.nic)
+	if err != nil {
+		return err
+	}
+	_, err = qemu.Check(qemu.Binary, nic)
+	return err
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return strconv.Atoi(p)
+}
+
+// boot runs the image in QEMU with the console on this terminal.
+func boot(ctx context.Context, o options, log io.Writer) error {
+	if err := checkNIC(o); err != nil {
+		return err
+	}
+	if o.port == 0 {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		o.port = p
+	}
+	p, err := assemble(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer p.remove()
+	c, err := qemuConfig(o, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "boot: %s %s on user networking (restrict=on); http://127.0.0.1:%d/ reaches the guest's port %d; Ctrl-A x quits\n",
+		c.NIC.Name, c.NIC.Part, o.port, guestHTTP)
+	return qemu.Interactive(ctx, c)
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ether9/ether9/boot/init/status"
+	"github.com/ether9/ether9/boot/qemu"
+)
+
+// Console lines the self-test waits for, as /init prints them.
+const (
+	lineIOMMU = "iommu: translation on"
+	lineHTTP  = "http: listening"
+	lineDHCP  = "ether0: dhcp"
+	linePing  = "ping: first reply"
+)
+
+// transferBytes is how much the self-test moves each way.
+const transferBytes = 16 << 20
+
+// report is what the self-test measured. Durations count from QEMU's start.
+type report struct {
+	nic       string
+	iommu     time.Duration
+	http      time.Duration
+	dhcp      time.Duration
+	ping      time.Duration // 0: no reply line seen
+	pull      transfer
+	push      transfer
+	statusOK  bool
+	faults    string
+	consoleOK bool
+}
+
+type transfer struct {
+	bytes int64
+	took  time.Duration
+}
+
+func (t transfer) mbitps() float64 {
+	if t.took <= 0 {
+		return 0
+	}
+	return float64(t.bytes) * 8 / t.took.Seconds() / 1e6
+}
+
+func (r *report) print(w io.Writer) {
+	secs := func(d time.Duration) string {
+		if d == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	fmt.Fprintf(w, "selftest: nic %s\n", r.nic)
+	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", lineIOMMU, secs(r.iommu))
+	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", lineHTTP, secs(r.http))
+	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", lineDHCP, secs(r.dhcp))
+	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", linePing, secs(r.ping))
+	for _, t := range []struct {
+		dir string
+		t   transfer
+	}{{"guest to host (GET /source)", r.pull}, {"host to guest (POST /sink)", r.push}} {
+		if t.t.bytes > 0 {
+			fmt.Fprintf(w, "selftest: tcp %s %d bytes in %.2fs: %.1f Mbit/s\n", t.dir, t.t.bytes, t.t.took.Seconds(), t.t.mbitps())
+		}
+	}
+	if r.faults != "" {
+		fmt.Fprintf(w, "selftest: status %s\n", r.faults)
+	}
+}
+
+// selftest boots the image, waits for it to come up, checks the status
+// page and moves data both ways through the forward.
+func selftest(ctx context.Context, o options, console io.Writer) (*report, error) {
+	if err := checkNIC(o); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if !o.portSet || o.port == 0 {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		o.port = p
+	}
+	p, err := assemble(ctx, o, console, "ether9.selftest")
+	if err != nil {
+		return nil, err
+	}
+	defer p.remove()
+	c, err := qemuConfig(o, p)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := qemu.Start(c, console)
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Stop()
+	r := &report{nic: o.nic}
+	err = r.run(ctx, vm, fmt.Sprintf("http://127.0.0.1:%d", o.port))
+	if err != nil && vm.Console != nil {
+		err = fmt.Errorf("%w\nlast console lines:\n%s", err, vm.Console.Tail(15))
+	}
+	return r, err
+}
+
+func (r *report) run(ctx context.Context, vm *qemu.VM, base string) error {
+	l, err := vm.Console.WaitFor(ctx, lineHTTP)
+	if err != nil {
+		return err
+	}
+	r.http = l.At
+	l, err = vm.Console.WaitFor(ctx, lineIOMMU)
+	if err != nil {
+		return err
+	}
+	r.iommu = l.At
+	l, err = vm.Console.WaitFor(ctx, lineDHCP)
+	if err != nil {
+		return err
+	}
+	r.dhcp = l.At
+
+	client := &http.Client{Timeout: 2 * time.Minute}
+	page, err := getStatus(ctx, client, base)
+	if err != nil {
+		return err
+	}
+	if err := checkStatus(page); err != nil {
+		return err
+	}
+
+	if r.pull, err = pull(ctx, client, base, transferBytes); err != nil {
+		return err
+	}
+	if r.push, err = push(ctx, client, base, transferBytes); err != nil {
+		return err
+	}
+
+	// The ping runs beside the rest; it has had plenty of time by now.
+	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+	if l, err := vm.Console.WaitFor(pctx, linePing); err == nil {
+		r.ping = l.At
+	}
+	pcancel()
+
+	// After the traffic: still no faults, still translating.
+	page, err = getStatus(ctx, client, base)
+	if err != nil {
+		return err
+	}
+	r.faults = faultLine(page)
+	return checkStatus(page)
+}
+
+// getStatus fetches the status page, retrying while the forward is not
+// yet connected to a listening guest (user networking accepts the host's
+// connection first and resets it when the guest does not answer).
+func getStatus(ctx context.Context, client *http.Client, base string) (string, error) {
+	var last error
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		req, err := http.NewRequestWithContext(ctx, "GET", base+"/", nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case rerr != nil:
+				err = rerr
+			case resp.StatusCode != http.StatusOK:
+				return "", fmt.Errorf("status page: %s", resp.Status)
+			default:
+				return string(body), nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("status page: %w (last error: %v)", ctx.Err(), last)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// checkStatus wants translation on and zero DMAR faults on the page.
+func checkStatus(page string) error {
+	if !hasLine(page, "iommu translation on") {
+		return fmt.Errorf("status page does not say \"iommu translation on\":\n%s", page)
+	}
+	if f := faultLine(page); f != "iommu faults 0" {
+		if f == "" {
+			return fmt.Errorf("status page has no \"iommu faults\" line:\n%s", page)
+		}
+		return fmt.Errorf("DMAR faults: %q", f)
+	}
+	return nil
+}
+
+func hasLine(page, prefix string) bool {
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func faultLine(page string) string {
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "iommu faults ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// pull fetches n bytes of the guest's /source stream and checks them
+// against both the guest's SHA-256 trailer and the stream's definition.
+func pull(ctx context.Context, client *http.Client, base string, n int64) (transfer, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/source?bytes="+strconv.FormatInt(n, 10), nil)
+	if err != nil {
+		return transfer{}, err
+	}
+	t := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return transfer{}, fmt.Errorf("GET /source: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return transfer{}, fmt.Errorf("GET /source: %s", resp.Status)
+	}
+	got := sha256.New()
+	m, err := io.Copy(got, resp.Body)
+	took := time.Since(t)
+	if err != nil {
+		return transfer{}, fmt.Errorf("GET /source: after %d bytes: %w", m, err)
+	}
+	if m != n {
+		return transfer{}, fmt.Errorf("GET /source: %d bytes, want %d", m, n)
+	}
+	sum := hex.EncodeToString(got.Sum(nil))
+	if tr := resp.Trailer.Get("X-Sha256"); tr != sum {
+		return transfer{}, fmt.Errorf("GET /source: SHA-256 %s, the guest sent %q", sum, tr)
+	}
+	if want := patternSum(n); sum != want {
+		return transfer{}, fmt.Errorf("GET /source: SHA-256 %s, the pattern's is %s", sum, want)
+	}
+	return transfer{bytes: n, took: took}, nil
+}
+
+func patternSum(n int64) string {
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	for off := int64(0); off < n; {
+		b := buf[:min(int64(len(buf)), n-off)]
+		status.Pattern(off, b)
+		h.Write(b)
+		off += int64(len(b))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// push sends n random bytes to the guest's /sink and compares the SHA-256
+// it answers with ours.
+func push(ctx context.Context, client *http.Client, base string, n int64) (transfer, error) {
+	data := make([]byte, n)
+	rng := rand.NewChaCha8([32]byte{'e', 't', 'h', 'e', 'r', '9'})
+	rng.Read(data)
+	want := sha256.Sum256(data)
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/sink", bytes.NewReader(data))
+	if err != nil {
+		return transfer{}, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	t := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return transfer{}, fmt.Errorf("POST /sink: %w", err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	took := time.Since(t)
+	if err != nil {
+		return transfer{}, fmt.Errorf("POST /sink: reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return transfer{}, fmt.Errorf("POST /sink: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	if got := strings.TrimSpace(string(body)); got != hex.EncodeToString(want[:]) {
+		return transfer{}, fmt.Errorf("POST /sink: the guest's SHA-256 is %q, ours %x", got, want)
+	}
+	return transfer{bytes: n, took: took}, nil
+}
+
+var errNoSim = errors.New("the simulated machine entry point is not in boot/init yet")
