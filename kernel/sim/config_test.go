@@ -30,9 +30,9 @@ func sizeBAR(t *testing.T, b *Bus, a pci.Addr, i int) (orig, mask uint32) {
 
 type cfgOnly struct{ c *ConfigSpace }
 
-func (d cfgOnly) Config() *ConfigSpace                 { return d.c }
-func (d cfgOnly) MMIORead(int, uint32, int) uint64     { return 0 }
-func (d cfgOnly) MMIOWrite(int, uint32, int, uint64)   {}
+func (d cfgOnly) Config() *ConfigSpace                  { return d.c }
+func (d cfgOnly) MMIORead(int, uint32, int) uint64      { return 0 }
+func (d cfgOnly) MMIOWrite(int, uint32, int, uint64)    {}
 func (d cfgOnly) ConfigWritten(off, size int, v uint32) {}
 
 func TestBARSizing(t *testing.T) {
