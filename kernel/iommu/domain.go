@@ -106,6 +106,11 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 	}
 	perm := d.u.perm(dir)
 	va := iova
+	defer func() {
+		if len(d.pt.replaced) > 0 {
+			d.freeReplaced(iova, span)
+		}
+	}()
 	for _, s := range segs {
 		pa := uint64(s.Phys) &^ (kernel.PageSize - 1)
 		n := pageUp(uint64(s.Phys)+uint64(s.Len)) - pa
@@ -130,6 +135,20 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 	}
 	d.u.stats.Maps++
 	return &mapping{iova: iova, span: span, size: size, dir: dir}, kernel.DMAAddr(iova + off), nil
+}
+
+// freeReplaced drops any directory entry the unit may cache for the level-1
+// tables that 2 MiB leaves replaced in [iova, iova+span), then frees them.
+// If the invalidation fails the tables are kept: a stale entry could still
+// point at them.
+func (d *Domain) freeReplaced(iova, span uint64) {
+	if d.u.enabled {
+		if err := d.u.inv.rangeInvalidate(d, iova, span); err != nil {
+			d.pt.replaced = d.pt.replaced[:0]
+			return
+		}
+	}
+	_ = d.pt.freeReplaced()
 }
 
 // checkSegments verifies that the segments can sit back to back in one

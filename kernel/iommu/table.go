@@ -58,6 +58,7 @@ func get(buf []byte, off int) uint64 { return binary.LittleEndian.Uint64(buf[off
 type table struct {
 	mem   kernel.Region
 	child [tableEntries]*table
+	used  int // present entries
 }
 
 func (t *table) entry(i int) uint64 { return get(t.mem.Buf, i*entrySize) }
@@ -70,6 +71,10 @@ type pageTable struct {
 	root   *table
 	large  bool  // 2 MiB leaves allowed
 	mapped int64 // 4 KiB pages translated
+	// replaced holds empty level-1 tables that a 2 MiB leaf took the
+	// place of. The unit may still cache the old directory entry, so they
+	// are freed only after an invalidation of their range.
+	replaced []*table
 }
 
 func newPageTable(tm *tableMem, levels int, large bool) (*pageTable, error) {
@@ -106,6 +111,7 @@ func (pt *pageTable) descend(iova uint64, to int, create bool) (*table, error) {
 			}
 			next = &table{mem: r}
 			t.child[i] = next
+			t.used++
 			// Non-leaf entries grant read and write; leaves decide.
 			pt.tm.put(t.mem.Buf, i*entrySize, uint64(r.Phys)&addrMask|pteRead|pteWrite)
 		}
@@ -145,11 +151,21 @@ func (pt *pageTable) mapOne(va, pa, left, perm uint64) (uint64, error) {
 			return 0, err
 		}
 		i := index(va, 2)
-		if t.child[i] == nil {
+		switch old := t.child[i]; {
+		case old == nil:
 			if e := t.entry(i); e != 0 {
 				return 0, fmt.Errorf("iova %#x already mapped (entry %#x)", va, e)
 			}
 			pt.tm.put(t.mem.Buf, i*entrySize, pa&addrMask|pteLarge|perm)
+			t.used++
+			pt.mapped += largeSize / kernel.PageSize
+			return largeSize, nil
+		case old.used == 0:
+			// An empty table left by earlier 4 KiB mappings: the leaf
+			// replaces the directory entry in one store.
+			pt.tm.put(t.mem.Buf, i*entrySize, pa&addrMask|pteLarge|perm)
+			t.child[i] = nil
+			pt.replaced = append(pt.replaced, old)
 			pt.mapped += largeSize / kernel.PageSize
 			return largeSize, nil
 		}
@@ -163,6 +179,7 @@ func (pt *pageTable) mapOne(va, pa, left, perm uint64) (uint64, error) {
 		return 0, fmt.Errorf("iova %#x already mapped (entry %#x)", va, e)
 	}
 	pt.tm.put(t.mem.Buf, i*entrySize, pa&addrMask|perm)
+	t.used++
 	pt.mapped++
 	return kernel.PageSize, nil
 }
@@ -199,6 +216,7 @@ func (pt *pageTable) unmapRange(iova, size uint64) (uint64, error) {
 				continue
 			}
 			pt.tm.put(t.mem.Buf, i*entrySize, 0)
+			t.used--
 			pt.mapped -= largeSize / kernel.PageSize
 			cleared += largeSize
 			va += largeSize
@@ -215,6 +233,7 @@ func (pt *pageTable) unmapRange(iova, size uint64) (uint64, error) {
 			note(fmt.Errorf("iova %#x: %w", va, kernel.ErrNotMapped))
 		} else {
 			pt.tm.put(l1.mem.Buf, j*entrySize, 0)
+			l1.used--
 			pt.mapped--
 			cleared += kernel.PageSize
 		}
@@ -244,6 +263,19 @@ func (pt *pageTable) lookup(iova uint64) (phys kernel.PhysAddr, perm uint64, lef
 		}
 	}
 	return 0, 0, 0, false
+}
+
+// freeReplaced frees the tables 2 MiB leaves replaced. Call it only after
+// an invalidation that covers their ranges.
+func (pt *pageTable) freeReplaced() error {
+	var firstErr error
+	for _, t := range pt.replaced {
+		if err := pt.tm.free(t.mem); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	pt.replaced = pt.replaced[:0]
+	return firstErr
 }
 
 // release frees every table page below and including the root.

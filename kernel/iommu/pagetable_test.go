@@ -1,0 +1,208 @@
+package iommu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/pci"
+)
+
+// refPage is what the reference says one IOVA page translates to.
+type refPage struct {
+	phys  kernel.PhysAddr
+	write bool
+}
+
+type refKey struct {
+	dev  pci.Addr
+	page uint64
+}
+
+type liveMap struct {
+	dev   pci.Addr
+	addr  kernel.DMAAddr
+	size  int
+	dir   kernel.Direction
+	buf   []byte
+	coh   *kernel.Coherent
+	pages []uint64
+}
+
+// TestRandomMapUnmap drives thousands of random maps and unmaps (heap
+// buffers, scattered and contiguous, small coherent allocations and 2 MiB
+// ones) on two devices and checks every step against a reference map by
+// translating through the VT-d model, IOTLB on: every mapped IOVA
+// translates exactly, with exactly its permissions, and every unmapped one
+// faults.
+func TestRandomMapUnmap(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		aw     int
+		levels int
+	}{
+		{"4-level", 48, 4},
+		{"3-level", 39, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := vtd.QEMU()
+			cfg.AddrWidth = c.aw
+			r := newRig(t, sim.Config{VTd: cfg}, Options{Levels: c.levels})
+			if r.u.Levels() != c.levels {
+				t.Fatalf("unit uses %d levels, want %d", r.u.Levels(), c.levels)
+			}
+			randomMapUnmap(t, r, rand.New(rand.NewPCG(uint64(c.levels), 7)), 3000)
+		})
+	}
+}
+
+func randomMapUnmap(t *testing.T, r *rig, rng *rand.Rand, ops int) {
+	ref := make(map[refKey]refPage)
+	var live []*liveMap
+	dirs := []kernel.Direction{kernel.ToDevice, kernel.FromDevice, kernel.Bidirectional}
+	doms := map[pci.Addr]*Domain{devA: r.domain(devA), devB: r.domain(devB)}
+	large := 0
+
+	check := func(lm *liveMap) {
+		for _, p := range lm.pages {
+			want := ref[refKey{lm.dev, p}]
+			r.mustTranslate(lm.dev, p, false, want.phys, "read of mapped page")
+			if want.write {
+				r.mustTranslate(lm.dev, p, true, want.phys, "write of mapped page")
+			} else {
+				r.mustFault(lm.dev, p, true, "write of a to-device page")
+			}
+		}
+	}
+	record := func(lm *liveMap, segs []kernel.Segment) {
+		first := uint64(lm.addr) &^ (kernel.PageSize - 1)
+		off := int(uint64(lm.addr) & (kernel.PageSize - 1))
+		if got := int(physOf(segs, 0) & (kernel.PageSize - 1)); got != off {
+			t.Fatalf("dma address %#x keeps offset %#x, buffer starts at offset %#x", lm.addr, off, got)
+		}
+		for k := 0; k*kernel.PageSize < off+lm.size; k++ {
+			idx := max(0, k*kernel.PageSize-off)
+			p := first + uint64(k)*kernel.PageSize
+			key := refKey{lm.dev, p}
+			if _, dup := ref[key]; dup {
+				t.Fatalf("iova page %#x handed out twice", p)
+			}
+			ref[key] = refPage{phys: physOf(segs, idx) &^ (kernel.PageSize - 1), write: lm.dir&kernel.FromDevice != 0}
+			lm.pages = append(lm.pages, p)
+		}
+		live = append(live, lm)
+		check(lm)
+	}
+
+	for op := 0; op < ops; op++ {
+		if op%200 == 0 {
+			r.m.Mem.SetScatter(rng.IntN(2) == 0)
+		}
+		dev := devA
+		if rng.IntN(3) == 0 {
+			dev = devB
+		}
+		d := doms[dev]
+		switch n := rng.IntN(100); {
+		case n < 40 || len(live) == 0:
+			size := 1 + rng.IntN(5*kernel.PageSize)
+			off := rng.IntN(kernel.PageSize)
+			buf := make([]byte, off+size)[off:]
+			dir := dirs[rng.IntN(len(dirs))]
+			addr, err := d.Map(buf, dir)
+			if err != nil {
+				t.Fatalf("op %d: map %d bytes: %v", op, size, err)
+			}
+			record(&liveMap{dev: dev, addr: addr, size: size, dir: dir, buf: buf}, r.segs(buf))
+		case n < 50:
+			size := 1 + rng.IntN(3*kernel.PageSize)
+			if rng.IntN(4) == 0 {
+				size = largeSize << rng.IntN(2)
+				if rng.IntN(2) == 0 {
+					size += kernel.PageSize
+				}
+			}
+			c, err := d.AllocCoherent(size)
+			if err != nil {
+				t.Fatalf("op %d: alloc coherent %d: %v", op, size, err)
+			}
+			phys, ok := d.Translate(c.Addr)
+			if !ok {
+				t.Fatalf("op %d: coherent %#x not in the domain's own tables", op, c.Addr)
+			}
+			if size >= largeSize {
+				if _, _, left, _ := d.pt.lookup(uint64(c.Addr)); left != largeSize {
+					t.Fatalf("op %d: %d-byte coherent allocation at %#x (phys %#x) not on a 2 MiB leaf", op, size, c.Addr, phys)
+				}
+				large++
+			}
+			record(&liveMap{dev: dev, addr: c.Addr, size: size, dir: kernel.Bidirectional, coh: &c},
+				[]kernel.Segment{{Phys: phys, Len: size}})
+		default:
+			k := rng.IntN(len(live))
+			lm := live[k]
+			live[k] = live[len(live)-1]
+			live = live[:len(live)-1]
+			var err error
+			if lm.coh != nil {
+				err = doms[lm.dev].FreeCoherent(*lm.coh)
+			} else {
+				err = doms[lm.dev].Unmap(lm.addr, lm.size, lm.dir)
+			}
+			if err != nil {
+				t.Fatalf("op %d: unmap %#x: %v", op, lm.addr, err)
+			}
+			why := fmt.Sprintf("op %d: read after unmap", op)
+			for _, p := range lm.pages {
+				delete(ref, refKey{lm.dev, p})
+				r.mustFault(lm.dev, p, false, why)
+			}
+		}
+		if op%250 == 249 {
+			for _, lm := range live {
+				check(lm)
+			}
+			// Probe where the allocator hands out addresses.
+			for range 200 {
+				dev := []pci.Addr{devA, devB}[rng.IntN(2)]
+				p := uint64(rng.IntN(1<<15)) * kernel.PageSize
+				if want, ok := ref[refKey{dev, p}]; ok {
+					r.mustTranslate(dev, p, false, want.phys, "probe of mapped page")
+				} else {
+					r.mustFault(dev, p, false, "probe of unmapped page")
+				}
+			}
+			var mapped int64
+			for _, lm := range live {
+				mapped += int64(len(lm.pages))
+			}
+			if s := r.u.Stats(); s.MappedPages != mapped {
+				t.Fatalf("op %d: stats say %d pages mapped, reference %d", op, s.MappedPages, mapped)
+			}
+		}
+	}
+	if large == 0 {
+		t.Error("no 2 MiB mapping was exercised")
+	}
+	for _, lm := range live {
+		var err error
+		if lm.coh != nil {
+			err = doms[lm.dev].FreeCoherent(*lm.coh)
+		} else {
+			err = doms[lm.dev].Unmap(lm.addr, lm.size, lm.dir)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := r.u.Stats()
+	if s.MappedPages != 0 || s.IOVAInUse != 0 || s.Maps != s.Unmaps {
+		t.Errorf("after unmapping everything: %+v", s)
+	}
+	if ms := r.m.Mem.Stats(); ms.Pins != ms.Unpins || ms.Misuses != 0 {
+		t.Errorf("memory: %d pins, %d unpins, misuses %v", ms.Pins, ms.Unpins, r.m.Mem.Errors())
+	}
+}
