@@ -1,0 +1,116 @@
+package iommu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+)
+
+// TestFaultRecords: device DMA through its port to IOVAs it may not use is
+// recorded by the unit and read back, decoded and cleared by this package.
+func TestFaultRecords(t *testing.T) {
+	cfg := vtd.QEMU()
+	cfg.NFR = 4
+	r := newRig(t, sim.Config{VTd: cfg}, Options{})
+	d := r.domain(devA)
+	tx := make([]byte, kernel.PageSize)
+	txAddr, err := d.Map(tx, kernel.ToDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := r.m.Port(devA)
+	if err := port.Read(uint64(txAddr), make([]byte, 64)); err != nil {
+		t.Fatalf("read of a to-device mapping: %v", err)
+	}
+	// A write to an unmapped IOVA, a read of one, and a write to a
+	// buffer mapped for the device to read only.
+	if err := port.Write(0x7654_3000+0x10, []byte{1, 2, 3}); err == nil {
+		t.Fatal("write to an unmapped IOVA succeeded")
+	}
+	if err := port.Read(0x1234_5000, make([]byte, 8)); err == nil {
+		t.Fatal("read of an unmapped IOVA succeeded")
+	}
+	if err := port.Write(uint64(txAddr), []byte{9}); err == nil {
+		t.Fatal("write to a to-device mapping succeeded")
+	}
+	if fsts := r.m.VTd.Read32(regFSTS); fsts&fstsPPF == 0 {
+		t.Fatalf("FSTS %#x: no pending fault", fsts)
+	}
+	src := source(devA)
+	want := []Fault{
+		{Source: src, Addr: 0x7654_3000, Write: true, Reason: 5},
+		{Source: src, Addr: 0x1234_5000, Write: false, Reason: 6},
+		{Source: src, Addr: uint64(txAddr) &^ 0xfff, Write: true, Reason: 5},
+	}
+	got := r.u.Faults()
+	if len(got) != len(want) {
+		t.Fatalf("faults %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("fault %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if s := got[1].String(); !strings.Contains(s, "00:03.0 read 0x12345000") || !strings.Contains(s, "read permission") {
+		t.Errorf("fault text %q", s)
+	}
+	// Read back means cleared in hardware: no record has F, PPF is off.
+	if fsts := r.m.VTd.Read32(regFSTS); fsts&(fstsPPF|fstsPFO) != 0 {
+		t.Errorf("FSTS %#x after reading the faults", fsts)
+	}
+	for i := range cfg.NFR {
+		if hi := r.m.VTd.Read64(r.u.caps.FRO + uint32(i)*frcdSize + 8); hi&frcdF != 0 {
+			t.Errorf("fault record %d still valid: %#x", i, hi)
+		}
+	}
+	if s := r.u.Stats(); s.Faults != 3 {
+		t.Errorf("stats count %d faults, want 3", s.Faults)
+	}
+	// The log keeps them until ClearFaults; new faults are recorded again
+	// into the freed registers, by another device too.
+	if err := r.m.Port(devB).Write(0x9000, []byte{1}); err == nil {
+		t.Fatal("device B wrote to an IOVA with no domain")
+	}
+	got = r.u.Faults()
+	if len(got) != 4 || got[3].Source != source(devB) || got[3].Reason != 1 {
+		t.Errorf("after a fault by device B, whose bus has no context table: %v", got)
+	}
+	r.u.ClearFaults()
+	if f := r.u.Faults(); len(f) != 0 {
+		t.Errorf("after ClearFaults: %v", f)
+	}
+	if s := r.u.Stats(); s.Faults != 4 {
+		t.Errorf("counter %d after ClearFaults, want 4 (counters keep faults)", s.Faults)
+	}
+}
+
+// TestFaultOverflow: with one record and two faults before software looks,
+// the unit sets PFO; we count the overflow, keep the recorded fault and
+// clear PFO so recording resumes.
+func TestFaultOverflow(t *testing.T) {
+	r := qemuRig(t) // NFR=1
+	r.domain(devA)
+	port := r.m.Port(devA)
+	_ = port.Write(0x10000, []byte{1})
+	_ = port.Write(0x20000, []byte{1})
+	if fsts := r.m.VTd.Read32(regFSTS); fsts&fstsPFO == 0 {
+		t.Fatalf("FSTS %#x: no overflow", fsts)
+	}
+	f := r.u.Faults()
+	if len(f) != 1 || f[0].Addr != 0x10000 {
+		t.Fatalf("faults %v, want the first one only", f)
+	}
+	if s := r.u.Stats(); s.FaultOverflows != 1 {
+		t.Errorf("overflows %d, want 1", s.FaultOverflows)
+	}
+	if fsts := r.m.VTd.Read32(regFSTS); fsts != 0 {
+		t.Errorf("FSTS %#x after service", fsts)
+	}
+	_ = port.Read(0x30000, make([]byte, 4))
+	if f := r.u.Faults(); len(f) != 2 || f[1].Addr != 0x30000 || f[1].Write {
+		t.Errorf("recording did not resume: %v", f)
+	}
+}
