@@ -1,0 +1,485 @@
+package e1000e
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/drivers/ring/ringtest"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/pci"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+func TestProbeBringsUp(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	if d.MAC() != testMAC {
+		t.Errorf("mac %x", d.MAC())
+	}
+	if lo, hi := r.regs.get(RAL0), r.regs.get(RAH0); lo != 0x12005452 || hi != 0x5634|RAH_AV {
+		t.Errorf("RAL/RAH %08x/%08x", lo, hi)
+	}
+	if r.regs.get(RCTL)&RCTL_EN == 0 || r.regs.get(TCTL)&TCTL_EN == 0 || r.regs.get(RFCTL)&RFCTL_EXSTEN == 0 {
+		t.Errorf("RCTL %#x TCTL %#x RFCTL %#x", r.regs.get(RCTL), r.regs.get(TCTL), r.regs.get(RFCTL))
+	}
+	if got := r.regs.get(RDT); got != rxDescs-1 || r.regs.get(RDLEN) != rxDescs*descSize {
+		t.Errorf("RDT %d RDLEN %d", got, r.regs.get(RDLEN))
+	}
+	if l := d.Link(); l != (nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}) {
+		t.Errorf("link %+v", l)
+	}
+	if f := d.Features(); !f.TSOv4 || !f.TSOv6 || !f.TxChecksum || !f.RxChecksum {
+		t.Errorf("features %+v", f)
+	}
+	if r.dma.Live() != rxDescs-1 {
+		t.Errorf("%d buffers mapped, want %d", r.dma.Live(), rxDescs-1)
+	}
+	r.close(t)
+}
+
+func TestProbeRefusesUnknownAndBroken(t *testing.T) {
+	_, err := Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10C9}})
+	if err == nil || !strings.Contains(err.Error(), "8086:10c9") {
+		t.Errorf("igb id: %v", err)
+	}
+	regs := newRegFile(0xffffffff, testMAC)
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: &testClock{}})
+	if err == nil {
+		t.Error("probe of a device reading all ones succeeded")
+	}
+	regs = newRegFile(status1000, [6]byte{})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: &testClock{}})
+	if err == nil || !strings.Contains(err.Error(), "MAC") {
+		t.Errorf("zero MAC: %v", err)
+	}
+}
+
+func TestPollCopybreak(t *testing.T) {
+	for _, cb := range []int{0, 256, 2048} {
+		r := newRig(t, 0x10D3)
+		if err := r.d.Ctl("copybreak " + itoa(cb)); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{60, cb - 1, cb, cb + 1, 1514} {
+			if n < 60 || n > rxBufSize {
+				continue
+			}
+			i := r.d.rx.Clean()
+			want := bytes.Repeat([]byte{byte(n)}, n)
+			r.complete(t, i, want, RXD_STAT_DD|RXD_STAT_EOP|RXD_STAT_TCPCS, n)
+			copies0, hand0 := r.d.rx.Stats.Copybreak.Load(), r.d.rx.Stats.Handoffs.Load()
+			maps0, unmaps0, _ := r.dma.Counts()
+			got := r.poll()
+			maps, unmaps, _ := r.dma.Counts()
+			if len(got) != 1 || !bytes.Equal(got[0].Data.Flatten(), want) || !got[0].CsumOK {
+				t.Fatalf("cb %d n %d: %d packets", cb, n, len(got))
+			}
+			got[0].Data.Release()
+			copied := r.d.rx.Stats.Copybreak.Load() - copies0
+			handed := r.d.rx.Stats.Handoffs.Load() - hand0
+			if n < cb {
+				if copied != 1 || unmaps != unmaps0 {
+					t.Errorf("cb %d n %d: copied %d, %d unmaps", cb, n, copied, unmaps-unmaps0)
+				}
+			} else if handed != 1 || unmaps != unmaps0+1 {
+				t.Errorf("cb %d n %d: handed %d, %d unmaps", cb, n, handed, unmaps-unmaps0)
+			}
+			// The refill re-arms the slot the tail reaches: a fresh
+			// buffer only if that slot's buffer went up the stack.
+			if maps-maps0 > 1 {
+				t.Errorf("cb %d n %d: %d maps in one poll", cb, n, maps-maps0)
+			}
+		}
+		r.close(t)
+	}
+}
+
+func TestPollBadInput(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	good := bytes.Repeat([]byte{7}, 100)
+	// 0: CRC error; 1: length 0; 2: length above the buffer; 3+4: a frame
+	// spanning two buffers; 5: good.
+	r.complete(t, 0, good, RXD_STAT_DD|RXD_STAT_EOP|RXDEXT_ERR_CE, 100)
+	r.complete(t, 1, nil, RXD_STAT_DD|RXD_STAT_EOP, 0)
+	r.complete(t, 2, good, RXD_STAT_DD|RXD_STAT_EOP, rxBufSize+1)
+	r.complete(t, 3, good, RXD_STAT_DD, 2048)
+	r.complete(t, 4, good, RXD_STAT_DD|RXD_STAT_EOP, 100)
+	// 6 completes before 5: nothing past 5 may be taken until 5 is done.
+	r.complete(t, 6, good, RXD_STAT_DD|RXD_STAT_EOP, 100)
+	if got := r.poll(); len(got) != 0 {
+		t.Fatalf("delivered %d bad frames", len(got))
+	}
+	if d.rx.Clean() != 5 {
+		t.Fatalf("cleaned up to %d, want 5", d.rx.Clean())
+	}
+	r.complete(t, 5, good, RXD_STAT_DD|RXD_STAT_EOP, 100)
+	got := r.poll()
+	if len(got) != 2 {
+		t.Fatalf("delivered %d after the gap closed, want 2", len(got))
+	}
+	for _, p := range got {
+		if !bytes.Equal(p.Data.Flatten(), good) {
+			t.Error("payload differs")
+		}
+		p.Data.Release()
+	}
+	s := &d.rx.Stats
+	if s.Drops[ring.DropErrorBits].Load() != 1 || s.Drops[ring.DropLength].Load() != 2 || s.Drops[ring.DropMulti].Load() != 2 {
+		t.Errorf("drops: error %d length %d multi %d", s.Drops[ring.DropErrorBits].Load(), s.Drops[ring.DropLength].Load(), s.Drops[ring.DropMulti].Load())
+	}
+	if d.rx.Armed() != rxDescs-1 {
+		t.Errorf("ring not refilled: %d armed", d.rx.Armed())
+	}
+	r.close(t)
+}
+
+func TestPollSurvivesMapFailure(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	r.d.Ctl("copybreak 0")
+	r.dma.FailAllMaps(true)
+	big := bytes.Repeat([]byte{1}, 1000)
+	for k := 0; k < 300; k++ {
+		i := r.d.rx.Clean()
+		if r.d.rx.Armed() == 0 {
+			break
+		}
+		r.complete(t, i, big, RXD_STAT_DD|RXD_STAT_EOP, len(big))
+		for _, p := range r.poll() {
+			p.Data.Release()
+		}
+	}
+	if r.d.rx.Armed() != 0 || r.d.rx.Stats.MapFailures.Load() == 0 {
+		t.Fatalf("armed %d map failures %d", r.d.rx.Armed(), r.d.rx.Stats.MapFailures.Load())
+	}
+	r.dma.FailAllMaps(false)
+	r.poll()
+	if r.d.rx.Armed() != rxDescs-1 || int(r.regs.get(RDT)) != r.d.rx.Tail() {
+		t.Fatalf("after recovery armed %d RDT %d tail %d", r.d.rx.Armed(), r.regs.get(RDT), r.d.rx.Tail())
+	}
+	r.close(t)
+}
+
+func TestCtl(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	for _, bad := range []string{"", "copybreak", "copybreak -1", "copybreak 4097", "copybreak x", "copybreak-mode fast", "tso maybe", "mtu 9000", "mtu 10", "frob 1", "tso on off"} {
+		if err := d.Ctl(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if d.rx.Copybreak() != DefaultCopybreak || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
+		t.Error("a bad command changed state")
+	}
+	for _, good := range []string{"copybreak 2048", "copybreak-mode unmap", "tso off", "mtu 2000"} {
+		if err := d.Ctl(good); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+	if d.rx.Copybreak() != 2048 || d.rx.Mode() != ring.UnmapAlways || d.Features().TSOv4 || d.MTU() != 2000 || r.regs.get(RCTL)&RCTL_LPE == 0 {
+		t.Error("good commands did not apply")
+	}
+	r.close(t)
+}
+
+func TestStatsAccumulate(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	find := func(name string) uint64 {
+		for _, s := range r.d.Stats() {
+			if s.Name == name {
+				return s.Value
+			}
+		}
+		t.Fatalf("no stat %q", name)
+		return 0
+	}
+	r.regs.set(GPRC, 5)
+	r.regs.set(GORCL, 0xffffffff)
+	r.regs.set(GORCH, 1)
+	if v := find("good_packets_rx"); v != 5 {
+		t.Errorf("good_packets_rx %d", v)
+	}
+	r.regs.set(GPRC, 3)
+	if v := find("good_packets_rx"); v != 8 {
+		t.Errorf("good_packets_rx %d after a second read, want 8 (read-to-clear accumulated)", v)
+	}
+	if v := find("good_octets_rx"); v != 0x1ffffffff {
+		t.Errorf("good_octets_rx %#x", v)
+	}
+	r.close(t)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// tcpFrame builds an Ethernet frame with one TCP packet as the stack hands
+// a GSO packet to the driver.
+func tcpFrame(v6 bool, payload int) (*nic.TxPacket, tcpip.Address, tcpip.Address) {
+	l3 := header.IPv4MinimumSize
+	et := header.IPv4ProtocolNumber
+	if v6 {
+		l3, et = header.IPv6MinimumSize, header.IPv6ProtocolNumber
+	}
+	const l4 = header.TCPMinimumSize
+	b := make([]byte, 14+l3+l4+payload)
+	header.Ethernet(b).Encode(&header.EthernetFields{SrcAddr: "\x02\x00\x00\x00\x00\x01", DstAddr: "\x02\x00\x00\x00\x00\x02", Type: et})
+	ip := b[14:]
+	var src, dst tcpip.Address
+	if v6 {
+		src = tcpip.AddrFrom16([16]byte{0xfd, 15: 1})
+		dst = tcpip.AddrFrom16([16]byte{0xfd, 15: 2})
+		header.IPv6(ip).Encode(&header.IPv6Fields{PayloadLength: uint16(l4 + payload), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64, SrcAddr: src, DstAddr: dst})
+	} else {
+		src = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
+		dst = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
+		header.IPv4(ip).Encode(&header.IPv4Fields{TotalLength: uint16(l3 + l4 + payload), ID: 100, TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dst})
+		header.IPv4(ip).SetChecksum(^header.IPv4(ip).CalculateChecksum())
+	}
+	tcp := header.TCP(ip[l3:])
+	tcp.Encode(&header.TCPFields{SrcPort: 1, DstPort: 2, SeqNum: 1000, DataOffset: l4, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 100})
+	for i := range payload {
+		b[14+l3+l4+i] = byte(i)
+	}
+	typ := nic.GSOTCPv4
+	if v6 {
+		typ = nic.GSOTCPv6
+	}
+	p := &nic.TxPacket{Data: buffer.MakeWithData(b), GSO: typ, MSS: 1460, L3Len: uint16(l3), L4Len: l4,
+		NeedsCsum: true, CsumStart: uint16(14 + l3), CsumOffset: 16}
+	if v6 {
+		p.MSS = 1440
+	}
+	return p, src, dst
+}
+
+// txDescs returns the descriptors written since index from, up to the tail.
+func txDescsFrom(d *Device, from int) [][]byte {
+	var out [][]byte
+	for i := from; i != d.tx.Tail(); i = d.tx.Descs.Next(i) {
+		out = append(out, d.tx.Descs.At(i))
+	}
+	return out
+}
+
+func TestTransmitTSO(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	for _, v6 := range []bool{false, true} {
+		from := d.tx.Tail()
+		doorbells := r.regs.count(TDT)
+		p1, _, _ := tcpFrame(v6, 10000)
+		p2, _, _ := tcpFrame(v6, 3000)
+		n, err := d.Transmit([]*nic.TxPacket{p1, p2})
+		if n != 2 || err != nil {
+			t.Fatalf("transmit: %d %v", n, err)
+		}
+		if r.regs.count(TDT) != doorbells+1 || int(r.regs.get(TDT)) != d.tx.Tail() {
+			t.Errorf("doorbells %d for one batch", r.regs.count(TDT)-doorbells)
+		}
+		descs := txDescsFrom(d, from)
+		ctx := descs[0]
+		dw2 := binary.LittleEndian.Uint32(ctx[8:])
+		if dw2>>20&0xf != 0 || dw2>>24&TXD_CMD_TSE == 0 || dw2&0xfffff != 10000 {
+			t.Fatalf("first descriptor is not a TSO context: % x", ctx)
+		}
+		if (dw2>>24&TXD_CMD_IP != 0) == v6 {
+			t.Errorf("v6 %v: context IP bit %v", v6, dw2>>24&TXD_CMD_IP != 0)
+		}
+		mss := binary.LittleEndian.Uint16(ctx[14:])
+		if (!v6 && mss != 1460) || (v6 && mss != 1440) {
+			t.Errorf("mss %d", mss)
+		}
+		if d.tx.Stats.TSO.Load() == 0 {
+			t.Error("TSO counter not counted")
+		}
+	}
+	// The device completes everything: reclaim unmaps all.
+	for i := 0; i < d.tx.Descs.Len(); i++ {
+		d.tx.Descs.At(i)[12] |= TXD_STAT_DD
+	}
+	if n := d.Reclaim(); n == 0 || d.tx.InFlight() != 0 || d.tx.Mapped() != 0 {
+		t.Errorf("reclaimed %d, in flight %d, mapped %d", n, d.tx.InFlight(), d.tx.Mapped())
+	}
+	r.close(t)
+}
+
+// TestTSOFallsBackOnLinkDrop: link at 1000 uses TSO; the link drops to 100
+// mid-stream and a GSO packet built for TSO is segmented in software, no
+// frame above the MTU, every checksum right.
+func TestTSOFallsBackOnLinkDrop(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	if !d.Features().TSOv4 {
+		t.Fatal("82574 at 1000 Mb/s without TSO")
+	}
+	r.regs.set(STATUS, STATUS_LU|STATUS_FD|1<<STATUS_SPEED_SHIFT)
+	r.regs.set(ICR, ICR_LSC)
+	r.poll()
+	if d.Link().SpeedMbps != 100 || d.Features().TSOv4 {
+		t.Fatalf("after drop to 100: link %+v features %+v", d.Link(), d.Features())
+	}
+	for _, v6 := range []bool{false, true} {
+		from := d.tx.Tail()
+		p, src, dst := tcpFrame(v6, 10000)
+		if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+			t.Fatalf("transmit %d %v", n, err)
+		}
+		var payload []byte
+		for k, desc := range txDescsFrom(d, from) {
+			dw2 := binary.LittleEndian.Uint32(desc[8:])
+			if dw2>>20&0xf != 1 || dw2>>24&TXD_CMD_TSE != 0 {
+				t.Fatalf("descriptor %d: %#x is not a plain data descriptor", k, dw2)
+			}
+			n := int(dw2 & 0xfffff)
+			if n > d.MTU()+14 {
+				t.Fatalf("frame of %d bytes above mtu", n)
+			}
+			frame := make([]byte, n)
+			if err := r.dma.DeviceRead(kernelAddr(desc), frame); err != nil {
+				t.Fatal(err)
+			}
+			var tcp header.TCP
+			if v6 {
+				tcp = header.TCP(header.IPv6(frame[14:]).Payload())
+			} else {
+				ip := header.IPv4(frame[14:])
+				if !ip.IsChecksumValid() || ip.ID() != uint16(100+k) {
+					t.Fatalf("segment %d: IPv4 checksum or id %d", k, ip.ID())
+				}
+				tcp = header.TCP(ip.Payload())
+			}
+			data := tcp.Payload()
+			if !tcp.IsChecksumValid(src, dst, checksum.Checksum(data, 0), uint16(len(data))) {
+				t.Fatalf("segment %d: TCP checksum", k)
+			}
+			if tcp.SequenceNumber() != uint32(1000+len(payload)) {
+				t.Fatalf("segment %d: seq %d", k, tcp.SequenceNumber())
+			}
+			payload = append(payload, data...)
+		}
+		if len(payload) != 10000 {
+			t.Fatalf("v6 %v: %d payload bytes on the wire", v6, len(payload))
+		}
+		for i, c := range payload {
+			if c != byte(i) {
+				t.Fatalf("payload byte %d", i)
+			}
+		}
+	}
+	if d.tx.Stats.SoftGSO.Load() != 2 {
+		t.Errorf("soft GSO counter %d", d.tx.Stats.SoftGSO.Load())
+	}
+	// Back at 1000 TSO returns; "tso on" forces it at 100.
+	r.regs.set(STATUS, status1000)
+	r.regs.set(ICR, ICR_LSC)
+	r.poll()
+	if !d.Features().TSOv4 {
+		t.Error("TSO did not return at 1000 Mb/s")
+	}
+	r.close(t)
+}
+
+func kernelAddr(desc []byte) kernel.DMAAddr { return kernel.DMAAddr(binary.LittleEndian.Uint64(desc)) }
+
+func TestPCHSPTNeverTSO(t *testing.T) {
+	r := newRig(t, 0x15B7)
+	d := r.d
+	if d.Type() != MacPCHSPT || d.Features().TSOv4 {
+		t.Fatalf("%v features %+v", d.Type(), d.Features())
+	}
+	d.Ctl("tso on")
+	r.regs.set(ICR, ICR_LSC)
+	r.poll()
+	if d.Features().TSOv4 || d.Features().TSOv6 {
+		t.Fatal("pch_spt uses TSO when forced")
+	}
+	from := d.tx.Tail()
+	p, _, _ := tcpFrame(false, 5000)
+	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	for _, desc := range txDescsFrom(d, from) {
+		if binary.LittleEndian.Uint32(desc[8:])>>24&TXD_CMD_TSE != 0 {
+			t.Fatal("TSE set on pch_spt")
+		}
+	}
+	r.close(t)
+}
+
+func TestTransmitBackPressureAndBadPackets(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	var pkts []*nic.TxPacket
+	for range 300 {
+		pkts = append(pkts, &nic.TxPacket{Data: buffer.MakeWithData(bytes.Repeat([]byte{9}, 1000))})
+	}
+	n, err := d.Transmit(pkts)
+	if err != nil || n != txDescs-1 {
+		t.Fatalf("took %d (%v), want %d", n, err, txDescs-1)
+	}
+	if d.tx.Stats.Full.Load() != 1 || d.tx.Mapped() != n {
+		t.Errorf("full %d mapped %d", d.tx.Stats.Full.Load(), d.tx.Mapped())
+	}
+	// Completion out of order: a later descriptor done first frees nothing.
+	d.tx.Descs.At(10)[12] |= TXD_STAT_DD
+	if got := d.Reclaim(); got != 0 {
+		t.Fatalf("reclaimed %d behind an unfinished descriptor", got)
+	}
+	for i := 0; i < 5; i++ {
+		d.tx.Descs.At(i)[12] |= TXD_STAT_DD
+	}
+	if got := d.Reclaim(); got != 5 {
+		t.Fatalf("reclaimed %d, want 5", got)
+	}
+	for _, p := range pkts[n:] {
+		p.Data.Release()
+	}
+	bad := []*nic.TxPacket{
+		{Data: buffer.MakeWithData(make([]byte, 10))},
+		{Data: buffer.MakeWithData(make([]byte, 3000))},
+		{Data: buffer.MakeWithData(make([]byte, 100)), NeedsCsum: true, CsumStart: 90, CsumOffset: 16},
+		{Data: buffer.MakeWithData(make([]byte, 3000)), GSO: nic.GSOTCPv4, MSS: 1000, L3Len: 20, L4Len: 20},
+	}
+	for k, p := range bad {
+		if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil {
+			t.Errorf("bad packet %d: took %d, err %v", k, n, err)
+		}
+		p.Data.Release()
+	}
+	r.close(t)
+}
+
+// FuzzRxWriteback feeds arbitrary write-back descriptors to the RX path:
+// whatever the device claims, the driver must not panic, must deliver
+// only frames that fit a buffer, and must not leak or double-unmap.
+func FuzzRxWriteback(f *testing.F) {
+	f.Add(uint32(RXD_STAT_DD|RXD_STAT_EOP), uint16(64), uint32(RXD_STAT_DD), uint16(2048), uint16(256))
+	f.Add(uint32(RXD_STAT_DD|RXD_STAT_EOP|RXDEXT_ERR_RXE), uint16(0), uint32(0), uint16(0xffff), uint16(0))
+	f.Add(uint32(0xffffffff), uint16(0xffff), uint32(RXD_STAT_DD|RXD_STAT_EOP), uint16(1514), uint16(2048))
+	f.Fuzz(func(t *testing.T, st1 uint32, len1 uint16, st2 uint32, len2 uint16, cb uint16) {
+		r := newRig(t, 0x10D3)
+		r.d.Ctl("copybreak " + itoa(int(cb)%2049))
+		for round := 0; round < 3; round++ {
+			i := r.d.rx.Clean()
+			r.complete(t, i, nil, st1, int(len1))
+			r.complete(t, r.d.rx.Descs.Next(i), nil, st2, int(len2))
+			for _, p := range r.poll() {
+				if n := p.Data.Size(); n <= 0 || n > rxBufSize {
+					t.Fatalf("delivered a %d-byte frame", n)
+				}
+				p.Data.Release()
+			}
+			if r.d.rx.Armed() != rxDescs-1 {
+				t.Fatalf("ring not refilled: %d", r.d.rx.Armed())
+			}
+		}
+		r.close(t)
+	})
+}

@@ -1,0 +1,195 @@
+// Package probe binds enumerated PCI functions to NIC drivers: it finds
+// the functions a driver claims, turns on memory decoding, gives each one
+// its own IOMMU domain (or untranslated DMA), turns on bus mastering and
+// runs the driver's probe, naming the NICs ether0, ether1, ... in bus
+// order. Boot code and tests use it the same way on every platform.
+package probe
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ether9/ether9/drivers/e1000e"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/pci"
+)
+
+// Driver is one NIC driver: the ids it claims and its probe.
+type Driver struct {
+	Name  string
+	IDs   []pci.ID
+	Probe func(*nic.Device) (nic.NIC, error)
+}
+
+// Drivers returns the built-in drivers.
+func Drivers() []Driver {
+	ids := make([]pci.ID, len(e1000e.IDs))
+	for i, id := range e1000e.IDs {
+		ids[i] = pci.ID{Vendor: e1000e.VendorIntel, Device: id.Device}
+	}
+	return []Driver{{Name: "e1000e", IDs: ids, Probe: e1000e.Probe}}
+}
+
+// Platform is what binding needs from the machine.
+type Platform struct {
+	Config pci.Config
+	// BAR returns the register window of one of f's BARs.
+	BAR func(f *pci.Function, bar int) (kernel.Regs, error)
+	// IOMMU translates device DMA; nil means translation off.
+	IOMMU  *iommu.Unit
+	Memory kernel.Memory
+	Clock  kernel.Clock
+	// IRQ returns how to wait for f's interrupts; nil means polling.
+	IRQ  func(f *pci.Function) kernel.Waiter
+	Logf func(format string, args ...any)
+	// Enum controls enumeration.
+	Enum pci.Options
+	// Drivers to bind; nil means Drivers().
+	Drivers []Driver
+}
+
+// Bound is one function a driver claimed, with its NIC or why it failed.
+type Bound struct {
+	Func   *pci.Function
+	Driver string
+	NIC    nic.NIC
+	DMA    kernel.DMA
+	Err    error
+}
+
+// Result is everything Bind found.
+type Result struct {
+	Functions []*pci.Function // every enumerated function
+	Bound     []Bound         // functions a driver claimed, in bus order
+}
+
+// NICs returns the NICs that came up.
+func (r *Result) NICs() []nic.NIC {
+	var out []nic.NIC
+	for _, b := range r.Bound {
+		if b.NIC != nil {
+			out = append(out, b.NIC)
+		}
+	}
+	return out
+}
+
+// Err joins the failures of enumeration and of every claimed function.
+func (r *Result) Err() error {
+	var errs []error
+	for _, b := range r.Bound {
+		if b.Err != nil {
+			errs = append(errs, b.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Bind enumerates PCI, probes every function a driver claims and returns
+// the result. A function that fails to probe is reported in its Bound
+// entry and left with bus mastering off; the others carry on. The error
+// is for failures that stop everything (enumeration found nothing usable,
+// a bad driver table, a platform without memory).
+func Bind(p Platform) (*Result, error) {
+	if p.Config == nil || p.BAR == nil || p.Memory == nil || p.Clock == nil {
+		return nil, errors.New("probe: platform lacks config access, BAR windows, memory or clock")
+	}
+	logf := p.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	drivers := p.Drivers
+	if drivers == nil {
+		drivers = Drivers()
+	}
+	claims := make([]pci.Driver, len(drivers))
+	byName := make(map[string]Driver, len(drivers))
+	for i, d := range drivers {
+		if d.Probe == nil {
+			return nil, fmt.Errorf("probe: driver %q has no probe function", d.Name)
+		}
+		claims[i] = pci.Driver{Name: d.Name, IDs: d.IDs}
+		byName[d.Name] = d
+	}
+	m, err := pci.NewMatcher(claims...)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	fns, enumErr := pci.Enumerate(p.Config, p.Enum)
+	if len(fns) == 0 && enumErr != nil {
+		return nil, fmt.Errorf("probe: enumerate: %w", enumErr)
+	}
+	if enumErr != nil {
+		logf("probe: enumeration incomplete: %v", enumErr)
+	}
+	m.Bind(fns)
+	res := &Result{Functions: fns}
+	next := 0
+	for _, f := range fns {
+		if f.Driver == "" {
+			continue
+		}
+		name := fmt.Sprintf("ether%d", next)
+		b := Bound{Func: f, Driver: f.Driver}
+		b.NIC, b.DMA, b.Err = bindOne(p, byName[f.Driver], f, name, logf)
+		if b.Err != nil {
+			logf("probe: %v %s: %v", f.Addr, f.Driver, b.Err)
+		} else {
+			next++
+		}
+		res.Bound = append(res.Bound, b)
+	}
+	return res, nil
+}
+
+func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(string, ...any)) (nic.NIC, kernel.DMA, error) {
+	if !f.BARs[0].IsMem() || f.BARs[0].Size == 0 {
+		return nil, nil, fmt.Errorf("%s %v: BAR0 is not a sized memory BAR (%v, %d bytes)", d.Name, f.Addr, f.BARs[0].Kind, f.BARs[0].Size)
+	}
+	if err := pci.EnableMemory(p.Config, f.Addr); err != nil {
+		return nil, nil, fmt.Errorf("%s %v: enable memory: %w", d.Name, f.Addr, err)
+	}
+	regs, err := p.BAR(f, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %v: BAR0 window: %w", d.Name, f.Addr, err)
+	}
+	var dma kernel.DMA
+	if p.IOMMU != nil {
+		dom, err := p.IOMMU.Domain(iommu.SourceID(f.Addr.Bus, f.Addr.Dev, f.Addr.Fn))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %v: iommu domain: %w", d.Name, f.Addr, err)
+		}
+		if !p.IOMMU.Enabled() {
+			if err := p.IOMMU.Enable(); err != nil {
+				return nil, nil, fmt.Errorf("%s %v: enable iommu: %w", d.Name, f.Addr, err)
+			}
+		}
+		dma = dom
+	} else {
+		dma = iommu.Passthrough(p.Memory)
+	}
+	// Bus mastering only once DMA has somewhere safe to go.
+	if err := pci.EnableBusMaster(p.Config, f.Addr); err != nil {
+		return nil, nil, fmt.Errorf("%s %v: enable bus master: %w", d.Name, f.Addr, err)
+	}
+	var irq kernel.Waiter = kernel.PollWaiter{}
+	if p.IRQ != nil {
+		if w := p.IRQ(f); w != nil {
+			irq = w
+		}
+	}
+	dev := &nic.Device{
+		Name: name, Func: f, Config: p.Config, Regs: regs, DMA: dma,
+		Clock: p.Clock, IRQ: irq, Logf: logf,
+	}
+	n, err := d.Probe(dev)
+	if err != nil {
+		if e := pci.DisableBusMaster(p.Config, f.Addr); e != nil {
+			err = errors.Join(err, fmt.Errorf("disable bus master: %w", e))
+		}
+		return nil, nil, err
+	}
+	return n, dma, nil
+}
