@@ -1,0 +1,434 @@
+// Package m82574 is a model of the Intel 82574L gigabit Ethernet controller
+// (the part QEMU's e1000e device emulates), with an I219-LM personality,
+// written from the datasheet's register and descriptor descriptions.
+//
+// It plugs into the simulated machine as a PCI device: its registers are
+// BAR0, it reaches memory only through the machine's DMA port (so every
+// access is translated by the simulated VT-d unit), it signals through the
+// machine's interrupt line, and it puts frames on a simulated wire. It does
+// in the model what the hardware does on the card: checksum insertion, TCP
+// segmentation, receive filtering, checksum verification and statistics.
+//
+// What is not modelled: interrupt moderation timers (ITR, RDTR, RADV, TIDV
+// and TADV are stored; causes are signalled at once), flow control frames,
+// packet split receive, the second queue pair, manageability and wake-up.
+package m82574
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim/wire"
+)
+
+// DMA is the model's only way to memory: bus-master reads and writes of
+// device addresses. The simulated machine's DMA port implements it.
+type DMA interface {
+	Read(addr uint64, b []byte) error
+	Write(addr uint64, b []byte) error
+}
+
+// Interrupt is the model's interrupt line.
+type Interrupt interface{ Raise() }
+
+// Options configure a model.
+type Options struct {
+	// Personality selects the part; the zero value is the 82574L.
+	Personality Personality
+	// MAC is the address stored in the NVM; zero gives 52:54:00:12:34:56,
+	// the address QEMU gives its first NIC.
+	MAC [6]byte
+}
+
+// Counters are what the model saw, for tests. The driver-visible
+// statistics are the datasheet's registers.
+type Counters struct {
+	RxFrames       uint64 // frames written to the ring
+	RxNoDescriptor uint64 // dropped: not enough free descriptors
+	RxFiltered     uint64 // dropped by address or VLAN filtering
+	RxBadSize      uint64 // dropped as undersized or oversized
+	RxOff          uint64 // arrived while the receiver or link was off
+	RxDMAFaults    uint64 // DMA writes the IOMMU refused
+	TxPackets      uint64 // packets taken from the ring (a TSO packet is one)
+	TxFrames       uint64 // frames put on the wire
+	TxTSO          uint64 // packets segmented
+	TxNoLink       uint64 // frames dropped because the link was down
+	TxDMAFaults    uint64 // DMA reads the IOMMU refused
+	TxBadDesc      uint64 // descriptors with an unknown type or bad offload set-up
+	Resets         uint64
+}
+
+// NIC is one controller.
+type NIC struct {
+	pers Personality
+	mac  [6]byte
+	dma  DMA
+	irq  Interrupt
+	pci  pciState
+
+	// mu guards the register file, the PHY, the NVM, the link and the
+	// counters. The RX and TX engines hold it only briefly; they never
+	// hold it during DMA or while a frame is on the wire.
+	mu    sync.Mutex
+	regs  [mmioSize / 4]uint32
+	nvm   [nvmWords]uint16
+	phy   phy
+	cable struct {
+		up    bool
+		speed int
+	}
+	linkWas  linkState
+	port     wire.Port
+	counters Counters
+	ioaddr   uint32 // I/O BAR indirection
+	msix     [msixVectors * 4]uint32
+
+	txMu sync.Mutex // the TX engine; taken before mu
+	tx   txEngine
+	rxMu sync.Mutex // the RX engine; taken before mu
+	rx   rxEngine
+}
+
+// New returns a model with its registers at their power-on values and no
+// cable attached (link down).
+func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
+	if opt.Personality.Name == "" {
+		opt.Personality = M82574L
+	}
+	if opt.MAC == ([6]byte{}) {
+		opt.MAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
+	}
+	if opt.MAC[0]&1 != 0 {
+		return nil, fmt.Errorf("m82574: MAC %x is a multicast address", opt.MAC)
+	}
+	if dma == nil || irq == nil {
+		return nil, fmt.Errorf("m82574: a DMA port and an interrupt line are required")
+	}
+	n := &NIC{pers: opt.Personality, mac: opt.MAC, dma: dma, irq: irq}
+	n.cable.speed = 1000
+	n.loadNVM()
+	n.phy.reset(&n.pers)
+	n.pci.init(n)
+	for i := range n.msix {
+		if i%4 == 3 {
+			n.msix[i] = 1 // vector control: masked
+		}
+	}
+	n.mu.Lock()
+	n.resetLocked()
+	n.mu.Unlock()
+	return n, nil
+}
+
+// Personality returns the part this model plays.
+func (n *NIC) Personality() Personality { return n.pers }
+
+// MAC returns the address held in the NVM.
+func (n *NIC) MAC() [6]byte { return n.mac }
+
+// Counters returns the model's own counters.
+func (n *NIC) Counters() Counters {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.counters
+}
+
+// Attach plugs the model into one end of a wire. If the port reports link
+// state (wire.LinkPort), the PHY follows it.
+func (n *NIC) Attach(p wire.Port) {
+	n.mu.Lock()
+	n.port = p
+	n.mu.Unlock()
+	p.Receive(n.receive)
+	if lp, ok := p.(wire.LinkPort); ok {
+		lp.Link(func(up bool, mbps int) {
+			if n.pers.supports(mbps) {
+				n.SetLink(up, mbps)
+			} else {
+				n.SetLink(false, n.cable.speed)
+			}
+		})
+	} else {
+		n.SetLink(true, 1000)
+	}
+}
+
+// SetLink sets what the cable offers: link partner present, and the speed
+// it negotiates. The PHY resolves its own link from that (it may be
+// powered down or advertise less), and a change raises LSC.
+func (n *NIC) SetLink(up bool, speedMbps int) error {
+	if !n.pers.supports(speedMbps) {
+		return fmt.Errorf("m82574 %s: link speed %d Mb/s not supported (have %v)", n.pers.Name, speedMbps, n.pers.Speeds)
+	}
+	n.mu.Lock()
+	n.cable.up, n.cable.speed = up, speedMbps
+	n.linkChangedLocked()
+	n.mu.Unlock()
+	return nil
+}
+
+type linkState struct {
+	up    bool
+	speed int
+}
+
+// linkLocked resolves the MAC's view of the link from the cable and the
+// PHY: down while the PHY is powered down or held in reset; the speed is
+// the best both sides advertise.
+func (n *NIC) linkLocked() linkState {
+	if !n.cable.up || n.regs[CTRL/4]&CtrlPHYRST != 0 || !n.phy.powered() {
+		return linkState{}
+	}
+	return linkState{up: true, speed: n.phy.resolve(n.cable.speed)}
+}
+
+func (n *NIC) linkChangedLocked() {
+	now := n.linkLocked()
+	if now == n.linkWas {
+		return
+	}
+	n.linkWas = now
+	n.phy.setLink(now.up, now.speed)
+	n.causeLocked(IntLSC)
+}
+
+// causeLocked latches interrupt causes and signals the line if any cause
+// is enabled.
+func (n *NIC) causeLocked(bits uint32) {
+	icr := n.regs[ICR/4] | bits
+	if icr&n.regs[IMS/4]&intCauses != 0 {
+		icr |= IntAsserted
+		n.regs[ICR/4] = icr
+		n.irq.Raise()
+		return
+	}
+	n.regs[ICR/4] = icr
+}
+
+// resetLocked is the software reset (CTRL.RST): every MAC register to its
+// initial value, the MAC address reloaded from the NVM into RAL0/RAH0, the
+// statistics cleared. PCI configuration and the PHY are not touched.
+func (n *NIC) resetLocked() {
+	clear(n.regs[:])
+	r := &n.regs
+	r[CTRL/4] = ctrlResetVal
+	r[EECD/4] = EecdPres | EecdAutoRd | 2<<EecdSizeSh
+	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
+	r[TIPG/4] = 0x00602008
+	r[VET/4] = 0x8100
+	r[RXCSUM/4] = RxcsumIPOFL | RxcsumTUOFL
+	r[PBA/4] = 0x00140014
+	r[TARC0/4] = 0x3
+	r[DTXTCPFLGL/4] = 0x0f760ff6
+	r[DTXTCPFLGH/4] = 0x00000f7f
+	r[MDIC/4] = MdicReady
+	r[RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
+	r[RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | RahAV
+	n.tx = txEngine{pkt: n.tx.pkt[:0], seg: n.tx.seg, tag: n.tx.tag}
+	n.rx.pending = n.rx.pending[:0]
+	n.rx.fault = RxFault{}
+	n.counters.Resets++
+	n.linkWas = linkState{} // the MAC relearns the link: LSC follows if it is up
+	n.linkChangedLocked()
+}
+
+// Reset performs a software reset, as writing CTRL.RST does.
+func (n *NIC) Reset() {
+	n.txMu.Lock()
+	n.rxMu.Lock()
+	n.mu.Lock()
+	n.resetLocked()
+	n.mu.Unlock()
+	n.rxMu.Unlock()
+	n.txMu.Unlock()
+}
+
+// Regs returns BAR0 as a register window, for tests that drive the model
+// without a bus.
+func (n *NIC) Regs() kernel.Regs { return regWindow{n} }
+
+type regWindow struct{ n *NIC }
+
+func (w regWindow) Read32(off uint32) uint32     { return w.n.read32(off) }
+func (w regWindow) Write32(off uint32, v uint32) { w.n.write32(off, v) }
+func (w regWindow) Read64(off uint32) uint64 {
+	return uint64(w.n.read32(off)) | uint64(w.n.read32(off+4))<<32
+}
+func (w regWindow) Write64(off uint32, v uint64) {
+	w.n.write32(off, uint32(v))
+	w.n.write32(off+4, uint32(v>>32))
+}
+
+func (n *NIC) read32(off uint32) uint32 {
+	if off%4 != 0 || off >= mmioSize {
+		return 0
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.readLocked(off)
+}
+
+func (n *NIC) readLocked(off uint32) uint32 {
+	r := &n.regs
+	switch {
+	case off == CTRLDup:
+		return r[CTRL/4]
+	case off == STATUS:
+		return n.statusLocked()
+	case off == ICR:
+		return n.readICRLocked()
+	case off == ICS, off == IMC:
+		return 0 // write-only
+	case off == SWSM:
+		v := r[off/4]
+		r[off/4] |= 1 // SMBI: a read takes the semaphore
+		return v
+	case off >= statsFirst && off <= statsLast:
+		return n.readStatLocked(off)
+	}
+	return r[off/4]
+}
+
+// readICRLocked implements the read-to-clear of ICR: the causes are cleared
+// when the interrupt is asserted or when no cause is enabled; with
+// CTRL_EXT.IAME an asserted read also masks the causes in IAM.
+func (n *NIC) readICRLocked() uint32 {
+	r := &n.regs
+	v := r[ICR/4]
+	if v&IntAsserted != 0 || r[IMS/4] == 0 {
+		if v&IntAsserted != 0 && r[CTRL_EXT/4]&CtrlExtIAME != 0 {
+			r[IMS/4] &^= r[IAM/4]
+		}
+		r[ICR/4] = 0
+	}
+	return v
+}
+
+func (n *NIC) statusLocked() uint32 {
+	var s uint32
+	if l := n.linkWas; l.up {
+		code := speedCode(l.speed)
+		s |= StatusLU | StatusFD | code<<StatusSpeedSh | code<<StatusASDVSh
+	}
+	if n.regs[CTRL/4]&CtrlGIOMDis == 0 {
+		s |= StatusGIOME
+	}
+	return s | n.regs[STATUS/4]&StatusPHYRA
+}
+
+func speedCode(mbps int) uint32 {
+	switch mbps {
+	case 10:
+		return 0
+	case 100:
+		return 1
+	}
+	return 2
+}
+
+func (n *NIC) write32(off, v uint32) {
+	if off%4 != 0 || off >= mmioSize {
+		return
+	}
+	if (off == CTRL || off == CTRLDup) && v&CtrlRST != 0 {
+		n.Reset()
+		return
+	}
+	n.mu.Lock()
+	kick := n.writeLocked(off, v)
+	n.mu.Unlock()
+	if kick {
+		n.kickTx()
+	}
+}
+
+// writeLocked stores a register write with its side effects and reports
+// whether the TX engine has work to look at.
+func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
+	r := &n.regs
+	switch {
+	case off == CTRL, off == CTRLDup:
+		r[CTRL/4] = v &^ ctrlSelfClr
+		n.linkChangedLocked()
+	case off == STATUS:
+		r[STATUS/4] &= v | ^uint32(StatusPHYRA) // PHYRA is cleared by writing 0
+	case off == EECD:
+		const sw = EecdSK | EecdCS | EecdDI | EecdReq
+		v &= sw
+		if v&EecdReq != 0 {
+			v |= EecdGnt
+		}
+		r[EECD/4] = r[EECD/4]&^(sw|EecdGnt) | v
+	case off == EERD:
+		n.eerdLocked(v)
+	case off == CTRL_EXT:
+		r[CTRL_EXT/4] = v &^ CtrlExtEERst
+	case off == MDIC:
+		n.mdicLocked(v)
+	case off == ICR:
+		r[ICR/4] &^= v
+		if r[ICR/4]&intCauses&r[IMS/4] == 0 {
+			r[ICR/4] &^= IntAsserted
+		}
+	case off == ICS:
+		n.causeLocked(v & intCauses)
+	case off == IMS:
+		r[IMS/4] |= v & intCauses
+		n.causeLocked(0)
+	case off == IMC:
+		r[IMS/4] &^= v
+	case off == TCTL:
+		r[TCTL/4] = v
+		return v&TctlEN != 0
+	case off == TDT:
+		r[TDT/4] = v & 0xffff
+		return true
+	case off == RDH, off == RDT, off == TDH:
+		r[off/4] = v & 0xffff
+	case off == RDLEN, off == TDLEN:
+		r[off/4] = v & 0xfff80
+	case off == RDBAL, off == TDBAL:
+		r[off/4] = v &^ 0xf
+	case off >= statsFirst && off <= statsLast, off == FWSM:
+		// read-only
+	default:
+		r[off/4] = v
+	}
+	return false
+}
+
+func (n *NIC) readStatLocked(off uint32) uint32 {
+	r := &n.regs
+	v := r[off/4]
+	switch off {
+	case GORCL, GOTCL, TORL, TOTL:
+		// The low half of a 64-bit counter; reading the high half
+		// clears both.
+	case GORCH, GOTCH, TORH, TOTH:
+		r[off/4], r[off/4-1] = 0, 0
+	default:
+		r[off/4] = 0
+	}
+	return v
+}
+
+// statLocked adds to a 32-bit statistic; the counters stick at their
+// maximum rather than wrap.
+func (n *NIC) statLocked(off uint32, d uint32) {
+	v := n.regs[off/4]
+	if v+d < v {
+		v = ^uint32(0)
+	} else {
+		v += d
+	}
+	n.regs[off/4] = v
+}
+
+// stat64Locked adds to a 64-bit statistic held in a low/high pair.
+func (n *NIC) stat64Locked(lo uint32, d uint64) {
+	v := uint64(n.regs[lo/4]) | uint64(n.regs[lo/4+1])<<32
+	v += d
+	n.regs[lo/4], n.regs[lo/4+1] = uint32(v), uint32(v>>32)
+}

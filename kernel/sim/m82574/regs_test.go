@@ -1,0 +1,354 @@
+package m82574
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/ether9/ether9/kernel/sim"
+)
+
+func TestConfigSpace(t *testing.T) {
+	for _, tc := range []struct {
+		pers     Personality
+		caps     []uint8
+		ioBAR    bool
+		msixSize uint64
+	}{
+		{M82574L, []uint8{capPM, capMSI, capPCIe, capMSIX}, true, msixSize},
+		{I219LM, []uint8{capPM, capMSI, capAF}, false, 0},
+	} {
+		t.Run(tc.pers.Name, func(t *testing.T) {
+			r := newRig(t, tc.pers)
+			cfg := func(off, size int) uint32 {
+				v, err := r.m.Bus.ReadConfig(nicAddr, off, size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			if v, d := cfg(0, 2), cfg(2, 2); v != 0x8086 || d != uint32(tc.pers.Device) {
+				t.Fatalf("id %04x:%04x, want 8086:%04x", v, d, tc.pers.Device)
+			}
+			if c := cfg(8, 4) >> 8; c != ClassEthernet {
+				t.Fatalf("class %06x", c)
+			}
+			var got []uint8
+			for off := int(cfg(0x34, 1)); off != 0 && len(got) < 16; off = int(cfg(off+1, 1)) {
+				got = append(got, uint8(cfg(off, 1)))
+			}
+			if len(got) != len(tc.caps) {
+				t.Fatalf("capabilities %x, want %x", got, tc.caps)
+			}
+			for i := range got {
+				if got[i] != tc.caps[i] {
+					t.Fatalf("capabilities %x, want %x", got, tc.caps)
+				}
+			}
+			if kind, size, _ := r.nic.Config().BAR(0); size != mmioSize || kind == 0 {
+				t.Fatalf("BAR0 kind %v size %d", kind, size)
+			}
+			_, ioSz, _ := r.nic.Config().BAR(barIO)
+			_, xSz, _ := r.nic.Config().BAR(barMSIX)
+			if (ioSz == ioSize) != tc.ioBAR || xSz != tc.msixSize {
+				t.Fatalf("I/O BAR size %d, MSI-X BAR size %d", ioSz, xSz)
+			}
+		})
+	}
+}
+
+func mac(r *rig) [6]byte {
+	var m [6]byte
+	binary.LittleEndian.PutUint32(m[0:], r.regs.Read32(RAL0))
+	binary.LittleEndian.PutUint16(m[4:], uint16(r.regs.Read32(RAL0+4)))
+	return m
+}
+
+func TestResetReloadsMACAndClears(t *testing.T) {
+	r := newRig(t, M82574L)
+	if m := mac(r); m != ourMAC || r.regs.Read32(RAL0+4)&RahAV == 0 {
+		t.Fatalf("RAL0/RAH0 %x valid=%v, want %x valid", m, r.regs.Read32(RAL0+4)&RahAV != 0, ourMAC)
+	}
+	r.setupRx(RctlBAM|RctlSECRC, true)
+	r.w.B().Send(udp4(ourMAC, payloadBytes(100, 1)))
+	r.regs.Write32(RAL0, 0xdeadbeef)
+	r.regs.Write32(IMS, IntRXT0)
+	r.regs.Write32(MTA, 0xffffffff)
+
+	r.regs.Write32(CTRL, r.regs.Read32(CTRL)|CtrlRST)
+	if v := r.regs.Read32(CTRL); v&CtrlRST != 0 {
+		t.Fatalf("CTRL.RST did not self-clear: %#x", v)
+	}
+	for _, reg := range []uint32{RCTL, RDLEN, RDT, IMS, MTA, GPRC, TPR} {
+		if v := r.regs.Read32(reg); v != 0 {
+			t.Errorf("register %#x is %#x after reset, want 0", reg, v)
+		}
+	}
+	if m := mac(r); m != ourMAC {
+		t.Fatalf("RAL0/RAH0 after reset %x, want %x from the NVM", m, ourMAC)
+	}
+	if v := r.regs.Read32(TCTL); v&TctlPSP == 0 || v&TctlEN != 0 {
+		t.Fatalf("TCTL after reset %#x", v)
+	}
+	if c := r.nic.Counters(); c.Resets != 2 || c.RxFrames != 1 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestNVMThroughEERD(t *testing.T) {
+	r := newRig(t, M82574L)
+	read := func(w uint32) uint16 {
+		r.regs.Write32(EERD, w<<EerdAddrSh|EerdStart)
+		v := r.regs.Read32(EERD)
+		if v&EerdDone == 0 {
+			t.Fatalf("EERD word %#x not done: %#x", w, v)
+		}
+		return uint16(v >> EerdDataSh)
+	}
+	var got [6]byte
+	for i := range 3 {
+		binary.LittleEndian.PutUint16(got[2*i:], read(uint32(i)))
+	}
+	if got != ourMAC {
+		t.Fatalf("NVM MAC %x, want %x", got, ourMAC)
+	}
+	var sum uint16
+	for w := range uint32(NvmChecksum + 1) {
+		sum += read(w)
+	}
+	if sum != NvmSum {
+		t.Fatalf("NVM words 0..0x3f sum to %#x, want %#x", sum, NvmSum)
+	}
+	if d := read(NvmDeviceID); d != 0x10d3 {
+		t.Fatalf("NVM device id %#x", d)
+	}
+	if v := r.regs.Read32(EECD); v&EecdPres == 0 || v&EecdAutoRd == 0 {
+		t.Fatalf("EECD %#x: NVM present and auto-read done expected", v)
+	}
+
+	// The I219 keeps its NVM in the platform flash: no EERD.
+	i := newRig(t, I219LM)
+	i.regs.Write32(EERD, EerdStart)
+	if v := i.regs.Read32(EERD); v&EerdDone != 0 {
+		t.Fatalf("I219 EERD completed: %#x", v)
+	}
+	if m := mac(i); m != ourMAC {
+		t.Fatalf("I219 RAL0/RAH0 %x, want %x", m, ourMAC)
+	}
+}
+
+func mdic(t *testing.T, r *rig, phy, reg uint32, write bool, v uint16) (uint16, bool) {
+	t.Helper()
+	op := uint32(MdicOpRead)
+	if write {
+		op = MdicOpWrite
+	}
+	r.regs.Write32(MDIC, op|phy<<MdicPhySh|reg<<MdicRegSh|uint32(v))
+	out := r.regs.Read32(MDIC)
+	if out&MdicReady == 0 {
+		t.Fatalf("MDIC not ready: %#x", out)
+	}
+	return uint16(out), out&MdicError == 0
+}
+
+func TestLinkStatusAndPHY(t *testing.T) {
+	r := newRig(t, M82574L)
+	// Attached to a wire at 1000 Mb/s: STATUS reads what QEMU's model reads.
+	if s := r.regs.Read32(STATUS); s != 0x00080283 {
+		t.Fatalf("STATUS %#08x, want 0x00080283", s)
+	}
+	if icr := r.regs.Read32(ICR); icr&IntLSC == 0 {
+		t.Fatalf("ICR %#x: link up should have latched LSC", icr)
+	}
+	id1, ok1 := mdic(t, r, 1, PhyID1, false, 0)
+	id2, ok2 := mdic(t, r, 1, PhyID2, false, 0)
+	if !ok1 || !ok2 || uint32(id1)<<16|uint32(id2) != M82574L.PHYID {
+		t.Fatalf("PHY id %04x %04x", id1, id2)
+	}
+	if bmsr, _ := mdic(t, r, 1, PhyBMSR, false, 0); bmsr&BmsrLinkStatus == 0 {
+		t.Fatalf("BMSR %#x: link down", bmsr)
+	}
+	if gbsr, _ := mdic(t, r, 1, PhyGBSR, false, 0); gbsr&GbsrLP1000FD == 0 {
+		t.Fatalf("1000BASE-T status %#x", gbsr)
+	}
+	if _, ok := mdic(t, r, 5, PhyBMSR, false, 0); ok {
+		t.Fatal("MDIC to a PHY address with no PHY did not set ERROR")
+	}
+
+	r.regs.Write32(IMS, IntLSC)
+	before := r.irq.Raised()
+	if err := r.w.SetLink(true, 100); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.regs.Read32(STATUS); s&StatusLU == 0 || s>>StatusSpeedSh&3 != 1 {
+		t.Fatalf("STATUS %#x after renegotiating at 100", s)
+	}
+	if r.irq.Raised() == before || r.regs.Read32(ICR)&IntLSC == 0 {
+		t.Fatal("speed change raised no LSC interrupt")
+	}
+	if gbsr, _ := mdic(t, r, 1, PhyGBSR, false, 0); gbsr != 0 {
+		t.Fatalf("1000BASE-T status %#x at 100 Mb/s", gbsr)
+	}
+	if err := r.nic.SetLink(false, 100); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.regs.Read32(STATUS); s&StatusLU != 0 {
+		t.Fatalf("STATUS %#x with the cable out", s)
+	}
+	if err := r.nic.SetLink(true, 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Powering the PHY down takes the link down.
+	bmcr, _ := mdic(t, r, 1, PhyBMCR, false, 0)
+	r.regs.Read32(ICR)
+	mdic(t, r, 1, PhyBMCR, true, bmcr|BmcrPowerDown)
+	if s := r.regs.Read32(STATUS); s&StatusLU != 0 {
+		t.Fatalf("STATUS %#x with the PHY powered down", s)
+	}
+	if r.regs.Read32(ICR)&IntLSC == 0 {
+		t.Fatal("power-down raised no LSC")
+	}
+	mdic(t, r, 1, PhyBMCR, true, bmcr)
+	if s := r.regs.Read32(STATUS); s&StatusLU == 0 {
+		t.Fatalf("STATUS %#x with the PHY powered up again", s)
+	}
+	// Advertising no gigabit settles the link at 100.
+	mdic(t, r, 1, PhyGBCR, true, 0)
+	if s := r.regs.Read32(STATUS); s>>StatusSpeedSh&3 != 1 {
+		t.Fatalf("STATUS %#x: gigabit not advertised, link should be at 100", s)
+	}
+	if err := r.nic.SetLink(true, 2500); err == nil {
+		t.Fatal("82574 accepted a 2500 Mb/s link")
+	}
+}
+
+func TestInterruptRegisters(t *testing.T) {
+	r := newRig(t, M82574L)
+	r.regs.Read32(ICR) // clear the LSC of attach (IMS is 0: read clears)
+	if v := r.regs.Read32(ICR); v != 0 {
+		t.Fatalf("ICR %#x after a clearing read", v)
+	}
+
+	// A masked cause is latched but asserts nothing; reading with IMS
+	// non-zero and nothing asserted does not clear it.
+	r.regs.Write32(IMS, IntRXT0)
+	before := r.irq.Raised()
+	r.regs.Write32(ICS, IntTXDW)
+	if r.irq.Raised() != before {
+		t.Fatal("a masked cause raised the interrupt")
+	}
+	if v := r.regs.Read32(ICR); v != IntTXDW {
+		t.Fatalf("ICR %#x, want TXDW without INT_ASSERTED", v)
+	}
+	if v := r.regs.Read32(ICR); v != IntTXDW {
+		t.Fatalf("ICR %#x: a read without INT_ASSERTED must not clear", v)
+	}
+	r.regs.Write32(ICR, IntTXDW) // write 1 to clear
+	if v := r.regs.Read32(ICR); v != 0 {
+		t.Fatalf("ICR %#x after write-1-to-clear", v)
+	}
+
+	// An enabled cause asserts, and the read clears everything.
+	r.regs.Write32(ICS, IntRXT0|IntTXQE)
+	if r.irq.Raised() != before+1 {
+		t.Fatal("an enabled cause did not raise the interrupt")
+	}
+	if v := r.regs.Read32(ICR); v != IntAsserted|IntRXT0|IntTXQE {
+		t.Fatalf("ICR %#x", v)
+	}
+	if v := r.regs.Read32(ICR); v != 0 {
+		t.Fatalf("ICR %#x after an asserted read", v)
+	}
+	if v := r.regs.Read32(IMS); v != IntRXT0 {
+		t.Fatalf("IMS %#x", v)
+	}
+	// A pending cause raises when it gets enabled.
+	r.regs.Write32(ICS, IntTXDW)
+	r.regs.Write32(IMS, IntTXDW)
+	if r.irq.Raised() != before+2 {
+		t.Fatal("enabling a pending cause did not raise the interrupt")
+	}
+	r.regs.Read32(ICR)
+	r.regs.Write32(IMC, IntTXDW)
+	if v := r.regs.Read32(IMS); v != IntRXT0 {
+		t.Fatalf("IMS %#x after IMC", v)
+	}
+
+	// With CTRL_EXT.IAME the asserted read masks the causes in IAM.
+	r.regs.Write32(CTRL_EXT, CtrlExtIAME)
+	r.regs.Write32(IAM, IntRXT0)
+	r.regs.Write32(ICS, IntRXT0)
+	r.regs.Read32(ICR)
+	if v := r.regs.Read32(IMS); v != 0 {
+		t.Fatalf("IMS %#x: auto-mask did not clear RXT0", v)
+	}
+}
+
+func TestStatisticsReadToClear(t *testing.T) {
+	r := newRig(t, M82574L)
+	r.setupRx(RctlBAM|RctlSECRC, true)
+	const frames = 5
+	f := udp4(ourMAC, payloadBytes(200, 3))
+	for range frames {
+		r.w.B().Send(f)
+		r.regs.Write32(RDT, (r.regs.Read32(RDT)+1)%uint32(ringSize))
+	}
+	if v := r.regs.Read32(GPRC); v != frames {
+		t.Fatalf("GPRC %d, want %d", v, frames)
+	}
+	if v := r.regs.Read32(GPRC); v != 0 {
+		t.Fatalf("GPRC %d after a read, want 0", v)
+	}
+	octets := uint32(frames * (len(f) + fcsLen))
+	if lo := r.regs.Read32(GORCL); lo != octets {
+		t.Fatalf("GORCL %d, want %d", lo, octets)
+	}
+	if lo := r.regs.Read32(GORCL); lo != octets {
+		t.Fatal("reading GORCL alone cleared it")
+	}
+	if hi := r.regs.Read32(GORCH); hi != 0 {
+		t.Fatalf("GORCH %d", hi)
+	}
+	if lo := r.regs.Read32(GORCL); lo != 0 {
+		t.Fatalf("GORCL %d after reading GORCH, want 0", lo)
+	}
+	if v := r.regs.Read32(TPR); v != frames {
+		t.Fatalf("TPR %d", v)
+	}
+	if v := r.regs.Read32(PRC255); v != frames { // 242 + FCS
+		t.Fatalf("PRC255 %d", v)
+	}
+	r.regs.Write32(MPC, 1234)
+	if v := r.regs.Read32(MPC); v != 0 {
+		t.Fatalf("MPC %d: statistics are read-only", v)
+	}
+}
+
+func TestIOBARIndirection(t *testing.T) {
+	r := newRig(t, M82574L)
+	io, err := r.m.Bus.Regs(nicAddr, barIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Write32(ioAddr, RAL0)
+	if v := io.Read32(ioData); v != r.regs.Read32(RAL0) {
+		t.Fatalf("IODATA %#x, RAL0 %#x", v, r.regs.Read32(RAL0))
+	}
+	io.Write32(ioAddr, IMS)
+	io.Write32(ioData, IntLSC)
+	if v := r.regs.Read32(IMS); v != IntLSC {
+		t.Fatalf("IMS %#x written through IODATA", v)
+	}
+}
+
+// The model refuses DMA while bus mastering is off, as the bus does.
+func TestNoDMAWithoutBusMaster(t *testing.T) {
+	r := newRig(t, M82574L)
+	r.setupRx(RctlBAM|RctlSECRC, true)
+	if err := r.m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory); err != nil {
+		t.Fatal(err)
+	}
+	r.w.B().Send(udp4(ourMAC, payloadBytes(64, 0)))
+	if c := r.nic.Counters(); c.RxFrames != 0 || c.RxDMAFaults == 0 {
+		t.Fatalf("counters %+v: DMA must fail with bus master off", c)
+	}
+}

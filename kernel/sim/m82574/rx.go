@@ -1,0 +1,353 @@
+package m82574
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+const (
+	maxFrame      = 1518 // with FCS, untagged
+	maxJumboFrame = 9018 // with RCTL.LPE
+	minFrameFCS   = 64
+)
+
+// rxEngine is the receive DMA engine's state; rxMu guards it.
+type rxEngine struct {
+	buf     []byte // the frame as stored: VLAN tag stripped, FCS kept
+	desc    [descLen]byte
+	wb      []byte // this frame's write-backs
+	pending []heldWB
+	fault   RxFault
+	key     [40]byte
+}
+
+// heldWB is a descriptor write-back held back to complete out of order.
+type heldWB struct {
+	addr uint64
+	wb   [descLen]byte
+}
+
+// rxSetup is what the engine needs from the registers for one frame.
+type rxSetup struct {
+	rctl, rfctl, rxcsum, mrqc uint32
+	vme                       bool
+	vet                       uint16
+	base                      uint64
+	count, head, tail         uint32
+	fault                     RxFault
+}
+
+// receive takes one frame from the wire.
+func (n *NIC) receive(frame []byte) {
+	n.rxMu.Lock()
+	defer n.rxMu.Unlock()
+	e := &n.rx
+	n.mu.Lock()
+	s, ok := n.rxAdmitLocked(frame)
+	n.mu.Unlock()
+	if !ok {
+		return
+	}
+	if s.fault.Frames > 0 {
+		e.fault.Frames--
+	} else {
+		s.fault = RxFault{}
+	}
+
+	// What goes into the buffers: the frame, its VLAN tag stripped when
+	// CTRL.VME says so, its FCS kept unless RCTL.SECRC strips it.
+	data := frame
+	tagged := len(frame) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(frame[12:]) == s.vet
+	var tci uint16
+	strip := tagged && s.vme
+	if strip || s.rctl&RctlSECRC == 0 {
+		b := e.buf[:0]
+		if strip {
+			tci = binary.BigEndian.Uint16(frame[14:])
+			b = append(append(b, frame[:12]...), frame[16:]...)
+		} else {
+			b = append(b, frame...)
+		}
+		if s.rctl&RctlSECRC == 0 {
+			b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(frame))
+		}
+		e.buf, data = b, b
+	}
+
+	bsize := rxBufSize(s.rctl)
+	need := uint32((len(data) + bsize - 1) / bsize)
+	var free uint32
+	if s.count != 0 && s.head < s.count && s.tail < s.count {
+		free = (s.tail - s.head + s.count) % s.count
+	}
+	if need > free {
+		n.mu.Lock()
+		n.statLocked(MPC, 1)
+		n.statLocked(RNBC, 1)
+		n.counters.RxNoDescriptor++
+		n.causeLocked(IntRXO)
+		n.mu.Unlock()
+		return
+	}
+
+	off := rxOffload(frame, s, e)
+	if strip {
+		off.status |= RxdVP
+	}
+	if s.rxcsum&RxcsumPCSD == 0 {
+		end := len(data)
+		if s.rctl&RctlSECRC == 0 {
+			end -= fcsLen
+		}
+		if pcss := int(s.rxcsum & RxcsumPCSSMask); pcss < end {
+			off.pktCsum = checksumOf(data[pcss:end])
+		}
+	}
+	off.errors |= s.fault.Errors
+
+	ext := s.rfctl&RfctlEXSTEN != 0
+	e.wb = grow(e.wb, int(need)*descLen)
+	var faults uint64
+	for j := range need {
+		slot := (s.head + j) % s.count
+		if err := n.dma.Read(s.base+uint64(slot)*descLen, e.desc[:]); err != nil {
+			// Without its descriptor the frame has nowhere to go.
+			n.mu.Lock()
+			n.counters.RxDMAFaults += faults + 1
+			n.mu.Unlock()
+			return
+		}
+		bufAddr := binary.LittleEndian.Uint64(e.desc[0:])
+		chunk := data[int(j)*bsize : min(int(j+1)*bsize, len(data))]
+		if s.fault.DMAFault {
+			bufAddr = unmappedIOVA
+		}
+		if err := n.dma.Write(bufAddr, chunk); err != nil {
+			// The hardware still completes the descriptor: software
+			// learns of the fault from the IOMMU, not from the ring.
+			faults++
+		}
+		length := uint16(len(chunk))
+		if s.fault.SetLength {
+			length = s.fault.Length
+		}
+		wb := e.wb[j*descLen : (j+1)*descLen]
+		last := j == need-1
+		if ext {
+			writeBackExt(wb, off, length, tci, last)
+		} else {
+			writeBackLegacy(wb, bufAddr, off, length, tci, last)
+		}
+	}
+	faults += n.rxComplete(s, need, s.fault.OutOfOrder)
+
+	n.mu.Lock()
+	if n.regs[RDH/4] == s.head {
+		n.regs[RDH/4] = (s.head + need) % s.count
+	}
+	n.counters.RxFrames++
+	n.counters.RxDMAFaults += faults
+	l := len(frame) + fcsLen
+	n.statLocked(GPRC, 1)
+	n.stat64Locked(GORCL, uint64(l))
+	switch {
+	case isBroadcast(frame):
+		n.statLocked(BPRC, 1)
+	case frame[0]&1 != 0:
+		n.statLocked(MPRC, 1)
+	}
+	if l <= 1522 {
+		n.statLocked(PRC64+4*uint32(sizeBin(l)), 1)
+	}
+	causes := uint32(IntRXT0 | IntRXQ0)
+	if free-need <= s.count>>(1+s.rctl>>RctlRDMTSh&3) {
+		causes |= IntRXDMT0
+	}
+	n.causeLocked(causes)
+	n.mu.Unlock()
+}
+
+// rxComplete writes the frame's descriptors back, or holds them until the
+// next frame's are written when the fault injection asks for out-of-order
+// completion. It returns how many write-backs the IOMMU refused.
+func (n *NIC) rxComplete(s rxSetup, need uint32, hold bool) (faults uint64) {
+	e := &n.rx
+	for j := range need {
+		addr := s.base + uint64((s.head+j)%s.count)*descLen
+		wb := e.wb[j*descLen : (j+1)*descLen]
+		if hold {
+			e.pending = append(e.pending, heldWB{addr: addr, wb: [descLen]byte(wb)})
+		} else if n.dma.Write(addr, wb) != nil {
+			faults++
+		}
+	}
+	if hold {
+		return faults
+	}
+	return faults + n.flushHeld()
+}
+
+func (n *NIC) flushHeld() (faults uint64) {
+	e := &n.rx
+	for i := range e.pending {
+		if n.dma.Write(e.pending[i].addr, e.pending[i].wb[:]) != nil {
+			faults++
+		}
+	}
+	e.pending = e.pending[:0]
+	return faults
+}
+
+// rxAdmitLocked applies the receiver state, size limits and address
+// filters, counts the frame, and takes the ring set-up.
+func (n *NIC) rxAdmitLocked(f []byte) (rxSetup, bool) {
+	r := &n.regs
+	rctl := r[RCTL/4]
+	if rctl&RctlEN == 0 || !n.linkWas.up || len(f) < ethHdrLen {
+		n.counters.RxOff++
+		return rxSetup{}, false
+	}
+	l := len(f) + fcsLen
+	n.statLocked(TPR, 1)
+	n.stat64Locked(TORL, uint64(l))
+	vet := uint16(r[VET/4])
+	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == vet
+	limit := maxFrame
+	if rctl&RctlLPE != 0 {
+		limit = maxJumboFrame
+	}
+	if tagged {
+		limit += vlanTagLen
+	}
+	switch {
+	case l < minFrameFCS:
+		n.statLocked(RUC, 1)
+		n.counters.RxBadSize++
+		return rxSetup{}, false
+	case l > limit:
+		n.statLocked(ROC, 1)
+		n.counters.RxBadSize++
+		return rxSetup{}, false
+	}
+	if !n.acceptLocked(f, rctl) || tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
+		n.counters.RxFiltered++
+		return rxSetup{}, false
+	}
+	s := rxSetup{
+		rctl: rctl, rfctl: r[RFCTL/4], rxcsum: r[RXCSUM/4], mrqc: r[MRQC/4],
+		vme: r[CTRL/4]&CtrlVME != 0, vet: vet,
+		base:  uint64(r[RDBAH/4])<<32 | uint64(r[RDBAL/4]),
+		count: r[RDLEN/4] / descLen, head: r[RDH/4], tail: r[RDT/4],
+		fault: n.rx.fault,
+	}
+	if s.rxcsum&RxcsumPCSD != 0 && s.mrqc&MrqcRSSEnable != 0 {
+		for i := range 10 {
+			binary.LittleEndian.PutUint32(n.rx.key[4*i:], r[RSSRK/4+uint32(i)])
+		}
+	}
+	return s, true
+}
+
+// acceptLocked is the destination address filter: exact matches in the
+// receive address registers, then broadcast (BAM), multicast (MPE or the
+// MTA hash) and unicast promiscuous (UPE).
+func (n *NIC) acceptLocked(f []byte, rctl uint32) bool {
+	if isBroadcast(f) {
+		return rctl&RctlBAM != 0
+	}
+	lo := binary.LittleEndian.Uint32(f[0:4])
+	hi := uint32(binary.LittleEndian.Uint16(f[4:6]))
+	for i := range uint32(numRAR) {
+		rah := n.regs[RAL0/4+2*i+1]
+		if rah&RahAV != 0 && n.regs[RAL0/4+2*i] == lo && rah&0xffff == hi {
+			return true
+		}
+	}
+	if f[0]&1 != 0 {
+		if rctl&RctlMPE != 0 {
+			return true
+		}
+		h := mtaHash(f, rctl>>RctlMOSh&3)
+		return n.regs[MTA/4+h>>5]&(1<<(h&31)) != 0
+	}
+	return rctl&RctlUPE != 0
+}
+
+// mtaHash picks the 12 bits of the destination address that index the
+// multicast table; RCTL.MO selects which.
+func mtaHash(f []byte, mo uint32) uint32 {
+	a, b := uint32(f[4]), uint32(f[5])
+	var h uint32
+	switch mo {
+	case 0:
+		h = a>>4 | b<<4
+	case 1:
+		h = a>>3 | b<<5
+	case 2:
+		h = a>>2 | b<<6
+	default:
+		h = a | b<<8
+	}
+	return h & 0xfff
+}
+
+func (n *NIC) vlanAcceptLocked(f []byte) bool {
+	vid := uint32(binary.BigEndian.Uint16(f[14:]) & 0xfff)
+	return n.regs[VFTA/4+vid>>5]&(1<<(vid&31)) != 0
+}
+
+// rxBufSize decodes the receive buffer size from RCTL: FLXBUF in KiB when
+// set, else BSIZE scaled by 16 when BSEX is set.
+func rxBufSize(rctl uint32) int {
+	if flx := rctl >> RctlFLXSh & 0xf; flx != 0 {
+		return int(flx) << 10
+	}
+	size := 2048 >> (rctl >> RctlBSIZSh & 3)
+	if rctl&RctlBSEX != 0 {
+		if rctl>>RctlBSIZSh&3 == 0 {
+			return 2048 // reserved encoding
+		}
+		size *= 16
+	}
+	return size
+}
+
+// writeBackExt fills an extended RX descriptor write-back: MRQ, RSS hash
+// or IP identification and packet checksum, extended status and errors,
+// length and VLAN tag. Status beyond DD, and the errors, are reported in
+// the last descriptor of a frame.
+func writeBackExt(wb []byte, o rxResult, length, tci uint16, last bool) {
+	le := binary.LittleEndian
+	clear(wb)
+	stErr := uint32(RxdDD)
+	if last {
+		stErr |= RxdEOP | o.status | o.errors
+		le.PutUint16(wb[14:], tci)
+	}
+	if o.pcsd {
+		le.PutUint32(wb[0:], o.mrq)
+		le.PutUint32(wb[4:], o.rss)
+	} else {
+		le.PutUint16(wb[4:], o.ipid)
+		le.PutUint16(wb[6:], o.pktCsum)
+	}
+	le.PutUint32(wb[8:], stErr)
+	le.PutUint16(wb[12:], length)
+}
+
+// writeBackLegacy fills a legacy RX descriptor: the buffer address stays,
+// then length, packet checksum, status, errors and VLAN tag.
+func writeBackLegacy(wb []byte, addr uint64, o rxResult, length, tci uint16, last bool) {
+	le := binary.LittleEndian
+	clear(wb)
+	le.PutUint64(wb[0:], addr)
+	le.PutUint16(wb[8:], length)
+	le.PutUint16(wb[10:], o.pktCsum)
+	st := uint8(RxdDD)
+	if last {
+		st |= RxdEOP | uint8(o.status)
+		wb[13] = uint8(o.errors >> legacyErrShift)
+		le.PutUint16(wb[14:], tci)
+	}
+	wb[12] = st
+}
