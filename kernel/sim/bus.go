@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ether9/ether9/kernel"
@@ -133,7 +135,8 @@ func (b *Bus) slot(a pci.Addr) *slot {
 	return b.fns[a]
 }
 
-// Functions returns the addresses of every function on the bus.
+// Functions returns the addresses of every function on the bus, in
+// segment, bus, device, function order.
 func (b *Bus) Functions() []pci.Addr {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -141,6 +144,9 @@ func (b *Bus) Functions() []pci.Addr {
 	for a := range b.fns {
 		out = append(out, a)
 	}
+	slices.SortFunc(out, func(x, y pci.Addr) int {
+		return cmp.Or(cmp.Compare(x.Seg, y.Seg), cmp.Compare(x.Bus, y.Bus), cmp.Compare(x.Dev, y.Dev), cmp.Compare(x.Fn, y.Fn))
+	})
 	return out
 }
 

@@ -294,6 +294,11 @@ func TestBusAbsentAndBadAccess(t *testing.T) {
 	if err := b.Add(pci.Addr{Dev: 2}, nil); err == nil {
 		t.Error("nil device accepted")
 	}
+	b.Add(pci.Addr{Bus: 3}, cfgOnly{NewConfigSpace(1, 2, 3, 0)})
+	b.Add(pci.Addr{Dev: 1, Fn: 4}, cfgOnly{NewConfigSpace(1, 2, 3, 0)})
+	if got := b.Functions(); len(got) != 3 || got[0] != (pci.Addr{Dev: 1}) || got[1] != (pci.Addr{Dev: 1, Fn: 4}) || got[2] != (pci.Addr{Bus: 3}) {
+		t.Errorf("functions %v", got)
+	}
 }
 
 // regModel records MMIO accesses.

@@ -59,6 +59,7 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim machine: %w", err)
 	}
+	u.SetQueueMemory(m.Mem)
 	m.VTd = u
 	m.vtdIRQ = NewIRQ(m.Clock)
 	u.SetFaultNotify(m.vtdIRQ.Raise)

@@ -154,6 +154,7 @@ func (u *Unit) write32(off uint32, v uint32) {
 		// read-only.
 		u.fsts &^= v & (FSTS_PFO | FSTS_IQE | FSTS_ICE | FSTS_ITE)
 		u.faultsMaybeCleared()
+		u.runQueue() // a cleared queue error lets the queue resume
 	case FECTL:
 		u.fectl = u.fectl&^FECTL_IM | v&FECTL_IM
 		if u.fectl&FECTL_IM == 0 && u.fectl&FECTL_IP != 0 {
@@ -174,9 +175,15 @@ func (u *Unit) write32(off uint32, v uint32) {
 			u.pmen |= 1
 		}
 	case ICS:
-		u.ics &^= v & 1
+		u.ics &^= v & ICS_IWC
+		if u.ics&ICS_IWC == 0 {
+			u.iectl &^= IECTL_IP
+		}
 	case IECTL:
-		u.iectl = v & (1 << 31)
+		u.iectl = u.iectl&^IECTL_IM | v&IECTL_IM
+		if u.iectl&IECTL_IM == 0 {
+			u.iectl &^= IECTL_IP // the pending completion event is delivered
+		}
 	case IEDATA:
 		u.iedata = v
 	case IEADDR:
@@ -197,6 +204,7 @@ func (u *Unit) store64(off uint32, v uint64) {
 		u.aflog = v
 	case IQT:
 		u.iqt = v & 0x7fff0
+		u.runQueue()
 	case IQA:
 		u.iqa = v
 	case IRTA:
@@ -253,11 +261,15 @@ func (u *Unit) command(v uint32) {
 	// WBF completes at once: WBFS reads clear.
 	u.setStatus(v, GCMD_TE, GSTS_TES)
 	u.setStatus(v, GCMD_EAFL, GSTS_AFLS)
+	qiWasOn := u.gsts&GSTS_QIES != 0
 	u.setStatus(v, GCMD_QIE, GSTS_QIES)
 	u.setStatus(v, GCMD_IRE, GSTS_IRES)
 	u.setStatus(v, GCMD_CFI, GSTS_CFIS)
-	if v&GCMD_QIE == 0 {
+	switch {
+	case v&GCMD_QIE == 0:
 		u.iqh = 0 // disabling queued invalidation resets the head
+	case !qiWasOn:
+		u.runQueue() // descriptors queued before enabling
 	}
 }
 

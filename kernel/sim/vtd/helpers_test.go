@@ -174,3 +174,11 @@ func pageInval(u *Unit, did uint16, addr uint64, am uint64, ih bool) uint64 {
 	u.Write64(IOTLB, IOTLB_IVT|IOTLB_PAGE<<IOTLB_IIRG_SHIFT|uint64(did)<<IOTLB_DID_SHIFT)
 	return u.Read64(IOTLB)
 }
+
+func (m *flatMem) DeviceWrite(p kernel.PhysAddr, b []byte) error {
+	if uint64(p)+uint64(len(b)) > uint64(len(m.b)) {
+		return fmt.Errorf("flat memory: %#x beyond %#x", p, len(m.b))
+	}
+	copy(m.b[p:], b)
+	return nil
+}

@@ -1,42 +1,16 @@
 package vtd
 
-// Register-based invalidation of the context cache and the IOTLB. Each
-// request drops exactly what its granularity covers, so a missing or too
-// narrow invalidation leaves a stale entry in place.
+// Invalidation of the context cache and the IOTLB, by register or through
+// the invalidation queue. Each request drops exactly what its granularity
+// covers, so a missing or too narrow invalidation leaves a stale entry in
+// place.
 
 func (u *Unit) invalidateContext(v uint64) {
 	if u.gsts&GSTS_QIES != 0 {
 		u.stats.IgnoredInvals++
 		return
 	}
-	u.spin()
-	g := v >> CCMD_CIRG_SHIFT & ccmdGranularMask
-	did := uint16(v)
-	switch g {
-	case CCMD_GLOBAL:
-		clear(u.ctxCache)
-		u.stats.ContextGlobal++
-	case CCMD_DOMAIN:
-		for sid, c := range u.ctxCache {
-			if c.did() == did {
-				delete(u.ctxCache, sid)
-			}
-		}
-		u.stats.ContextDomain++
-	case CCMD_DEVICE:
-		// FM masks the top 0..3 bits of the function number.
-		fm := v >> CCMD_FM_SHIFT & 3
-		mask := ^uint16((1<<fm - 1) << (3 - fm))
-		sid := uint16(v >> CCMD_SID_SHIFT)
-		for s, c := range u.ctxCache {
-			if s&mask == sid&mask && c.did() == did {
-				delete(u.ctxCache, s)
-			}
-		}
-		u.stats.ContextDevice++
-	default:
-		g = 0 // invalid request: ignored, reported as CAIG 0
-	}
+	g := u.contextInval(v>>CCMD_CIRG_SHIFT&ccmdGranularMask, uint16(v), uint16(v>>CCMD_SID_SHIFT), v>>CCMD_FM_SHIFT&3)
 	u.ccmd = v&^(CCMD_ICC|ccmdGranularMask<<CCMD_CAIG_SHIFT) | g<<CCMD_CAIG_SHIFT
 }
 
@@ -45,9 +19,44 @@ func (u *Unit) invalidateIOTLB(v uint64) {
 		u.stats.IgnoredInvals++
 		return
 	}
+	g := u.iotlbInval(v>>IOTLB_IIRG_SHIFT&3, uint16(v>>IOTLB_DID_SHIFT), u.iva&addrMask, u.iva&IVA_AM_MASK)
+	u.iotlb = v&^(IOTLB_IVT|3<<IOTLB_IAIG_SHIFT) | g<<IOTLB_IAIG_SHIFT
+}
+
+// contextInval drops context-cache entries and returns the granularity
+// actually performed (0: request invalid and ignored).
+func (u *Unit) contextInval(g uint64, did, sid uint16, fm uint64) uint64 {
 	u.spin()
-	g := v >> IOTLB_IIRG_SHIFT & 3
-	did := uint16(v >> IOTLB_DID_SHIFT)
+	switch g {
+	case CCMD_GLOBAL:
+		clear(u.ctxCache)
+		u.stats.ContextGlobal++
+	case CCMD_DOMAIN:
+		for s, c := range u.ctxCache {
+			if c.did() == did {
+				delete(u.ctxCache, s)
+			}
+		}
+		u.stats.ContextDomain++
+	case CCMD_DEVICE:
+		// FM masks the top 0..3 bits of the function number.
+		mask := ^uint16((1<<fm - 1) << (3 - fm))
+		for s, c := range u.ctxCache {
+			if s&mask == sid&mask && c.did() == did {
+				delete(u.ctxCache, s)
+			}
+		}
+		u.stats.ContextDevice++
+	default:
+		return 0
+	}
+	return g
+}
+
+// iotlbInval drops IOTLB entries and returns the granularity actually
+// performed (0: request invalid and ignored).
+func (u *Unit) iotlbInval(g uint64, did uint16, addr, am uint64) uint64 {
+	u.spin()
 	if g == IOTLB_PAGE && u.cap&CAP_PSI == 0 {
 		g = IOTLB_DOMAIN // without PSI hardware flushes the domain
 	}
@@ -63,14 +72,12 @@ func (u *Unit) invalidateIOTLB(v uint64) {
 		}
 		u.stats.IOTLBDomain++
 	case IOTLB_PAGE:
-		am := u.iva & IVA_AM_MASK
 		if am > maxAM {
-			g = 0
 			u.stats.IOTLBRejected++
-			break
+			return 0
 		}
 		// Hardware ignores the address bits below the mask.
-		start := u.iva & addrMask &^ (1<<(12+am) - 1)
+		start := addr &^ (1<<(12+am) - 1)
 		end := start + 1<<(12+am)
 		for k := range u.tlb {
 			sh := levelShift(int(k.level))
@@ -81,8 +88,8 @@ func (u *Unit) invalidateIOTLB(v uint64) {
 		}
 		u.stats.IOTLBPage++
 	default:
-		g = 0
 		u.stats.IOTLBRejected++
+		return 0
 	}
-	u.iotlb = v&^(IOTLB_IVT|3<<IOTLB_IAIG_SHIFT) | g<<IOTLB_IAIG_SHIFT
+	return g
 }

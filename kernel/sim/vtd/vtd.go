@@ -93,28 +93,31 @@ func (cfg Config) Caps() (capReg, ecapReg uint64, err error) {
 
 // Stats counts what the unit did.
 type Stats struct {
-	Walks            uint64 // second-level table walks
-	IOTLBHits        uint64
-	IOTLBMisses      uint64
-	ContextHits      uint64
-	ContextMisses    uint64
-	IOTLBGlobal      uint64 // IOTLB invalidations by actual granularity
-	IOTLBDomain      uint64
-	IOTLBPage        uint64
-	IOTLBRejected    uint64 // invalid requests (IAIG=0)
-	ContextGlobal    uint64 // context-cache invalidations by actual granularity
-	ContextDomain    uint64
-	ContextDevice    uint64
-	IgnoredInvals    uint64 // register-based invalidations while queued invalidation is on
-	Faults           uint64 // every translation fault
-	FaultsRecorded   uint64 // written to a fault recording register
-	FaultsDropped    uint64 // lost to an overflow (FSTS.PFO)
-	FaultInterrupts  uint64 // fault events delivered (FECTL.IM clear)
-	Untranslated     uint64 // requests passed through with translation off
-	CachedEntries    int    // IOTLB entries held now
-	CachedContexts   int    // context-cache entries held now
-	IOTLBEvictions   uint64 // capacity evictions (never hide a missing invalidation's first effect)
-	RootPointerLoads uint64
+	Walks             uint64 // second-level table walks
+	IOTLBHits         uint64
+	IOTLBMisses       uint64
+	ContextHits       uint64
+	ContextMisses     uint64
+	IOTLBGlobal       uint64 // IOTLB invalidations by actual granularity
+	IOTLBDomain       uint64
+	IOTLBPage         uint64
+	IOTLBRejected     uint64 // invalid requests (IAIG=0)
+	ContextGlobal     uint64 // context-cache invalidations by actual granularity
+	ContextDomain     uint64
+	ContextDevice     uint64
+	IgnoredInvals     uint64 // register-based invalidations while queued invalidation is on
+	Faults            uint64 // every translation fault
+	FaultsRecorded    uint64 // written to a fault recording register
+	FaultsDropped     uint64 // lost to an overflow (FSTS.PFO)
+	FaultInterrupts   uint64 // fault events delivered (FECTL.IM clear)
+	Untranslated      uint64 // requests passed through with translation off
+	CachedEntries     int    // IOTLB entries held now
+	CachedContexts    int    // context-cache entries held now
+	IOTLBEvictions    uint64 // capacity evictions (never hide a missing invalidation's first effect)
+	RootPointerLoads  uint64
+	QueuedDescriptors uint64 // invalidation queue descriptors carried out
+	QueueWaits        uint64 // invalidation wait descriptors
+	QueueErrors       uint64 // invalid descriptors or fetch failures (FSTS.IQE)
 }
 
 // ErrQueuedInvalidation reports a register-based invalidation the unit
@@ -134,6 +137,7 @@ type Unit struct {
 	aw     uint // host and guest address width
 	cost   time.Duration
 	notify func()
+	qmem   QueueMemory
 
 	gsts    uint32
 	rtaddr  uint64 // as written
