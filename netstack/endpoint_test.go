@@ -1,0 +1,359 @@
+package netstack_test
+
+import (
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/netstack"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+const wireMaxFrame = 1500 + 14
+
+func TestTCPTransfer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tso     bool
+		v6      bool
+		wantGSO bool
+	}{
+		{"ipv4 tso", true, false, true},
+		{"ipv4 no-tso", false, false, false},
+		{"ipv6 tso", true, true, true},
+		{"ipv6 no-tso", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakePair(t, netstack.Options{})
+			for _, n := range []*fakeNIC{p.a, p.b} {
+				f := n.Features()
+				f.TSOv4, f.TSOv6 = tc.tso, tc.tso
+				n.setFeatures(f)
+			}
+			dst := addrB.Addr()
+			if tc.v6 {
+				dst = addrB6.Addr()
+			}
+			transferTCP(t, p.sa, p.sb, dst, 1<<20, nil)
+
+			_, wireMax, gso, _, _ := p.a.counters()
+			if wireMax > wireMaxFrame {
+				t.Errorf("largest frame on the wire %d bytes, above %d", wireMax, wireMaxFrame)
+			}
+			epGSO := stat(t, p.sa.Endpoints[0], "tx_gso")
+			if tc.wantGSO && (gso == 0 || epGSO == 0) {
+				t.Errorf("TSO on: driver got %d GSO packets, endpoint counted %d; want some", gso, epGSO)
+			}
+			if !tc.wantGSO && (gso != 0 || epGSO != 0) {
+				t.Errorf("TSO off: driver got %d GSO packets, endpoint counted %d; want none", gso, epGSO)
+			}
+			if v := stat(t, p.sb.Endpoints[0], "rx_csum_hw"); v == 0 {
+				t.Errorf("receiver saw no device-verified checksums")
+			}
+		})
+	}
+}
+
+func TestCapabilitiesFollowFeatures(t *testing.T) {
+	n := newFakeNIC("ether0", 1)
+	ep, err := netstack.New(n, netstack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	for _, tc := range []struct {
+		feat    nic.Features
+		rx      bool
+		gso     stack.SupportedGSO
+		maxSize uint32
+	}{
+		{nic.Features{RxChecksum: true, TSOv4: true, MaxGSO: 32 << 10}, true, stack.HostGSOSupported, 32 << 10},
+		{nic.Features{TSOv6: true, MaxGSO: 1 << 20}, false, stack.HostGSOSupported, 1<<16 - 1},
+		{nic.Features{RxChecksum: true}, true, stack.GVisorGSOSupported, stack.GVisorGSOMaxSize},
+	} {
+		n.setFeatures(tc.feat)
+		caps := ep.Capabilities()
+		if got := caps&stack.CapabilityRXChecksumOffload != 0; got != tc.rx {
+			t.Errorf("%+v: RX checksum offload %v, want %v", tc.feat, got, tc.rx)
+		}
+		if caps&stack.CapabilityResolutionRequired == 0 {
+			t.Errorf("%+v: ARP resolution not required", tc.feat)
+		}
+		if caps&stack.CapabilityTXChecksumOffload != 0 {
+			t.Errorf("%+v: TX checksum offload advertised", tc.feat)
+		}
+		if got := ep.SupportedGSO(); got != tc.gso {
+			t.Errorf("%+v: SupportedGSO %v, want %v", tc.feat, got, tc.gso)
+		}
+		if got := ep.GSOMaxSize(); got != tc.maxSize {
+			t.Errorf("%+v: GSOMaxSize %d, want %d", tc.feat, got, tc.maxSize)
+		}
+	}
+	if ep.MTU() != 1500 || ep.MaxHeaderLength() != 14 {
+		t.Errorf("MTU %d header %d, want 1500 and 14", ep.MTU(), ep.MaxHeaderLength())
+	}
+	ep.SetMTU(9000)
+	if n.MTU() != 9000 {
+		t.Errorf("SetMTU did not reach the driver: %d", n.MTU())
+	}
+	ep.SetMTU(1) // refused by the driver: unchanged
+	if ep.MTU() != 9000 {
+		t.Errorf("refused SetMTU changed the MTU to %d", ep.MTU())
+	}
+}
+
+// A connection set up while TSO was on keeps sending GSO packets after TSO
+// goes off; the driver segments them, nothing oversized reaches the wire,
+// and connections made afterwards no longer use GSO.
+func TestFeaturesChangeMidStream(t *testing.T) {
+	p := newFakePair(t, netstack.Options{})
+	turnOff := func() {
+		f := p.a.Features()
+		f.TSOv4, f.TSOv6, f.RxChecksum = false, false, false
+		p.a.setFeatures(f)
+		p.b.setFeatures(f)
+	}
+	transferTCP(t, p.sa, p.sb, addrB.Addr(), 1<<20, turnOff)
+	_, wireMax, _, gsoNoTSO, _ := p.a.counters()
+	if gsoNoTSO == 0 {
+		t.Errorf("no GSO packet reached the driver after TSO went off; the test did not cover the switch")
+	}
+	if wireMax > wireMaxFrame {
+		t.Errorf("largest frame on the wire %d, above %d", wireMax, wireMaxFrame)
+	}
+	if p.sa.Endpoints[0].SupportedGSO() != stack.GVisorGSOSupported {
+		t.Errorf("endpoint still offers host GSO with TSO off")
+	}
+	_, _, gsoBefore, _, _ := p.a.counters()
+	swBefore := stat(t, p.sb.Endpoints[0], "rx_csum_sw")
+	transferTCP(t, p.sa, p.sb, addrB.Addr(), 256<<10, nil)
+	if _, _, gsoAfter, _, _ := p.a.counters(); gsoAfter != gsoBefore {
+		t.Errorf("new connection sent %d GSO packets with TSO off", gsoAfter-gsoBefore)
+	}
+	if stat(t, p.sb.Endpoints[0], "rx_csum_sw") != swBefore {
+		t.Errorf("checksums verified in the endpoint while RX offload is off (gVisor should do it)")
+	}
+}
+
+func TestUDPICMPARP(t *testing.T) {
+	p := newFakePair(t, netstack.Options{})
+	if err := ping(t, p.sa, addrB.Addr()); err != nil {
+		t.Fatalf("ping v4: %v", err)
+	}
+	if err := ping(t, p.sb, addrA6.Addr()); err != nil {
+		t.Fatalf("ping v6: %v", err)
+	}
+	// ARP filled the neighbour table with the peer's real MAC.
+	neigh, terr := p.sa.Neighbors(netstack.NICID(0), 0x0800)
+	if terr != nil {
+		t.Fatalf("neighbours: %s", terr)
+	}
+	found := false
+	for _, n := range neigh {
+		if n.Addr == tcpip.AddrFromSlice(addrB.Addr().AsSlice()) {
+			mac := p.b.MAC()
+			found = n.LinkAddr == tcpip.LinkAddress(mac[:])
+		}
+	}
+	if !found {
+		t.Errorf("no ARP entry for %v with MAC %x: %+v", addrB.Addr(), p.b.MAC(), neigh)
+	}
+	for _, size := range []int{1, 512, 1472, 4000} { // 4000 B goes in IP fragments
+		udpEcho(t, p.sa, p.sb, addrA.Addr(), addrB.Addr(), size)
+		udpEcho(t, p.sb, p.sa, addrB6.Addr(), addrA6.Addr(), size)
+	}
+}
+
+// Frames the device did not verify are checked by the endpoint while RX
+// checksum offload is advertised: a corrupt one is dropped, a good one
+// delivered.
+func TestRXChecksumVerifiedInSoftware(t *testing.T) {
+	p := newFakePair(t, netstack.Options{})
+	srv, err := gonet.DialUDP(p.sb.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(addrB.Addr().AsSlice()), Port: 4000}, nil, 0x0800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ep := p.sb.Endpoints[0]
+	bad := udpFrame(p.a.MAC(), p.b.MAC(), addrA.Addr(), addrB.Addr(), 4000, []byte("corrupted"), true)
+	good := udpFrame(p.a.MAC(), p.b.MAC(), addrA.Addr(), addrB.Addr(), 4000, []byte("intact"), false)
+	injectUnverified(p.b, bad)
+	injectUnverified(p.b, good)
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 100)
+	n, _, err := srv.ReadFrom(buf)
+	if err != nil || string(buf[:n]) != "intact" {
+		t.Fatalf("read %q, %v; want the intact datagram first", buf[:n], err)
+	}
+	if got := stat(t, ep, "rx_csum_bad"); got != 1 {
+		t.Errorf("rx_csum_bad %d, want 1", got)
+	}
+}
+
+// injectUnverified delivers a frame with CsumOK false, as a device does
+// for frames it did not check.
+func injectUnverified(n *fakeNIC, frame []byte) {
+	n.q.unverified <- frame
+	n.q.signal()
+}
+
+func TestPollBudget(t *testing.T) {
+	p := newFakePair(t, netstack.Options{Budget: 8})
+	srv, err := gonet.DialUDP(p.sb.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(addrB.Addr().AsSlice()), Port: 4001}, nil, 0x0800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	// Resolve ARP both ways first so injected frames are all that flows.
+	if err := ping(t, p.sa, addrB.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	const count = 500
+	p.b.q.pause()
+	for i := 0; i < count; i++ {
+		p.b.inject(udpFrame(p.a.MAC(), p.b.MAC(), addrA.Addr(), addrB.Addr(), 4001, []byte{byte(i), byte(i >> 8)}, false))
+	}
+	ep := p.sb.Endpoints[0]
+	before := stat(t, ep, "poll_budget_exhausted")
+	p.b.q.resume()
+	buf := make([]byte, 16)
+	for i := 0; i < count; i++ {
+		srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := srv.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
+		}
+		if n != 2 || int(buf[0])|int(buf[1])<<8 != i {
+			t.Fatalf("datagram %d out of order: % x", i, buf[:n])
+		}
+	}
+	if got := stat(t, ep, "poll_budget_exhausted") - before; got < count/8-1 {
+		t.Errorf("budget of 8 exhausted %d times for %d queued frames, want at least %d", got, count, count/8-1)
+	}
+}
+
+// A ring that never completes: WritePackets gives up after TxTimeout,
+// counts the drops, and the stack recovers once completions resume.
+func TestTXBackPressure(t *testing.T) {
+	p := newFakePair(t, netstack.Options{TxTimeout: 20 * time.Millisecond})
+	if err := ping(t, p.sa, addrB.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	p.a.mu.Lock()
+	p.a.ringLen = 4
+	p.a.stall = true
+	p.a.mu.Unlock()
+	ep := p.sa.Endpoints[0]
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		transferTCP(t, p.sa, p.sb, addrB.Addr(), 512<<10, func() {
+			eventually(t, "tx drops", func() bool { return stat(t, ep, "tx_dropped") > 0 })
+			p.a.mu.Lock()
+			p.a.stall = false
+			p.a.mu.Unlock()
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("transfer blocked")
+	}
+	if stat(t, ep, "tx_ring_full") == 0 {
+		t.Errorf("ring of 4 never reported full")
+	}
+}
+
+func TestLinkDownUp(t *testing.T) {
+	var mu sync.Mutex
+	var seen []bool
+	p := newFakePair(t, netstack.Options{OnLink: func(l nic.Link) {
+		mu.Lock()
+		seen = append(seen, l.Up)
+		mu.Unlock()
+	}})
+	ep := p.sa.Endpoints[0]
+	transferTCP(t, p.sa, p.sb, addrB.Addr(), 1<<20, func() {
+		p.a.setLink(nic.Link{})
+		eventually(t, "link down", func() bool { return !ep.Link().Up })
+		if err := ping(t, p.sa, addrB.Addr()); err == nil {
+			t.Errorf("ping worked with the link down")
+		}
+		if stat(t, ep, "tx_link_down") == 0 {
+			t.Errorf("no transmit refused while the link was down")
+		}
+		p.a.setLink(nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true})
+		eventually(t, "link up", func() bool { return ep.Link().Up })
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 || seen[0] || !seen[len(seen)-1] {
+		t.Errorf("link callbacks %v, want down then up", seen)
+	}
+	if got := stat(t, ep, "link_changes"); got < 2 {
+		t.Errorf("link_changes %d, want 2", got)
+	}
+}
+
+// Close while both directions carry traffic: no panic, no race, the poll
+// loops end, the drivers are closed and later writes are refused.
+func TestCloseWhileTrafficFlows(t *testing.T) {
+	a, b := newFakeNIC("ether0", 1), newFakeNIC("ether0", 2)
+	crossWire(a, b)
+	sa, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: a, Addrs: []netip.Prefix{addrA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: b, Addrs: []netip.Prefix{addrB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func(port uint16) {
+			defer wg.Done()
+			c, err := gonet.DialUDP(sa.Stack, nil, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(addrB.Addr().AsSlice()), Port: port}, 0x0800)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			msg := make([]byte, 1000)
+			for j := 0; j < 2000; j++ {
+				if _, err := c.Write(msg); err != nil {
+					return
+				}
+			}
+		}(uint16(5000 + i))
+		wg.Add(1)
+		go func() { // traffic towards the closing side
+			defer wg.Done()
+			for j := 0; j < 2000; j++ {
+				b.q.Transmit([]*nic.TxPacket{{Data: buffer.MakeWithData(udpFrame(b.MAC(), a.MAC(), addrB.Addr(), addrA.Addr(), 9, make([]byte, 100), false))}})
+				b.q.Reclaim()
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	ep := sa.Endpoints[0]
+	sa.Close()
+	wg.Wait()
+	if !a.isClosed() {
+		t.Errorf("driver not closed by the endpoint")
+	}
+	var pkts stack.PacketBufferList
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 14, Payload: buffer.MakeWithData(make([]byte, 64))})
+	pkts.PushBack(pkt)
+	if _, terr := ep.WritePackets(pkts); terr == nil {
+		t.Errorf("WritePackets after Close succeeded")
+	}
+	pkt.DecRef()
+	ep.Wait() // returns: the loops are gone
+}
