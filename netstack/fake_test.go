@@ -47,7 +47,7 @@ type fakeQueue struct {
 	unverified chan []byte // delivered with CsumOK false
 	kick       chan struct{}
 	paused     atomic.Bool
-	inflight int // TX descriptors in use, freed by Reclaim
+	inflight   int // TX descriptors in use, freed by Reclaim
 }
 
 func newFakeNIC(name string, last byte) *fakeNIC {
