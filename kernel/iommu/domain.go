@@ -2,6 +2,8 @@ package iommu
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/ether9/ether9/kernel"
 )
@@ -14,16 +16,18 @@ type Domain struct {
 	source uint16
 	pt     *pageTable
 	iova   *iovaSpace
-	maps   map[kernel.DMAAddr]*mapping
+	maps   map[kernel.DMAAddr]*mapping // by the address Map returned
+	sorted []*mapping                  // by IOVA, for syncs of part of a mapping
 }
 
 var _ kernel.DMA = (*Domain)(nil)
 
 // mapping is one live Map or AllocCoherent.
 type mapping struct {
-	iova   uint64 // page-aligned start of the IOVA range
-	span   uint64 // bytes of IOVA range, a page multiple
-	size   int    // bytes the caller mapped
+	addr   kernel.DMAAddr // what Map returned: iova plus the buffer's page offset
+	iova   uint64         // page-aligned start of the IOVA range
+	span   uint64         // bytes of IOVA range, a page multiple
+	size   int            // bytes the caller mapped
 	dir    kernel.Direction
 	buf    []byte         // pinned streaming buffer
 	region *kernel.Region // coherent allocation
@@ -81,7 +85,7 @@ func (d *Domain) Map(buf []byte, dir kernel.Direction) (kernel.DMAAddr, error) {
 		return 0, d.errorf("map %d bytes: %w", len(buf), err)
 	}
 	m.buf = buf
-	d.maps[addr] = m
+	d.track(m)
 	return addr, nil
 }
 
@@ -134,7 +138,8 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 		return nil, 0, err // the IOVA stays reserved: it may be cached
 	}
 	d.u.stats.Maps++
-	return &mapping{iova: iova, span: span, size: size, dir: dir}, kernel.DMAAddr(iova + off), nil
+	addr := kernel.DMAAddr(iova + off)
+	return &mapping{addr: addr, iova: iova, span: span, size: size, dir: dir}, addr, nil
 }
 
 // freeReplaced drops any directory entry the unit may cache for the level-1
@@ -213,7 +218,7 @@ func (d *Domain) lookup(addr kernel.DMAAddr, size int, dir kernel.Direction) (*m
 
 // unmap clears the leaves and hands the range to the invalidation policy.
 func (d *Domain) unmap(addr kernel.DMAAddr, m *mapping) error {
-	delete(d.maps, addr)
+	d.untrack(m)
 	d.u.stats.Unmaps++
 	_, err := d.pt.unmapRange(m.iova, m.span)
 	if err != nil {
@@ -250,7 +255,7 @@ func (d *Domain) AllocCoherent(size int) (kernel.Coherent, error) {
 	}
 	m.size = size
 	m.region = &r
-	d.maps[addr] = m
+	d.track(m)
 	return kernel.Coherent{Buf: r.Buf[:size:size], Addr: addr}, nil
 }
 
@@ -272,7 +277,7 @@ func (d *Domain) FreeCoherent(c kernel.Coherent) error {
 }
 
 // SyncForCPU makes the device's writes to [addr, addr+size) visible to the
-// CPU. The range may be any part of one or more live mappings.
+// CPU. The range may be any part of one live mapping.
 func (d *Domain) SyncForCPU(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
 	return d.sync(addr, size, dir, d.u.tm.mem.SyncForCPU, "sync for cpu")
 }
@@ -290,7 +295,7 @@ func (d *Domain) sync(addr kernel.DMAAddr, size int, dir kernel.Direction, do fu
 	if !validDir(dir) {
 		return d.errorf("%s %#x: direction %d: %w", what, addr, dir, kernel.ErrBadAddress)
 	}
-	segs, err := d.physSegments(uint64(addr), uint64(size))
+	segs, err := d.physSegments(addr, size, dir)
 	if err != nil {
 		return d.errorf("%s %#x+%d: %w", what, addr, size, err)
 	}
@@ -300,20 +305,25 @@ func (d *Domain) sync(addr kernel.DMAAddr, size int, dir kernel.Direction, do fu
 	return nil
 }
 
-// physSegments translates [iova, iova+size) through the domain's own
-// tables into physically contiguous segments.
-func (d *Domain) physSegments(iova, size uint64) ([]kernel.Segment, error) {
+// physSegments checks that [addr, addr+size) lies in one live mapping of
+// direction dir and translates it through the domain's own tables into
+// physically contiguous segments.
+func (d *Domain) physSegments(addr kernel.DMAAddr, size int, dir kernel.Direction) ([]kernel.Segment, error) {
 	d.u.mu.Lock()
 	defer d.u.mu.Unlock()
-	var segs []kernel.Segment
-	end := iova + size
-	if end < iova {
-		return nil, kernel.ErrBadAddress
+	m := d.containing(addr)
+	if m == nil || uint64(addr)+uint64(size) > uint64(m.addr)+uint64(m.size) {
+		return nil, kernel.ErrNotMapped
 	}
-	for va := iova; va < end; {
+	if dir != m.dir {
+		return nil, fmt.Errorf("direction %v, mapped %v: %w", dir, m.dir, kernel.ErrBadAddress)
+	}
+	var segs []kernel.Segment
+	end := uint64(addr) + uint64(size)
+	for va := uint64(addr); va < end; {
 		pa, _, left, ok := d.pt.lookup(va)
 		if !ok {
-			return nil, fmt.Errorf("iova %#x: %w", va, kernel.ErrNotMapped)
+			return nil, fmt.Errorf("iova %#x: tables disagree with the mapping: %w", va, kernel.ErrNotMapped)
 		}
 		n := min(left, end-va)
 		if k := len(segs) - 1; k >= 0 && segs[k].Phys+kernel.PhysAddr(segs[k].Len) == pa {
@@ -324,6 +334,33 @@ func (d *Domain) physSegments(iova, size uint64) ([]kernel.Segment, error) {
 		va += n
 	}
 	return segs, nil
+}
+
+// track records a new mapping; untrack forgets it.
+func (d *Domain) track(m *mapping) {
+	d.maps[m.addr] = m
+	i := sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i].iova > m.iova })
+	d.sorted = slices.Insert(d.sorted, i, m)
+}
+
+func (d *Domain) untrack(m *mapping) {
+	delete(d.maps, m.addr)
+	if i := sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i].iova >= m.iova }); i < len(d.sorted) && d.sorted[i] == m {
+		d.sorted = slices.Delete(d.sorted, i, i+1)
+	}
+}
+
+// containing returns the live mapping whose bytes include addr.
+func (d *Domain) containing(addr kernel.DMAAddr) *mapping {
+	i := sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i].iova > uint64(addr) }) - 1
+	if i < 0 {
+		return nil
+	}
+	m := d.sorted[i]
+	if addr < m.addr || uint64(addr) >= uint64(m.addr)+uint64(m.size) {
+		return nil
+	}
+	return m
 }
 
 // Translate returns the physical address the domain's tables give iova, as
