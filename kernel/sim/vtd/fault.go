@@ -67,13 +67,7 @@ const faultLogMax = 4096
 func (u *Unit) fault(src uint16, addr uint64, write bool, r Reason, fpd bool) *Fault {
 	f := &Fault{Source: src, Addr: addr, Write: write, Reason: r}
 	u.stats.Faults++
-	defer func() {
-		if len(u.log) == faultLogMax {
-			copy(u.log, u.log[1:])
-			u.log = u.log[:faultLogMax-1]
-		}
-		u.log = append(u.log, *f)
-	}()
+	defer u.logFault(f)
 	if fpd {
 		return f
 	}
@@ -103,6 +97,16 @@ func (u *Unit) fault(src uint16, addr uint64, write bool, r Reason, fpd bool) *F
 		u.event()
 	}
 	return f
+}
+
+// logFault keeps f in the ring of the last faultLogMax faults.
+func (u *Unit) logFault(f *Fault) {
+	if len(u.log) < faultLogMax {
+		u.log = append(u.log, *f)
+		return
+	}
+	u.log[u.logHead] = *f
+	u.logHead = (u.logHead + 1) % faultLogMax
 }
 
 // ppf reports a pending primary fault: some record has F set.

@@ -166,7 +166,8 @@ type Unit struct {
 
 	ctxCache map[uint16]context
 	tlb      map[tlbKey]tlbEntry
-	log      []Fault
+	log      []Fault // a ring once full; logHead is the oldest
+	logHead  int
 	stats    Stats
 }
 
@@ -225,13 +226,15 @@ func (u *Unit) Stats() Stats {
 func (u *Unit) FaultLog() []Fault {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]Fault(nil), u.log...)
+	out := make([]Fault, 0, len(u.log))
+	out = append(out, u.log[u.logHead:]...)
+	return append(out, u.log[:u.logHead]...)
 }
 
 // ClearFaultLog empties the log FaultLog returns; the registers keep theirs.
 func (u *Unit) ClearFaultLog() {
 	u.mu.Lock()
-	u.log = u.log[:0]
+	u.log, u.logHead = u.log[:0], 0
 	u.mu.Unlock()
 }
 
