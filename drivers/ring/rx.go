@@ -234,7 +234,7 @@ func (r *RxRing) Receive(n int) (buffer.Buffer, Path, error) {
 	}
 	cb := r.Copybreak()
 	if r.Mode() == UnmapAlways {
-		if err := r.unmap(s); err != nil {
+		if err := r.syncUnmap(s, n); err != nil {
 			r.Stats.Drop(DropDMA)
 			return buffer.Buffer{}, 0, err
 		}
@@ -256,11 +256,21 @@ func (r *RxRing) Receive(n int) (buffer.Buffer, Path, error) {
 		}
 		return b, Copied, nil
 	}
-	if err := r.unmap(s); err != nil {
+	if err := r.syncUnmap(s, n); err != nil {
 		r.Stats.Drop(DropDMA)
 		return buffer.Buffer{}, 0, err
 	}
 	return r.handoff(s, n), Handoff, nil
+}
+
+// syncUnmap makes the n received bytes visible to the CPU and ends the
+// mapping. The explicit sync keeps the frame intact on platforms whose
+// unmap does not sync (it costs nothing where DMA is coherent).
+func (r *RxRing) syncUnmap(s *rxSlot, n int) error {
+	if err := r.dma.SyncForCPU(s.addr, n, kernel.FromDevice); err != nil {
+		return fmt.Errorf("ring: sync rx buffer at %#x for cpu: %w", uint64(s.addr), err)
+	}
+	return r.unmap(s)
 }
 
 func (r *RxRing) copyOut(s *rxSlot, n int) buffer.Buffer {
