@@ -31,6 +31,11 @@ func Probe(c Config, a Addr, opt Options) (*Function, error) {
 	if absentID(id) {
 		return nil, fmt.Errorf("pci %v: %w", a, ErrAbsent)
 	}
+	return probe(c, a, id, opt)
+}
+
+// probe reads the rest of a function whose vendor/device dword is id.
+func probe(c Config, a Addr, id uint32, opt Options) (*Function, error) {
 	f := &Function{Addr: a, Vendor: uint16(id), Device: uint16(id >> 16)}
 	cls, err := read32(c, a, RegRevisionID)
 	if err != nil {
@@ -157,13 +162,14 @@ func (e *enumerator) scanBus(bus uint8, follow bool) {
 // recorded and the function kept. The error of a function that could not
 // be read at all is returned for the caller to judge.
 func (e *enumerator) probe(a Addr, follow bool) (bool, error) {
-	f, err := Probe(e.c, a, e.opt)
-	if f == nil {
-		if errors.Is(err, ErrAbsent) {
-			return false, nil
-		}
-		return false, err
+	id, err := read32(e.c, a, RegVendorID)
+	if err != nil {
+		return false, fmt.Errorf("pci %v: vendor id: %w", a, err)
 	}
+	if absentID(id) {
+		return false, nil // the common case of a bus scan: keep it cheap
+	}
+	f, err := probe(e.c, a, id, e.opt)
 	if err != nil {
 		e.errs = append(e.errs, err)
 	}

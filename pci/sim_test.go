@@ -57,7 +57,7 @@ type simTopo struct {
 //	00:03.0 a function whose BAR1 sizes to zero
 //	00:04.0 82540EM: mem32 BAR0 and an I/O BAR1
 //	05:00.0 a function on a bus no bridge leads to
-func buildTopology(t *testing.T) *simTopo {
+func buildTopology(t testing.TB) *simTopo {
 	t.Helper()
 	m, err := sim.New(sim.Config{VTd: vtd.Config{AddrWidth: 48}})
 	if err != nil {
@@ -322,4 +322,39 @@ func TestSimulatedMCFG(t *testing.T) {
 	if got := st.m.ECAM().Read32(off); got != 0x10d38086 {
 		t.Errorf("ECAM read of 01:00.0 = %#x", got)
 	}
+}
+
+// BenchmarkEnumerate measures a full enumeration of the simulated
+// topology, BAR sizing included, following bridges and brute force.
+func BenchmarkEnumerate(b *testing.B) {
+	st := buildTopology(b)
+	for _, mode := range []struct {
+		name string
+		opt  pci.Options
+	}{{"bridges", pci.Options{}}, {"all-buses", pci.Options{AllBuses: true}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			accesses := countingConfig{Config: st.m.Bus}
+			for b.Loop() {
+				if _, err := pci.Enumerate(&accesses, mode.opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(accesses.n)/float64(b.N), "accesses/op")
+		})
+	}
+}
+
+type countingConfig struct {
+	pci.Config
+	n int
+}
+
+func (c *countingConfig) ReadConfig(a pci.Addr, off, size int) (uint32, error) {
+	c.n++
+	return c.Config.ReadConfig(a, off, size)
+}
+
+func (c *countingConfig) WriteConfig(a pci.Addr, off, size int, v uint32) error {
+	c.n++
+	return c.Config.WriteConfig(a, off, size, v)
 }
