@@ -335,11 +335,18 @@ func (n *NIC) txSegment(vle bool, vlan uint16) {
 		}
 		if tcp {
 			be.PutUint32(f[tucss+4:], seq+uint32(off))
-			mask := flgl & 0x0fff // first
+			// DTXTCPFLGL masks the flags of the first and middle
+			// segments, DTXTCPFLGH those of the last; a lone segment
+			// is first and last and keeps what either mask keeps.
+			var mask uint32
 			switch {
+			case i == 0 && last:
+				mask = (flgl | flgh) & 0x0fff
+			case i == 0:
+				mask = flgl & 0x0fff
 			case last:
 				mask = flgh & 0x0fff
-			case i > 0:
+			default:
 				mask = flgl >> 16 & 0x0fff
 			}
 			v := be.Uint16(f[tucss+12:])&0xf000 | uint16(flags&mask)
