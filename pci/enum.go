@@ -11,8 +11,8 @@ type Options struct {
 	// Segment is the PCI segment (domain) to walk.
 	Segment uint16
 	// AllBuses probes every bus number 0-255 instead of following bridges
-	// from bus 0. It finds functions behind bridges firmware left without
-	// bus numbers' reach and host bridges that start a second root bus.
+	// from bus 0. It also finds root buses other than bus 0 (hosts with
+	// several host bridges) and functions behind misnumbered bridges.
 	AllBuses bool
 	// NoSizing decodes BARs without sizing them, writing nothing to config
 	// space: for functions that another operating system is driving.
@@ -37,6 +37,9 @@ func Probe(c Config, a Addr, opt Options) (*Function, error) {
 // probe reads the rest of a function whose vendor/device dword is id.
 func probe(c Config, a Addr, id uint32, opt Options) (*Function, error) {
 	f := &Function{Addr: a, Vendor: uint16(id), Device: uint16(id >> 16)}
+	for i := range f.BARs {
+		f.BARs[i].Index = i
+	}
 	cls, err := read32(c, a, RegRevisionID)
 	if err != nil {
 		return f, fmt.Errorf("pci %v: class: %w", a, err)
