@@ -15,7 +15,7 @@ import (
 // hostTables are VT-d tables built by hand in the machine's memory, the
 // way a driver would: root table, one context table, a 4-level table tree.
 type hostTables struct {
-	t     *testing.T
+	t     testing.TB
 	m     *Machine
 	pages []kernel.Region
 	root  kernel.Region
@@ -76,7 +76,7 @@ func (h *hostTables) find(p uint64) kernel.Region {
 	return kernel.Region{}
 }
 
-func enableVTd(t *testing.T, r kernel.Regs, root kernel.PhysAddr) {
+func enableVTd(t testing.TB, r kernel.Regs, root kernel.PhysAddr) {
 	t.Helper()
 	r.Write64(vtd.RTADDR, uint64(root))
 	r.Write32(vtd.GCMD, vtd.GCMD_SRTP)
@@ -88,7 +88,7 @@ func enableVTd(t *testing.T, r kernel.Regs, root kernel.PhysAddr) {
 	}
 }
 
-func addBusMaster(t *testing.T, m *Machine, a pci.Addr) *DMAPort {
+func addBusMaster(t testing.TB, m *Machine, a pci.Addr) *DMAPort {
 	t.Helper()
 	if err := m.Bus.Add(a, newDMAModel()); err != nil {
 		t.Fatal(err)

@@ -182,10 +182,11 @@ func (m *Memory) insert(s *span) {
 }
 
 func (m *Memory) remove(s *span) {
-	if i := slices.Index(m.spans, s); i >= 0 {
+	// Spans never overlap in either order, so each search finds s itself.
+	if i, ok := slices.BinarySearchFunc(m.spans, s.phys, func(x *span, p kernel.PhysAddr) int { return cmpAddr(x.phys, p) }); ok {
 		m.spans = slices.Delete(m.spans, i, i+1)
 	}
-	if i := slices.Index(m.byKey, s); i >= 0 {
+	if i, ok := slices.BinarySearchFunc(m.byKey, s.key, func(x *span, k uintptr) int { return cmpAddr(x.key, k) }); ok {
 		m.byKey = slices.Delete(m.byKey, i, i+1)
 	}
 	for p := s.phys &^ (kernel.PageSize - 1); p < s.end(); p += kernel.PageSize {

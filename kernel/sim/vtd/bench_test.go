@@ -3,7 +3,7 @@ package vtd
 import "testing"
 
 func benchUnit(b *testing.B, cfg Config) (*Unit, uint16) {
-	tb := newTables(&testing.T{})
+	tb := newTables(b)
 	cfg.InvalidationCost = -1
 	u, err := New(cfg, tb.mem)
 	if err != nil {
@@ -51,7 +51,7 @@ func BenchmarkPageInvalidation(b *testing.B) {
 	}{{"free", -1}, {"default", 0}} {
 		b.Run(c.name, func(b *testing.B) {
 			cfg := QEMU()
-			tb := newTables(&testing.T{})
+			tb := newTables(b)
 			cfg.InvalidationCost = 0
 			if c.cost < 0 {
 				cfg.InvalidationCost = -1

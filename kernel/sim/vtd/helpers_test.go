@@ -27,13 +27,13 @@ func (m *flatMem) get64(p uint64) uint64 {
 // tables builds legacy-mode root, context and second-level tables by hand,
 // from the specification's entry formats, independent of kernel/iommu.
 type tables struct {
-	t    *testing.T
+	t    testing.TB
 	mem  *flatMem
 	next uint64
 	root uint64
 }
 
-func newTables(t *testing.T) *tables {
+func newTables(t testing.TB) *tables {
 	tb := &tables{t: t, mem: &flatMem{b: make([]byte, 64<<20)}, next: 1 << 20}
 	tb.root = tb.page()
 	return tb
