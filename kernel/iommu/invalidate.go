@@ -241,14 +241,15 @@ func (iv *invalidator) iotlb(k invKind, did uint16, addr uint64, am uint) error 
 	}); err != nil {
 		return err
 	}
-	u.stats.count(k)
 	if v>>iotlbIAIGShift&iotlbGranMask == 0 {
+		u.stats.RefusedInvalidations++
 		if k == invGlobal {
 			return fmt.Errorf("iommu: IOTLB global invalidation refused (IOTLB reg %#x)", v)
 		}
 		// The unit would not do this granularity: fall back to global.
 		return iv.iotlb(invGlobal, 0, 0, 0)
 	}
+	u.stats.count(k)
 	return nil
 }
 

@@ -252,3 +252,63 @@ func TestPageSelectiveMask(t *testing.T) {
 		}
 	}
 }
+
+// refusingRegs is a unit that answers domain-selective IOTLB invalidation
+// requests with IAIG=0, as hardware does for a granularity it refuses.
+type refusingRegs struct {
+	kernel.Regs
+	iotlb  uint32
+	domain bool
+}
+
+func (r *refusingRegs) Write64(off uint32, v uint64) {
+	if off == r.iotlb {
+		r.domain = v>>iotlbIIRGShift&3 == uint64(invDomain)
+	}
+	r.Regs.Write64(off, v)
+}
+
+func (r *refusingRegs) Read64(off uint32) uint64 {
+	v := r.Regs.Read64(off)
+	if off == r.iotlb && r.domain {
+		v &^= iotlbGranMask << iotlbIAIGShift
+	}
+	return v
+}
+
+// TestGlobalFallback: without PSI a strict unmap asks for a
+// domain-selective invalidation; when the unit refuses it, a global one
+// follows, and the unmapped IOVA faults.
+func TestGlobalFallback(t *testing.T) {
+	cfg := vtd.QEMU()
+	cfg.PSI = false
+	m := sim.NewMachine(sim.Config{VTd: cfg})
+	regs := &refusingRegs{Regs: m.VTdRegs(), iotlb: vtd.IOTLB}
+	u, err := New(regs, m.Mem, Options{Clock: m.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, m: m, u: u}
+	d := r.domain(devA)
+	buf := make([]byte, kernel.PageSize)
+	addr, err := d.Map(buf, kernel.ToDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mustTranslate(devA, uint64(addr), false, r.segs(buf)[0].Phys, "mapped")
+	before := u.Stats()
+	if err := d.Unmap(addr, len(buf), kernel.ToDevice); err != nil {
+		t.Fatal(err)
+	}
+	s := u.Stats()
+	if s.RefusedInvalidations-before.RefusedInvalidations != 1 || s.GlobalInvalidations-before.GlobalInvalidations != 1 ||
+		s.DomainInvalidations != before.DomainInvalidations {
+		t.Errorf("refused %d, global %d, domain %d; want 1 refused domain request and 1 global",
+			s.RefusedInvalidations-before.RefusedInvalidations, s.GlobalInvalidations-before.GlobalInvalidations,
+			s.DomainInvalidations-before.DomainInvalidations)
+	}
+	r.mustFault(devA, uint64(addr), false, "after the global fallback")
+}

@@ -14,6 +14,7 @@ type Stats struct {
 	DomainInvalidations  uint64
 	GlobalInvalidations  uint64
 	ContextInvalidations uint64
+	RefusedInvalidations uint64 // requests the unit answered with IAIG=0
 
 	Faults         uint64 // fault records read
 	FaultOverflows uint64 // times FSTS.PFO said records were lost
@@ -55,6 +56,7 @@ func (s Stats) String() string {
 	line("inv-domain", s.DomainInvalidations)
 	line("inv-global", s.GlobalInvalidations)
 	line("inv-context", s.ContextInvalidations)
+	line("inv-refused", s.RefusedInvalidations)
 	line("faults", s.Faults)
 	line("fault-overflows", s.FaultOverflows)
 	line("domains", s.Domains)
