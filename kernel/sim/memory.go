@@ -1,8 +1,3 @@
-// Package sim is the simulated machine: guest physical memory with a
-// physical-address registry, a virtual clock, a PCI bus that dispatches
-// config and MMIO accesses to device models, a VT-d unit (package vtd), and
-// interrupt lines. Device models reach memory only through a DMAPort, which
-// translates through the VT-d model.
 package sim
 
 import (
@@ -13,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim/vtd"
 )
 
 // Physical layout: RAM handed out from physBase up, skipping the 32-bit
@@ -522,11 +518,7 @@ func (m *Memory) writeBack(s *span, off, n int) {
 
 // TableView returns the memory a VT-d unit walks its tables in: the device
 // view, or with flush tracking on, what FlushCache wrote back.
-func (m *Memory) TableView() interface {
-	DeviceRead(p kernel.PhysAddr, b []byte) error
-} {
-	return tableView{m}
-}
+func (m *Memory) TableView() vtd.Memory { return tableView{m} }
 
 type tableView struct{ m *Memory }
 
