@@ -171,6 +171,9 @@ func checkSegments(segs []kernel.Segment, size int) error {
 		if i > 0 && s.Phys&(kernel.PageSize-1) != 0 {
 			return fmt.Errorf("segment %d starts at %#x inside a page: %w", i, s.Phys, kernel.ErrUnaligned)
 		}
+		if end := uint64(s.Phys) + uint64(s.Len); end > addrMask+kernel.PageSize || end < uint64(s.Phys) {
+			return fmt.Errorf("segment %d at %#x+%d: beyond the 52 address bits an entry holds: %w", i, s.Phys, s.Len, kernel.ErrBadAddress)
+		}
 		if i < len(segs)-1 && (uint64(s.Phys)+uint64(s.Len))&(kernel.PageSize-1) != 0 {
 			return fmt.Errorf("segment %d ends at %#x inside a page: %w", i, uint64(s.Phys)+uint64(s.Len), kernel.ErrUnaligned)
 		}

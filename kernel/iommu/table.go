@@ -26,7 +26,6 @@ func (tm *tableMem) page() (kernel.Region, error) {
 		_ = tm.mem.Free(r)
 		return kernel.Region{}, fmt.Errorf("table page at %#x, %d bytes: %w", r.Phys, len(r.Buf), kernel.ErrUnaligned)
 	}
-	r.Buf = r.Buf[:kernel.PageSize]
 	if tm.flush {
 		tm.mem.FlushCache(r.Buf)
 	}
