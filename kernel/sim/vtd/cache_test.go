@@ -256,3 +256,40 @@ func TestQueuedInvalidationBlocksRegisterInvalidation(t *testing.T) {
 		t.Errorf("stats %+v", u.Stats())
 	}
 }
+
+func TestCachingModeCachesNotPresent(t *testing.T) {
+	tb := newTables(t)
+	cfg := QEMU()
+	cfg.CachingMode = true
+	u := newUnit(t, cfg, tb)
+	if u.Read64(CAP)&CAP_CM == 0 {
+		t.Fatal("CAP.CM clear")
+	}
+	src := sid(0, 6, 0)
+	enable(t, u, tb.root)
+	// A not-present context entry is cached (tagged with domain 0).
+	mustFault(t, u, src, 0x1000, false, ReasonRootNotPresent)
+	top := tb.context(src, 5, 4)
+	mustFault(t, u, src, 0x1000, false, ReasonRootNotPresent)
+	u.Write64(CCMD, CCMD_ICC|CCMD_DEVICE<<CCMD_CIRG_SHIFT|uint64(src)<<CCMD_SID_SHIFT|0)
+	// A not-present leaf is cached for its domain.
+	mustFault(t, u, src, 0x1000, true, ReasonWrite)
+	tb.mapAt(top, 4, 0x1000, 0x9000, 1, rw)
+	mustFault(t, u, src, 0x1000, false, ReasonRead)
+	pageInval(u, 5, 0x1000, 0, false)
+	mustTranslate(t, u, src, 0x1000, false, 0x9000)
+	// A read-only leaf refusing a write is not cached as absent.
+	tb.mapAt(top, 4, 0x2000, 0xa000, 1, ro)
+	mustFault(t, u, src, 0x2000, true, ReasonWrite)
+	mustTranslate(t, u, src, 0x2000, false, 0xa000)
+
+	// Without caching mode none of this is cached.
+	tb2 := newTables(t)
+	u2 := newUnit(t, QEMU(), tb2)
+	enable(t, u2, tb2.root)
+	mustFault(t, u2, src, 0x1000, false, ReasonRootNotPresent)
+	top2 := tb2.context(src, 5, 4)
+	mustFault(t, u2, src, 0x1000, false, ReasonRead)
+	tb2.mapAt(top2, 4, 0x1000, 0x9000, 1, rw)
+	mustTranslate(t, u2, src, 0x1000, false, 0x9000)
+}

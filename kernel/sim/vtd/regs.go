@@ -112,6 +112,7 @@ const (
 // CAP fields.
 const (
 	CAP_ND_SHIFT    = 0
+	CAP_CM          = 1 << 7
 	CAP_SAGAW_SHIFT = 8
 	CAP_MGAW_SHIFT  = 16
 	CAP_FRO_SHIFT   = 24

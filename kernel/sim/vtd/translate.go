@@ -7,8 +7,11 @@ import (
 )
 
 // context is a fetched (and possibly cached) legacy-mode context entry.
+// Under caching mode a not-present root or context entry is cached too,
+// as its fault reason.
 type context struct {
 	lo, hi uint64
+	absent Reason
 }
 
 func (c context) did() uint16   { return uint16(c.hi >> ctxDIDShift) }
@@ -90,17 +93,25 @@ func (u *Unit) translate(src uint16, iova uint64, write bool) (uint64, *Fault) {
 	}
 	phys, level, perm, r := u.walk(ctx, iova, need)
 	if r != 0 {
+		if perm == 0 && (r == ReasonRead || r == ReasonWrite) && u.cachingMode() {
+			// Not present: cached as such for this page.
+			u.cacheTLB(tlbKey{ctx.did(), 1, iova >> 12}, tlbEntry{})
+		}
 		return 0, u.fault(src, iova, write, r, ctx.fpd())
 	}
 	sh := levelShift(level)
 	if u.cfg.IOTLB {
-		if len(u.tlb) >= tlbMax {
-			clear(u.tlb)
-			u.stats.IOTLBEvictions++
-		}
-		u.tlb[tlbKey{ctx.did(), uint8(level), iova >> sh}] = tlbEntry{phys: phys, perm: perm}
+		u.cacheTLB(tlbKey{ctx.did(), uint8(level), iova >> sh}, tlbEntry{phys: phys, perm: perm})
 	}
 	return phys | iova&(1<<sh-1), nil
+}
+
+func (u *Unit) cacheTLB(k tlbKey, e tlbEntry) {
+	if len(u.tlb) >= tlbMax {
+		clear(u.tlb)
+		u.stats.IOTLBEvictions++
+	}
+	u.tlb[k] = e
 }
 
 func permReason(write bool) Reason {
@@ -116,10 +127,24 @@ func (u *Unit) context(src uint16) (context, Reason) {
 	if u.cfg.IOTLB {
 		if c, ok := u.ctxCache[src]; ok {
 			u.stats.ContextHits++
-			return c, 0
+			return c, c.absent
 		}
 		u.stats.ContextMisses++
 	}
+	c, r := u.fetchContext(src)
+	switch {
+	case r == 0 && u.cfg.IOTLB:
+		u.ctxCache[src] = c
+	case (r == ReasonRootNotPresent || r == ReasonContextNotPresent) && u.cachingMode():
+		u.ctxCache[src] = context{absent: r}
+	}
+	return c, r
+}
+
+func (u *Unit) cachingMode() bool { return u.cfg.IOTLB && u.cap&CAP_CM != 0 }
+
+// fetchContext reads the context entry for src through the root table.
+func (u *Unit) fetchContext(src uint16) (context, Reason) {
 	if u.gsts&GSTS_RTPS == 0 {
 		return context{}, ReasonRootTableAccess
 	}
@@ -137,7 +162,7 @@ func (u *Unit) context(src uint16) (context, Reason) {
 	if err != nil {
 		return context{}, ReasonContextAccess
 	}
-	c := context{lo, hi}
+	c := context{lo: lo, hi: hi}
 	if lo&entryPresent == 0 {
 		return context{}, ReasonContextNotPresent
 	}
@@ -164,9 +189,6 @@ func (u *Unit) context(src uint16) (context, Reason) {
 			return context{}, ReasonContextInvalid
 		}
 	}
-	if u.cfg.IOTLB {
-		u.ctxCache[src] = c
-	}
 	return c, 0
 }
 
@@ -185,11 +207,11 @@ func (u *Unit) walk(ctx context, iova, need uint64) (phys uint64, level int, per
 			return 0, level, 0, ReasonPageTableAccess
 		}
 		e := binary.LittleEndian.Uint64(b[:])
-		if e&need == 0 {
-			// Covers not-present entries (R=W=0) too.
-			return 0, level, 0, permReason(need == slW)
-		}
 		perm &= e
+		if e&need == 0 {
+			// Covers not-present entries (R=W=0) too; perm tells which.
+			return 0, level, perm & (slR | slW), permReason(need == slW)
+		}
 		addr := e & addrMask
 		if addr&^u.hawMask() != 0 {
 			return 0, level, 0, ReasonPageReserved

@@ -35,6 +35,11 @@ type Config struct {
 	Coherent  bool  // ECAP.C: table walks snoop the CPU caches
 	IOTLB     bool  // cache translations and context entries until invalidated
 	NFR       int   // fault recording registers; 0 means 1
+	// CachingMode sets CAP.CM: with IOTLB on, the unit also caches
+	// not-present root, context and leaf entries, so software must
+	// invalidate after making an entry present, as under QEMU's
+	// caching-mode=on.
+	CachingMode bool
 
 	// InvalidationCost is how long each register-based context-cache or
 	// IOTLB invalidation busy-waits, as hardware takes time to drain and
@@ -83,6 +88,9 @@ func (cfg Config) Caps() (capReg, ecapReg uint64, err error) {
 		CAP_DWD | CAP_DRD
 	if cfg.PSI {
 		capReg |= CAP_PSI
+	}
+	if cfg.CachingMode {
+		capReg |= CAP_CM
 	}
 	ecapReg = ECAP_QI | ECAP_IR | ECAP_PT | iro<<ECAP_IRO_SHIFT | 0xf<<ECAP_MHMV_SHIFT
 	if cfg.Coherent {
