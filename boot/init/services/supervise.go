@@ -67,8 +67,7 @@ func (s *Supervisor) Go(ctx context.Context, name string, fn func(ctx context.Co
 				return
 			}
 			if err == nil {
-				s.logf("%s: done", name)
-				return
+				return // finished its work
 			}
 			if p, ok := err.(*PanicError); ok {
 				s.logf("%s: %v\n%s", name, p, p.Stack)

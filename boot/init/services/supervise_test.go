@@ -80,7 +80,7 @@ func TestErrorRestartsAndNilFinishes(t *testing.T) {
 	if calls != 2 {
 		t.Fatalf("%d calls, want 2", calls)
 	}
-	if out := log.text(); !strings.Contains(out, "dhcp: no offer") || !strings.Contains(out, "dhcp: done") {
+	if out := log.text(); !strings.Contains(out, "dhcp: no offer") || !strings.Contains(out, "dhcp: restart 1") {
 		t.Fatalf("log:\n%s", out)
 	}
 }

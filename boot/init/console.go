@@ -1,0 +1,29 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// console writes whole lines to the serial console, one fact per line, so
+// that lines from concurrent services never interleave.
+type console struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func (c *console) logf(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	io.WriteString(c.w, s)
+}

@@ -1,0 +1,85 @@
+//go:build linux
+
+// Command init is PID 1 of the ether9 image: it mounts what it needs,
+// takes the serial console, and brings the system up on the Linux-hosted
+// platform. It never exits while it can serve: a panic in a service is
+// caught and the service restarted; a failure that leaves nothing to serve
+// powers the machine off with the reason on the console.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/ether9/ether9/boot/init/system"
+	"github.com/ether9/ether9/kernel/linux"
+)
+
+func main() {
+	con := &console{w: os.Stderr, start: time.Now()}
+	defer func() {
+		if v := recover(); v != nil {
+			con.logf("ether9: panic: %v\n%s", v, debug.Stack())
+			halt(con)
+		}
+	}()
+	if err := run(con); err != nil {
+		con.logf("ether9: %v", err)
+		halt(con)
+	}
+}
+
+func run(con *console) error {
+	if os.Getpid() == 1 {
+		if err := linux.Mount(); err != nil {
+			con.logf("mount: %v", err)
+		}
+		if f, err := linux.Console(); err != nil {
+			con.logf("console: %v", err)
+		} else {
+			con.w = f
+		}
+	}
+	up, _ := linux.Uptime()
+	con.logf("ether9: booting (kernel up %.3fs)", up)
+	cmdline, err := linux.Cmdline()
+	if err != nil {
+		con.logf("%v", err)
+	}
+	opt, err := system.ParseCmdline(cmdline)
+	if err != nil {
+		con.logf("%v", err)
+	}
+	for _, u := range opt.Unknown {
+		con.logf("cmdline: unknown parameter ether9.%s ignored", u)
+	}
+	plat, err := newPlatform(con)
+	if err != nil {
+		return err
+	}
+	sys, err := system.Start(context.Background(), plat, opt, con.logf)
+	if err != nil {
+		return err
+	}
+	con.logf("ether9: up in %.3fs", time.Since(con.start).Seconds())
+	sys.Wait()
+	return fmt.Errorf("every service stopped")
+}
+
+// halt powers off. If even that fails, PID 1 must not exit (the kernel
+// would panic): it says so and sleeps.
+func halt(con *console) {
+	if os.Getpid() != 1 {
+		os.Exit(1)
+	}
+	con.logf("ether9: powering off")
+	if err := linux.PowerOff(); err != nil {
+		con.logf("ether9: %v", err)
+	}
+	for {
+		time.Sleep(time.Hour)
+	}
+}

@@ -1,0 +1,123 @@
+package simhost
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+
+	"github.com/ether9/ether9/kernel/sim/wire"
+)
+
+// peerQueue is how many frames may wait in each direction between the
+// wire and the peer's stack.
+const peerQueue = 1024
+
+// minFrame is the shortest Ethernet frame without its check sequence.
+const minFrame = 60
+
+// Peer is the host side of the simulated wire: a gVisor stack with one
+// Ethernet NIC on the far end of the cable, playing the part of QEMU's
+// user-network gateway (it answers ARP and ping, and TCP connections to
+// the machine start from it).
+type Peer struct {
+	Stack *stack.Stack
+	Addr  netip.Prefix
+
+	ep     *channel.Endpoint
+	in     chan []byte
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewPeer attaches a stack holding addr to port.
+func NewPeer(port wire.Port, mac [6]byte, addr netip.Prefix) (*Peer, error) {
+	if !addr.Addr().Is4() {
+		return nil, fmt.Errorf("simhost: peer address %v: only IPv4", addr)
+	}
+	s := stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
+	})
+	sack := tcpip.TCPSACKEnabled(true)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	ch := channel.New(peerQueue, 1500, tcpip.LinkAddress(mac[:]))
+	if err := s.CreateNIC(1, ethernet.New(ch)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("simhost: peer NIC: %s", err)
+	}
+	pa := tcpip.ProtocolAddress{
+		Protocol:          ipv4.ProtocolNumber,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFrom4(addr.Addr().As4()), PrefixLen: addr.Bits()},
+	}
+	if err := s.AddProtocolAddress(1, pa, stack.AddressProperties{}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("simhost: peer address %v: %s", addr, err)
+	}
+	s.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: 1}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Peer{Stack: s, Addr: addr, ep: ch, in: make(chan []byte, peerQueue), cancel: cancel, done: make(chan struct{})}
+	// The wire delivers synchronously inside the model's transmit; the
+	// frame is copied and handed to the stack from another goroutine so
+	// that an answer never re-enters the model from its own engine.
+	port.Receive(func(frame []byte) {
+		select {
+		case p.in <- append([]byte(nil), frame...):
+		default: // the stack is behind: drop, as a full NIC queue would
+		}
+	})
+	go p.inbound(ctx)
+	go p.outbound(ctx, port)
+	return p, nil
+}
+
+func (p *Peer) inbound(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case frame := <-p.in:
+			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+			p.ep.InjectInbound(0, pkt) // the ethernet layer reads the type
+			pkt.DecRef()
+		}
+	}
+}
+
+func (p *Peer) outbound(ctx context.Context, port wire.Port) {
+	defer close(p.done)
+	for {
+		pkt := p.ep.ReadContext(ctx)
+		if pkt == nil {
+			return
+		}
+		v := pkt.ToView()
+		pkt.DecRef()
+		frame := v.AsSlice()
+		if len(frame) < minFrame {
+			// A real NIC pads short frames on transmit; the stack does not.
+			frame = append(frame[:len(frame):len(frame)], make([]byte, minFrame-len(frame))...)
+		}
+		port.Send(frame)
+		v.Release()
+	}
+}
+
+// Close stops the peer's stack.
+func (p *Peer) Close() {
+	p.cancel()
+	<-p.done
+	p.ep.Close()
+	p.Stack.Close()
+}

@@ -1,0 +1,149 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+
+	"github.com/ether9/ether9/boot/init/status"
+	"github.com/ether9/ether9/netstack"
+)
+
+// faultPoll is how often the fault recording registers are read. A NIC
+// may mark a descriptor done even when its DMA faulted, so faults are
+// looked for, not waited for.
+const faultPoll = 250 * time.Millisecond
+
+func (s *System) startServices(ctx context.Context) {
+	s.sup.Go(ctx, "http", s.serveHTTP)
+	if s.unit != nil {
+		s.sup.Go(ctx, "iommu", s.watchFaults)
+	}
+	if gw := s.gateway(); s.opt.Ping && gw.IsValid() {
+		s.sup.Go(ctx, "ping", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			rtt, err := Ping(ctx, s.stack.Stack, gw, time.Second)
+			if err != nil {
+				s.logf("ping: %v", err)
+				return nil // reported; a gateway that does not answer is no reason to retry forever
+			}
+			s.logf("ping: first reply from %v in %.3fms", gw, float64(rtt)/float64(time.Millisecond))
+			return nil
+		})
+	}
+}
+
+func (s *System) serveHTTP(ctx context.Context) error {
+	ln, err := gonet.ListenTCP(s.stack.Stack, tcpip.FullAddress{Port: uint16(s.opt.HTTPPort)}, ipv4.ProtocolNumber)
+	if err != nil {
+		return fmt.Errorf("listen :%d: %w", s.opt.HTTPPort, err)
+	}
+	srv := &http.Server{
+		Handler:           status.Handler(s.Snapshot),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	s.logf("http: listening :%d", s.opt.HTTPPort)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve :%d: %w", s.opt.HTTPPort, err)
+	}
+	return nil
+}
+
+// watchFaults prints each new fault record as it is found.
+func (s *System) watchFaults(ctx context.Context) error {
+	t := time.NewTicker(faultPoll)
+	defer t.Stop()
+	for {
+		s.reportFaults()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// reportFaults prints the faults recorded since the last call. The unit
+// keeps a bounded log and a total; the total says how many are new.
+func (s *System) reportFaults() {
+	log := s.unit.Faults()
+	total := s.unit.Stats().Faults
+	s.mu.Lock()
+	fresh := int(total - s.faultsSeen)
+	s.faultsSeen, s.faultTotal = total, total
+	s.mu.Unlock()
+	if fresh > len(log) {
+		s.logf("iommu: %d faults dropped from the log", fresh-len(log))
+		fresh = len(log)
+	}
+	for _, f := range log[len(log)-fresh:] {
+		s.logf("iommu: fault %v", f)
+	}
+}
+
+// Snapshot is the system's state for the status page.
+func (s *System) Snapshot() status.Snapshot {
+	snap := status.Snapshot{Uptime: s.Uptime(), Platform: s.plat.Name}
+	if u := s.unit; u != nil {
+		st := u.Stats()
+		ctr := func(name string, v uint64) status.Counter { return status.Counter{Name: name, Value: v} }
+		io := &status.IOMMU{
+			Translation: u.Enabled(),
+			Levels:      u.Levels(),
+			Mode:        st.Mode.String(),
+			FaultCount:  st.Faults,
+			Counters: []status.Counter{
+				ctr("maps", st.Maps), ctr("unmaps", st.Unmaps),
+				ctr("inv-page", st.PageInvalidations), ctr("inv-domain", st.DomainInvalidations),
+				ctr("inv-global", st.GlobalInvalidations), ctr("inv-context", st.ContextInvalidations),
+				ctr("fault-overflows", st.FaultOverflows), ctr("domains", uint64(st.Domains)),
+				ctr("table-pages", uint64(st.TablePages)), ctr("mapped-pages", uint64(st.MappedPages)),
+				ctr("pending", uint64(st.Pending)), ctr("iova-bytes", st.IOVAInUse),
+			},
+		}
+		for _, f := range u.Faults() {
+			io.Faults = append(io.Faults, f.String())
+		}
+		snap.IOMMU = io
+	}
+	for i, p := range s.ports {
+		n := status.NIC{
+			Name:   p.NIC.Name(),
+			PCI:    p.Func.Addr.String(),
+			ID:     fmt.Sprintf("%04x:%04x", p.Func.Vendor, p.Func.Device),
+			Driver: p.Func.Driver,
+			MAC:    macString(p.NIC.MAC()),
+			Link:   linkString(p.NIC.Link())[len("link "):],
+		}
+		if s.stack != nil {
+			if a, err := s.stack.GetMainNICAddress(netstack.NICID(i), ipv4.ProtocolNumber); err == nil && a.Address.Len() > 0 {
+				n.Addr = a.String()
+			}
+			if i == 0 {
+				if gw := s.gateway(); gw.IsValid() {
+					n.Gateway = gw.String()
+				}
+			}
+			if i < len(s.stack.Endpoints) {
+				// The link endpoint's counters, apart from the driver's.
+				for _, c := range s.stack.Endpoints[i].Stats() {
+					n.Counters = append(n.Counters, status.Counter{Name: "netstack." + c.Name, Value: c.Value})
+				}
+			}
+		}
+		for _, c := range p.NIC.Stats() {
+			n.Counters = append(n.Counters, status.Counter{Name: c.Name, Value: c.Value})
+		}
+		snap.NICs = append(snap.NICs, n)
+	}
+	return snap
+}

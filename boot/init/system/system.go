@@ -1,0 +1,269 @@
+// Package system builds a running ether9 on a platform: it enumerates PCI,
+// takes the VT-d unit and gives each NIC its own DMA domain, probes the
+// drivers, starts the gVisor stack with DHCP or a static address, and runs
+// the services (HTTP status page, fault reporting, a first ping). The same
+// code runs as PID 1 on Linux and as an ordinary process on the simulated
+// machine; only the Platform differs.
+package system
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/ether9/ether9/boot/init/services"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/acpi"
+	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/pci"
+)
+
+// Platform is how the system reaches the machine.
+type Platform struct {
+	Name   string // "linux", "sim"
+	Config pci.Config
+	Memory kernel.Memory
+	Clock  kernel.Clock
+	// DMAR is the ACPI DMAR table; nil when the machine has no VT-d.
+	DMAR []byte
+	// MapUnit maps the register window of the VT-d unit at base.
+	MapUnit func(base uint64) (kernel.Regs, error)
+	// MapBAR maps a memory BAR of a function.
+	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
+	// IRQ is how a function's driver waits for work.
+	IRQ func(a pci.Addr) kernel.Waiter
+}
+
+// Port is one bound network controller.
+type Port struct {
+	Func   *pci.Function
+	NIC    nic.NIC
+	Domain *iommu.Domain // nil with translation off
+}
+
+// System is a running ether9.
+type System struct {
+	plat  Platform
+	opt   Options
+	logf  func(format string, args ...any)
+	boot  time.Duration // Clock.Now at Start
+	sup   *services.Supervisor
+	funcs []*pci.Function
+	unit  *iommu.Unit
+	ports []Port
+	stack *netstack.Stack
+
+	mu         sync.Mutex
+	faultsSeen uint64 // faults already printed
+	faultTotal uint64
+}
+
+// Start brings the system up on p and starts its services. logf receives
+// the console lines, one fact per line. Failures of single parts (a
+// function that cannot be read, a NIC whose probe fails, no VT-d unit) are
+// reported and the rest goes on; Start fails only when nothing could be
+// served at all.
+func Start(ctx context.Context, p Platform, opt Options, logf func(format string, args ...any)) (*System, error) {
+	if p.Clock == nil {
+		p.Clock = kernel.NewWallClock()
+	}
+	s := &System{
+		plat: p,
+		opt:  opt,
+		logf: logf,
+		boot: p.Clock.Now(),
+		sup:  services.New(logf, 100*time.Millisecond, 5*time.Second),
+	}
+	s.takeIOMMU()
+	if err := s.bind(); err != nil {
+		return nil, err
+	}
+	if err := s.startStack(); err != nil {
+		return nil, err
+	}
+	s.startServices(ctx)
+	return s, nil
+}
+
+// Wait blocks until every service has stopped (ctx of Start done).
+func (s *System) Wait() { s.sup.Wait() }
+
+// Stack is the gVisor stack, for tools that add services of their own.
+func (s *System) Stack() *netstack.Stack { return s.stack }
+
+// Ports lists the bound network controllers.
+func (s *System) Ports() []Port { return s.ports }
+
+// IOMMU is the VT-d unit, nil when translation is off.
+func (s *System) IOMMU() *iommu.Unit { return s.unit }
+
+// Uptime is the time since Start.
+func (s *System) Uptime() time.Duration { return s.plat.Clock.Now() - s.boot }
+
+// takeIOMMU brings up the VT-d unit. Without one, or when it fails, the
+// NICs get untranslated DMA and the console says so.
+func (s *System) takeIOMMU() {
+	if s.opt.IOMMU == "off" {
+		s.logf("iommu: off (ether9.iommu=off)")
+		return
+	}
+	if len(s.plat.DMAR) == 0 || s.plat.MapUnit == nil {
+		s.logf("iommu: none (no DMAR table)")
+		return
+	}
+	u, err := s.newUnit()
+	if err != nil {
+		s.logf("iommu: %v; DMA untranslated", err)
+		return
+	}
+	s.unit = u
+	s.logf("iommu: translation on, %d-level", u.Levels())
+}
+
+func (s *System) newUnit() (*iommu.Unit, error) {
+	d, err := acpi.ParseDMAR(s.plat.DMAR)
+	if err != nil {
+		return nil, err
+	}
+	// The unit for the NICs: the catch-all unit of segment 0 (integrated
+	// graphics has a unit of its own on most boards; NICs fall under the
+	// catch-all one).
+	drhd, found := d.UnitFor(0, 0, 0, 0)
+	if !found {
+		return nil, fmt.Errorf("DMAR lists %d units, none for segment 0", len(d.Units))
+	}
+	regs, err := s.plat.MapUnit(drhd.Base)
+	if err != nil {
+		return nil, fmt.Errorf("unit at %#x: %w", drhd.Base, err)
+	}
+	u, err := iommu.New(regs, s.plat.Memory, iommu.Options{Clock: s.plat.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("unit at %#x: %w", drhd.Base, err)
+	}
+	mode, err := iommu.ParseMode(s.opt.IOMMU)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.SetMode(mode, iommu.DefaultBatch); err != nil {
+		return nil, fmt.Errorf("unit at %#x: %w", drhd.Base, err)
+	}
+	if err := u.Enable(); err != nil {
+		return nil, fmt.Errorf("unit at %#x: enable: %w", drhd.Base, err)
+	}
+	s.logf("iommu: unit %#x %v", drhd.Base, u.Caps())
+	return u, nil
+}
+
+// bind enumerates PCI and probes every NIC a driver claims, each with its
+// own DMA domain. A NIC that fails is reported and skipped.
+func (s *System) bind() error {
+	if s.plat.Config == nil || s.plat.MapBAR == nil {
+		return fmt.Errorf("system: platform has no PCI config access or BAR windows")
+	}
+	pp := probe.Platform{
+		Config: s.plat.Config,
+		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return s.plat.MapBAR(f.Addr, bar) },
+		Memory: s.plat.Memory,
+		Clock:  s.plat.Clock,
+		Logf:   s.logf,
+	}
+	if s.unit != nil {
+		pp.IOMMU = s.unit
+	}
+	if s.plat.IRQ != nil {
+		pp.IRQ = func(f *pci.Function) kernel.Waiter { return s.plat.IRQ(f.Addr) }
+	}
+	res, err := probe.Bind(pp)
+	if err != nil {
+		return fmt.Errorf("system: %w", err)
+	}
+	for _, f := range res.Functions {
+		s.logf("%v", f)
+	}
+	s.funcs = res.Functions
+	for _, b := range res.Bound {
+		if b.Err != nil {
+			continue // probe.Bind reported it
+		}
+		dom, _ := b.DMA.(*iommu.Domain)
+		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
+		s.ports = append(s.ports, Port{Func: b.Func, NIC: b.NIC, Domain: dom})
+	}
+	if len(s.ports) == 0 {
+		return fmt.Errorf("system: no network controller could be brought up (%d PCI functions)", len(res.Functions))
+	}
+	return nil
+}
+
+func (s *System) startStack() error {
+	var ifs []netstack.Interface
+	for _, p := range s.ports {
+		name := p.NIC.Name()
+		if l := p.NIC.Link(); l.Up {
+			s.logf("%s: %s", name, linkString(l))
+		}
+		ifc := netstack.Interface{
+			NIC:     p.NIC,
+			Gateway: s.opt.Gateway,
+			DHCP:    s.opt.DHCP,
+			Endpoint: netstack.Options{
+				OnLink: func(l nic.Link) { s.logf("%s: %s", name, linkString(l)) },
+				Logf:   func(format string, args ...any) { s.logf(name+": "+format, args...) },
+			},
+		}
+		// The static address belongs to the first NIC only.
+		if s.opt.IP.IsValid() && len(ifs) == 0 {
+			ifc.Addrs = []netip.Prefix{s.opt.IP}
+		}
+		ifs = append(ifs, ifc)
+	}
+	st, err := netstack.NewStack(netstack.StackOptions{Logf: s.logf}, ifs...)
+	if err != nil {
+		return fmt.Errorf("system: %w", err)
+	}
+	s.stack = st
+	return nil
+}
+
+// gateway is the first NIC's default router: from DHCP, else the command
+// line.
+func (s *System) gateway() netip.Addr {
+	if s.stack != nil && len(s.stack.Leases) > 0 && s.stack.Leases[0] != nil && s.stack.Leases[0].Router.IsValid() {
+		return s.stack.Leases[0].Router
+	}
+	return s.opt.Gateway
+}
+
+func linkString(l nic.Link) string {
+	if !l.Up {
+		return "link down"
+	}
+	duplex := "full duplex"
+	if !l.FullDuplex {
+		duplex = "half duplex"
+	}
+	return fmt.Sprintf("link up %d Mb/s %s", l.SpeedMbps, duplex)
+}
+
+func macString(m [6]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+// Close stops the stack (closing the NICs) and turns translation off. The
+// services stop with the context given to Start.
+func (s *System) Close() error {
+	if s.stack != nil {
+		s.stack.Close()
+	}
+	if s.unit != nil {
+		if err := s.unit.Disable(); err != nil {
+			return fmt.Errorf("system: %w", err)
+		}
+	}
+	return nil
+}
