@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/sim/vtd"
@@ -24,10 +25,19 @@ func (m *Machine) DMAR() []byte {
 	binary.LittleEndian.PutUint16(drhd[0:], 0)  // type: DRHD
 	binary.LittleEndian.PutUint16(drhd[2:], 16) // length
 	drhd[4] = 1                                 // INCLUDE_PCI_ALL
-	drhd[5] = 0                                 // register set: 2^0 pages
+	drhd[5] = regSetOrder(capReg)               // register set: 2^N pages
 	binary.LittleEndian.PutUint16(drhd[6:], 0)  // segment
 	binary.LittleEndian.PutUint64(drhd[8:], VTdBase)
 	return acpi.Build("DMAR", 1, body)
+}
+
+// regSetOrder returns N such that 2^N pages hold the unit's registers, up
+// to the last fault recording register.
+func regSetOrder(capReg uint64) byte {
+	fro := capReg >> vtd.CAP_FRO_SHIFT & 0x3ff * 16
+	nfr := capReg>>vtd.CAP_NFR_SHIFT&0xff + 1
+	pages := (fro + nfr*16 + 4095) / 4096
+	return byte(bits.Len64(pages - 1))
 }
 
 // MCFG returns the machine's ACPI MCFG table: one ECAM window for segment

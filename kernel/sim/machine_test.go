@@ -34,6 +34,21 @@ func TestMachineTablesParse(t *testing.T) {
 	}
 }
 
+func TestDMARRegisterSetSize(t *testing.T) {
+	for nfr, want := range map[int]byte{1: 0, 200: 0, 256: 1} {
+		cfg := vtd.QEMU()
+		cfg.NFR = nfr
+		m, err := New(Config{VTd: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := m.DMAR()
+		if got := b[acpi.HeaderLen+12+5]; got != want {
+			t.Errorf("%d fault records: register set order %d, want %d", nfr, got, want)
+		}
+	}
+}
+
 func TestNewMachineBadConfig(t *testing.T) {
 	if _, err := New(Config{VTd: vtd.Config{AddrWidth: 40}}); err == nil {
 		t.Fatal("New accepted a 40-bit VT-d unit")
