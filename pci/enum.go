@@ -15,8 +15,15 @@ type Options struct {
 	// several host bridges) and functions behind misnumbered bridges.
 	AllBuses bool
 	// NoSizing decodes BARs without sizing them, writing nothing to config
-	// space: for functions that another operating system is driving.
+	// space: for functions that another operating system is driving. An
+	// accessor that is also a BARSizer (sysfs) still supplies sizes.
 	NoSizing bool
+}
+
+// BARSizer is implemented by accessors that know BAR sizes without
+// writing BARs: Linux's sysfs resource files.
+type BARSizer interface {
+	BARSizes(a Addr) ([6]uint64, error)
 }
 
 // Probe reads the function at a: ids, class, header, BARs (sized unless
@@ -71,9 +78,32 @@ func probe(c Config, a Addr, id uint32, opt Options) (*Function, error) {
 	}
 	f.BARs, err = ReadBARs(c, a, !opt.NoSizing)
 	errs = append(errs, err)
+	if sz, ok := c.(BARSizer); ok && opt.NoSizing {
+		errs = append(errs, applySizes(f, sz))
+	}
 	f.Caps, err = Capabilities(c, a)
 	errs = append(errs, err)
 	return f, errors.Join(errs...)
+}
+
+// applySizes fills the sizes of f's decoded BARs from sz. A size the
+// accessor knows for a slot where no BAR was decoded is an error: the two
+// views of the function disagree.
+func applySizes(f *Function, sz BARSizer) error {
+	sizes, err := sz.BARSizes(f.Addr)
+	if err != nil {
+		return err
+	}
+	for i, n := range sizes {
+		b := &f.BARs[i]
+		switch {
+		case b.Kind != BARNone:
+			b.Size = n
+		case n != 0:
+			return fmt.Errorf("pci %v: bar%d: %#x bytes assigned, but the register decodes as absent", f.Addr, i, n)
+		}
+	}
+	return nil
 }
 
 // IsBridge reports whether the function is a PCI-to-PCI or CardBus bridge

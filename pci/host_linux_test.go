@@ -103,7 +103,7 @@ func TestHostSysfsMatchesURoot(t *testing.T) {
 				t.Errorf("%v bar%d: resource flags %#x name neither memory nor i/o", a, r.Index, r.Attr)
 				continue
 			}
-			if b.Kind != want || b.Addr != r.Base || b.Prefetchable != (r.Attr&ioresourcePrefetch != 0) {
+			if b.Kind != want || b.Addr != r.Base || b.Size != r.Lim-r.Base+1 || b.Prefetchable != (r.Attr&ioresourcePrefetch != 0) {
 				t.Errorf("%v bar%d: ours %v, u-root %#x-%#x flags %#x", a, r.Index, b, r.Base, r.Lim, r.Attr)
 			}
 		}
@@ -113,13 +113,7 @@ func TestHostSysfsMatchesURoot(t *testing.T) {
 			if err != nil {
 				t.Errorf("%v: %v", a, err)
 			}
-			bars := f.BARs
-			for _, r := range d.BARS {
-				if r.Index <= 5 {
-					bars[r.Index].Size = r.Lim - r.Base + 1
-				}
-			}
-			if err := mx.Check(bars); err != nil {
+			if err := mx.Check(f.BARs); err != nil {
 				t.Errorf("%v: %v (%+v)", a, err, mx)
 			}
 		}
@@ -171,8 +165,9 @@ func splitCaps(caps []pci.Capability) (std, ext []pci.Capability) {
 }
 
 // sameFunctions compares two enumerations of the host: ids, class, BARs
-// and standard capabilities, and extended capabilities where both
-// accessors reached extended space.
+// (decoded, not sized: only sysfs knows sizes without sizing) and standard
+// capabilities, and extended capabilities where both accessors reached
+// extended space.
 func sameFunctions(t *testing.T, what string, got, want map[pci.Addr]*pci.Function) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -189,7 +184,11 @@ func sameFunctions(t *testing.T, what string, got, want map[pci.Addr]*pci.Functi
 		if len(gext) == 0 || len(wext) == 0 {
 			gext, wext = nil, nil
 		}
-		if g.Vendor != w.Vendor || g.Device != w.Device || g.Class != w.Class || g.BARs != w.BARs ||
+		gbars, wbars := g.BARs, w.BARs
+		for i := range gbars {
+			gbars[i].Size, wbars[i].Size = 0, 0
+		}
+		if g.Vendor != w.Vendor || g.Device != w.Device || g.Class != w.Class || gbars != wbars ||
 			fmt.Sprint(gstd, gext) != fmt.Sprint(wstd, wext) {
 			t.Errorf("%s:\n%s\nsysfs:\n%s", what, g.Describe(), w.Describe())
 		}

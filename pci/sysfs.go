@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -180,4 +182,37 @@ func (s *Sysfs) Close() error {
 		delete(s.files, a)
 	}
 	return errors.Join(errs...)
+}
+
+// BARSizes reads the sizes the kernel found for the function's BARs from
+// its resource file ("start end flags" per line, BARs first), so a
+// function that a running kernel owns can be described without writing
+// its BARs. An unassigned BAR has size 0.
+func (s *Sysfs) BARSizes(a Addr) ([6]uint64, error) {
+	var sizes [6]uint64
+	path := filepath.Join(s.root, SysfsName(a), "resource")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return sizes, fmt.Errorf("pci sysfs %v: %w", a, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < len(sizes) {
+		return sizes, fmt.Errorf("pci sysfs %v: resource file has %d lines, want at least %d", a, len(lines), len(sizes))
+	}
+	for i := range sizes {
+		var v [3]uint64
+		fields := strings.Fields(lines[i])
+		if len(fields) != len(v) {
+			return sizes, fmt.Errorf("pci sysfs %v: resource line %d %q: want start, end and flags", a, i, lines[i])
+		}
+		for j, f := range fields {
+			if v[j], err = strconv.ParseUint(f, 0, 64); err != nil {
+				return sizes, fmt.Errorf("pci sysfs %v: resource line %d: %w", a, i, err)
+			}
+		}
+		if start, end := v[0], v[1]; end > start {
+			sizes[i] = end - start + 1
+		}
+	}
+	return sizes, nil
 }

@@ -2,15 +2,19 @@ package pci
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // sysfsTree writes config files the way Linux lays them out: 4096 bytes
-// for PCI Express functions, 256 for the others.
-func sysfsTree(t *testing.T, fns map[Addr]*fakeFn, size map[Addr]int) string {
+// for PCI Express functions, 256 for the others; and resource files (13
+// lines of "start end flags": six BARs, the ROM, SR-IOV and bridge windows)
+// with the ranges in res.
+func sysfsTree(t *testing.T, fns map[Addr]*fakeFn, size map[Addr]int, res map[Addr][6][2]uint64) string {
 	t.Helper()
 	root := t.TempDir()
 	for a, f := range fns {
@@ -25,6 +29,18 @@ func sysfsTree(t *testing.T, fns map[Addr]*fakeFn, size map[Addr]int) string {
 		if err := os.WriteFile(filepath.Join(dir, "config"), f.cfg[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
+		var lines strings.Builder
+		r := res[a]
+		for i := 0; i < 13; i++ {
+			var start, end, flags uint64
+			if i < 6 && r[i][1] != 0 {
+				start, end, flags = r[i][0], r[i][0]+r[i][1]-1, 0x40200
+			}
+			fmt.Fprintf(&lines, "0x%016x 0x%016x 0x%016x\n", start, end, flags)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "resource"), []byte(lines.String()), 0o444); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return root
 }
@@ -35,7 +51,8 @@ func TestSysfs(t *testing.T) {
 	other := newFakeFn(0x8086, 0x15f3, 0x020000, HeaderNormal)
 	root := sysfsTree(t,
 		map[Addr]*fakeFn{{}: host, {Dev: 2}: nic, {Seg: 1, Bus: 0x20, Dev: 0x1f}: other},
-		map[Addr]int{{}: ConfigSize})
+		map[Addr]int{{}: ConfigSize},
+		map[Addr][6][2]uint64{{Dev: 2}: {0: {0xfebc0000, 0x20000}, 3: {0xfebe0000, 0x4000}}})
 	s := NewSysfs(root)
 	defer s.Close()
 
@@ -60,6 +77,10 @@ func TestSysfs(t *testing.T) {
 	}
 	if n := fns[1]; n.Device != 0x10d3 || len(n.Caps) != 6 || n.BARs[0].Addr != 0xfebc0000 {
 		t.Errorf("nic through sysfs %+v", n)
+	}
+	// Sizes come from the resource file, not from writing the BARs.
+	if n := fns[1]; n.BARs[0].Size != 0x20000 || n.BARs[3].Size != 0x4000 || nic.writes != 0 {
+		t.Errorf("nic BARs through sysfs %v", n.BARs)
 	}
 	fns, err = Enumerate(s, Options{Segment: 1, AllBuses: true, NoSizing: true})
 	if err != nil || len(fns) != 1 || fns[0].Device != 0x15f3 {
@@ -97,7 +118,7 @@ func TestSysfsReadOnly(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root opens read-only files for writing anyway")
 	}
-	root := sysfsTree(t, map[Addr]*fakeFn{{}: nicFn()}, nil)
+	root := sysfsTree(t, map[Addr]*fakeFn{{}: nicFn()}, nil, nil)
 	if err := os.Chmod(filepath.Join(root, "0000:00:00.0", "config"), 0o444); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +169,22 @@ func TestParseAddr(t *testing.T) {
 	for _, s := range []string{"", "00:02", "0:0:0:0.0", "00:20.0", "00:02.8", "100:02.0", "10000:00:00.0", "00:02.00", "xx:02.0", "00:-1.0"} {
 		if a, err := ParseAddr(s); err == nil {
 			t.Errorf("ParseAddr(%q) = %v, want error", s, a)
+		}
+	}
+}
+
+// The two views of a function must agree: a size for a BAR the register
+// says is absent, and a malformed resource file, are errors.
+func TestSysfsBARSizesBad(t *testing.T) {
+	fn := newFakeFn(0x8086, 0x10d3, 0x020000, HeaderNormal)
+	root := sysfsTree(t, map[Addr]*fakeFn{{}: fn}, nil, map[Addr][6][2]uint64{{}: {2: {0xfe000000, 0x1000}}})
+	if _, err := Probe(NewSysfs(root), Addr{}, Options{NoSizing: true}); err == nil || !strings.Contains(err.Error(), "bar2") {
+		t.Errorf("size for an absent BAR: %v", err)
+	}
+	for _, content := range []string{"", "0x0 0x0\n", "zz 0x0 0x0\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n0 0 0\n"} {
+		os.WriteFile(filepath.Join(root, "0000:00:00.0", "resource"), []byte(content), 0o644)
+		if _, err := NewSysfs(root).BARSizes(Addr{}); err == nil {
+			t.Errorf("resource file %q accepted", content)
 		}
 	}
 }
