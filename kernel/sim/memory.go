@@ -18,6 +18,7 @@ const (
 	holeStart = 0xb000_0000
 	holeEnd   = 0x1_0000_0000
 	lineSize  = 64 // cache line, the granule of FlushCache
+	maxAlloc  = 1 << 30
 )
 
 // span is one registered, physically contiguous piece of memory.
@@ -242,6 +243,9 @@ func (m *Memory) Alloc(size, align int) (kernel.Region, error) {
 	}
 	if align <= 0 || align&(align-1) != 0 {
 		return kernel.Region{}, fmt.Errorf("sim memory: alloc alignment %d is not a power of two: %w", align, kernel.ErrUnaligned)
+	}
+	if size > maxAlloc || align > maxAlloc {
+		return kernel.Region{}, fmt.Errorf("sim memory: alloc of %d bytes aligned to %d: larger than %d: %w", size, align, maxAlloc, kernel.ErrNoMemory)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

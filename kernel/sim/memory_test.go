@@ -73,7 +73,7 @@ func TestAllocRegistry(t *testing.T) {
 	if r.Phys <= regions[4].Phys {
 		t.Errorf("physical range %#x reused after free", r.Phys)
 	}
-	for _, c := range []struct{ size, align int }{{0, 8}, {-1, 8}, {10, 3}, {10, 0}} {
+	for _, c := range []struct{ size, align int }{{0, 8}, {-1, 8}, {10, 3}, {10, 0}, {1 << 40, 8}, {8, 1 << 40}} {
 		if _, err := m.Alloc(c.size, c.align); err == nil {
 			t.Errorf("alloc %+v accepted", c)
 		}
