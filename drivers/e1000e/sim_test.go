@@ -39,7 +39,7 @@ type rigOpt struct {
 	nonCoherent bool
 }
 
-func newMachine(t *testing.T, o rigOpt) *machine {
+func newMachine(t testing.TB, o rigOpt) *machine {
 	t.Helper()
 	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.nonCoherent})
 	if err := m.Err(); err != nil {
@@ -57,6 +57,10 @@ func newMachine(t *testing.T, o rigOpt) *machine {
 	mc := &machine{m: m, model: model, wire: w}
 	w.B().Receive(func(f []byte) { mc.seen = append(mc.seen, bytes.Clone(f)) })
 	model.Attach(w.A())
+	logf := t.Logf
+	if _, bench := t.(*testing.B); bench {
+		logf = func(string, ...any) {}
+	}
 	if !o.passthrough {
 		mc.unit, err = iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
 		if err != nil {
@@ -70,7 +74,7 @@ func newMachine(t *testing.T, o rigOpt) *machine {
 		Memory: m.Mem,
 		Clock:  m.Clock,
 		IRQ:    func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) },
-		Logf:   t.Logf,
+		Logf:   logf,
 	})
 	if err != nil {
 		t.Fatal(err)
