@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ether9/ether9/kernel/acpi"
@@ -155,4 +156,63 @@ func TestECAMEnumerate(t *testing.T) {
 	if want := []uint64{0xb0000000, 0xb0100000}; !slices.Equal(m.calls, want) {
 		t.Errorf("mappings while enumerating %#x, want %#x", m.calls, want)
 	}
+}
+
+// Accessors are shared by a driver's goroutines: lazy mappings and opened
+// files must be safe under concurrent first use.
+func TestAccessorsConcurrent(t *testing.T) {
+	m := &memMapper{mem: map[uint64][]byte{}}
+	for _, phys := range []uint64{0xb0000000, 0xb0100000} {
+		b := make([]byte, acpi.ECAMBusSize)
+		binary.LittleEndian.PutUint32(b[0:], uint32(phys>>20))
+		m.mem[phys] = b
+	}
+	e, err := NewECAM(testWindows[:1], &lockedMapper{m: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := map[Addr]*fakeFn{}
+	for i := uint8(0); i < 4; i++ {
+		f := newFakeFn(0x8086, uint16(i), 0x020000, HeaderNormal)
+		fns[Addr{Dev: i}] = f
+	}
+	s := NewSysfs(sysfsTree(t, fns, nil, nil))
+	defer s.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				bus := uint8((g + i) % 2)
+				if v, err := e.ReadConfig(Addr{Bus: bus}, 0, 4); err != nil || v != 0xb00+uint32(bus) {
+					errs <- fmt.Errorf("ecam bus %d: %#x, %v", bus, v, err)
+					return
+				}
+				dev := uint8((g + i) % 4)
+				if v, err := s.ReadConfig(Addr{Dev: dev}, RegDeviceID, 2); err != nil || v != uint32(dev) {
+					errs <- fmt.Errorf("sysfs dev %d: %#x, %v", dev, v, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+type lockedMapper struct {
+	mu sync.Mutex
+	m  *memMapper
+}
+
+func (l *lockedMapper) Map(phys uint64, size int) ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.Map(phys, size)
 }
