@@ -483,3 +483,20 @@ func FuzzRxWriteback(f *testing.F) {
 		r.close(t)
 	})
 }
+
+func TestUseAfterClose(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	r.close(t)
+	d := r.d
+	if n := d.Poll(64, func(*nic.RxPacket) { t.Error("delivered after close") }); n != 0 {
+		t.Errorf("poll after close: %d", n)
+	}
+	p := &nic.TxPacket{Data: buffer.MakeWithData(make([]byte, 100))}
+	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil {
+		t.Errorf("transmit after close: %d %v", n, err)
+	}
+	p.Data.Release()
+	if d.Reclaim() != 0 || d.Close() != nil || len(d.Stats()) == 0 {
+		t.Error("reclaim, second close or stats after close misbehaved")
+	}
+}

@@ -22,6 +22,9 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	}
 	d.rxMu.Lock()
 	defer d.rxMu.Unlock()
+	if d.closed.Load() {
+		return 0 // closed while we waited for the ring
+	}
 	rx := d.rx
 	delivered := 0
 	for cleaned := 0; cleaned < budget && rx.Armed() > 0; cleaned++ {

@@ -338,7 +338,13 @@ func (mc *machine) send(t *testing.T, p *nic.TxPacket) {
 // segments; the link drops to 100 Mb/s mid-stream and the driver segments
 // in software; every frame on the wire fits the MTU.
 func TestSimTSOQuirk(t *testing.T) {
-	mc := newMachine(t, rigOpt{})
+	for _, nc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) { testTSOQuirk(t, nc) })
+	}
+}
+
+func testTSOQuirk(t *testing.T, nc bool) {
+	mc := newMachine(t, rigOpt{nonCoherent: nc})
 	for _, v6 := range []bool{false, true} {
 		mc.wire.SetLink(true, 1000)
 		mc.poll()
@@ -400,7 +406,13 @@ func TestSimPCHSPTNeverTSO(t *testing.T) {
 // out-of-order write-backs and a DMA fault. The driver drops and counts,
 // keeps running and leaks nothing.
 func TestSimBadInput(t *testing.T) {
-	mc := newMachine(t, rigOpt{})
+	for _, nc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) { testBadInput(t, nc) })
+	}
+}
+
+func testBadInput(t *testing.T, nc bool) {
+	mc := newMachine(t, rigOpt{nonCoherent: nc})
 	good := func(k int) {
 		t.Helper()
 		want := mc.frame(300, byte(k))

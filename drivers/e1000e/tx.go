@@ -24,6 +24,9 @@ func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
 	}
 	d.txMu.Lock()
 	defer d.txMu.Unlock()
+	if d.closed.Load() {
+		return 0, fmt.Errorf("e1000e %s: transmit on a closed device", d.name)
+	}
 	tx := d.tx
 	taken := 0
 	var err error
@@ -284,6 +287,9 @@ func (d *Device) plan(p *nic.TxPacket) (*gso.Plan, error) {
 func (d *Device) Reclaim() int {
 	d.txMu.Lock()
 	defer d.txMu.Unlock()
+	if d.closed.Load() {
+		return 0
+	}
 	n, err := d.tx.Reclaim(func(i int) bool { return txDone(d.tx.Descs.At(i)) })
 	if err != nil {
 		d.logf("%s: tx reclaim: %v", d.name, err)
