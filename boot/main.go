@@ -55,7 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.appendTo, "append", "", "extra kernel command line, e.g. ether9.ip=10.0.2.15/24")
 	fs.StringVar(&o.outDir, "o", "", "write vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up the self-test after this long")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
@@ -95,22 +95,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	switch {
-	case o.machine == "sim":
-		err = runSim(ctx, o, stdout, stderr)
-	case o.outDir != "":
-		err = writeOut(ctx, o, stdout)
 	case o.selftest:
-		var r *report
-		r, err = selftest(ctx, o, stdout)
-		if r != nil {
-			r.print(stdout)
+		if o.machine == "sim" {
+			err = runSim(ctx, o, stdout, stderr)
+		} else {
+			var r *report
+			r, err = selftest(ctx, o, stdout)
+			if r != nil {
+				r.print(stdout)
+			}
 		}
 		if err != nil {
+			fmt.Fprintf(stderr, "boot: %v\n", err)
 			fmt.Fprintf(stdout, "selftest: FAIL: %s\n", oneLine(err))
 			return 1
 		}
 		fmt.Fprintln(stdout, "selftest: PASS")
 		return 0
+	case o.machine == "sim":
+		err = runSim(ctx, o, stdout, stderr)
+	case o.outDir != "":
+		err = writeOut(ctx, o, stdout)
 	default:
 		err = boot(ctx, o, stderr)
 	}
