@@ -102,6 +102,25 @@ func TestSimulatedMachineServesThroughForward(t *testing.T) {
 		t.Fatalf("/sink answered %q, want %x", got, sum)
 	}
 
+	// Control commands reach the NIC and the IOMMU; bad ones are refused.
+	for cmd, code := range map[string]int{"ether0 copybreak 0\niommu deferred 16": 200, "ether0 frob 1": 400, "ether7 tso off": 400} {
+		resp, err := http.Post(base+"/ctl", "text/plain", strings.NewReader(cmd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("ctl %q: %s, want %d", cmd, resp.Status, code)
+		}
+	}
+	if !strings.Contains(get(t, base+"/"), "iommu mode deferred\n") {
+		t.Error("iommu mode not deferred after the ctl")
+	}
+	// Still serving in the new modes.
+	if body := get(t, base+"/source?bytes=100000"); len(body) != 100000 {
+		t.Fatalf("/source after ctl: %d bytes", len(body))
+	}
+
 	// Every DMA went through the VT-d model and none faulted.
 	if st := h.System.IOMMU().Stats(); st.Faults != 0 || st.Maps == 0 {
 		t.Fatalf("iommu after the transfers: %d faults, %d maps", st.Faults, st.Maps)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // MaxSource is the most /source sends in one response.
@@ -28,7 +29,10 @@ func Pattern(off int64, b []byte) {
 //	GET  /                 the status page (text/plain)
 //	GET  /source?bytes=N   N bytes of Pattern, with the SHA-256 in the X-Sha256 trailer
 //	POST /sink             reads the body, answers with its SHA-256 in hex and its length
-func Handler(snapshot func() Snapshot) http.Handler {
+//	POST /ctl              applies each line of the body as a control command, in order
+//
+// ctl may be nil: then /ctl is not served.
+func Handler(snapshot func() Snapshot, ctl func(cmd string) error) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -37,6 +41,9 @@ func Handler(snapshot func() Snapshot) http.Handler {
 	})
 	mux.HandleFunc("GET /source", source)
 	mux.HandleFunc("POST /sink", sink)
+	if ctl != nil {
+		mux.HandleFunc("POST /ctl", func(w http.ResponseWriter, r *http.Request) { control(w, r, ctl) })
+	}
 	return mux
 }
 
@@ -78,4 +85,31 @@ func sink(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Bytes", strconv.FormatInt(n, 10))
 	fmt.Fprintf(w, "%s\n", hex.EncodeToString(h.Sum(nil)))
+}
+
+// maxCtl bounds a /ctl request: commands are short lines.
+const maxCtl = 64 << 10
+
+// control applies the body's lines one by one and stops at the first that
+// fails, saying which; the ones before it stay applied.
+func control(w http.ResponseWriter, r *http.Request, ctl func(string) error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCtl))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("ctl: %v", err), http.StatusRequestEntityTooLarge)
+		return
+	}
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if err := ctl(line); err != nil {
+			http.Error(w, fmt.Sprintf("ctl %q: %v (%d applied before it)", line, err, n), http.StatusBadRequest)
+			return
+		}
+		n++
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "ok %d\n", n)
 }

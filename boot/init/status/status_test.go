@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -24,7 +25,7 @@ func testSnapshot() Snapshot {
 }
 
 func TestStatusPage(t *testing.T) {
-	srv := httptest.NewServer(Handler(testSnapshot))
+	srv := httptest.NewServer(Handler(testSnapshot, nil))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/")
 	if err != nil {
@@ -53,7 +54,7 @@ func TestStatusPage(t *testing.T) {
 }
 
 func TestSourceIsDeterministicWithTrailer(t *testing.T) {
-	srv := httptest.NewServer(Handler(testSnapshot))
+	srv := httptest.NewServer(Handler(testSnapshot, nil))
 	defer srv.Close()
 	const n = 200_000
 	resp, err := http.Get(srv.URL + "/source?bytes=200000")
@@ -86,7 +87,7 @@ func TestSourceIsDeterministicWithTrailer(t *testing.T) {
 }
 
 func TestSourceRejectsBadCount(t *testing.T) {
-	srv := httptest.NewServer(Handler(testSnapshot))
+	srv := httptest.NewServer(Handler(testSnapshot, nil))
 	defer srv.Close()
 	for _, q := range []string{"", "?bytes=-1", "?bytes=x", "?bytes=9999999999999"} {
 		resp, err := http.Get(srv.URL + "/source" + q)
@@ -101,7 +102,7 @@ func TestSourceRejectsBadCount(t *testing.T) {
 }
 
 func TestSinkHashesBody(t *testing.T) {
-	srv := httptest.NewServer(Handler(testSnapshot))
+	srv := httptest.NewServer(Handler(testSnapshot, nil))
 	defer srv.Close()
 	data := make([]byte, 300_000)
 	Pattern(5, data)
@@ -114,5 +115,40 @@ func TestSinkHashesBody(t *testing.T) {
 	sum := sha256.Sum256(data)
 	if string(body) != hex.EncodeToString(sum[:])+"\n" || resp.Header.Get("X-Bytes") != "300000" {
 		t.Fatalf("sink answered %q (%s bytes), want %x", body, resp.Header.Get("X-Bytes"), sum)
+	}
+}
+
+func TestCtlAppliesLinesInOrder(t *testing.T) {
+	var got []string
+	ctl := func(cmd string) error {
+		if cmd == "bad" {
+			return errors.New("unknown command")
+		}
+		got = append(got, cmd)
+		return nil
+	}
+	srv := httptest.NewServer(Handler(testSnapshot, ctl))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/ctl", "text/plain", strings.NewReader("ether0 copybreak 0\n\niommu deferred\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "ok 2\n" || len(got) != 2 || got[1] != "iommu deferred" {
+		t.Fatalf("ctl: %s %q, applied %q", resp.Status, body, got)
+	}
+	got = nil
+	resp, err = http.Post(srv.URL+"/ctl", "text/plain", strings.NewReader("a\nbad\nc\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "unknown command") || len(got) != 1 {
+		t.Fatalf("bad ctl: %s %q, applied %q", resp.Status, body, got)
+	}
+	if resp, err := http.Post(srv.URL+"/ctl", "text/plain", nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("empty ctl: %v %v", err, resp.Status)
 	}
 }

@@ -46,7 +46,7 @@ func (s *System) serveHTTP(ctx context.Context) error {
 		return fmt.Errorf("listen :%d: %w", s.opt.HTTPPort, err)
 	}
 	srv := &http.Server{
-		Handler:           status.Handler(s.Snapshot),
+		Handler:           status.Handler(s.Snapshot, s.Ctl),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
