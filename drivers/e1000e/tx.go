@@ -255,12 +255,13 @@ func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
 		if err != nil {
 			return err
 		}
-		encodeTxData(tx.Descs.At(i), uint64(addr), n, TXD_CMD_IFCS|TXD_CMD_EOP|TXD_CMD_RS, 0)
-		// Every segment is its own packet for reclaim.
-		if k < plan.Segments-1 {
-			tx.Commit(nil)
-			tx.Begin()
+		// Each segment is a frame (EOP); the ring treats them as one
+		// packet, reclaimed when the last one reports done.
+		dcmd := uint8(TXD_CMD_IFCS | TXD_CMD_EOP)
+		if k == plan.Segments-1 {
+			dcmd |= TXD_CMD_RS
 		}
+		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd, 0)
 	}
 	tx.Stats.SoftGSO.Add(1)
 	tx.Stats.Frames.Add(uint64(plan.Segments))
