@@ -105,6 +105,9 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 		align, phase = largeSize, (first-off)&(largeSize-1)
 	}
 	iova, err := d.iova.alloc(span, align, phase)
+	if err != nil && align != kernel.PageSize {
+		iova, err = d.iova.alloc(span, kernel.PageSize, 0) // fragmented: do without large leaves
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -121,11 +124,16 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 		if err := d.pt.mapRun(va, pa, n, perm); err != nil {
 			if va > iova {
 				if _, uerr := d.pt.unmapRange(iova, va-iova); uerr != nil {
-					err = fmt.Errorf("%w (rollback: %v)", err, uerr)
+					return nil, 0, fmt.Errorf("%w (rollback: %v)", err, uerr)
+				}
+				// The leaves were briefly present: drop anything the
+				// unit cached before the IOVA goes back.
+				if d.u.enabled {
+					if ierr := d.u.inv.rangeInvalidate(d, iova, va-iova); ierr != nil {
+						return nil, 0, fmt.Errorf("%w (invalidate: %v)", err, ierr)
+					}
 				}
 			}
-			// Nothing of the range was visible to the device long
-			// enough to be cached outside caching mode.
 			if rerr := d.iova.release(iova, span); rerr != nil {
 				err = fmt.Errorf("%w (iova: %v)", err, rerr)
 			}
@@ -144,8 +152,8 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 
 // freeReplaced drops any directory entry the unit may cache for the level-1
 // tables that 2 MiB leaves replaced in [iova, iova+span), then frees them.
-// If the invalidation fails the tables are kept: a stale entry could still
-// point at them.
+// If the invalidation fails the tables are leaked, never reused: a stale
+// entry could still point at them.
 func (d *Domain) freeReplaced(iova, span uint64) {
 	if d.u.enabled {
 		if err := d.u.inv.rangeInvalidate(d, iova, span); err != nil {
