@@ -16,6 +16,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
 )
 
 // Ports of RFC 2131.
@@ -98,12 +100,32 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	}
 	defer c.s.RemoveAddress(c.nicID, header.IPv4Any)
 
-	conn, err := gonet.DialUDP(c.s, &tcpip.FullAddress{NIC: c.nicID, Addr: header.IPv4Any, Port: ClientPort}, nil, ipv4.ProtocolNumber)
+	conn, err := c.bind()
 	if err != nil {
-		return nil, fmt.Errorf("dhcp: nic %d: bind :%d: %w", c.nicID, ClientPort, err)
+		return nil, err
 	}
 	defer conn.Close()
 	return c.exchange(ctx, conn)
+}
+
+// bind opens the client's UDP socket: port 68 on this NIC, allowed to
+// broadcast.
+func (c *Client) bind() (*gonet.UDPConn, error) {
+	var wq waiter.Queue
+	ep, terr := c.s.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, &wq)
+	if terr != nil {
+		return nil, fmt.Errorf("dhcp: nic %d: udp endpoint: %s", c.nicID, terr)
+	}
+	ep.SocketOptions().SetBroadcast(true)
+	if terr := ep.SocketOptions().SetBindToDevice(int32(c.nicID)); terr != nil {
+		ep.Close()
+		return nil, fmt.Errorf("dhcp: nic %d: bind to device: %s", c.nicID, terr)
+	}
+	if terr := ep.Bind(tcpip.FullAddress{NIC: c.nicID, Port: ClientPort}); terr != nil {
+		ep.Close()
+		return nil, fmt.Errorf("dhcp: nic %d: bind :%d: %s", c.nicID, ClientPort, terr)
+	}
+	return gonet.NewUDPConn(&wq, ep), nil
 }
 
 // exchange does the two round trips on conn.
