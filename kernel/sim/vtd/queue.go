@@ -63,12 +63,13 @@ func (u *Unit) runQueue() {
 	}
 	entries := uint64(1) << (u.iqa&IQA_QS_MASK + 8)
 	base := u.iqa & addrMask
+	if u.iqt>>4 >= entries || u.iqh>>4 >= entries {
+		// A tail beyond the queue (or a queue shrunk under the head).
+		u.queueError()
+		return
+	}
 	for u.iqh != u.iqt {
 		i := u.iqh >> 4
-		if i >= entries {
-			u.queueError()
-			return
-		}
 		var b [16]byte
 		if err := u.queueRead(base+i*16, b[:]); err != nil {
 			u.queueError()

@@ -79,8 +79,18 @@ func TestQueuedInvalidation(t *testing.T) {
 		t.Fatalf("after recovery: FSTS %#x IQH %#x", u.Read32(FSTS), u.Read64(IQH))
 	}
 	mustFault(t, u, src, 0x2000, false, ReasonRead)
+	// A tail beyond the queue's 256 entries is an error, not a loop.
+	u.Write64(IQT, 300<<4)
+	if u.Read32(FSTS)&FSTS_IQE == 0 {
+		t.Fatalf("tail beyond the queue: FSTS %#x", u.Read32(FSTS))
+	}
+	u.Write64(IQT, q.tail<<4)
+	u.Write32(FSTS, FSTS_IQE)
+	if u.Read32(FSTS)&FSTS_IQE != 0 {
+		t.Fatal("queue error stuck after fixing the tail")
+	}
 	s := u.Stats()
-	if s.QueuedDescriptors != 4 || s.QueueWaits != 1 || s.QueueErrors != 1 || s.ContextGlobal != 2 {
+	if s.QueuedDescriptors != 4 || s.QueueWaits != 1 || s.QueueErrors != 2 || s.ContextGlobal != 2 {
 		t.Errorf("stats %+v", s)
 	}
 	// Disabling the queue resets its head.
