@@ -40,6 +40,16 @@ type Options struct {
 	// MAC is the address stored in the NVM; zero gives 52:54:00:12:34:56,
 	// the address QEMU gives its first NIC.
 	MAC [6]byte
+	// DeferRx keeps frames from the wire in a receive packet buffer until
+	// the driver's receive path next touches the device (reads ICR or RDH,
+	// or writes RDT), which writes them to the ring on that goroutine (see
+	// packetBuffer). Without it a frame is written to the ring on the
+	// sender's goroutine as it arrives.
+	DeferRx bool
+	// RxBufferKiB sizes that packet buffer; 0 means 256. (The 82574 has
+	// 20 KiB by default, but it drains at line rate; this one drains only
+	// when the driver looks.)
+	RxBufferKiB int
 }
 
 // Counters are what the model saw, for tests. The driver-visible
@@ -89,6 +99,7 @@ type NIC struct {
 	tx   txEngine
 	rxMu sync.Mutex // the RX engine; taken before mu
 	rx   rxEngine
+	pb   *packetBuffer // with Options.DeferRx
 }
 
 // New returns a model with its registers at their power-on values and no
@@ -107,6 +118,13 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 		return nil, fmt.Errorf("m82574: a DMA port and an interrupt line are required")
 	}
 	n := &NIC{pers: opt.Personality, mac: opt.MAC, dma: dma, irq: irq}
+	if opt.DeferRx {
+		kib := opt.RxBufferKiB
+		if kib <= 0 {
+			kib = 256
+		}
+		n.pb = newPacketBuffer(kib << 10)
+	}
 	n.cable.speed = 1000
 	n.loadNVM()
 	n.phy.reset(&n.pers)
@@ -229,6 +247,9 @@ func (n *NIC) resetLocked() {
 	n.tx = txEngine{pkt: n.tx.pkt[:0], seg: n.tx.seg, tag: n.tx.tag}
 	n.rx.pending = n.rx.pending[:0]
 	n.rx.fault = RxFault{}
+	if n.pb != nil {
+		n.pb.reset()
+	}
 	n.counters.Resets++
 	n.linkWas = linkState{} // the MAC relearns the link: LSC follows if it is up
 	n.linkChangedLocked()
@@ -264,6 +285,9 @@ func (w regWindow) Write64(off uint32, v uint64) {
 func (n *NIC) read32(off uint32) uint32 {
 	if off%4 != 0 || off >= mmioSize {
 		return 0
+	}
+	if off == ICR || off == RDH {
+		n.drainRx()
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -331,6 +355,9 @@ func speedCode(mbps int) uint32 {
 func (n *NIC) write32(off, v uint32) {
 	if off%4 != 0 || off >= mmioSize {
 		return
+	}
+	if off == RDT {
+		defer n.drainRx()
 	}
 	if (off == CTRL || off == CTRLDup) && v&CtrlRST != 0 {
 		n.Reset()

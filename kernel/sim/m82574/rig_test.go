@@ -17,15 +17,16 @@ import (
 )
 
 var (
-	nicAddr  = pci.Addr{Dev: 2}
-	ourMAC   = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x01}
-	peerMAC  = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x02}
-	srcIP4   = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
-	dstIP4   = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-	srcIP6   = tcpip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
-	dstIP6   = tcpip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2})
-	ringSize = 16
+	nicAddr = pci.Addr{Dev: 2}
+	ourMAC  = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x01}
+	peerMAC = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x02}
+	srcIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
+	dstIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
+	srcIP6  = tcpip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
+	dstIP6  = tcpip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2})
 )
+
+const ringSize = 16
 
 // rig is a machine with one model on its bus, a wire whose far end the
 // test holds, and a minimal hand-written driver: rings in coherent memory,

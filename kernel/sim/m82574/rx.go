@@ -37,21 +37,50 @@ type rxSetup struct {
 	fault                     RxFault
 }
 
-// receive takes one frame from the wire.
+// receive takes one frame from the wire: the address filter and the
+// size checks run as it arrives; then it is written to the ring at once,
+// or, with Options.DeferRx, it waits in the packet buffer.
 func (n *NIC) receive(frame []byte) {
-	n.rxMu.Lock()
-	defer n.rxMu.Unlock()
-	e := &n.rx
 	n.mu.Lock()
-	s, ok := n.rxAdmitLocked(frame)
+	ok := n.rxAdmitLocked(frame)
 	n.mu.Unlock()
 	if !ok {
 		return
 	}
-	if s.fault.Frames > 0 {
-		e.fault.Frames--
-	} else {
-		s.fault = RxFault{}
+	if n.pb != nil {
+		if !n.pb.push(frame) {
+			n.mu.Lock()
+			n.statLocked(MPC, 1)
+			n.counters.RxNoDescriptor++
+			n.causeLocked(IntRXO)
+			n.mu.Unlock()
+			return
+		}
+		n.irq.Raise() // wake the driver: its next register access moves the frame
+		return
+	}
+	n.rxMu.Lock()
+	defer n.rxMu.Unlock()
+	if !n.rxFrame(frame) {
+		n.mu.Lock()
+		n.statLocked(MPC, 1)
+		n.statLocked(RNBC, 1)
+		n.counters.RxNoDescriptor++
+		n.causeLocked(IntRXO)
+		n.mu.Unlock()
+	}
+}
+
+// rxFrame writes one admitted frame into the ring. It reports false, and
+// changes nothing, when the receiver is off or too few descriptors are
+// free. rxMu is held.
+func (n *NIC) rxFrame(frame []byte) bool {
+	e := &n.rx
+	n.mu.Lock()
+	s := n.rxSetupLocked()
+	n.mu.Unlock()
+	if s.rctl&RctlEN == 0 {
+		return false
 	}
 
 	// What goes into the buffers: the frame, its VLAN tag stripped when
@@ -81,13 +110,12 @@ func (n *NIC) receive(frame []byte) {
 		free = (s.tail - s.head + s.count) % s.count
 	}
 	if need > free {
-		n.mu.Lock()
-		n.statLocked(MPC, 1)
-		n.statLocked(RNBC, 1)
-		n.counters.RxNoDescriptor++
-		n.causeLocked(IntRXO)
-		n.mu.Unlock()
-		return
+		return false
+	}
+	if s.fault.Frames > 0 {
+		e.fault.Frames--
+	} else {
+		s.fault = RxFault{}
 	}
 
 	off := rxOffload(frame, s, e)
@@ -115,7 +143,7 @@ func (n *NIC) receive(frame []byte) {
 			n.mu.Lock()
 			n.counters.RxDMAFaults += faults + 1
 			n.mu.Unlock()
-			return
+			return true
 		}
 		bufAddr := binary.LittleEndian.Uint64(e.desc[0:])
 		chunk := data[int(j)*bsize : min(int(j+1)*bsize, len(data))]
@@ -165,6 +193,7 @@ func (n *NIC) receive(frame []byte) {
 	}
 	n.causeLocked(causes)
 	n.mu.Unlock()
+	return true
 }
 
 // rxComplete writes the frame's descriptors back, or holds them until the
@@ -199,19 +228,18 @@ func (n *NIC) flushHeld() (faults uint64) {
 }
 
 // rxAdmitLocked applies the receiver state, size limits and address
-// filters, counts the frame, and takes the ring set-up.
-func (n *NIC) rxAdmitLocked(f []byte) (rxSetup, bool) {
+// filters, and counts the frame.
+func (n *NIC) rxAdmitLocked(f []byte) bool {
 	r := &n.regs
 	rctl := r[RCTL/4]
 	if rctl&RctlEN == 0 || !n.linkWas.up || len(f) < ethHdrLen {
 		n.counters.RxOff++
-		return rxSetup{}, false
+		return false
 	}
 	l := len(f) + fcsLen
 	n.statLocked(TPR, 1)
 	n.stat64Locked(TORL, uint64(l))
-	vet := uint16(r[VET/4])
-	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == vet
+	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == uint16(r[VET/4])
 	limit := maxFrame
 	if rctl&RctlLPE != 0 {
 		limit = maxJumboFrame
@@ -223,29 +251,39 @@ func (n *NIC) rxAdmitLocked(f []byte) (rxSetup, bool) {
 	case l < minFrameFCS:
 		n.statLocked(RUC, 1)
 		n.counters.RxBadSize++
-		return rxSetup{}, false
+		return false
 	case l > limit:
 		n.statLocked(ROC, 1)
 		n.counters.RxBadSize++
-		return rxSetup{}, false
+		return false
 	}
 	if !n.acceptLocked(f, rctl) || tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
 		n.counters.RxFiltered++
-		return rxSetup{}, false
+		return false
 	}
+	return true
+}
+
+// rxSetupLocked takes the ring and offload set-up for the next frame.
+// rxMu is held too (it guards the fault and the key).
+func (n *NIC) rxSetupLocked() rxSetup {
+	r := &n.regs
 	s := rxSetup{
-		rctl: rctl, rfctl: r[RFCTL/4], rxcsum: r[RXCSUM/4], mrqc: r[MRQC/4],
-		vme: r[CTRL/4]&CtrlVME != 0, vet: vet,
+		rctl: r[RCTL/4], rfctl: r[RFCTL/4], rxcsum: r[RXCSUM/4], mrqc: r[MRQC/4],
+		vme: r[CTRL/4]&CtrlVME != 0, vet: uint16(r[VET/4]),
 		base:  uint64(r[RDBAH/4])<<32 | uint64(r[RDBAL/4]),
 		count: r[RDLEN/4] / descLen, head: r[RDH/4], tail: r[RDT/4],
 		fault: n.rx.fault,
+	}
+	if !n.linkWas.up {
+		s.rctl &^= RctlEN
 	}
 	if s.rxcsum&RxcsumPCSD != 0 && s.mrqc&MrqcRSSEnable != 0 {
 		for i := range 10 {
 			binary.LittleEndian.PutUint32(n.rx.key[4*i:], r[RSSRK/4+uint32(i)])
 		}
 	}
-	return s, true
+	return s
 }
 
 // acceptLocked is the destination address filter: exact matches in the

@@ -369,3 +369,52 @@ func TestRxNoAllocations(t *testing.T) {
 		t.Fatalf("%.1f allocations per received frame", allocs)
 	}
 }
+
+// With DeferRx frames wait in the packet buffer until the receive path
+// touches the device; too few descriptors keep them waiting (RNBC once),
+// a full buffer misses them (MPC).
+func TestRxPacketBuffer(t *testing.T) {
+	r := newRig(t, M82574L)
+	r.nic.pb = newPacketBuffer(4 << 10) // as Options{DeferRx: true, RxBufferKiB: 4}
+	r.setupRx(rctlBase, true)
+	before := r.irq.Raised()
+	f := udp4(ourMAC, payloadBytes(958, 1)) // 1000 bytes
+	r.w.B().Send(f)
+	if decodeExt(r.rxDesc(0)).has(RxdDD) {
+		t.Fatal("frame reached the ring before the driver looked")
+	}
+	if r.irq.Raised() == before {
+		t.Fatal("a waiting frame did not wake the driver")
+	}
+	if icr := r.regs.Read32(ICR); icr&IntRXT0 == 0 {
+		t.Fatalf("ICR %#x: reading it should have moved the frame and latched RXT0", icr)
+	}
+	if wb := decodeExt(r.rxDesc(0)); !wb.has(RxdDD|RxdEOP) || int(wb.length) != len(f) {
+		t.Fatalf("status %#x length %d", wb.stErr, wb.length)
+	}
+
+	// Give the device no descriptors: frames wait, then overflow.
+	r.regs.Write32(RDT, r.regs.Read32(RDH))
+	for range 6 {
+		r.w.B().Send(f)
+	}
+	r.regs.Read32(ICR)
+	r.regs.Read32(ICR)
+	if rnbc, mpc := r.regs.Read32(RNBC), r.regs.Read32(MPC); rnbc != 1 || mpc != 2 {
+		t.Fatalf("RNBC %d MPC %d, want 1 (the starved head) and 2 (4 KiB hold 4 frames)", rnbc, mpc)
+	}
+	// Returning descriptors lets the four waiting frames in, in order.
+	h := int(r.regs.Read32(RDH))
+	for i := range 4 {
+		r.armRx((h + i) % ringSize)
+	}
+	r.regs.Write32(RDT, uint32(h+4)%ringSize)
+	for i := range 4 {
+		if !decodeExt(r.rxDesc((h + i) % ringSize)).has(RxdDD) {
+			t.Fatalf("waiting frame %d not written after RDT moved", i)
+		}
+	}
+	if c := r.nic.Counters(); c.RxFrames != 5 || c.RxNoDescriptor != 2 {
+		t.Fatalf("counters %+v", c)
+	}
+}
