@@ -53,6 +53,7 @@ type DRHD struct {
 	Flags   uint8
 	Segment uint16
 	Base    uint64 // register base address
+	Size    uint64 // bytes of the register set: 4 KiB << the size field
 	Scopes  []DeviceScope
 }
 
@@ -141,6 +142,7 @@ func parseDRHD(s []byte) (DRHD, error) {
 		Flags:   s[4],
 		Segment: binary.LittleEndian.Uint16(s[6:8]),
 		Base:    binary.LittleEndian.Uint64(s[8:16]),
+		Size:    4096 << (s[5] & 0xf), // bits 3:0: 2^N pages
 	}
 	if u.Base == 0 || u.Base&0xfff != 0 {
 		return DRHD{}, fmt.Errorf("register base %#x not a page address", u.Base)

@@ -73,7 +73,7 @@ func TestParseDMAR(t *testing.T) {
 		t.Fatalf("units %d rmrr %d skipped %d, want 2 1 1", len(d.Units), len(d.Reserved), d.Skipped)
 	}
 	u := d.Units[0]
-	if u.Base != 0xfed90000 || u.IncludeAll() || len(u.Scopes) != 1 {
+	if u.Base != 0xfed90000 || u.Size != 4096 || u.IncludeAll() || len(u.Scopes) != 1 {
 		t.Errorf("unit 0 = %+v", u)
 	}
 	if s := u.Scopes[0]; s.Type != ScopePCIEndpoint || s.StartBus != 0 || len(s.Path) != 1 || s.Path[0] != (PathEntry{2, 0}) {
