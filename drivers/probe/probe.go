@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/ether9/ether9/drivers/e1000e"
+	"github.com/ether9/ether9/drivers/igb"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
@@ -25,11 +26,18 @@ type Driver struct {
 
 // Drivers returns the built-in drivers.
 func Drivers() []Driver {
-	ids := make([]pci.ID, len(e1000e.IDs))
+	e1000eIDs := make([]pci.ID, len(e1000e.IDs))
 	for i, id := range e1000e.IDs {
-		ids[i] = pci.ID{Vendor: e1000e.VendorIntel, Device: id.Device}
+		e1000eIDs[i] = pci.ID{Vendor: e1000e.VendorIntel, Device: id.Device}
 	}
-	return []Driver{{Name: "e1000e", IDs: ids, Probe: e1000e.Probe}}
+	igbIDs := make([]pci.ID, len(igb.IDs))
+	for i, id := range igb.IDs {
+		igbIDs[i] = pci.ID{Vendor: igb.VendorIntel, Device: id.Device}
+	}
+	return []Driver{
+		{Name: "e1000e", IDs: e1000eIDs, Probe: e1000e.Probe},
+		{Name: "igb", IDs: igbIDs, Probe: igb.Probe},
+	}
 }
 
 // Platform is what binding needs from the machine.

@@ -1,0 +1,258 @@
+// Package igb drives the Intel 82575, 82576, 82580, I350, I354, I210,
+// I211 and DH89xxCC gigabit controllers: several RX/TX queue pairs with
+// RSS, advanced one-buffer RX descriptors on half-page buffers that flip
+// and are reused while the stack does not hold them, advanced TX with
+// context descriptors (checksum offload, TSO for IPv4 and IPv6), and queue
+// takeover by applications (package xsk) in copy or zero-copy mode.
+package igb
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel"
+)
+
+// Ring geometry and sizes.
+const (
+	rxDescs      = 256
+	txDescs      = 256
+	txBounceLen  = 2048 // per TX descriptor: headers, small frames, copies
+	txCopyMax    = 256  // frames up to this are copied, not mapped
+	defaultMTU   = 1500
+	ethHdrLen    = 14
+	vlanTagLen   = 4
+	fcsLen       = 4
+	maxQueues    = 4 // queue pairs brought up, at most the MAC's
+	txBatchDescs = 64
+
+	// DefaultCopybreak: frames shorter than this are copied and their
+	// half-page stays armed.
+	DefaultCopybreak = 256
+)
+
+// Device is a running igb controller.
+type Device struct {
+	name  string
+	id    ID
+	info  MACInfo
+	fn    uint8
+	regs  kernel.Regs
+	dma   kernel.DMA
+	clock kernel.Clock
+	irq   kernel.Waiter
+	logf  func(string, ...any)
+	mac   [6]byte
+
+	queues  []*queue
+	mtu     atomic.Int32
+	linkMu  sync.Mutex
+	link    atomic.Pointer[nic.Link]
+	tso     atomic.Bool
+	changes atomic.Uint64
+	hw      hwStats
+	closed  atomic.Bool
+
+	filterMu sync.Mutex
+	etqf     [etqfCount]bool
+	ttqf     [ttqfCount]bool
+}
+
+var (
+	_ nic.NIC    = (*Device)(nil)
+	_ xsk.Binder = (*Device)(nil)
+)
+
+// Probe resets the controller described by dev and brings it up.
+func Probe(dev *nic.Device) (nic.NIC, error) {
+	d, err := probe(dev)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func probe(dev *nic.Device) (*Device, error) {
+	if dev == nil || dev.Func == nil {
+		return nil, errors.New("igb: probe without a PCI function")
+	}
+	id, info, err := Lookup(dev.Func.Vendor, dev.Func.Device)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
+	}
+	if dev.Regs == nil || dev.DMA == nil || dev.Clock == nil {
+		return nil, fmt.Errorf("igb %s: device lacks registers, DMA or clock", dev.Name)
+	}
+	d := &Device{
+		name: dev.Name, id: id, info: info, fn: dev.Func.Addr.Fn,
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Logf,
+	}
+	if d.logf == nil {
+		d.logf = func(string, ...any) {}
+	}
+	if d.irq == nil {
+		d.irq = kernel.PollWaiter{}
+	}
+	d.mtu.Store(defaultMTU)
+	d.link.Store(&nic.Link{})
+	d.tso.Store(true)
+	if err := d.reset(); err != nil {
+		return nil, err
+	}
+	if d.mac, err = d.readMAC(); err != nil {
+		return nil, err
+	}
+	n := min(info.Queues, maxQueues)
+	if info.Flags&FlagNoRSS != 0 {
+		n = 1
+	}
+	for i := 0; i < n; i++ {
+		q, err := newQueue(d, i)
+		if err != nil {
+			d.freeQueues()
+			return nil, fmt.Errorf("igb %s: queue %d: %w", d.name, i, err)
+		}
+		d.queues = append(d.queues, q)
+	}
+	d.hw.init(n)
+	if err := d.up(); err != nil {
+		d.freeQueues()
+		return nil, err
+	}
+	d.logf("%s: %s (%s) %04x:%04x mac %x, %d queues, link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, n, *d.link.Load())
+	return d, nil
+}
+
+func (d *Device) freeQueues() {
+	for _, q := range d.queues {
+		q.free()
+	}
+	d.queues = nil
+}
+
+// up programs filters, RSS, the rings and the link and enables RX and TX.
+func (d *Device) up() error {
+	r := d.regs
+	for i := 0; i < 128; i++ {
+		r.Write32(MTA+uint32(4*i), 0)
+	}
+	d.setupRSS()
+	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL|RXCSUM_PCSD)
+	r.Write32(RLPML, uint32(d.MTU()+ethHdrLen+vlanTagLen+fcsLen))
+	r.Write32(TIPG, tipgCopper)
+	for _, q := range d.queues {
+		if err := q.startTx(); err != nil {
+			return err
+		}
+		if err := q.startRx(); err != nil {
+			return err
+		}
+	}
+	r.Write32(TCTL, TCTL_EN|TCTL_PSP|tctlCT<<TCTL_CT_SHIFT|tctlCOLD<<TCTL_COLD_SHIFT|TCTL_RTLC)
+	r.Write32(RCTL, RCTL_EN|RCTL_BAM|RCTL_SECRC|RCTL_LPE)
+	ctrl := r.Read32(CTRL)
+	ctrl |= CTRL_SLU
+	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST
+	r.Write32(CTRL, ctrl)
+	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
+	r.Read32(ICR)
+	r.Write32(IMS, ICR_RXDW|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
+	d.updateLink()
+	return nil
+}
+
+// waitFor polls cond every pollStep of clock time until it holds or
+// timeout passes.
+func (d *Device) waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := d.clock.Now() + timeout
+	for !cond() {
+		if d.clock.Now() >= deadline {
+			return cond()
+		}
+		d.clock.Sleep(pollStep)
+	}
+	return true
+}
+
+// Name implements nic.NIC.
+func (d *Device) Name() string { return d.name }
+
+// MAC implements nic.NIC.
+func (d *Device) MAC() [6]byte { return d.mac }
+
+// Type is the controller's MAC type.
+func (d *Device) Type() MACType { return d.info.Type }
+
+// MTU implements nic.NIC.
+func (d *Device) MTU() int { return int(d.mtu.Load()) }
+
+// MaxMTU is the largest MTU a half-page receive buffer holds.
+func (d *Device) MaxMTU() int { return ring.HalfPage - ethHdrLen - vlanTagLen }
+
+// SetMTU implements nic.NIC.
+func (d *Device) SetMTU(mtu int) error {
+	if mtu < 68 || mtu > d.MaxMTU() {
+		return fmt.Errorf("igb %s: mtu %d outside 68..%d (one %d-byte buffer per frame)", d.name, mtu, d.MaxMTU(), ring.HalfPage)
+	}
+	d.mtu.Store(int32(mtu))
+	d.regs.Write32(RLPML, uint32(mtu+ethHdrLen+vlanTagLen+fcsLen))
+	return nil
+}
+
+// Link implements nic.NIC.
+func (d *Device) Link() nic.Link { return *d.link.Load() }
+
+// Features implements nic.NIC.
+func (d *Device) Features() nic.Features {
+	tso := d.tso.Load()
+	f := nic.Features{RxChecksum: true, TxChecksum: true, TSOv4: tso, TSOv6: tso}
+	if tso {
+		f.MaxGSO = 65535
+	}
+	return f
+}
+
+// Queues implements nic.NIC.
+func (d *Device) Queues() []nic.Queue {
+	out := make([]nic.Queue, len(d.queues))
+	for i, q := range d.queues {
+		out[i] = q
+	}
+	return out
+}
+
+// NumQueues implements xsk.Binder.
+func (d *Device) NumQueues() int { return len(d.queues) }
+
+// Close stops the controller and frees its rings; nothing stays mapped.
+// Sockets still bound are unbound first, their frames returned.
+func (d *Device) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	r := d.regs
+	r.Write32(IMC, 0xffffffff)
+	r.Write32(RCTL, 0)
+	r.Write32(TCTL, 0)
+	for _, q := range d.queues {
+		q.disable()
+	}
+	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
+	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
+	var errs []error
+	for _, q := range d.queues {
+		if err := q.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("igb %s: close: %w", d.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package igb
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel"
+)
+
+// queue is one RX/TX queue pair. The RX side (rxMu) receives into
+// half-page buffers or, when a socket holds the queue in zero-copy mode,
+// into the socket's frames; the TX side (txMu) sends the stack's packets,
+// program TX verdicts and the socket's frames. Lock order: rxMu, txMu.
+type queue struct {
+	d   *Device
+	idx int
+
+	rxMu     sync.Mutex
+	rx       *ring.PageRxRing
+	zc       *zcRing // non-nil while a socket holds the queue in zero-copy mode
+	discard  bool    // inside a frame that spans buffers
+	sock     atomic.Pointer[xsk.Socket]
+	mode     xsk.Mode
+	prog     atomic.Pointer[xsk.Program]
+	verdict  [4]atomic.Uint64 // program verdicts by xsk.Verdict
+	noSocket atomic.Uint64    // redirects with no socket bound
+	noStack  atomic.Uint64    // frames passed while only a socket polled the queue
+	zcBase   kernel.DMAAddr   // device address of the bound socket's frame area (zero-copy)
+	zcTx     int              // zero-copy frames in flight on the TX ring
+
+	txMu    sync.Mutex
+	tx      *ring.TxRing
+	txFrame []uint64 // zero-copy TX: frame address+1 held by descriptor i
+	txSock  *xsk.Socket
+	txDirty bool // descriptors queued since the last doorbell
+	stopped bool // closed: refuse TX
+}
+
+var _ nic.Queue = (*queue)(nil)
+
+func newQueue(d *Device, idx int) (*queue, error) {
+	rx, err := ring.NewPageRxRing(d.dma, rxDescs, descSize)
+	if err != nil {
+		return nil, err
+	}
+	rx.SetCopybreak(DefaultCopybreak)
+	tx, err := ring.NewTxRing(d.dma, txDescs, descSize, txBounceLen)
+	if err != nil {
+		rx.Close()
+		return nil, err
+	}
+	return &queue{d: d, idx: idx, rx: rx, tx: tx, txFrame: make([]uint64, txDescs)}, nil
+}
+
+func (q *queue) free() {
+	q.rx.Close()
+	q.tx.Close()
+}
+
+// setEnable sets or clears XDCTL.ENABLE of a queue and waits until the
+// device reports the new state.
+func (q *queue) setEnable(reg uint32, on bool) error {
+	r, d := q.d.regs, q.d
+	off := qreg(reg, q.idx)
+	v := r.Read32(off)
+	if on {
+		v |= XDCTL_ENABLE
+	} else {
+		v &^= XDCTL_ENABLE
+	}
+	r.Write32(off, v)
+	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&XDCTL_ENABLE != 0) == on }) {
+		return fmt.Errorf("igb %s: queue %d: %#x.ENABLE did not become %v", d.name, q.idx, off, on)
+	}
+	return nil
+}
+
+// startRx programs and enables the RX queue and arms its buffers (pages,
+// or the socket's frames in zero-copy mode). rxMu need not be held: the
+// queue is not polled before it starts.
+func (q *queue) startRx() error {
+	r := q.d.regs
+	n := q.idx
+	descs := q.rx.Descs
+	a := uint64(descs.Addr())
+	r.Write32(qreg(RDBAL, n), uint32(a))
+	r.Write32(qreg(RDBAH, n), uint32(a>>32))
+	r.Write32(qreg(RDLEN, n), uint32(descs.Bytes()))
+	bsize := uint32(ring.HalfPage / 1024)
+	if q.zc != nil {
+		bsize = uint32(q.zc.umem.FrameSize / 1024)
+	}
+	r.Write32(qreg(SRRCTL, n), bsize<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
+	r.Write32(qreg(RDH, n), 0)
+	r.Write32(qreg(RDT, n), 0)
+	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|1<<XDCTL_WTHRESH_SHIFT)
+	if err := q.setEnable(RXDCTL, true); err != nil {
+		return err
+	}
+	q.discard = false
+	var tail int
+	if q.zc != nil {
+		q.zc.reset()
+		q.zc.refill(q.writeRx)
+		tail = q.zc.next
+	} else {
+		q.rx.Reset()
+		q.rx.Refill(q.writeRx)
+		tail = q.rx.Tail()
+	}
+	r.Write32(qreg(RDT, n), uint32(tail))
+	return nil
+}
+
+func (q *queue) writeRx(i int, addr kernel.DMAAddr) {
+	encodeRxRead(q.rx.Descs.At(i), uint64(addr))
+}
+
+// startTx programs and enables the TX queue.
+func (q *queue) startTx() error {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	return q.startTxLocked()
+}
+
+// startTxLocked is startTx with txMu held.
+func (q *queue) startTxLocked() error {
+	r := q.d.regs
+	n := q.idx
+	a := uint64(q.tx.Descs.Addr())
+	r.Write32(qreg(TDBAL, n), uint32(a))
+	r.Write32(qreg(TDBAH, n), uint32(a>>32))
+	r.Write32(qreg(TDLEN, n), uint32(q.tx.Descs.Bytes()))
+	r.Write32(qreg(TDH, n), 0)
+	r.Write32(qreg(TDT, n), 0)
+	q.txDirty = false
+	if err := q.tx.Reset(); err != nil {
+		return fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)
+	}
+	r.Write32(qreg(TXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|1<<XDCTL_HTHRESH_SHIFT|1<<XDCTL_WTHRESH_SHIFT)
+	return q.setEnable(TXDCTL, true)
+}
+
+// disable stops the queue pair in the device.
+func (q *queue) disable() {
+	if err := q.setEnable(RXDCTL, false); err != nil {
+		q.d.logf("%v", err)
+	}
+	if err := q.setEnable(TXDCTL, false); err != nil {
+		q.d.logf("%v", err)
+	}
+}
+
+// close releases everything after the device stopped: a bound socket gets
+// its frames back, buffers are unmapped, rings freed.
+func (q *queue) close() error {
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	errs := []error{q.detachLocked(false)}
+	q.stopped = true
+	errs = append(errs, q.rx.Close(), q.tx.Close())
+	return errors.Join(errs...)
+}
+
+// Wait implements nic.Queue.
+func (q *queue) Wait(timeout time.Duration) bool {
+	if q.d.closed.Load() {
+		return false
+	}
+	return q.d.irq.Wait(timeout)
+}

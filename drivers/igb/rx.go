@@ -1,0 +1,216 @@
+package igb
+
+import (
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/drivers/xsk"
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+// Poll implements nic.Queue: it cleans up to budget completed RX
+// descriptors, runs the queue's packet program on each good frame and acts
+// on its verdict, re-arms the ring, then serves a bound socket's TX ring
+// and completions. Queue 0 also looks at the interrupt causes for link
+// changes. It returns the frames taken from the ring (delivered,
+// redirected, sent back or dropped by the program), so a poll loop stays
+// busy while a socket takes the traffic.
+func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
+	d := q.d
+	if d.closed.Load() {
+		return 0
+	}
+	if q.idx == 0 {
+		if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
+			d.updateLink()
+		}
+	}
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	if d.closed.Load() {
+		return 0
+	}
+	n := q.clean(budget, deliver)
+	q.txMu.Lock()
+	if s := q.txSock; s != nil && !q.stopped {
+		q.sendSocket(s, budget)
+		q.reclaim()
+	}
+	if q.txDirty {
+		q.doorbell()
+		q.txDirty = false
+	}
+	q.txMu.Unlock()
+	return n
+}
+
+// program is the queue's packet program: the installed one, else
+// RedirectAll on a bound queue, else none (everything to the stack).
+func (q *queue) program(sock *xsk.Socket) xsk.Program {
+	if p := q.prog.Load(); p != nil {
+		return *p
+	}
+	if sock != nil {
+		return xsk.RedirectAll
+	}
+	return nil
+}
+
+// clean is the RX loop, the same for half-page and zero-copy buffers;
+// rxMu is held.
+func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
+	sock := q.sock.Load()
+	prog := q.program(sock)
+	descs := q.rx.Descs
+	handled := 0
+	for handled < budget {
+		armed, i := q.rx.Armed(), q.rx.Clean()
+		if q.zc != nil {
+			armed, i = q.zc.armed, q.zc.clean
+		}
+		if armed == 0 {
+			break
+		}
+		desc := descs.At(i)
+		wb := decodeRx(desc)
+		if !wb.done() {
+			break
+		}
+		switch {
+		case q.discard:
+			q.drop(ring.DropMulti)
+			if wb.eop() {
+				q.discard = false
+			}
+		case !wb.eop():
+			// Frames must fit one buffer; drop this one through its EOP.
+			q.drop(ring.DropMulti)
+			q.discard = true
+		case wb.frameError():
+			q.drop(ring.DropErrorBits)
+		case q.zc != nil:
+			q.frameZC(wb, prog, sock, deliver)
+		default:
+			q.frame(wb, prog, sock, deliver)
+		}
+		// Clear the write-back so a stale DD is never read again.
+		encodeRxRead(desc, 0)
+		if q.zc != nil {
+			q.zc.advance()
+		} else {
+			q.rx.Advance()
+		}
+		handled++
+	}
+	var moved bool
+	tail := 0
+	if q.zc != nil {
+		moved, tail = q.zc.refill(q.writeRx), q.zc.next
+	} else {
+		moved, tail = q.rx.Refill(q.writeRx), q.rx.Tail()
+	}
+	if moved {
+		q.d.regs.Write32(qreg(RDT, q.idx), uint32(tail))
+	}
+	return handled
+}
+
+// drop discards the frame at the clean index; its buffer stays armed.
+func (q *queue) drop(r ring.DropReason) {
+	if q.zc != nil {
+		q.rx.Stats.Drop(r)
+		q.rx.Stats.Recycled.Add(1)
+		return
+	}
+	q.rx.Drop(r)
+}
+
+// frame handles a good frame in a half-page buffer.
+func (q *queue) frame(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, deliver func(*nic.RxPacket)) {
+	n := wb.length
+	v := xsk.Pass
+	var b []byte
+	if prog != nil {
+		var err error
+		if b, err = q.rx.Peek(n); err != nil {
+			q.rx.Drop(ring.DropLength)
+			return
+		}
+		v = prog(b)
+	}
+	q.verdict[v&3].Add(1)
+	switch v {
+	case xsk.Pass:
+		buf, _, err := q.rx.Receive(n)
+		if err == nil {
+			deliver(&nic.RxPacket{Data: buf, CsumOK: wb.csumOK(), Hash: wb.hash})
+		}
+		return
+	case xsk.Tx:
+		q.txMu.Lock()
+		q.sendCopy(b)
+		q.txMu.Unlock()
+	case xsk.Redirect:
+		q.copyToSocket(sock, b)
+	}
+	q.rx.Keep(n)
+}
+
+// copyToSocket copies a frame into a free frame of the socket (copy mode).
+func (q *queue) copyToSocket(s *xsk.Socket, b []byte) {
+	if s == nil {
+		q.noSocket.Add(1)
+		return
+	}
+	if s.RX.Free() == 0 {
+		s.Stats.RxRingFull.Add(1)
+		return
+	}
+	for {
+		a, ok := s.Umem.Fill.Consume()
+		if !ok {
+			s.Stats.RxFillEmpty.Add(1)
+			return
+		}
+		if err := s.Umem.Check(a, len(b)); err != nil {
+			s.Stats.RxInvalid.Add(1)
+			continue
+		}
+		copy(s.Umem.Bytes(a, len(b)), b)
+		s.RX.Produce(xsk.Desc{Addr: a, Len: uint32(len(b))})
+		s.Stats.RxDelivered.Add(1)
+		return
+	}
+}
+
+// frameZC handles a good frame the NIC wrote into a socket's frame.
+func (q *queue) frameZC(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, deliver func(*nic.RxPacket)) {
+	z := q.zc
+	n := wb.length
+	b, err := z.peek(n)
+	if err != nil {
+		q.drop(ring.DropLength)
+		return
+	}
+	q.rx.Stats.Frames.Add(1)
+	q.rx.Stats.Bytes.Add(uint64(n))
+	v := prog(b)
+	q.verdict[v&3].Add(1)
+	switch v {
+	case xsk.Pass:
+		// The frame belongs to the socket: the stack gets a copy.
+		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.csumOK(), Hash: wb.hash})
+		q.rx.Stats.Copybreak.Add(1)
+	case xsk.Tx:
+		q.txMu.Lock()
+		q.sendCopy(b)
+		q.txMu.Unlock()
+	case xsk.Redirect:
+		if sock.RX.Produce(xsk.Desc{Addr: z.frame(), Len: uint32(n)}) {
+			z.take()
+			sock.Stats.RxDelivered.Add(1)
+			return
+		}
+		sock.Stats.RxRingFull.Add(1)
+	}
+	q.rx.Stats.Recycled.Add(1)
+}

@@ -1,0 +1,360 @@
+package igb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ether9/ether9/drivers/gso"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/kernel"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+)
+
+// errRingFull stops a batch: the packet was not taken.
+var errRingFull = errors.New("tx ring full")
+
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeVLAN = 0x8100
+)
+
+// Transmit implements nic.Queue. Packets are queued in order until the
+// ring is full; the tail is written once for the batch. A malformed packet
+// stops the batch with an error and is not taken.
+func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	if q.stopped {
+		return 0, fmt.Errorf("igb %s: transmit on a closed queue %d", q.d.name, q.idx)
+	}
+	taken := 0
+	var err error
+	for _, p := range pkts {
+		if e := q.queue(p); e != nil {
+			if errors.Is(e, errRingFull) {
+				q.tx.Stats.Full.Add(1)
+			} else {
+				q.tx.Stats.Drops.Add(1)
+				err = fmt.Errorf("igb %s: queue %d: packet %d: %w", q.d.name, q.idx, taken, e)
+			}
+			break
+		}
+		taken++
+	}
+	if taken > 0 {
+		q.doorbell()
+	}
+	return taken, err
+}
+
+// doorbell tells the device about new descriptors; txMu is held.
+func (q *queue) doorbell() {
+	q.d.regs.Write32(qreg(TDT, q.idx), uint32(q.tx.Tail()))
+	q.tx.Stats.Doorbells.Add(1)
+}
+
+// queue writes one packet's descriptors; on error nothing of it stays.
+func (q *queue) queue(p *nic.TxPacket) error {
+	d := q.d
+	size := int(p.Data.Size())
+	if size < ethHdrLen {
+		return fmt.Errorf("frame of %d bytes", size)
+	}
+	q.tx.Begin()
+	var err error
+	switch {
+	case p.GSO != nic.GSONone && d.tso.Load():
+		err = q.queueTSO(p)
+	case p.GSO != nic.GSONone:
+		err = q.queueSoftGSO(p)
+	default:
+		if size > d.MTU()+ethHdrLen+vlanTagLen {
+			return fmt.Errorf("frame of %d bytes above mtu %d and not GSO", size, d.MTU())
+		}
+		err = q.queueFrame(p)
+	}
+	if err != nil {
+		q.tx.Abort()
+		return err
+	}
+	q.tx.Stats.Packets.Add(1)
+	q.tx.Stats.Bytes.Add(uint64(size))
+	return nil
+}
+
+func (q *queue) claim() (int, error) {
+	i := q.tx.Claim()
+	if i < 0 {
+		return -1, errRingFull
+	}
+	return i, nil
+}
+
+// macLen is the L2 header length and whether the frame carries IPv4.
+func macLen(b *buffer.Buffer) (int, bool) {
+	var h [18]byte
+	n, _ := b.ReadAt(h[:], 0)
+	if n < ethHdrLen {
+		return ethHdrLen, false
+	}
+	et, l := binary.BigEndian.Uint16(h[12:]), ethHdrLen
+	if et == etherTypeVLAN && n >= ethHdrLen+vlanTagLen {
+		et, l = binary.BigEndian.Uint16(h[16:]), ethHdrLen+vlanTagLen
+	}
+	return l, et == etherTypeIPv4
+}
+
+// queueFrame sends one frame of at most MTU size, with checksum insertion
+// through a context descriptor when asked.
+func (q *queue) queueFrame(p *nic.TxPacket) error {
+	size := int(p.Data.Size())
+	var popts uint32
+	if p.NeedsCsum {
+		start, at := int(p.CsumStart), int(p.CsumStart)+int(p.CsumOffset)
+		ml, v4 := macLen(&p.Data)
+		iplen := start - ml
+		if iplen < 20 || iplen > 0x1ff || at+2 > size {
+			return fmt.Errorf("checksum at %d+%d in a %d-byte frame with a %d-byte L2 header", p.CsumStart, p.CsumOffset, size, ml)
+		}
+		ctx := txContext{maclen: ml, iplen: iplen}
+		switch p.CsumOffset {
+		case 16:
+			ctx.tucmd = ADVTXD_TUCMD_L4T_TCP
+		case 6:
+			ctx.tucmd = ADVTXD_TUCMD_L4T_UDP
+		default:
+			return fmt.Errorf("checksum offset %d is neither TCP nor UDP", p.CsumOffset)
+		}
+		if v4 {
+			ctx.tucmd |= ADVTXD_TUCMD_IPV4
+		}
+		i, err := q.claim()
+		if err != nil {
+			return err
+		}
+		ctx.encode(q.tx.Descs.At(i))
+		popts = ADVTXD_POPTS_TXSM
+		q.tx.Stats.Csum.Add(1)
+	}
+	if err := q.queueData(&p.Data, 0, 0, popts, size); err != nil {
+		return err
+	}
+	q.tx.Stats.Frames.Add(1)
+	q.tx.Commit(&p.Data)
+	return nil
+}
+
+// queueData writes data descriptors for buf from offset off: a small
+// remainder is copied into bounce space, the rest mapped view by view.
+// paylen goes on the first descriptor; the last gets EOP and RS.
+func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen int) error {
+	tx := q.tx
+	n := int(buf.Size()) - off
+	dcmd |= ADVTXD_DCMD_IFCS
+	if n <= txCopyMax {
+		i, err := q.claim()
+		if err != nil {
+			return err
+		}
+		b, addr := tx.Bounce(i)
+		buf.ReadAt(b[:n], int64(off))
+		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd|ADVTXD_DCMD_EOP|ADVTXD_DCMD_RS, popts, paylen)
+		tx.Stats.Bounced.Add(1)
+		return nil
+	}
+	last := -1
+	var err error
+	buf.SubApply(off, n, func(v *buffer.View) {
+		if err != nil {
+			return
+		}
+		b := v.AsSlice()
+		var i int
+		if i, err = q.claim(); err != nil {
+			return
+		}
+		addr, e := tx.Map(i, b)
+		if e != nil {
+			err = e
+			return
+		}
+		for len(b) > 0 {
+			k := min(len(b), maxPerTxd)
+			encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
+			popts, paylen = 0, 0
+			last = i
+			b, addr = b[k:], addr+kernel.DMAAddr(k)
+			if len(b) > 0 {
+				if i, err = q.claim(); err != nil {
+					return
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if last < 0 {
+		return errors.New("empty frame")
+	}
+	setEOP(tx.Descs.At(last))
+	return nil
+}
+
+// queueTSO hands a GSO packet to the hardware: a TSO context descriptor,
+// the headers (as the hardware wants them) from bounce space, then the
+// payload mapped in place.
+func (q *queue) queueTSO(p *nic.TxPacket) error {
+	tx := q.tx
+	plan, err := q.plan(p)
+	if err != nil {
+		return err
+	}
+	hl := plan.HeaderLen()
+	if hl > tx.BounceLen() || plan.L3Len > 0x1ff {
+		return fmt.Errorf("headers of %d bytes too long for TSO", hl)
+	}
+	hdr := plan.Header()
+	ip := hdr[plan.L2Len:]
+	tcp := ip[plan.L3Len:]
+	ctx := txContext{maclen: plan.L2Len, iplen: plan.L3Len, tucmd: ADVTXD_TUCMD_L4T_TCP, l4len: plan.L4Len, mss: plan.MSS}
+	// The hardware fills lengths and checksums per segment: IP length
+	// and checksum zero, TCP checksum seeded with the pseudo-header sum
+	// without a length.
+	var pseudo uint16
+	popts := uint32(ADVTXD_POPTS_TXSM)
+	if plan.Type == nic.GSOTCPv4 {
+		ctx.tucmd |= ADVTXD_TUCMD_IPV4
+		popts |= ADVTXD_POPTS_IXSM
+		binary.BigEndian.PutUint16(ip[2:], 0)
+		binary.BigEndian.PutUint16(ip[10:], 0)
+		pseudo = checksum.Checksum(ip[12:20], 0)
+	} else {
+		binary.BigEndian.PutUint16(ip[4:], 0)
+		pseudo = checksum.Checksum(ip[8:40], 0)
+	}
+	pseudo = checksum.Combine(pseudo, 6) // protocol TCP
+	binary.BigEndian.PutUint16(tcp[16:], pseudo)
+
+	i, err := q.claim()
+	if err != nil {
+		return err
+	}
+	ctx.encode(tx.Descs.At(i))
+	if i, err = q.claim(); err != nil {
+		return err
+	}
+	b, addr := tx.Bounce(i)
+	copy(b, hdr)
+	encodeTxData(tx.Descs.At(i), uint64(addr), hl, ADVTXD_DCMD_TSE|ADVTXD_DCMD_IFCS, popts, plan.Payload())
+	if err := q.queueData(&p.Data, hl, ADVTXD_DCMD_TSE, 0, 0); err != nil {
+		return err
+	}
+	tx.Stats.TSO.Add(1)
+	tx.Stats.Frames.Add(uint64(plan.Segments))
+	tx.Commit(&p.Data)
+	return nil
+}
+
+// queueSoftGSO segments a GSO packet in software, one frame per bounce
+// slot, checksums and all: TSO went off after the stack chose GSO.
+func (q *queue) queueSoftGSO(p *nic.TxPacket) error {
+	tx := q.tx
+	plan, err := q.plan(p)
+	if err != nil {
+		return err
+	}
+	if plan.Segments > tx.Free() {
+		return errRingFull
+	}
+	for k := 0; k < plan.Segments; k++ {
+		i, err := q.claim()
+		if err != nil {
+			return err
+		}
+		b, addr := tx.Bounce(i)
+		n, err := plan.Build(b, &p.Data, k)
+		if err != nil {
+			return err
+		}
+		dcmd := uint32(ADVTXD_DCMD_IFCS | ADVTXD_DCMD_EOP)
+		if k == plan.Segments-1 {
+			dcmd |= ADVTXD_DCMD_RS
+		}
+		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd, 0, n)
+	}
+	tx.Stats.SoftGSO.Add(1)
+	tx.Stats.Frames.Add(uint64(plan.Segments))
+	tx.Commit(&p.Data)
+	return nil
+}
+
+// plan checks a GSO packet against the MTU and parses its headers.
+func (q *queue) plan(p *nic.TxPacket) (*gso.Plan, error) {
+	plan, err := gso.NewPlan(&p.Data, p.GSO, int(p.MSS), int(p.L3Len), int(p.L4Len))
+	if err != nil {
+		return nil, err
+	}
+	mtu := q.d.MTU()
+	if seg := plan.L3Len + plan.L4Len + plan.MSS; seg > mtu {
+		return nil, fmt.Errorf("mss %d makes %d-byte IP packets, above mtu %d", plan.MSS, seg, mtu)
+	}
+	if plan.Segments > 1 && plan.HeaderLen()+plan.MSS > txBounceLen {
+		return nil, fmt.Errorf("segments of %d bytes exceed bounce space", plan.HeaderLen()+plan.MSS)
+	}
+	return plan, nil
+}
+
+// sendCopy queues one frame copied into bounce space (a program's TX
+// verdict, a copy-mode socket's send); txMu is held. The caller rings the
+// doorbell.
+func (q *queue) sendCopy(frame []byte) bool {
+	if len(frame) < ethHdrLen || len(frame) > txBounceLen {
+		q.tx.Stats.Drops.Add(1)
+		return false
+	}
+	q.tx.Begin()
+	i := q.tx.Claim()
+	if i < 0 {
+		q.tx.Stats.Full.Add(1)
+		return false
+	}
+	b, addr := q.tx.Bounce(i)
+	copy(b, frame)
+	encodeTxData(q.tx.Descs.At(i), uint64(addr), len(frame), ADVTXD_DCMD_IFCS|ADVTXD_DCMD_EOP|ADVTXD_DCMD_RS, 0, len(frame))
+	q.tx.Commit(nil)
+	q.tx.Stats.Packets.Add(1)
+	q.tx.Stats.Frames.Add(1)
+	q.tx.Stats.Bytes.Add(uint64(len(frame)))
+	q.tx.Stats.Bounced.Add(1)
+	q.txDirty = true
+	return true
+}
+
+// Reclaim implements nic.Queue.
+func (q *queue) Reclaim() int {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	return q.reclaim()
+}
+
+// reclaim frees completed descriptors; a zero-copy frame goes back to its
+// socket's completion ring. txMu is held.
+func (q *queue) reclaim() int {
+	if q.stopped {
+		return 0
+	}
+	n, err := q.tx.Reclaim(func(i int) bool {
+		if !txDone(q.tx.Descs.At(i)) {
+			return false
+		}
+		q.completeFrame(i, false)
+		return true
+	})
+	if err != nil {
+		q.d.logf("%s: queue %d: tx reclaim: %v", q.d.name, q.idx, err)
+	}
+	return n
+}

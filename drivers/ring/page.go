@@ -1,0 +1,272 @@
+package ring
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ether9/ether9/kernel"
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+// HalfPage is the buffer size of a PageRxRing: two buffers per page.
+const HalfPage = kernel.PageSize / 2
+
+// PageStats counts what half-page reuse did.
+type PageStats struct {
+	Allocs   atomic.Uint64 // pages allocated (and mapped)
+	Flips    atomic.Uint64 // handoffs after which the page's other half was re-armed
+	Released atomic.Uint64 // pages given up because the stack still held their other half
+	Outdated atomic.Uint64 // refcount unreadable: page not reused
+}
+
+// Each calls fn for every counter in a stable order.
+func (s *PageStats) Each(fn func(name string, v uint64)) {
+	fn("rx_page_allocs", s.Allocs.Load())
+	fn("rx_page_flips", s.Flips.Load())
+	fn("rx_page_released", s.Released.Load())
+	fn("rx_page_refs_unknown", s.Outdated.Load())
+}
+
+type pageSlot struct {
+	page   *buffer.View // the ring's own reference to a whole page; nil: none
+	addr   kernel.DMAAddr
+	off    int // the half armed for the device: 0 or HalfPage
+	mapped bool
+}
+
+// PageRxRing is a receive ring of half-page buffers, reused the way
+// Linux's igb does: a page is mapped once; a frame handed up takes one
+// half with it (a view sharing the page, no copy) and the slot flips to
+// the other half, as long as nobody else still holds that half. A steady
+// stream whose frames the stack consumes in time therefore allocates and
+// maps nothing. A frame shorter than copybreak is copied and its half
+// re-armed. The hardware owns the armed descriptors [clean, next).
+type PageRxRing struct {
+	Descs *Descs
+	Stats RxStats
+	Pages PageStats
+
+	dma       kernel.DMA
+	slots     []pageSlot
+	clean     int
+	next      int
+	armed     int
+	copybreak atomic.Int64
+}
+
+// NewPageRxRing allocates n descriptors of descSize bytes. Pages are
+// allocated and mapped by the first Refill.
+func NewPageRxRing(dma kernel.DMA, n, descSize int) (*PageRxRing, error) {
+	d, err := NewDescs(dma, n, descSize)
+	if err != nil {
+		return nil, err
+	}
+	return &PageRxRing{Descs: d, dma: dma, slots: make([]pageSlot, n)}, nil
+}
+
+// BufSize is the size of every RX buffer.
+func (r *PageRxRing) BufSize() int { return HalfPage }
+
+// SetCopybreak sets the length below which frames are copied; 0 never copies.
+func (r *PageRxRing) SetCopybreak(n int) { r.copybreak.Store(int64(n)) }
+
+// Copybreak returns the current copybreak.
+func (r *PageRxRing) Copybreak() int { return int(r.copybreak.Load()) }
+
+// Clean is the index of the next descriptor to examine.
+func (r *PageRxRing) Clean() int { return r.clean }
+
+// Tail is the value for the tail register after Refill.
+func (r *PageRxRing) Tail() int { return r.next }
+
+// Armed is the number of descriptors the hardware owns.
+func (r *PageRxRing) Armed() int { return r.armed }
+
+// Mapped counts the pages mapped for the device.
+func (r *PageRxRing) Mapped() int {
+	n := 0
+	for i := range r.slots {
+		if r.slots[i].mapped {
+			n++
+		}
+	}
+	return n
+}
+
+// Refill arms free descriptors through write(i, addr) and reports whether
+// the tail moved. A failure to allocate or map stops the loop; the next
+// Refill tries again.
+func (r *PageRxRing) Refill(write func(i int, addr kernel.DMAAddr)) bool {
+	moved := false
+	for r.armed < len(r.slots)-1 {
+		i := r.next
+		addr, err := r.arm(i)
+		if err != nil {
+			break
+		}
+		write(i, addr)
+		r.next = r.Descs.Next(i)
+		r.armed++
+		moved = true
+	}
+	return moved
+}
+
+func (r *PageRxRing) arm(i int) (kernel.DMAAddr, error) {
+	s := &r.slots[i]
+	if s.page == nil {
+		v := buffer.NewViewSize(kernel.PageSize)
+		if v.Size() != kernel.PageSize {
+			v.Release()
+			r.Stats.AllocFails.Add(1)
+			return 0, fmt.Errorf("ring: rx page: %w", kernel.ErrNoMemory)
+		}
+		addr, err := r.dma.Map(v.AsSlice(), kernel.FromDevice)
+		if err != nil {
+			v.Release()
+			r.Stats.MapFailures.Add(1)
+			return 0, fmt.Errorf("ring: map rx page %d: %w", i, err)
+		}
+		r.Stats.Maps.Add(1)
+		r.Pages.Allocs.Add(1)
+		*s = pageSlot{page: v, addr: addr, mapped: true}
+		return addr, nil
+	}
+	a := s.addr + kernel.DMAAddr(s.off)
+	if err := r.dma.SyncForDevice(a, HalfPage, kernel.FromDevice); err != nil {
+		// The half's ownership is in doubt: give the page up.
+		r.giveUp(s)
+		r.Stats.Drop(DropDMA)
+		return 0, fmt.Errorf("ring: sync rx half %d for device: %w", i, err)
+	}
+	return a, nil
+}
+
+// Receive takes the frame of length n at Clean. The caller has checked
+// the descriptor's status and calls Advance afterwards.
+func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
+	s := &r.slots[r.clean]
+	if s.page == nil || !s.mapped {
+		r.Stats.Drop(DropDMA)
+		return buffer.Buffer{}, 0, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.clean)
+	}
+	if n <= 0 || n > HalfPage {
+		r.Drop(DropLength)
+		return buffer.Buffer{}, 0, fmt.Errorf("ring: rx length %d outside 1..%d", n, HalfPage)
+	}
+	a := s.addr + kernel.DMAAddr(s.off)
+	if err := r.dma.SyncForCPU(a, n, kernel.FromDevice); err != nil {
+		r.Stats.Drop(DropDMA)
+		r.giveUp(s)
+		return buffer.Buffer{}, 0, fmt.Errorf("ring: sync rx half at %#x for cpu: %w", uint64(a), err)
+	}
+	r.Stats.Frames.Add(1)
+	r.Stats.Bytes.Add(uint64(n))
+	if n < r.Copybreak() {
+		r.Stats.Copybreak.Add(1)
+		return buffer.MakeWithView(buffer.NewViewWithData(s.page.AsSlice()[s.off : s.off+n])), Copied, nil
+	}
+	v := s.page.Clone()
+	v.TrimFront(s.off)
+	v.CapLength(n)
+	r.Stats.Handoffs.Add(1)
+	// The ring's reference and the one just made: if that is all, the
+	// other half is free and the page stays.
+	switch refs, ok := chunkRefs(s.page); {
+	case !ok:
+		r.Pages.Outdated.Add(1)
+		r.giveUp(s)
+	case refs == 2:
+		s.off ^= HalfPage
+		r.Pages.Flips.Add(1)
+	default:
+		r.Pages.Released.Add(1)
+		r.giveUp(s)
+	}
+	return buffer.MakeWithView(v), Handoff, nil
+}
+
+// Peek returns the bytes of the frame of length n at Clean, synced for
+// the CPU, without taking it: a packet program looks at them and then
+// calls Receive, Drop or Keep. Valid until then.
+func (r *PageRxRing) Peek(n int) ([]byte, error) {
+	s := &r.slots[r.clean]
+	if s.page == nil || !s.mapped {
+		return nil, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.clean)
+	}
+	if n <= 0 || n > HalfPage {
+		return nil, fmt.Errorf("ring: rx length %d outside 1..%d", n, HalfPage)
+	}
+	a := s.addr + kernel.DMAAddr(s.off)
+	if err := r.dma.SyncForCPU(a, n, kernel.FromDevice); err != nil {
+		return nil, fmt.Errorf("ring: sync rx half at %#x for cpu: %w", uint64(a), err)
+	}
+	return s.page.AsSlice()[s.off : s.off+n], nil
+}
+
+// Keep counts the frame of length n at Clean as received and used in
+// place (copied out, or dropped by a packet program after a look): its
+// half stays with the ring and is re-armed.
+func (r *PageRxRing) Keep(n int) {
+	r.Stats.Frames.Add(1)
+	r.Stats.Bytes.Add(uint64(n))
+	r.Stats.Recycled.Add(1)
+}
+
+// giveUp unmaps a slot's page and drops the ring's reference; views the
+// stack holds keep the memory alive.
+func (r *PageRxRing) giveUp(s *pageSlot) error {
+	var err error
+	if s.mapped {
+		if err = r.dma.Unmap(s.addr, kernel.PageSize, kernel.FromDevice); err == nil {
+			r.Stats.Unmaps.Add(1)
+		} else {
+			err = fmt.Errorf("ring: unmap rx page at %#x: %w", uint64(s.addr), err)
+		}
+	}
+	if s.page != nil {
+		s.page.Release()
+	}
+	*s = pageSlot{}
+	return err
+}
+
+// Drop discards the frame at Clean and recycles its half.
+func (r *PageRxRing) Drop(reason DropReason) {
+	r.Stats.Drop(reason)
+	r.Stats.Recycled.Add(1)
+}
+
+// Advance gives the descriptor at Clean back to the driver.
+func (r *PageRxRing) Advance() {
+	if r.armed == 0 {
+		return
+	}
+	r.clean = r.Descs.Next(r.clean)
+	r.armed--
+}
+
+// Reset forgets the cursors after the device's ring was reset.
+func (r *PageRxRing) Reset() {
+	r.clean, r.next, r.armed = 0, 0, 0
+	r.Descs.Clear()
+}
+
+// Release gives up every page (the device must not own any descriptor),
+// keeping the descriptors.
+func (r *PageRxRing) Release() error {
+	var errs []error
+	for i := range r.slots {
+		if err := r.giveUp(&r.slots[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases every page and frees the descriptors. The device must be
+// stopped.
+func (r *PageRxRing) Close() error {
+	return errors.Join(r.Release(), r.Descs.Free())
+}
