@@ -156,6 +156,9 @@ func TestDMAThroughVTd(t *testing.T) {
 	if hi := r.Read64(vtd.FRCD + 8); uint16(hi) != port.Source() || hi&vtd.FRCD_T == 0 {
 		t.Errorf("fault record %#x", hi)
 	}
+	if st := m.DMAStats(); st.Writes != 2 || st.Reads != 1 || st.Faults != 2 || st.BytesWritten != 5 || st.BytesRead != 0 {
+		t.Errorf("DMA stats %+v", st)
+	}
 	// Fault events reach the unit's interrupt once unmasked.
 	r.Write32(vtd.FECTL, 0)
 	if !m.VTdIRQ().Wait(time.Second) {

@@ -39,6 +39,7 @@ type Machine struct {
 	cfg    Config
 	err    error
 	vtdIRQ *IRQ
+	dma    dmaCounters
 
 	mu   sync.Mutex
 	irqs map[pci.Addr]*IRQ

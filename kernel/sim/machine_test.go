@@ -112,4 +112,7 @@ func TestPortTranslationOffAndBusMaster(t *testing.T) {
 	if err := port.Read(uint64(r.Phys)+8190, make([]byte, 4)); !errors.Is(err, ErrUnregistered) {
 		t.Fatalf("overrun read: %v", err)
 	}
+	if st := m.DMAStats(); st.Refused != 1 || st.MemoryErrors != 1 || st.BytesWritten != 5 || st.BytesRead != 2 {
+		t.Errorf("DMA stats %+v", st)
+	}
 }
