@@ -1,0 +1,5 @@
+//go:build !race
+
+package e1000e_test
+
+const raceOn = false
