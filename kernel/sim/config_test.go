@@ -303,9 +303,12 @@ func TestBusAbsentAndBadAccess(t *testing.T) {
 
 // regModel records MMIO accesses.
 type regModel struct {
-	c    *ConfigSpace
-	regs map[uint32]uint64
+	c       *ConfigSpace
+	regs    map[uint32]uint64
+	written []int // config offsets written, via ConfigWatcher
 }
+
+func (d *regModel) ConfigWritten(off, size int, v uint32) { d.written = append(d.written, off) }
 
 func (d *regModel) Config() *ConfigSpace { return d.c }
 func (d *regModel) MMIORead(bar int, off uint32, size int) uint64 {
@@ -361,5 +364,10 @@ func TestRegsDispatch(t *testing.T) {
 	b.WriteConfig(a, 4, 2, CmdMemory)
 	if v := r.Read32(0x10); v != 0xabcd {
 		t.Errorf("write with decoding off reached the model: %#x", v)
+	}
+	// The model heard both command writes; a bad access is not a write.
+	b.WriteConfig(a, 3, 2, 0)
+	if len(d.written) != 2 || d.written[0] != 4 || d.written[1] != 4 {
+		t.Errorf("config writes seen by the model: %v", d.written)
 	}
 }
