@@ -401,6 +401,10 @@ func (m *Memory) walk(p kernel.PhysAddr, n int, f func(s *span, off, n int)) err
 func (m *Memory) DeviceRead(p kernel.PhysAddr, b []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.deviceRead(p, b)
+}
+
+func (m *Memory) deviceRead(p kernel.PhysAddr, b []byte) error {
 	done := 0
 	err := m.walk(p, len(b), func(s *span, off, n int) {
 		src := s.cpu
@@ -529,13 +533,10 @@ type tableView struct{ m *Memory }
 func (v tableView) DeviceRead(p kernel.PhysAddr, b []byte) error {
 	m := v.m
 	m.mu.Lock()
-	tracking := m.tracking
-	m.mu.Unlock()
-	if !tracking {
-		return m.DeviceRead(p, b)
-	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.tracking {
+		return m.deviceRead(p, b)
+	}
 	done := 0
 	err := m.walk(p, len(b), func(s *span, off, n int) {
 		for n > 0 {
