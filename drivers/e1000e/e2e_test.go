@@ -150,6 +150,13 @@ func newHost(t *testing.T, end *wire.End, last byte, nonCoherent bool) *host {
 // compares SHA-256 sums.
 func transfer(t *testing.T, from, to *host, toAddr tcpip.Address, port uint16, size int) {
 	t.Helper()
+	transferWith(t, from, to, toAddr, port, size, nil)
+}
+
+// transferWith is transfer with midway called once half the data is
+// written.
+func transferWith(t *testing.T, from, to *host, toAddr tcpip.Address, port uint16, size int, midway func()) {
+	t.Helper()
 	ln, err := gonet.ListenTCP(to.stack.Stack, tcpip.FullAddress{NIC: 1, Port: port}, ipv4.ProtocolNumber)
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +183,10 @@ func transfer(t *testing.T, from, to *host, toAddr tcpip.Address, port uint16, s
 	h := sha256.New()
 	chunk := make([]byte, 64<<10)
 	for sent := 0; sent < size; sent += len(chunk) {
+		if midway != nil && sent >= size/2 {
+			midway()
+			midway = nil
+		}
 		for i := range chunk {
 			chunk[i] = byte(sent>>16) ^ byte(i*31)
 		}
@@ -237,5 +248,56 @@ func TestEndToEndTCP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEndToEndLinkDropMidTransfer: the link falls from 1000 to 100 Mb/s in
+// the middle of a TCP transfer whose connection chose GSO while TSO was on.
+// The connection survives, the driver segments in software from then on,
+// and the capture holds no frame above the MTU.
+func TestEndToEndLinkDropMidTransfer(t *testing.T) {
+	size := 32 << 20
+	if testing.Short() || raceOn {
+		size = 8 << 20
+	}
+	var capture bytes.Buffer
+	w, err := wire.New(wire.Options{Pcap: &capture})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newHost(t, w.A(), 1, false)
+	b := newHost(t, w.B(), 2, false)
+	defer a.stack.Close()
+	defer b.stack.Close()
+	transferWith(t, a, b, tcpip.AddrFrom4([4]byte{10, 9, 0, 2}), 5003, size, func() {
+		if err := w.SetLink(true, 100); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := w.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stats := map[string]uint64{}
+	for _, s := range a.nic.Stats() {
+		stats[s.Name] = s.Value
+	}
+	if a.nic.Link().SpeedMbps != 100 || a.nic.Features().TSOv4 {
+		t.Errorf("after the drop: link %+v features %+v", a.nic.Link(), a.nic.Features())
+	}
+	if stats["tx_tso"] == 0 || stats["tx_soft_gso"] == 0 {
+		t.Errorf("tx_tso %d tx_soft_gso %d: want both paths used", stats["tx_tso"], stats["tx_soft_gso"])
+	}
+	_, pkts, err := wire.ReadPcap(&capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := 0
+	for _, p := range pkts {
+		if p.OrigLen > 1514 {
+			big++
+		}
+	}
+	if len(pkts) == 0 || big != 0 {
+		t.Errorf("capture: %d frames, %d above 1514 bytes", len(pkts), big)
 	}
 }
