@@ -1,6 +1,6 @@
 package iommu
 
-// Remapping unit registers (VT-d specification, chapter 11).
+// Remapping unit registers (VT-d specification, "Register Descriptions").
 const (
 	regVER    = 0x00 // version, 32
 	regCAP    = 0x08 // capability, 64
@@ -10,7 +10,6 @@ const (
 	regRTADDR = 0x20 // root table address, 64
 	regCCMD   = 0x28 // context command, 64
 	regFSTS   = 0x34 // fault status, 32
-	regFECTL  = 0x38 // fault event control, 32
 )
 
 // GCMD command bits and the GSTS status bits that acknowledge them.
@@ -21,29 +20,25 @@ const (
 	gcmdQIE   = 1 << 26 // queued invalidation enable
 	gstsTES   = 1 << 31
 	gstsRTPS  = 1 << 30
+	gstsFLS   = 1 << 29
 	gstsWBFS  = 1 << 27
 	gstsQIES  = 1 << 26
-	gstsIRES  = 1 << 25
 	gstsIRTPS = 1 << 24
 
 	// gstsOneShot are status bits of one-shot commands (root table and
 	// interrupt remapping table pointers, fault log, write buffer flush).
 	// GCMD is write-only, so every write is built from GSTS with these
 	// cleared: writing them back would re-issue the command.
-	gstsOneShot = gstsRTPS | 1<<29 | gstsWBFS | gstsIRTPS
+	gstsOneShot = gstsRTPS | gstsFLS | gstsWBFS | gstsIRTPS
 )
 
 // CCMD: context-cache invalidation.
 const (
-	ccmdICC        = 1 << 63
-	ccmdCIRGShift  = 61
-	ccmdCAIGShift  = 59
-	ccmdGlobal     = 1 << ccmdCIRGShift
-	ccmdDomain     = 2 << ccmdCIRGShift
-	ccmdDevice     = 3 << ccmdCIRGShift
-	ccmdSIDShift   = 16
-	ccmdGranMask   = 3
-	ccmdDomainMask = 0xffff
+	ccmdICC       = 1 << 63
+	ccmdCIRGShift = 61
+	ccmdCAIGShift = 59
+	ccmdGlobal    = 1 << ccmdCIRGShift
+	ccmdGranMask  = 3
 )
 
 // IOTLB invalidate register (at ECAP.IRO*16+8) and invalidate address
@@ -56,8 +51,6 @@ const (
 	iotlbDW        = 1 << 48 // drain writes
 	iotlbDIDShift  = 32
 	iotlbGranMask  = 3
-
-	ivaIH = 1 << 6 // invalidation hint: leaf entries only changed
 )
 
 // FSTS bits.
