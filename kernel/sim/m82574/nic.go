@@ -127,7 +127,7 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	}
 	n.cable.speed = 1000
 	n.loadNVM()
-	n.phy.reset(&n.pers)
+	n.phy.reset(n.pers.PHYID)
 	n.pci.init(n)
 	for i := range n.msix {
 		if i%4 == 3 {
@@ -161,16 +161,24 @@ func (n *NIC) Attach(p wire.Port) {
 	n.mu.Unlock()
 	p.Receive(n.receive)
 	if lp, ok := p.(wire.LinkPort); ok {
-		lp.Link(func(up bool, mbps int) {
-			if n.pers.supports(mbps) {
-				n.SetLink(up, mbps)
-			} else {
-				n.SetLink(false, n.cable.speed)
-			}
-		})
+		lp.Link(n.cableChanged)
 	} else {
-		n.SetLink(true, 1000)
+		n.cableChanged(true, 1000)
 	}
+}
+
+// cableChanged follows the wire. A partner at a speed this PHY cannot do
+// leaves the link down.
+func (n *NIC) cableChanged(up bool, mbps int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.pers.supports(mbps) {
+		n.cable.speed = mbps
+	} else {
+		up = false
+	}
+	n.cable.up = up
+	n.linkChangedLocked()
 }
 
 // SetLink sets what the cable offers: link partner present, and the speed

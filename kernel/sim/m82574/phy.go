@@ -49,13 +49,13 @@ type phy struct {
 	paged map[uint32]uint16 // registers of pages other than 0, as written
 }
 
-func (p *phy) reset(pers *Personality) {
+func (p *phy) reset(id uint32) {
 	clear(p.regs[:])
 	p.paged = nil
 	p.regs[PhyBMCR] = BmcrANEnable | BmcrFD | BmcrSpeed1000
 	p.regs[PhyBMSR] = 0x7949 // 10/100 half/full, extended status, preamble suppression, AN able
-	p.regs[PhyID1] = uint16(pers.PHYID >> 16)
-	p.regs[PhyID2] = uint16(pers.PHYID)
+	p.regs[PhyID1] = uint16(id >> 16)
+	p.regs[PhyID2] = uint16(id)
 	p.regs[PhyANAR] = 0x0de1 // pause, asym pause, 100/10 full and half, 802.3 selector
 	p.regs[PhyGBCR] = Gbcr1000FD | Gbcr1000HD
 	p.regs[PhyESR] = 0x3000 // 1000BASE-T full and half
@@ -147,8 +147,7 @@ func (p *phy) write(reg uint32, v uint16) {
 	switch reg {
 	case PhyBMCR:
 		if v&BmcrReset != 0 {
-			id1, id2 := p.regs[PhyID1], p.regs[PhyID2]
-			p.reset(&Personality{PHYID: uint32(id1)<<16 | uint32(id2)})
+			p.reset(uint32(p.regs[PhyID1])<<16 | uint32(p.regs[PhyID2]))
 			return
 		}
 		p.regs[PhyBMCR] = v &^ BmcrRestartAN // restart completes at once

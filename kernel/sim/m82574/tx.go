@@ -3,6 +3,7 @@ package m82574
 import (
 	"encoding/binary"
 
+	"github.com/ether9/ether9/kernel/sim/wire"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
@@ -43,6 +44,7 @@ type txEngine struct {
 	css    uint8
 	spoilt bool // a DMA read failed or the packet grew too large
 
+	ring  txRing // the batch being processed
 	descs [txBatch * descLen]byte
 	seg   []byte // one frame being built for the wire
 	tag   []byte // a frame with its VLAN tag inserted
@@ -57,11 +59,18 @@ type txTally struct {
 	rsDone                                    bool
 }
 
+// txRing is the register state one batch of descriptors runs under.
 type txRing struct {
 	base        uint64
 	count, head uint32
 	tail        uint32
 	ok          bool
+
+	port       wire.Port
+	up         bool
+	vme, psp   bool
+	vet        uint16
+	flgl, flgh uint32 // DTXTCPFLGL, DTXTCPFLGH
 }
 
 func (n *NIC) txRingLocked() txRing {
@@ -70,6 +79,9 @@ func (n *NIC) txRingLocked() txRing {
 	t := txRing{
 		base:  uint64(r[TDBAH/4])<<32 | uint64(r[TDBAL/4]),
 		count: count, head: r[TDH/4], tail: r[TDT/4],
+		port: n.port, up: n.linkWas.up,
+		vme: r[CTRL/4]&CtrlVME != 0, psp: r[TCTL/4]&TctlPSP != 0, vet: uint16(r[VET/4]),
+		flgl: r[DTXTCPFLGL/4], flgh: r[DTXTCPFLGH/4],
 	}
 	t.ok = r[TCTL/4]&TctlEN != 0 && count != 0 && t.head < count && t.tail < count
 	return t
@@ -103,6 +115,7 @@ func (n *NIC) kickTx() {
 			return
 		}
 		e.t = txTally{}
+		e.ring = ring
 		for i := range k {
 			d := descs[i*descLen : (i+1)*descLen]
 			if n.txDesc(d) {
@@ -320,7 +333,7 @@ func (n *NIC) txSegment(vle bool, vlan uint16) {
 	id := be.Uint16(p[ipcss+4:])
 	seq := be.Uint32(p[tucss+4:])
 	flags := uint32(be.Uint16(p[tucss+12:])) & 0x0fff
-	flgl, flgh := n.regs[DTXTCPFLGL/4], n.regs[DTXTCPFLGH/4] // stable outside reset
+	flgl, flgh := e.ring.flgl, e.ring.flgh
 	payload := p[hdr:]
 	for i, off := 0, 0; off < len(payload); i, off = i+1, off+mss {
 		chunk := payload[off:min(off+mss, len(payload))]
@@ -368,12 +381,8 @@ func (n *NIC) txSegment(vle bool, vlan uint16) {
 // enabled, padded to the minimum length when TCTL.PSP is set.
 func (n *NIC) txFrame(f []byte, vle bool, vlan uint16) {
 	e := &n.tx
-	n.mu.Lock()
-	port, up := n.port, n.linkWas.up
-	vme, vet := n.regs[CTRL/4]&CtrlVME != 0, uint16(n.regs[VET/4])
-	psp := n.regs[TCTL/4]&TctlPSP != 0
-	n.mu.Unlock()
-	if port == nil || !up {
+	ring := &e.ring
+	if ring.port == nil || !ring.up {
 		e.t.noLink++
 		return
 	}
@@ -381,19 +390,19 @@ func (n *NIC) txFrame(f []byte, vle bool, vlan uint16) {
 		e.t.badDesc++
 		return
 	}
-	if vle && vme {
+	if vle && ring.vme {
 		tagged := append(e.tag[:0], f[:12]...)
-		tagged = binary.BigEndian.AppendUint16(tagged, vet)
+		tagged = binary.BigEndian.AppendUint16(tagged, ring.vet)
 		tagged = binary.BigEndian.AppendUint16(tagged, vlan)
 		f = append(tagged, f[12:]...)
 		e.tag = f
 	}
-	if psp && len(f) < minFrame {
+	if ring.psp && len(f) < minFrame {
 		l := len(f)
 		f = grow(f, minFrame)
 		clear(f[l:])
 	}
-	port.Send(f)
+	ring.port.Send(f)
 	t := &e.t
 	t.frames++
 	t.bytes += uint64(len(f) + fcsLen)
