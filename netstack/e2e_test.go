@@ -1,0 +1,207 @@
+package netstack_test
+
+import (
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/m82574"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/kernel/sim/wire"
+	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/pci"
+	"gvisor.dev/gvisor/pkg/tcpip"
+)
+
+// simHost is one simulated machine: an 82574L model behind the VT-d
+// model, our VT-d driver giving the NIC its own domain, the e1000e driver
+// bound by probe, and a gVisor stack on top.
+type simHost struct {
+	m     *sim.Machine
+	model *m82574.NIC
+	unit  *iommu.Unit
+	s     *netstack.Stack
+	ep    *netstack.Endpoint
+	// mapped is Maps-Unmaps once the driver was up and the first frames
+	// went through: rings and RX buffers in the driver's steady state.
+	mapped int64
+}
+
+func newSimHost(t *testing.T, end *wire.End, last byte, addrs []netip.Prefix, nonCoherent bool) *simHost {
+	t.Helper()
+	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: nonCoherent})
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	at := pci.Addr{Dev: 2}
+	// DeferRx: frames from the wire reach the ring when this machine's
+	// driver next touches the device, on its own goroutine, the way one
+	// CPU sees its NIC; otherwise the sender's goroutine would write this
+	// machine's ring.
+	model, err := m82574.Plug(m, at, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.Attach(end)
+	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := probe.Bind(probe.Platform{
+		Config: m.Bus,
+		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
+		IOMMU:  unit,
+		Memory: m.Mem,
+		Clock:  m.Clock,
+		IRQ:    func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	nics := res.NICs()
+	if len(nics) != 1 {
+		t.Fatalf("probe found %d NICs, want 1", len(nics))
+	}
+	if !unit.Enabled() {
+		t.Fatal("VT-d translation is off after probe")
+	}
+	h := &simHost{m: m, model: model, unit: unit}
+	h.s, err = netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: nics[0], Addrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ep = h.s.Endpoints[0]
+	return h
+}
+
+// inUse is the number of live mappings.
+func (h *simHost) inUse() int64 {
+	st := h.unit.Stats()
+	return int64(st.Maps) - int64(st.Unmaps)
+}
+
+// checkQuiet checks, with traffic over, that the VT-d unit recorded no
+// fault and that the mappings are back to the count after bring-up.
+func (h *simHost) checkQuiet(t *testing.T) {
+	t.Helper()
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		st := h.unit.Stats()
+		t.Logf("%v: maps %d unmaps %d (start %d) stats %v", h.ep.NIC().Name(), st.Maps, st.Unmaps, h.mapped, h.ep.NIC().Stats())
+	}()
+	if f := h.unit.Faults(); len(f) != 0 {
+		t.Errorf("%v: VT-d faults: %v", h.ep.NIC().Name(), f)
+	}
+	if st := h.unit.Stats(); st.Faults != 0 {
+		t.Errorf("VT-d fault records read: %d", st.Faults)
+	}
+	eventually(t, fmt.Sprintf("mappings back to their start (%d)", h.mapped), func() bool {
+		return h.inUse() == h.mapped
+	})
+}
+
+// checkClosed checks that closing left nothing mapped or pinned.
+func (h *simHost) checkClosed(t *testing.T) {
+	t.Helper()
+	st := h.unit.Stats()
+	if st.Maps != st.Unmaps || st.IOVAInUse != 0 {
+		t.Errorf("after close: %d maps, %d unmaps, %d IOVA bytes in use", st.Maps, st.Unmaps, st.IOVAInUse)
+	}
+	ms := h.m.Mem.Stats()
+	if ms.Pins != ms.Unpins {
+		t.Errorf("after close: %d pins, %d unpins", ms.Pins, ms.Unpins)
+	}
+	if ms.Misuses != 0 {
+		t.Errorf("DMA API misuses: %v", h.m.Mem.Errors())
+	}
+}
+
+func TestSimEndToEnd(t *testing.T) {
+	size := 64 << 20
+	if testing.Short() {
+		size = 8 << 20
+	}
+	for _, nc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) {
+			var pcap countWriter
+			w, err := wire.New(wire.Options{Pcap: &pcap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := newSimHost(t, w.A(), 1, []netip.Prefix{addrA}, nc)
+			b := newSimHost(t, w.B(), 2, []netip.Prefix{addrB}, nc)
+			closed := false
+			defer func() {
+				if !closed {
+					a.s.Close()
+					b.s.Close()
+				}
+			}()
+
+			if err := ping(t, a.s, addrB.Addr()); err != nil {
+				t.Fatalf("ping: %v", err)
+			}
+			for _, h := range []*simHost{a, b} {
+				h.mapped = h.inUse()
+			}
+			neigh, terr := a.s.Neighbors(netstack.NICID(0), 0x0800)
+			if terr != nil || len(neigh) == 0 {
+				t.Fatalf("no ARP entries: %v %s", neigh, terr)
+			}
+			if mac := b.model.MAC(); neigh[0].LinkAddr != tcpip.LinkAddress(mac[:]) {
+				t.Errorf("ARP learnt %v for %v, the peer's MAC is %x", neigh[0].LinkAddr, neigh[0].Addr, mac)
+			}
+			for _, n := range []int{1, 1472, 3000} {
+				udpEcho(t, a.s, b.s, addrA.Addr(), addrB.Addr(), n)
+			}
+
+			transferTCP(t, a.s, b.s, addrB.Addr(), size, nil)
+			transferTCP(t, b.s, a.s, addrA.Addr(), size, nil)
+
+			ab, ba := w.Stats()
+			if ab.MaxLen > wireMaxFrame || ba.MaxLen > wireMaxFrame {
+				t.Errorf("frames above the MTU on the wire: %d and %d bytes", ab.MaxLen, ba.MaxLen)
+			}
+			for _, h := range []*simHost{a, b} {
+				if c := h.model.Counters(); c.TxTSO == 0 || c.RxDMAFaults != 0 || c.TxDMAFaults != 0 {
+					t.Errorf("model counters %+v: want TSO used at 1000 Mb/s and no DMA faults", c)
+				}
+				if stat(t, h.ep, "rx_csum_hw") == 0 {
+					t.Errorf("no device-verified checksums")
+				}
+				h.checkQuiet(t)
+			}
+			if err := w.Err(); err != nil {
+				t.Errorf("capture: %v", err)
+			}
+			if n := pcap.n.Load(); n < int64(2*size) {
+				t.Errorf("capture holds %d bytes for %d bytes of TCP", n, 2*size)
+			}
+
+			closed = true
+			a.s.Close()
+			b.s.Close()
+			a.checkClosed(t)
+			b.checkClosed(t)
+		})
+	}
+}
+
+// countWriter counts what a capture writes; the wire writes under its
+// lock while the test reads.
+type countWriter struct{ n atomic.Int64 }
+
+func (w *countWriter) Write(b []byte) (int, error) {
+	w.n.Add(int64(len(b)))
+	return len(b), nil
+}
