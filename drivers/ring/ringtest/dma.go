@@ -114,6 +114,9 @@ func (d *DMA) Unmap(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
 }
 
 func (d *DMA) check(addr kernel.DMAAddr, size int) error {
+	if m, ok := d.live[addr]; ok && !m.coherent && size <= len(m.buf) {
+		return nil // the usual case: a sync from the start of a mapping
+	}
 	for base, m := range d.live {
 		if addr >= base && uint64(addr)+uint64(size) <= uint64(base)+uint64(len(m.buf)) && !m.coherent {
 			return nil
@@ -159,6 +162,9 @@ func (d *DMA) Counts() (maps, unmaps, failures int) {
 }
 
 func (d *DMA) find(addr kernel.DMAAddr, n int) ([]byte, error) {
+	if m, ok := d.live[addr]; ok && n <= len(m.buf) {
+		return m.buf[:n], nil
+	}
 	for base, m := range d.live {
 		if addr >= base && uint64(addr)+uint64(n) <= uint64(base)+uint64(len(m.buf)) {
 			off := int(addr - base)
