@@ -86,9 +86,8 @@ func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 // The Toeplitz function against the verification suite of Microsoft's
 // RSS specification (IPv4 with TCP ports).
 func TestToeplitz(t *testing.T) {
-	in := []byte{66, 9, 149, 187, 161, 142, 100, 80, 10, 234, 6, 194, 0x06, 0xe6}
 	// src 66.9.149.187:2794 dst 161.142.100.80:1766; input is src, dst, sport, dport.
-	in = []byte{66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6}
+	in := []byte{66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6}
 	if h := Toeplitz(in); h != 0x51ccc178 {
 		t.Errorf("hash %#x, want 0x51ccc178", h)
 	}
@@ -209,7 +208,7 @@ func TestRxBadWritebacksRecycle(t *testing.T) {
 		{RXD_STAT_EOP | RXDADV_ERR_CE, 100, "rx_drop_error"},
 		{RXD_STAT_EOP, 0, "rx_drop_length"},
 		{RXD_STAT_EOP, 4000, "rx_drop_length"},
-		{0, 100, "rx_drop_multi"},          // no EOP: dropped ...
+		{0, 100, "rx_drop_multi"},            // no EOP: dropped ...
 		{RXD_STAT_EOP, 100, "rx_drop_multi"}, // ... through its EOP
 	}
 	for _, c := range cases {
