@@ -293,3 +293,47 @@ func TestCachingModeCachesNotPresent(t *testing.T) {
 	tb2.mapAt(top2, 4, 0x1000, 0x9000, 1, rw)
 	mustTranslate(t, u2, src, 0x1000, false, 0x9000)
 }
+
+// TestPagingStructureCache replaces a page table by a 2 MiB leaf, as a
+// driver folding 512 small pages into one large page does. With paging
+// caches the cached directory entry keeps pointing at the old table until
+// an invalidation with IH clear; without them (QEMU) IH does not matter.
+func TestPagingStructureCache(t *testing.T) {
+	for _, paging := range []bool{true, false} {
+		tb := newTables(t)
+		cfg := QEMU()
+		cfg.PagingCache = paging
+		u := newUnit(t, cfg, tb)
+		src := sid(0, 7, 0)
+		const did = 2
+		top := tb.context(src, did, 4)
+		tb.mapAt(top, 4, 0x20_0000, 0x50_0000, 1, rw)
+		tb.mapAt(top, 4, 0x20_1000, 0x51_0000, 1, rw)
+		enable(t, u, tb.root)
+		mustTranslate(t, u, src, 0x20_0000, false, 0x50_0000)
+		// A leaf change reuses the cached directory entry.
+		tb.mapAt(top, 4, 0x20_2000, 0x52_0000, 1, rw)
+		mustTranslate(t, u, src, 0x20_2000, false, 0x52_0000)
+		if s := u.Stats(); paging != (s.PagingHits == 1 && s.CachedTables == 3) {
+			t.Errorf("paging %v: stats %+v", paging, s)
+		}
+
+		// Fold: the directory entry becomes a 2 MiB leaf.
+		pde := tb.slot(top, 4, 0x20_0000, 2)
+		tb.mem.put64(pde, 0x80_0000|rw|slPS)
+		pageInval(u, did, 0x20_0000, 9, true) // IH set: "only leaves changed"
+		if paging {
+			// The walk still starts at the old page table.
+			mustTranslate(t, u, src, 0x20_1000, false, 0x51_0000)
+			pageInval(u, did, 0x20_0000, 9, false)
+		}
+		mustTranslate(t, u, src, 0x20_1000, false, 0x80_1000)
+		mustTranslate(t, u, src, 0x3f_f000, false, 0x9f_f000)
+
+		// Domain invalidation drops cached tables too.
+		u.Write64(IOTLB, IOTLB_IVT|IOTLB_DOMAIN<<IOTLB_IIRG_SHIFT|did<<IOTLB_DID_SHIFT)
+		if s := u.Stats(); s.CachedTables != 0 || s.CachedEntries != 0 {
+			t.Errorf("paging %v: after domain invalidation %+v", paging, s)
+		}
+	}
+}

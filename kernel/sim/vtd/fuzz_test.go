@@ -33,6 +33,7 @@ func FuzzUnit(f *testing.F) {
 		cfg.NFR = 4
 		cfg.InvalidationCost = -1
 		cfg.CachingMode = len(table)%2 == 1
+		cfg.PagingCache = len(table)%3 == 1
 		u, err := New(cfg, mem)
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ func (u *Unit) invalidateIOTLB(v uint64) {
 		u.stats.IgnoredInvals++
 		return
 	}
-	g := u.iotlbInval(v>>IOTLB_IIRG_SHIFT&3, uint16(v>>IOTLB_DID_SHIFT), u.iva&addrMask, u.iva&IVA_AM_MASK)
+	g := u.iotlbInval(v>>IOTLB_IIRG_SHIFT&3, uint16(v>>IOTLB_DID_SHIFT), u.iva&addrMask, u.iva&IVA_AM_MASK, u.iva&IVA_IH != 0)
 	u.iotlb = v&^(IOTLB_IVT|3<<IOTLB_IAIG_SHIFT) | g<<IOTLB_IAIG_SHIFT
 }
 
@@ -53,9 +53,11 @@ func (u *Unit) contextInval(g uint64, did, sid uint16, fm uint64) uint64 {
 	return g
 }
 
-// iotlbInval drops IOTLB entries and returns the granularity actually
-// performed (0: request invalid and ignored).
-func (u *Unit) iotlbInval(g uint64, did uint16, addr, am uint64) uint64 {
+// iotlbInval drops IOTLB and paging-structure cache entries and returns
+// the granularity actually performed (0: request invalid and ignored). A
+// page-selective request with the invalidation hint ih set says only leaf
+// entries changed: cached non-leaf entries stay.
+func (u *Unit) iotlbInval(g uint64, did uint16, addr, am uint64, ih bool) uint64 {
 	u.spin()
 	if g == IOTLB_PAGE && u.cap&CAP_PSI == 0 {
 		g = IOTLB_DOMAIN // without PSI hardware flushes the domain
@@ -63,11 +65,14 @@ func (u *Unit) iotlbInval(g uint64, did uint16, addr, am uint64) uint64 {
 	switch g {
 	case IOTLB_GLOBAL:
 		clear(u.tlb)
+		clear(u.pscache)
 		u.stats.IOTLBGlobal++
 	case IOTLB_DOMAIN:
-		for k := range u.tlb {
-			if k.did == did {
-				delete(u.tlb, k)
+		for _, c := range []map[tlbKey]tlbEntry{u.tlb, u.pscache} {
+			for k := range c {
+				if k.did == did {
+					delete(c, k)
+				}
 			}
 		}
 		u.stats.IOTLBDomain++
@@ -79,12 +84,9 @@ func (u *Unit) iotlbInval(g uint64, did uint16, addr, am uint64) uint64 {
 		// Hardware ignores the address bits below the mask.
 		start := addr &^ (1<<(12+am) - 1)
 		end := start + 1<<(12+am)
-		for k := range u.tlb {
-			sh := levelShift(int(k.level))
-			lo := k.pfn << sh
-			if k.did == did && lo < end && start < lo+1<<sh {
-				delete(u.tlb, k)
-			}
+		dropRange(u.tlb, did, start, end)
+		if !ih {
+			dropRange(u.pscache, did, start, end)
 		}
 		u.stats.IOTLBPage++
 	default:
@@ -92,4 +94,16 @@ func (u *Unit) iotlbInval(g uint64, did uint16, addr, am uint64) uint64 {
 		return 0
 	}
 	return g
+}
+
+// dropRange deletes the entries of domain did whose input range overlaps
+// [start, end).
+func dropRange(c map[tlbKey]tlbEntry, did uint16, start, end uint64) {
+	for k := range c {
+		sh := levelShift(int(k.level))
+		lo := k.pfn << sh
+		if k.did == did && lo < end && start < lo+1<<sh {
+			delete(c, k)
+		}
+	}
 }

@@ -99,7 +99,7 @@ func (u *Unit) descriptor(lo, hi uint64) bool {
 	case QI_CC:
 		return u.contextInval(g, did, uint16(lo>>QI_SID_SHIFT), lo>>QI_FM_SHIFT&3) != 0
 	case QI_IOTLB:
-		return u.iotlbInval(g, did, hi&addrMask, hi&IVA_AM_MASK) != 0
+		return u.iotlbInval(g, did, hi&addrMask, hi&IVA_AM_MASK, hi&IVA_IH != 0) != 0
 	case QI_IEC:
 		return true // no interrupt entry cache is modelled
 	case QI_WAIT:

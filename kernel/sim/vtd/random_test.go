@@ -10,14 +10,17 @@ import (
 // every translation against a reference map: the walk, the IOTLB and the
 // address-mask invalidation must agree with it at all times.
 func TestRandomMapUnmap(t *testing.T) {
-	for _, levels := range []int{3, 4} {
+	for run := range 4 {
+		levels, paging := 3+run%2, run >= 2
 		tb := newTables(t)
-		u := newUnit(t, QEMU(), tb)
+		cfg := QEMU()
+		cfg.PagingCache = paging
+		u := newUnit(t, cfg, tb)
 		src := sid(1, 2, 3)
 		const did = 42
 		top := tb.context(src, did, levels)
 		enable(t, u, tb.root)
-		rng := rand.New(rand.NewPCG(1, uint64(levels)))
+		rng := rand.New(rand.NewPCG(1, uint64(run)))
 
 		type leaf struct {
 			entry, phys uint64
@@ -47,13 +50,20 @@ func TestRandomMapUnmap(t *testing.T) {
 				t.Fatalf("levels %d: unmapped %#x (write %v) = %#x, %v; want a permission fault", levels, iova, write, got, err)
 			}
 		}
-		for op := range 3000 {
+		for op := range 2000 {
 			slot := uint64(rng.IntN(slots))
 			base := slot << 21
 			switch r := rng.IntN(10); {
 			case r < 2 && !big[slot] && small[slot] == 0:
 				nextBig += 1 << 21
-				e := tb.mapAt(top, levels, base, nextBig, 2, rw)
+				e := tb.slot(top, levels, base, 2)
+				hadTable := tb.mem.get64(e)&(slR|slW) != 0
+				tb.mem.put64(e, nextBig|rw|slPS)
+				if hadTable {
+					// A present directory entry changed: drop what
+					// the unit may cache of it (IH clear).
+					pageInval(u, did, base, 9, false)
+				}
 				ref[base] = leaf{e, nextBig, 2}
 				big[slot] = true
 			case r < 6 && !big[slot]:
@@ -106,7 +116,7 @@ func TestRandomMapUnmap(t *testing.T) {
 			check(iova+uint64(rng.IntN(4096)), false)
 		}
 		s := u.Stats()
-		if s.IOTLBHits == 0 || s.IOTLBPage == 0 || s.Walks == 0 {
+		if s.IOTLBHits == 0 || s.IOTLBPage == 0 || s.Walks == 0 || paging != (s.PagingHits > 0) {
 			t.Errorf("levels %d: the run never exercised the IOTLB: %+v", levels, s)
 		}
 	}

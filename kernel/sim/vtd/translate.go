@@ -197,10 +197,24 @@ func (u *Unit) fetchContext(src uint16) (context, Reason) {
 // the effective permissions.
 func (u *Unit) walk(ctx context, iova, need uint64) (phys uint64, level int, perm uint64, r Reason) {
 	u.stats.Walks++
-	table := ctx.table()
+	table, start := ctx.table(), ctx.levels()
 	perm = slR | slW
+	ps := u.cfg.IOTLB && u.cfg.PagingCache
+	if ps {
+		// Start from the deepest cached non-leaf entry.
+		for l := 2; l <= ctx.levels(); l++ {
+			if e, ok := u.pscache[tlbKey{ctx.did(), uint8(l), iova >> levelShift(l)}]; ok {
+				u.stats.PagingHits++
+				if e.perm&need == 0 {
+					return 0, l, e.perm, permReason(need == slW)
+				}
+				table, start, perm = e.phys, l-1, e.perm
+				break
+			}
+		}
+	}
 	sllps := u.cap >> CAP_SLLPS_SHIFT & 0xf
-	for level = ctx.levels(); level >= 1; level-- {
+	for level = start; level >= 1; level-- {
 		sh := levelShift(level)
 		var b [8]byte
 		if err := u.mem.DeviceRead(kernel.PhysAddr(table+(iova>>sh&0x1ff)*8), b[:]); err != nil {
@@ -230,9 +244,20 @@ func (u *Unit) walk(ctx context, iova, need uint64) (phys uint64, level int, per
 		if leaf {
 			return addr, level, perm & (slR | slW), 0
 		}
+		if ps {
+			u.cachePaging(tlbKey{ctx.did(), uint8(level), iova >> sh}, tlbEntry{phys: addr, perm: perm & (slR | slW)})
+		}
 		table = addr
 	}
 	return 0, 1, 0, ReasonPageTableAccess // unreachable: level 1 is a leaf
+}
+
+func (u *Unit) cachePaging(k tlbKey, e tlbEntry) {
+	if len(u.pscache) >= tlbMax {
+		clear(u.pscache)
+		u.stats.IOTLBEvictions++
+	}
+	u.pscache[k] = e
 }
 
 func (u *Unit) read128(p uint64) (lo, hi uint64, err error) {

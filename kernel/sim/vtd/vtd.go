@@ -40,6 +40,12 @@ type Config struct {
 	// invalidate after making an entry present, as under QEMU's
 	// caching-mode=on.
 	CachingMode bool
+	// PagingCache, with IOTLB on, also caches non-leaf second-level
+	// entries (paging-structure caches), as hardware does and QEMU does
+	// not. A page-selective invalidation with IVA.IH set keeps them, so a
+	// driver that frees or replaces a page table must invalidate with IH
+	// clear.
+	PagingCache bool
 
 	// InvalidationCost is how long each register-based context-cache or
 	// IOTLB invalidation busy-waits, as hardware takes time to drain and
@@ -121,6 +127,8 @@ type Stats struct {
 	Untranslated      uint64 // requests passed through with translation off
 	CachedEntries     int    // IOTLB entries held now
 	CachedContexts    int    // context-cache entries held now
+	CachedTables      int    // paging-structure cache entries held now
+	PagingHits        uint64 // walks started below the top from the paging-structure cache
 	IOTLBEvictions    uint64 // capacity evictions (never hide a missing invalidation's first effect)
 	RootPointerLoads  uint64
 	QueuedDescriptors uint64 // invalidation queue descriptors carried out
@@ -174,7 +182,8 @@ type Unit struct {
 
 	ctxCache map[uint16]context
 	tlb      map[tlbKey]tlbEntry
-	log      []Fault // a ring once full; logHead is the oldest
+	pscache  map[tlbKey]tlbEntry // non-leaf entries: next table and permissions so far
+	log      []Fault             // a ring once full; logHead is the oldest
 	logHead  int
 	stats    Stats
 }
@@ -200,6 +209,7 @@ func New(cfg Config, mem Memory) (*Unit, error) {
 		frcds:    make([]frcd, capReg>>CAP_NFR_SHIFT&0xff+1),
 		ctxCache: make(map[uint16]context),
 		tlb:      make(map[tlbKey]tlbEntry),
+		pscache:  make(map[tlbKey]tlbEntry),
 	}
 	if u.cost == 0 {
 		u.cost = time.Microsecond
@@ -226,6 +236,7 @@ func (u *Unit) Stats() Stats {
 	s := u.stats
 	s.CachedEntries = len(u.tlb)
 	s.CachedContexts = len(u.ctxCache)
+	s.CachedTables = len(u.pscache)
 	return s
 }
 
