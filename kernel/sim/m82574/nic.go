@@ -56,7 +56,7 @@ type Options struct {
 // statistics are the datasheet's registers.
 type Counters struct {
 	RxFrames       uint64 // frames written to the ring
-	RxNoDescriptor uint64 // dropped: not enough free descriptors
+	RxNoDescriptor uint64 // dropped: too few free descriptors (with DeferRx: packet buffer full)
 	RxFiltered     uint64 // dropped by address or VLAN filtering
 	RxBadSize      uint64 // dropped as undersized or oversized
 	RxOff          uint64 // arrived while the receiver or link was off
@@ -93,7 +93,10 @@ type NIC struct {
 	port     wire.Port
 	counters Counters
 	ioaddr   uint32 // I/O BAR indirection
-	msix     [msixVectors * 4]uint32
+	// rxRingGen counts RX ring set-ups (base, length or head written, or
+	// a reset): descriptors prefetched under an older one are dropped.
+	rxRingGen uint64
+	msix      [msixVectors * 4]uint32
 
 	txMu sync.Mutex // the TX engine; taken before mu
 	tx   txEngine
@@ -254,6 +257,7 @@ func (n *NIC) resetLocked() {
 	r[RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | RahAV
 	n.tx = txEngine{pkt: n.tx.pkt[:0], seg: n.tx.seg, tag: n.tx.tag}
 	n.rx.pending = n.rx.pending[:0]
+	n.rxRingGen++
 	n.rx.fault = RxFault{}
 	if n.pb != nil {
 		n.pb.reset()
@@ -422,10 +426,22 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
 		return true
 	case off == RDH, off == RDT, off == TDH:
 		r[off/4] = v & 0xffff
+		if off == RDH {
+			n.rxRingGen++
+		}
 	case off == RDLEN, off == TDLEN:
 		r[off/4] = v & 0xfff80
+		if off == RDLEN {
+			n.rxRingGen++
+		}
 	case off == RDBAL, off == TDBAL:
 		r[off/4] = v &^ 0xf
+		if off == RDBAL {
+			n.rxRingGen++
+		}
+	case off == RDBAH:
+		r[off/4] = v
+		n.rxRingGen++
 	case off >= statsFirst && off <= statsLast, off == FWSM:
 		// read-only
 	default:
