@@ -32,6 +32,9 @@ type Options struct {
 	// LinkCheck is how many busy polls pass between two link state reads;
 	// an idle loop reads it at every wake-up. Default 256.
 	LinkCheck int
+	// Manual leaves polling to the caller (Endpoint.Poll): Attach starts
+	// no loops. For single-threaded runtimes and benchmarks.
+	Manual bool
 	// OnLink, if set, is called from the poll loop when the link changes.
 	OnLink func(nic.Link)
 	// Logf reports link changes and recovered faults. Default: discard.
@@ -250,7 +253,7 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 		return
 	}
 	e.dispatcher.Store(&dispatcherRef{d})
-	if e.closed || e.stop != nil {
+	if e.closed || e.stop != nil || e.opt.Manual {
 		return
 	}
 	e.stop = make(chan struct{})
@@ -344,9 +347,7 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 			return true
 		default:
 		}
-		n := q.q.Poll(budget, e.deliver)
-		e.stats.polls.Add(1)
-		q.reclaim()
+		n := e.pollOnce(q, budget)
 		if n > 0 {
 			wait = e.opt.MinWait
 			if n >= budget {
@@ -366,6 +367,27 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 			wait = e.opt.MaxWait
 		}
 	}
+}
+
+// Poll runs one pass over queue i, as the poll loops do: it delivers up to
+// budget received frames to the attached stack and reclaims finished
+// transmissions. With Options.Manual it is how the caller drives the
+// endpoint; it must not run concurrently with itself on the same queue.
+func (e *Endpoint) Poll(i, budget int) (int, error) {
+	if i < 0 || i >= len(e.queues) {
+		return 0, fmt.Errorf("netstack: %s: queue %d of %d", e.nic.Name(), i, len(e.queues))
+	}
+	if budget <= 0 {
+		return 0, fmt.Errorf("netstack: %s: poll budget %d", e.nic.Name(), budget)
+	}
+	return e.pollOnce(e.queues[i], budget), nil
+}
+
+func (e *Endpoint) pollOnce(q *txQueue, budget int) int {
+	n := q.q.Poll(budget, e.deliver)
+	e.stats.polls.Add(1)
+	q.reclaim()
+	return n
 }
 
 // checkLink reads the driver's link state and reports a change.

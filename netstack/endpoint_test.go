@@ -357,3 +357,70 @@ func TestCloseWhileTrafficFlows(t *testing.T) {
 	pkt.DecRef()
 	ep.Wait() // returns: the loops are gone
 }
+
+// countingDispatcher is a stack that only counts what reaches it.
+type countingDispatcher struct {
+	mu     sync.Mutex
+	frames int
+	types  map[tcpip.NetworkProtocolNumber]int
+}
+
+func (d *countingDispatcher) DeliverNetworkPacket(p tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.frames++
+	if d.types == nil {
+		d.types = make(map[tcpip.NetworkProtocolNumber]int)
+	}
+	d.types[p]++
+}
+func (d *countingDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// With Manual set no loop runs: frames wait until the caller polls, and
+// Poll delivers at most its budget.
+func TestManualPoll(t *testing.T) {
+	n := newFakeNIC("ether0", 1)
+	ep, err := netstack.New(n, netstack.Options{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	var d countingDispatcher
+	ep.Attach(&d)
+	for i := 0; i < 10; i++ {
+		n.inject(udpFrame([6]byte{2, 0, 0, 0, 0, 9}, n.MAC(), addrB.Addr(), addrA.Addr(), 9, []byte{byte(i)}, false))
+	}
+	n.inject([]byte{1, 2, 3}) // a runt
+	time.Sleep(10 * time.Millisecond)
+	if d.frames != 0 {
+		t.Fatalf("%d frames delivered with no Poll", d.frames)
+	}
+	if got, err := ep.Poll(0, 4); err != nil || got != 4 || d.frames != 4 {
+		t.Fatalf("Poll(0, 4) = %d, %v; %d delivered", got, err, d.frames)
+	}
+	if got, _ := ep.Poll(0, 64); got != 7 || d.frames != 10 || d.types[0x0800] != 10 {
+		t.Fatalf("second poll took %d, delivered %d (%v)", got, d.frames, d.types)
+	}
+	if stat(t, ep, "rx_runts") != 1 {
+		t.Errorf("runt not counted")
+	}
+	if _, err := ep.Poll(1, 4); err == nil {
+		t.Errorf("Poll of queue 1 of 1 accepted")
+	}
+	if _, err := ep.Poll(0, 0); err == nil {
+		t.Errorf("Poll with budget 0 accepted")
+	}
+}
+
+func TestNewRejectsBadDrivers(t *testing.T) {
+	if _, err := netstack.New(nil, netstack.Options{}); err == nil {
+		t.Errorf("nil NIC accepted")
+	}
+	if _, err := netstack.New(noQueues{newFakeNIC("ether9", 3)}, netstack.Options{}); err == nil {
+		t.Errorf("NIC without queues accepted")
+	}
+}
+
+type noQueues struct{ *fakeNIC }
+
+func (noQueues) Queues() []nic.Queue { return nil }
