@@ -70,7 +70,7 @@ func (s *syncBuffer) String() string {
 }
 
 func testOptions(nic, initPkg string) options {
-	return options{nic: nic, machine: "qemu", smp: 1, memMiB: 1024, timeout: 8 * time.Minute, initPkg: initPkg}
+	return options{nic: nic, machine: "qemu", smp: 1, memMiB: 1024, timeout: 4 * time.Minute, initPkg: initPkg}
 }
 
 // TestBootHello boots the smallest /init through the whole runner: the
@@ -149,4 +149,25 @@ func TestSelftestRefusesIGC(t *testing.T) {
 	if !errors.Is(err, qemu.ErrNoModel) {
 		t.Fatalf("err = %v, want ErrNoModel", err)
 	}
+}
+
+// TestSelftestSim runs the self-test against the simulated machine: the
+// same /init code, the 82574L model behind the VT-d model, no QEMU.
+func TestSelftestSim(t *testing.T) {
+	if raceEnabled {
+		t.Skip("skipping under -race: see raceEnabled; tools/test runs it without")
+	}
+	var stdout, stderr syncBuffer
+	o := testOptions("e1000e", "")
+	o.machine, o.selftest, o.timeout = "sim", true, 2*time.Minute
+	err := runSim(context.Background(), o, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("selftest: FAIL: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"iommu faults 0", "(POST /sink) 16777216 bytes", "(GET /source) 16777216 bytes"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	t.Logf("\n%s", stdout.String())
 }

@@ -31,6 +31,7 @@ const transferBytes = 16 << 20
 // report is what the self-test measured. Durations count from QEMU's start.
 type report struct {
 	nic    string
+	origin string // what the times count from
 	iommu  time.Duration
 	http   time.Duration
 	dhcp   time.Duration
@@ -57,13 +58,15 @@ func (r *report) print(w io.Writer) {
 		if d == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.2fs", d.Seconds())
+		return fmt.Sprintf("%.3fs", d.Seconds())
 	}
 	fmt.Fprintf(w, "selftest: nic %s\n", r.nic)
-	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", lineIOMMU, secs(r.iommu))
-	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", lineHTTP, secs(r.http))
-	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", lineDHCP, secs(r.dhcp))
-	fmt.Fprintf(w, "selftest: qemu start to %q %s\n", linePing, secs(r.ping))
+	for _, m := range []struct {
+		line string
+		at   time.Duration
+	}{{lineIOMMU, r.iommu}, {lineHTTP, r.http}, {lineDHCP, r.dhcp}, {linePing, r.ping}} {
+		fmt.Fprintf(w, "selftest: %s to %q %s\n", r.origin, m.line, secs(m.at))
+	}
 	for _, t := range []struct {
 		dir string
 		t   transfer
@@ -108,7 +111,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 		return nil, err
 	}
 	defer vm.Stop()
-	r := &report{nic: o.nic}
+	r := &report{nic: o.nic, origin: "qemu start"}
 	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", o.port), lineHTTP, lineIOMMU, lineDHCP)
 	return r, err
 }
