@@ -87,7 +87,7 @@ func NewConfigSpace(vendor, device uint16, class uint32, header uint8) *ConfigSp
 	c.put(cfgVendor, 2, uint32(vendor))
 	c.put(cfgDevice, 2, uint32(device))
 	c.put(cfgClass, 3, class&0xffffff)
-	c.b[cfgHeader] = header &^ headerMulti
+	c.b[cfgHeader] = header
 	c.mask(cfgCommand, 2, CmdIO|CmdMemory|CmdBusMaster|cmdParity|cmdSERR|cmdIntxOff)
 	c.putW1C(cfgStatus, 2, statusW1C)
 	c.mask(cfgCacheLine, 1, 0xff)

@@ -253,6 +253,9 @@ func TestBridgeHeader(t *testing.T) {
 	if h, _ := b.ReadConfig(a, 0x0e, 1); h != 0x81 {
 		t.Errorf("header type %#x", h)
 	}
+	if c := NewConfigSpace(0x8086, 0x1521, 0x020000, 0x80); c.Err() != nil || c.b[cfgHeader] != 0x80 || c.nbars != 6 {
+		t.Errorf("multi-function endpoint: header %#x, %d BARs, %v", c.b[cfgHeader], c.nbars, c.Err())
+	}
 	// Software renumbers the bridge.
 	b.WriteConfig(a, 0x18, 4, 0x00050200)
 	if v, _ := b.ReadConfig(a, 0x19, 1); v != 2 {
