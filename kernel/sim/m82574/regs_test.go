@@ -352,3 +352,24 @@ func TestNoDMAWithoutBusMaster(t *testing.T) {
 		t.Fatalf("counters %+v: DMA must fail with bus master off", c)
 	}
 }
+
+func TestMSIXTable(t *testing.T) {
+	r := newRig(t, M82574L)
+	x, err := r.m.Bus.Regs(nicAddr, barMSIX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range msixVectors {
+		if ctl := x.Read32(uint32(16*v + 12)); ctl&1 == 0 {
+			t.Fatalf("vector %d not masked at reset: %#x", v, ctl)
+		}
+	}
+	x.Write64(16, 0xfee00000_00000000|0xfee0100c)
+	x.Write32(16+8, 0x4041)
+	if a, d := x.Read64(16), x.Read32(16+8); a != 0xfee00000_fee0100c || d != 0x4041 {
+		t.Fatalf("vector 1 address %#x data %#x", a, d)
+	}
+	if pba := x.Read32(msixPBA); pba != 0 {
+		t.Fatalf("PBA %#x", pba)
+	}
+}

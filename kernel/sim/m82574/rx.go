@@ -148,10 +148,11 @@ func (n *NIC) rxFrame(frame []byte) bool {
 			return true
 		}
 		chunk := data[int(j)*bsize : min(int(j+1)*bsize, len(data))]
+		target := bufAddr
 		if s.fault.DMAFault {
-			bufAddr = unmappedIOVA
+			target = unmappedIOVA
 		}
-		if err := n.dma.Write(bufAddr, chunk); err != nil {
+		if err := n.dma.Write(target, chunk); err != nil {
 			// The hardware still completes the descriptor: software
 			// learns of the fault from the IOMMU, not from the ring.
 			faults++
