@@ -12,10 +12,15 @@ import (
 )
 
 // Device is a device model on the simulated bus.
+//
+// The bus calls MMIORead, MMIOWrite and ConfigWritten with the function's
+// lock held, one at a time: a handler may DMA through its port, raise its
+// IRQ and read its own ConfigSpace directly, but must not reach its own
+// function through the Bus (config or Regs), which would wait on that lock.
 type Device interface {
 	Config() *ConfigSpace
 	// MMIORead and MMIOWrite handle one access of size 4 or 8 at off in
-	// BAR bar. The bus serializes calls per device.
+	// BAR bar, inside the BAR and aligned to its size.
 	MMIORead(bar int, off uint32, size int) uint64
 	MMIOWrite(bar int, off uint32, size int, v uint64)
 }
