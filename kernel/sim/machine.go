@@ -140,3 +140,13 @@ func (e ecam) Write64(off uint32, v uint64) {
 	e.Write32(off, uint32(v))
 	e.Write32(off+4, uint32(v>>32))
 }
+
+// The machine's parts are the platform contract's implementations.
+var (
+	_ kernel.Memory = (*Memory)(nil)
+	_ kernel.Clock  = (*Clock)(nil)
+	_ kernel.Waiter = (*IRQ)(nil)
+	_ kernel.Regs   = (*vtd.Unit)(nil)
+	_ kernel.Regs   = ecam{}
+	_ pci.Config    = (*Bus)(nil)
+)
