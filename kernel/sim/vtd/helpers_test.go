@@ -34,7 +34,7 @@ type tables struct {
 }
 
 func newTables(t testing.TB) *tables {
-	tb := &tables{t: t, mem: &flatMem{b: make([]byte, 64<<20)}, next: 1 << 20}
+	tb := &tables{t: t, mem: &flatMem{b: make([]byte, 16<<20)}, next: 1 << 20}
 	tb.root = tb.page()
 	return tb
 }
