@@ -80,13 +80,13 @@ type Endpoint struct {
 
 	dispatcher atomic.Pointer[dispatcherRef]
 	link       atomic.Pointer[nic.Link]
+	linkAddr   atomic.Pointer[tcpip.LinkAddress] // read per frame
 
-	mu       sync.Mutex // guards the fields below
-	linkAddr tcpip.LinkAddress
-	onClose  func()
-	stop     chan struct{} // closed to stop the running poll loops
-	loops    sync.WaitGroup
-	closed   bool
+	mu      sync.Mutex // guards the fields below
+	onClose func()
+	stop    chan struct{} // closed to stop the running poll loops
+	loops   sync.WaitGroup
+	closed  bool
 }
 
 type dispatcherRef struct{ d stack.NetworkDispatcher }
@@ -115,11 +115,9 @@ func New(n nic.NIC, opt Options) (*Endpoint, error) {
 		return nil, fmt.Errorf("netstack: %s: driver offers no queues", n.Name())
 	}
 	mac := n.MAC()
-	e := &Endpoint{
-		nic:      n,
-		opt:      opt.withDefaults(),
-		linkAddr: tcpip.LinkAddress(mac[:]),
-	}
+	e := &Endpoint{nic: n, opt: opt.withDefaults()}
+	la := tcpip.LinkAddress(mac[:])
+	e.linkAddr.Store(&la)
 	for _, q := range qs {
 		if q == nil {
 			return nil, fmt.Errorf("netstack: %s: driver returned a nil queue", n.Name())
@@ -158,20 +156,12 @@ func (e *Endpoint) SetMTU(mtu uint32) {
 func (*Endpoint) MaxHeaderLength() uint16 { return header.EthernetMinimumSize }
 
 // LinkAddress implements stack.LinkEndpoint.
-func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.linkAddr
-}
+func (e *Endpoint) LinkAddress() tcpip.LinkAddress { return *e.linkAddr.Load() }
 
 // SetLinkAddress implements stack.LinkEndpoint. It changes the source
 // address of outgoing frames only; the driver's receive filter keeps the
 // MAC it was probed with.
-func (e *Endpoint) SetLinkAddress(addr tcpip.LinkAddress) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.linkAddr = addr
-}
+func (e *Endpoint) SetLinkAddress(addr tcpip.LinkAddress) { e.linkAddr.Store(&addr) }
 
 // Capabilities implements stack.LinkEndpoint from the driver's current
 // features.

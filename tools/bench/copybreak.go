@@ -74,8 +74,16 @@ func runCopybreak(args []string, out io.Writer) error {
 	batch := fs.Int("batch", 128, "frames per timed poll (the RX ring holds 256)")
 	deferBatch := fs.Int("deferred-batch", 64, "unmaps per IOTLB invalidation in deferred mode")
 	invCost := fs.Duration("invcost", time.Microsecond, "time one VT-d invalidation takes in the model (0: none)")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profile != "" {
+		stop, err := startProfile(*profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
