@@ -91,16 +91,31 @@ var testMAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
 type rig struct {
 	d      *Device
 	regs   *regFile
-	dma    *ringtest.DMA
+	dma    *ringtest.DMA // nil when the rig runs on other DMA
+	dev    deviceMem
 	rxHead []int
 	txHead []int
 	wire   [][]byte // frames the device sent
 }
 
+// deviceMem is the device's side of DMA: what the rig reads and writes
+// through descriptor addresses.
+type deviceMem interface {
+	DeviceWrite(addr kernel.DMAAddr, b []byte) error
+	DeviceRead(addr kernel.DMAAddr, b []byte) error
+}
+
 func newRig(t testing.TB) *rig {
+	dma := ringtest.New()
+	r := newRigOn(t, dma, dma)
+	r.dma = dma
+	return r
+}
+
+// newRigOn probes over any DMA, dev being its device side.
+func newRigOn(t testing.TB, dma kernel.DMA, dev deviceMem) *rig {
 	t.Helper()
 	regs := newRegFile(testMAC)
-	dma := ringtest.New()
 	d, err := probe(&nic.Device{
 		Name:  "ether0",
 		Func:  &pci.Function{Vendor: VendorIntel, Device: 0x10c9},
@@ -111,7 +126,7 @@ func newRig(t testing.TB) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{d: d, regs: regs, dma: dma, rxHead: make([]int, len(d.queues)), txHead: make([]int, len(d.queues))}
+	return &rig{d: d, regs: regs, dev: dev, rxHead: make([]int, len(d.queues)), txHead: make([]int, len(d.queues))}
 }
 
 // rxTail is the tail the driver last wrote for queue q.
@@ -129,7 +144,7 @@ func (r *rig) deliver(t testing.TB, q int, f []byte, staterr uint32, hash uint32
 	}
 	desc := r.d.queues[q].rx.Descs.At(h)
 	addr := kernel.DMAAddr(binary.LittleEndian.Uint64(desc))
-	if err := r.dma.DeviceWrite(addr, f); err != nil {
+	if err := r.dev.DeviceWrite(addr, f); err != nil {
 		t.Fatalf("queue %d descriptor %d: %v", q, h, err)
 	}
 	r.writeback(q, h, staterr|RXD_STAT_DD, len(f), hash)
@@ -166,7 +181,7 @@ func (r *rig) transmit(t testing.TB, q int) (ctxs [][]byte) {
 		case ADVTXD_DTYP_DATA:
 			n := int(ctl & ADVTXD_LEN_MASK)
 			b := make([]byte, n)
-			if err := r.dma.DeviceRead(kernel.DMAAddr(binary.LittleEndian.Uint64(desc)), b); err != nil {
+			if err := r.dev.DeviceRead(kernel.DMAAddr(binary.LittleEndian.Uint64(desc)), b); err != nil {
 				t.Fatalf("queue %d descriptor %d: %v", q, h, err)
 			}
 			cur = append(cur, b...)
@@ -203,6 +218,9 @@ func (r *rig) close(t testing.TB) {
 	t.Helper()
 	if err := r.d.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if r.dma == nil {
+		return
 	}
 	if n := r.dma.Live(); n != 0 {
 		t.Fatalf("%d streaming mappings leaked", n)
