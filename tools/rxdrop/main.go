@@ -1,0 +1,17 @@
+// Command rxdrop receives frames and drops them, through a zero-copy
+// queue by default, on the simulated machine (an 82576 behind VT-d with a
+// traffic generator at the far end of its wire), and prints frames per
+// second.
+//
+//	go run ./tools/rxdrop [-path netstack|copy|zero-copy] [-size 64] [-time 2s]
+package main
+
+import (
+	"os"
+
+	"github.com/ether9/ether9/tools/xdp"
+)
+
+func main() {
+	os.Exit(xdp.Main("rxdrop", os.Args[1:], os.Stdout, os.Stderr))
+}
