@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +33,9 @@ type MemoryOptions struct {
 
 // Memory is kernel.Memory on Linux: pinned memory with physical addresses
 // from /proc/self/pagemap. Nothing it hands out can move: the process is
-// locked in memory (mlockall), transparent hugepages are off for it (no
-// khugepaged collapse), and compaction of locked pages is off. Alloc prefers
+// locked in memory (mlockall, each page from its first touch), transparent
+// hugepages are off for it (no khugepaged collapse), and compaction of
+// locked pages is off. Alloc prefers
 // hugepages (2 MiB, physically contiguous by construction).
 type Memory struct {
 	opt MemoryOptions
@@ -68,8 +70,14 @@ func NewMemory(opt MemoryOptions) (*Memory, error) {
 	}
 	opt.SmallChunk = int(alignUp(uint64(opt.SmallChunk), pageSize))
 	m := &Memory{opt: opt, pool: newPool(), pinned: make(map[pinKey]*pinEntry)}
-	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
-		return nil, fmt.Errorf("memory: mlockall: %w", err)
+	// Lock every page as it is first touched: resident pages can neither
+	// be swapped nor (with compaction of locked pages off) migrated.
+	// MCL_ONFAULT leaves untouched reservations alone; locking all of the Go
+	// runtime's address space up front costs most of a second under TCG.
+	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
+		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
+			return nil, fmt.Errorf("memory: mlockall: %w", err)
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("memory: disable transparent hugepages: %w", err)
@@ -215,15 +223,23 @@ func (m *Memory) Free(r kernel.Region) error {
 	return m.pool.release(r)
 }
 
-// Pin resolves buf page by page. The process is locked in memory and Go's
-// collector does not move heap objects, so the pages stay where they are;
-// Pin keeps a reference so buf stays allocated until Unpin.
+// Pin locks buf's pages and resolves them one by one. Go's collector does
+// not move heap objects and the kernel does not move locked pages, so they
+// stay where they are; Pin keeps a reference so buf stays allocated until
+// Unpin. The pages stay locked after Unpin: the whole process is.
 func (m *Memory) Pin(buf []byte) ([]kernel.Segment, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("pin: %w", kernel.ErrZeroLength)
 	}
 	virt := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 	pages := int((uint64(virt)%pageSize + uint64(len(buf)) + pageSize - 1) / pageSize)
+	// mlock faults in any page of buf not yet touched (fresh heap memory
+	// the runtime knows to be zero) and locks it where it is.
+	start := virt &^ (pageSize - 1)
+	if _, _, errno := unix.Syscall(unix.SYS_MLOCK, start, uintptr(pages*pageSize), 0); errno != 0 {
+		return nil, fmt.Errorf("pin %d bytes at %#x: mlock: %w", len(buf), virt, errno)
+	}
+	runtime.KeepAlive(buf)
 	frames, err := m.pm.frames(virt, pages)
 	if err != nil {
 		return nil, fmt.Errorf("pin %d bytes at %#x: %w", len(buf), virt, err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -104,5 +106,33 @@ func TestFlushCacheKeepsData(t *testing.T) {
 		if buf[i] != byte(i) {
 			t.Fatalf("byte %d changed by the flush", i)
 		}
+	}
+}
+
+// Under MCL_ONFAULT a page nobody touched is not resident; Pin must fault
+// it in rather than report it absent (fresh heap spans are such pages).
+func TestMemoryPinUntouchedPages(t *testing.T) {
+	m := newTestMemory(t)
+	b, err := unix.Mmap(-1, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	segs, err := m.Pin(b[10:])
+	if err != nil {
+		t.Fatalf("pin of untouched pages: %v", err)
+	}
+	n := 0
+	for _, s := range segs {
+		if s.Phys == 0 {
+			t.Fatalf("segment at physical 0: %v", segs)
+		}
+		n += s.Len
+	}
+	if n != len(b)-10 {
+		t.Fatalf("segments cover %d bytes, want %d", n, len(b)-10)
+	}
+	if err := m.Unpin(b[10:]); err != nil {
+		t.Fatal(err)
 	}
 }
