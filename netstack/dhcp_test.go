@@ -1,11 +1,14 @@
 package netstack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +27,11 @@ type dhcpServer struct {
 	conn *gonet.UDPConn
 	mode string // "ok", "nak", "malformed", "silent"
 	got  chan byte
+	// lease and renew (T1) in seconds; renewals (REQUEST with ciaddr)
+	// get a NAK when nakRenew is set.
+	lease, renew uint32
+	nakRenew     bool
+	renewals     atomic.Int32
 }
 
 var (
@@ -43,9 +51,8 @@ func startDHCPServer(t *testing.T, s *netstack.Stack, mode string) *dhcpServer {
 	if terr := ep.Bind(tcpip.FullAddress{NIC: netstack.NICID(0), Port: dhcp.ServerPort}); terr != nil {
 		t.Fatal(terr)
 	}
-	srv := &dhcpServer{conn: gonet.NewUDPConn(&wq, ep), mode: mode, got: make(chan byte, 64)}
+	srv := &dhcpServer{conn: gonet.NewUDPConn(&wq, ep), mode: mode, got: make(chan byte, 64), lease: 3600}
 	t.Cleanup(func() { srv.conn.Close() })
-	go srv.serve()
 	return srv
 }
 
@@ -78,12 +85,19 @@ func (s *dhcpServer) serve() {
 		case s.got <- typ:
 		default:
 		}
+		renewing := !bytes.Equal(req[12:16], []byte{0, 0, 0, 0}) // ciaddr
 		var reply byte
 		switch {
 		case s.mode == "silent":
 			continue
 		case typ == 1:
 			reply = 2 // OFFER
+		case typ == 3 && renewing:
+			s.renewals.Add(1)
+			reply = 5
+			if s.nakRenew {
+				reply = 6
+			}
 		case typ == 3 && s.mode == "nak":
 			reply = 6
 		case typ == 3:
@@ -91,7 +105,12 @@ func (s *dhcpServer) serve() {
 		default:
 			continue
 		}
-		s.conn.WriteTo(s.reply(req, reply), &net.UDPAddr{IP: net.IPv4bcast, Port: dhcp.ClientPort})
+		// RFC 2131 4.1: unicast to ciaddr when the client has one.
+		to := &net.UDPAddr{IP: net.IPv4bcast, Port: dhcp.ClientPort}
+		if renewing {
+			to.IP = net.IP(bytes.Clone(req[12:16]))
+		}
+		s.conn.WriteTo(s.reply(req, reply), to)
 	}
 }
 
@@ -118,8 +137,12 @@ func (s *dhcpServer) reply(req []byte, typ byte) []byte {
 	}
 	if typ != 6 {
 		var lease [4]byte
-		binary.BigEndian.PutUint32(lease[:], 3600)
+		binary.BigEndian.PutUint32(lease[:], s.lease)
 		opt(51, lease[:]...)
+		if s.renew != 0 {
+			binary.BigEndian.PutUint32(lease[:], s.renew)
+			opt(58, lease[:]...)
+		}
 		opt(1, 255, 255, 255, 0)
 		opt(3, sid[:]...)
 		d := dns1.As4()
@@ -140,13 +163,15 @@ func dhcpPair(t *testing.T, mode string) (client *fakeNIC, server *netstack.Stac
 		t.Fatal(err)
 	}
 	t.Cleanup(server.Close)
-	return a, server, startDHCPServer(t, server, mode)
+	srv = startDHCPServer(t, server, mode)
+	return a, server, srv
 }
 
 var quickDHCP = dhcp.Config{Timeout: 2 * time.Second, Retransmit: 100 * time.Millisecond}
 
 func TestDHCPLease(t *testing.T) {
-	a, server, _ := dhcpPair(t, "ok")
+	a, server, srv := dhcpPair(t, "ok")
+	go srv.serve()
 	var logs []string
 	cs, err := netstack.NewStack(netstack.StackOptions{DHCP: quickDHCP, Logf: func(f string, args ...any) {
 		logs = append(logs, strings.TrimSpace(f))
@@ -155,15 +180,15 @@ func TestDHCPLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	l := cs.Leases[0]
+	l := cs.Lease(0)
 	if l == nil {
 		t.Fatal("no lease recorded")
 	}
 	if l.Addr != netip.PrefixFrom(leaseIP, 24) || l.Router != serverIP || l.Server != serverIP || l.Duration != time.Hour || l.Renew != 30*time.Minute {
 		t.Errorf("lease %v", l)
 	}
-	if len(l.DNS) != 2 || l.DNS[0] != dns1 || len(cs.DNS) != 2 {
-		t.Errorf("DNS %v (stack %v)", l.DNS, cs.DNS)
+	if len(l.DNS) != 2 || l.DNS[0] != dns1 || len(cs.DNS()) != 2 {
+		t.Errorf("DNS %v (stack %v)", l.DNS, cs.DNS())
 	}
 	// The address, the subnet route and the default route are in place:
 	// the server answers, and an off-link address routes via the router.
@@ -195,6 +220,7 @@ func TestDHCPErrors(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			a, _, srv := dhcpPair(t, tc.mode)
+			go srv.serve()
 			cs, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: a})
 			if err != nil {
 				t.Fatal(err)
@@ -234,7 +260,8 @@ func TestDHCPErrors(t *testing.T) {
 
 // A failed DHCP falls back to the static address.
 func TestDHCPFallback(t *testing.T) {
-	a, server, _ := dhcpPair(t, "silent")
+	a, server, srv := dhcpPair(t, "silent")
+	go srv.serve()
 	static := netip.MustParsePrefix("192.0.2.77/24")
 	cs, err := netstack.NewStack(netstack.StackOptions{DHCP: dhcp.Config{Timeout: 300 * time.Millisecond, Retransmit: 100 * time.Millisecond}},
 		netstack.Interface{NIC: a, DHCP: true, Addrs: []netip.Prefix{static}})
@@ -242,10 +269,46 @@ func TestDHCPFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if cs.Leases[0] != nil {
+	if cs.Lease(0) != nil {
 		t.Errorf("lease recorded from a silent server")
 	}
 	if err := ping(t, server, static.Addr()); err != nil {
 		t.Errorf("static fallback address unreachable: %v", err)
+	}
+}
+
+// The lease is renewed at T1 by unicast; a NAK on renewal takes the
+// address away.
+func TestDHCPRenew(t *testing.T) {
+	for _, nak := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nak=%v", nak), func(t *testing.T) {
+			a, _, srv := dhcpPair(t, "ok")
+			srv.lease, srv.renew, srv.nakRenew = 60, 1, nak
+			go srv.serve()
+			cs, err := netstack.NewStack(netstack.StackOptions{DHCP: quickDHCP}, netstack.Interface{NIC: a, DHCP: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if l := cs.Lease(0); l == nil || l.Renew != time.Second {
+				t.Fatalf("lease %v", l)
+			}
+			eventually(t, "a renewal", func() bool { return srv.renewals.Load() > 0 })
+			if !nak {
+				eventually(t, "a second renewal", func() bool { return srv.renewals.Load() > 1 })
+				if err := ping(t, cs, serverIP); err != nil {
+					t.Errorf("renewed address unusable: %v", err)
+				}
+				return
+			}
+			eventually(t, "the address to go", func() bool {
+				for _, pa := range cs.NICInfo()[netstack.NICID(0)].ProtocolAddresses {
+					if pa.AddressWithPrefix.Address == tcpip.AddrFromSlice(leaseIP.AsSlice()) {
+						return false
+					}
+				}
+				return cs.Lease(0) == nil
+			})
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
+	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/netstack/dhcp"
@@ -45,11 +47,36 @@ type StackOptions struct {
 type Stack struct {
 	*stack.Stack
 	Endpoints []*Endpoint
-	// Leases holds each interface's DHCP lease, nil where the interface is
-	// static or fell back to its static addresses.
-	Leases []*dhcp.Lease
-	// DNS collects the servers the leases named.
-	DNS []netip.Addr
+
+	logf   func(format string, args ...any)
+	cancel context.CancelFunc // stops the lease keepers
+	keep   sync.WaitGroup
+
+	mu     sync.Mutex
+	leases []*dhcp.Lease // per interface, nil where static or fallen back
+}
+
+// Lease returns interface i's current DHCP lease, nil if it has none.
+func (s *Stack) Lease(i int) *dhcp.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.leases) {
+		return nil
+	}
+	return s.leases[i]
+}
+
+// DNS returns the DNS servers the current leases name.
+func (s *Stack) DNS() []netip.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []netip.Addr
+	for _, l := range s.leases {
+		if l != nil {
+			out = append(out, l.DNS...)
+		}
+	}
+	return out
 }
 
 // NICID is the gVisor NIC id of interface i (in NewStack's order).
@@ -67,8 +94,11 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 			NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
 			TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		}),
-		Leases: make([]*dhcp.Lease, len(ifs)),
+		leases: make([]*dhcp.Lease, len(ifs)),
+		logf:   opt.Logf,
 	}
+	var ctx context.Context
+	ctx, s.cancel = context.WithCancel(context.Background())
 	// Large transfers want windows bigger than gVisor's defaults.
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
@@ -99,7 +129,7 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 		}
 	}
 	for i, ifc := range ifs {
-		if err := s.configure(i, ifc, opt); err != nil {
+		if err := s.configure(ctx, i, ifc, opt); err != nil {
 			return fail(err)
 		}
 	}
@@ -107,20 +137,26 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 }
 
 // configure addresses interface i.
-func (s *Stack) configure(i int, ifc Interface, opt StackOptions) error {
+func (s *Stack) configure(ctx context.Context, i int, ifc Interface, opt StackOptions) error {
 	id, name := NICID(i), ifc.NIC.Name()
 	if ifc.DHCP {
 		c, err := dhcp.NewClient(s.Stack, id, opt.DHCP)
 		if err != nil {
 			return fmt.Errorf("netstack: %s: %w", name, err)
 		}
-		l, err := c.Acquire(context.Background())
+		l, err := c.Acquire(ctx)
 		switch {
 		case err == nil:
-			s.Leases[i] = l
-			s.DNS = append(s.DNS, l.DNS...)
 			opt.Logf("%s: dhcp %v gw %v", name, l.Addr, l.Router)
-			return s.address(id, name, []netip.Prefix{l.Addr}, l.Router)
+			if err := s.address(id, name, []netip.Prefix{l.Addr}, l.Router); err != nil {
+				return err
+			}
+			s.mu.Lock()
+			s.leases[i] = l
+			s.mu.Unlock()
+			s.keep.Add(1)
+			go s.keepLease(ctx, i, c, l)
+			return nil
 		case len(ifc.Addrs) == 0:
 			return fmt.Errorf("netstack: %s: %w", name, err)
 		default:
@@ -134,6 +170,48 @@ func (s *Stack) configure(i int, ifc Interface, opt StackOptions) error {
 		opt.Logf("%s: addr %v", name, a)
 	}
 	return nil
+}
+
+// keepLease renews interface i's lease at its renewal time (T1), retries
+// at half the remaining time while it lasts, and removes the address when
+// the lease runs out or the server refuses it.
+func (s *Stack) keepLease(ctx context.Context, i int, c *dhcp.Client, l *dhcp.Lease) {
+	defer s.keep.Done()
+	id, name := NICID(i), s.Endpoints[i].NIC().Name()
+	got := time.Now()
+	wait := l.Renew
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		nl, err := c.Renew(ctx, l)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			s.logf("%s: dhcp renewed %v for %v", name, nl.Addr, nl.Duration)
+			s.mu.Lock()
+			s.leases[i] = nl
+			s.mu.Unlock()
+			l, got, wait = nl, time.Now(), nl.Renew
+			continue
+		}
+		left := l.Duration - time.Since(got)
+		if errors.Is(err, dhcp.ErrRefused) || left <= 0 {
+			s.logf("%s: dhcp lease on %v ends: %v", name, l.Addr, err)
+			s.RemoveAddress(id, tcpip.AddrFromSlice(l.Addr.Addr().AsSlice()))
+			s.mu.Lock()
+			s.leases[i] = nil
+			s.mu.Unlock()
+			return
+		}
+		s.logf("%s: dhcp renew: %v; %v of the lease left", name, err, left)
+		wait = max(left/2, time.Second)
+	}
 }
 
 // address adds addrs to NIC id with their on-link routes, and a default
@@ -169,6 +247,8 @@ func (s *Stack) address(id tcpip.NICID, name string, addrs []netip.Prefix, gw ne
 // Close removes every NIC (which closes the endpoints and their drivers)
 // and stops the stack.
 func (s *Stack) Close() {
+	s.cancel()
+	s.keep.Wait()
 	for id := range s.NICInfo() {
 		s.RemoveNIC(id)
 	}

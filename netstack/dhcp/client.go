@@ -20,6 +20,9 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
+// ErrRefused is wrapped by errors for a server's NAK.
+var ErrRefused = errors.New("refused by the server (NAK)")
+
 // Ports of RFC 2131.
 const (
 	ServerPort = 67
@@ -100,7 +103,7 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	}
 	defer c.s.RemoveAddress(c.nicID, header.IPv4Any)
 
-	conn, err := c.bind()
+	conn, err := c.bind(tcpip.Address{})
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +111,9 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	return c.exchange(ctx, conn)
 }
 
-// bind opens the client's UDP socket: port 68 on this NIC, allowed to
-// broadcast.
-func (c *Client) bind() (*gonet.UDPConn, error) {
+// bind opens the client's UDP socket: port 68 of local (any if empty) on
+// this NIC, allowed to broadcast.
+func (c *Client) bind(local tcpip.Address) (*gonet.UDPConn, error) {
 	var wq waiter.Queue
 	ep, terr := c.s.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, &wq)
 	if terr != nil {
@@ -121,7 +124,7 @@ func (c *Client) bind() (*gonet.UDPConn, error) {
 		ep.Close()
 		return nil, fmt.Errorf("dhcp: nic %d: bind to device: %s", c.nicID, terr)
 	}
-	if terr := ep.Bind(tcpip.FullAddress{NIC: c.nicID, Port: ClientPort}); terr != nil {
+	if terr := ep.Bind(tcpip.FullAddress{NIC: c.nicID, Addr: local, Port: ClientPort}); terr != nil {
 		ep.Close()
 		return nil, fmt.Errorf("dhcp: nic %d: bind :%d: %s", c.nicID, ClientPort, terr)
 	}
@@ -137,7 +140,7 @@ func (c *Client) exchange(ctx context.Context, conn *gonet.UDPConn) (*Lease, err
 	xid := binary.BigEndian.Uint32(x[:])
 
 	discover := c.request(xid, msgDiscover)
-	offer, err := c.roundTrip(ctx, conn, discover, func(m *message) error {
+	offer, err := c.roundTrip(ctx, conn, broadcast, discover, func(m *message) error {
 		if m.msgType() != msgOffer {
 			return fmt.Errorf("%v, want OFFER", m.msgType())
 		}
@@ -157,7 +160,7 @@ func (c *Client) exchange(ctx context.Context, conn *gonet.UDPConn) (*Lease, err
 	req := c.request(xid, msgRequest)
 	req.opts[optRequestedIP] = offer.yiaddr.AsSlice()
 	req.opts[optServerID] = server.AsSlice()
-	ack, err := c.roundTrip(ctx, conn, req, func(m *message) error {
+	ack, err := c.roundTrip(ctx, conn, broadcast, req, func(m *message) error {
 		if id, ok := m.addr(optServerID); ok && id != server {
 			return fmt.Errorf("%v from server %v, we asked %v", m.msgType(), id, server)
 		}
@@ -176,9 +179,56 @@ func (c *Client) exchange(ctx context.Context, conn *gonet.UDPConn) (*Lease, err
 		return nil, err
 	}
 	if ack.msgType() == msgNak {
-		return nil, fmt.Errorf("dhcp: server %v refused %v (NAK)", server, offer.yiaddr)
+		return nil, fmt.Errorf("dhcp: request %v from %v: %w", offer.yiaddr, server, ErrRefused)
 	}
 	return leaseFrom(ack, server)
+}
+
+// Renew asks the server that granted l to extend it (RFC 2131 section
+// 4.4.5, RENEWING): a REQUEST from the leased address, sent straight to
+// the server. The NIC must hold l.Addr. It returns the extended lease; a
+// NAK is an error, and the caller must then stop using the address.
+func (c *Client) Renew(ctx context.Context, l *Lease) (*Lease, error) {
+	if l == nil || !l.Addr.IsValid() || !l.Server.IsValid() {
+		return nil, fmt.Errorf("dhcp: nic %d: renew needs a lease with an address and a server", c.nicID)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	conn, err := c.bind(tcpip.AddrFromSlice(l.Addr.Addr().AsSlice()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var x [4]byte
+	if _, err := rand.Read(x[:]); err != nil {
+		return nil, fmt.Errorf("dhcp: transaction id: %w", err)
+	}
+	req := c.request(binary.BigEndian.Uint32(x[:]), msgRequest)
+	req.flags = 0 // we can take unicast now
+	req.ciaddr = l.Addr.Addr()
+	dst := &net.UDPAddr{IP: l.Server.AsSlice(), Port: ServerPort}
+	ack, err := c.roundTrip(ctx, conn, dst, req, func(m *message) error {
+		switch m.msgType() {
+		case msgAck:
+			if m.yiaddr != l.Addr.Addr() {
+				return fmt.Errorf("ACK for %v, we hold %v", m.yiaddr, l.Addr.Addr())
+			}
+			return nil
+		case msgNak:
+			return nil
+		}
+		return fmt.Errorf("%v, want ACK or NAK", m.msgType())
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ack.msgType() == msgNak {
+		return nil, fmt.Errorf("dhcp: renew %v from %v: %w", l.Addr, l.Server, ErrRefused)
+	}
+	return leaseFrom(ack, l.Server)
 }
 
 // leaseFrom reads the lease out of an ACK.
@@ -231,12 +281,14 @@ func (c *Client) request(xid uint32, t msgType) *message {
 	return m
 }
 
-// roundTrip broadcasts m and waits for a reply to it that accept takes,
+// broadcast is where a client without a lease sends.
+var broadcast = &net.UDPAddr{IP: net.IPv4bcast, Port: ServerPort}
+
+// roundTrip sends m to dst and waits for a reply to it that accept takes,
 // retransmitting with exponential back-off until ctx ends. Replies for
 // other transactions are skipped; malformed or unacceptable ones are
 // counted and the last reason is reported if nothing good arrives.
-func (c *Client) roundTrip(ctx context.Context, conn *gonet.UDPConn, m *message, accept func(*message) error) (*message, error) {
-	dst := &net.UDPAddr{IP: net.IPv4bcast, Port: ServerPort}
+func (c *Client) roundTrip(ctx context.Context, conn *gonet.UDPConn, dst *net.UDPAddr, m *message, accept func(*message) error) (*message, error) {
 	pkt := m.marshal()
 	buf := make([]byte, 1500)
 	wait := c.cfg.Retransmit
