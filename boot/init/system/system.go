@@ -233,8 +233,10 @@ func (s *System) startStack() error {
 // gateway is the first NIC's default router: from DHCP, else the command
 // line.
 func (s *System) gateway() netip.Addr {
-	if s.stack != nil && len(s.stack.Leases) > 0 && s.stack.Leases[0] != nil && s.stack.Leases[0].Router.IsValid() {
-		return s.stack.Leases[0].Router
+	if s.stack != nil {
+		if l := s.stack.Lease(0); l != nil && l.Router.IsValid() {
+			return l.Router
+		}
 	}
 	return s.opt.Gateway
 }
