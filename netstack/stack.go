@@ -47,6 +47,9 @@ type StackOptions struct {
 type Stack struct {
 	*stack.Stack
 	Endpoints []*Endpoint
+	// Leases are the DHCP leases each interface got at start-up (nil where
+	// static or fallen back); they are not updated. Lease(i) is current.
+	Leases []*dhcp.Lease
 
 	logf   func(format string, args ...any)
 	cancel context.CancelFunc // stops the lease keepers
@@ -95,6 +98,7 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 			TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		}),
 		leases: make([]*dhcp.Lease, len(ifs)),
+		Leases: make([]*dhcp.Lease, len(ifs)),
 		logf:   opt.Logf,
 	}
 	var ctx context.Context
@@ -154,6 +158,7 @@ func (s *Stack) configure(ctx context.Context, i int, ifc Interface, opt StackOp
 			s.mu.Lock()
 			s.leases[i] = l
 			s.mu.Unlock()
+			s.Leases[i] = l
 			s.keep.Add(1)
 			go s.keepLease(ctx, i, c, l)
 			return nil
