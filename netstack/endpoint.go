@@ -36,6 +36,8 @@ type Options struct {
 	// no loops. For single-threaded runtimes and benchmarks.
 	Manual bool
 	// OnLink, if set, is called from the poll loop when the link changes.
+	// It must not close the endpoint or remove its NIC itself (Close waits
+	// for that loop); hand such work to another goroutine.
 	OnLink func(nic.Link)
 	// Logf reports link changes and recovered faults. Default: discard.
 	Logf func(format string, args ...any)
@@ -313,8 +315,14 @@ func (e *Endpoint) stopLoopsLocked() {
 func (e *Endpoint) poll(q *txQueue, stop <-chan struct{}) {
 	defer e.loops.Done()
 	for !e.pollLoop(q, stop) {
-		// A recovered panic: the loop starts again so that the machine
-		// keeps its network.
+		// A recovered panic: the loop starts again, after a pause so that
+		// a fault that repeats cannot spin, and the machine keeps its
+		// network.
+		select {
+		case <-stop:
+			return
+		case <-time.After(e.opt.MaxWait):
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package netstack_test
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -424,3 +426,31 @@ func TestNewRejectsBadDrivers(t *testing.T) {
 type noQueues struct{ *fakeNIC }
 
 func (noQueues) Queues() []nic.Queue { return nil }
+
+// A panic in the driver's poll is caught, logged with its stack and
+// counted, and the loop goes on: PID 1 keeps its network.
+func TestPollPanicRecovered(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	p := newFakePair(t, netstack.Options{Logf: func(f string, args ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(f, args...))
+		mu.Unlock()
+	}})
+	p.b.q.panicNext.Store(true)
+	p.b.q.signal()
+	ep := p.sb.Endpoints[0]
+	eventually(t, "the panic", func() bool { return stat(t, ep, "poll_panics") == 1 })
+	if err := ping(t, p.sa, addrB.Addr()); err != nil {
+		t.Fatalf("after the panic: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, l := range logs {
+		found = found || strings.Contains(l, "injected fault") && strings.Contains(l, "goroutine")
+	}
+	if !found {
+		t.Errorf("panic not logged with its stack: %q", logs)
+	}
+}

@@ -47,6 +47,7 @@ type fakeQueue struct {
 	unverified chan []byte // delivered with CsumOK false
 	kick       chan struct{}
 	paused     atomic.Bool
+	panicNext  atomic.Bool // the next Poll panics, as a driver bug would
 	inflight   int // TX descriptors in use, freed by Reclaim
 }
 
@@ -169,6 +170,9 @@ func (q *fakeQueue) signal() {
 func (q *fakeQueue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	if q.paused.Load() {
 		return 0
+	}
+	if q.panicNext.CompareAndSwap(true, false) {
+		panic("fake driver: injected fault")
 	}
 	rxcsum := q.n.Features().RxChecksum
 	n := 0
