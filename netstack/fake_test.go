@@ -48,7 +48,7 @@ type fakeQueue struct {
 	kick       chan struct{}
 	paused     atomic.Bool
 	panicNext  atomic.Bool // the next Poll panics, as a driver bug would
-	inflight   int // TX descriptors in use, freed by Reclaim
+	inflight   int         // TX descriptors in use, freed by Reclaim
 }
 
 func newFakeNIC(name string, last byte) *fakeNIC {
