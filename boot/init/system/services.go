@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -25,7 +26,7 @@ func (s *System) startServices(ctx context.Context) {
 	if s.unit != nil {
 		s.sup.Go(ctx, "iommu", s.watchFaults)
 	}
-	if gw := s.gateway(); s.opt.Ping && gw.IsValid() {
+	if gw := s.pingTarget(); s.opt.Ping && gw.IsValid() {
 		s.sup.Go(ctx, "ping", func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
@@ -38,6 +39,21 @@ func (s *System) startServices(ctx context.Context) {
 			return nil
 		})
 	}
+}
+
+// pingTarget is the gateway, or else the DHCP server: QEMU's user network
+// with restrict=on leaves the router out of its leases, but its server
+// (10.0.2.2) is the gateway all the same.
+func (s *System) pingTarget() netip.Addr {
+	if gw := s.gateway(); gw.IsValid() {
+		return gw
+	}
+	if s.stack != nil {
+		if l := s.stack.Lease(0); l != nil {
+			return l.Server
+		}
+	}
+	return netip.Addr{}
 }
 
 func (s *System) serveHTTP(ctx context.Context) error {
