@@ -29,8 +29,8 @@ e9_root() {
 }
 
 e9_codename() {
-	# shellcheck disable=SC1091
-	(. /etc/os-release 2>/dev/null && printf '%s' "${VERSION_CODENAME:-}")
+	# shellcheck disable=SC1090
+	(. "${ETHER9_OS_RELEASE:-/etc/os-release}" 2>/dev/null && printf '%s' "${VERSION_CODENAME:-}")
 }
 
 E9_APT_UPDATED=

@@ -1,0 +1,140 @@
+// Package lib_test checks tools/lib/install.sh against stand-ins for apt,
+// dpkg and QEMU, so that the install logic is tested without touching the
+// machine's packages.
+package lib_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeBin writes an executable script name into dir.
+func fakeBin(t *testing.T, dir, name, script string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shell runs fn from install.sh with PATH starting at bin and the cache
+// under cache; it returns the combined output and the error.
+func shell(t *testing.T, bin, cache, fn string, env ...string) (string, error) {
+	t.Helper()
+	lib, err := filepath.Abs("install.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", ". "+lib+" && "+fn)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "XDG_CACHE_HOME="+cache)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kernelDeb builds a real .deb shaped like linux-image-6.1.0-57-amd64.
+func kernelDeb(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("dpkg-deb"); err != nil {
+		t.Skip("skipping: no dpkg-deb on this machine")
+	}
+	root := filepath.Join(dir, "pkg")
+	for _, f := range []struct{ path, body string }{
+		{"DEBIAN/control", "Package: linux-image-6.1.0-57-amd64\nVersion: 6.1.158-1\nArchitecture: amd64\nMaintainer: test <t@example.org>\nDescription: test kernel\n"},
+		{"boot/vmlinuz-6.1.0-57-amd64", "bzImage stand-in"},
+		{"boot/config-6.1.0-57-amd64", "CONFIG_PVH=y\n"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/net/e1000e.ko", "module"},
+		{"usr/share/doc/linux-image-6.1.0-57-amd64/copyright", "GPL"},
+	} {
+		p := filepath.Join(root, f.path)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deb := filepath.Join(dir, "linux-image-6.1.0-57-amd64_6.1.158-1_amd64.deb")
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", root, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb --build: %v\n%s", err, out)
+	}
+	return deb
+}
+
+func TestInstallKernel(t *testing.T) {
+	dir := t.TempDir()
+	bin, cache := filepath.Join(dir, "bin"), filepath.Join(dir, "cache")
+	os.MkdirAll(bin, 0o755)
+	deb := kernelDeb(t, dir)
+	calls := filepath.Join(dir, "apt-get.calls")
+	fakeBin(t, bin, "apt-cache", `[ "$1 $2" = "depends linux-image-amd64" ] || exit 1
+printf 'linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n  Depends: firmware-linux-free\n'
+`)
+	fakeBin(t, bin, "apt-get", `echo "$*" >> `+calls+`
+case "$*" in
+*download*linux-image-6.1.0-57-amd64) cp `+deb+` . ;;
+*) exit 1 ;;
+esac
+`)
+	if out, err := shell(t, bin, cache, "e9_install_kernel"); err != nil {
+		t.Fatalf("e9_install_kernel: %v\n%s", err, out)
+	}
+	pkg := filepath.Join(cache, "ether9", "kernel", "linux-image-6.1.0-57-amd64")
+	if b, err := os.ReadFile(filepath.Join(pkg, "boot", "vmlinuz-6.1.0-57-amd64")); err != nil || string(b) != "bzImage stand-in" {
+		t.Fatalf("kernel not unpacked into the cache: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "lib")); !os.IsNotExist(err) {
+		t.Errorf("modules kept in the cache (stat: %v)", err)
+	}
+	out, err := shell(t, bin, cache, "e9_kernel_cached")
+	if err != nil || strings.TrimSpace(out) != filepath.Join(pkg, "boot", "vmlinuz-6.1.0-57-amd64") {
+		t.Fatalf("e9_kernel_cached = %q, %v", out, err)
+	}
+
+	// A second run finds the kernel and fetches nothing.
+	os.Remove(calls)
+	if out, err := shell(t, bin, cache, "e9_install_kernel"); err != nil {
+		t.Fatalf("second e9_install_kernel: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(calls); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(calls)
+		t.Fatalf("second run called apt-get: %s", b)
+	}
+}
+
+func TestInstallKernelDownloadFails(t *testing.T) {
+	dir := t.TempDir()
+	bin, cache := filepath.Join(dir, "bin"), filepath.Join(dir, "cache")
+	os.MkdirAll(bin, 0o755)
+	fakeBin(t, bin, "apt-cache", `printf 'linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n'`)
+	fakeBin(t, bin, "apt-get", `exit 100`)
+	fakeBin(t, bin, "dpkg-deb", `exit 2`)
+	out, err := shell(t, bin, cache, "e9_install_kernel")
+	if err == nil || !strings.Contains(out, "apt-get download linux-image-6.1.0-57-amd64 failed") {
+		t.Fatalf("err = %v, output %q: want a clear failure", err, out)
+	}
+	if m, _ := filepath.Glob(filepath.Join(cache, "ether9", "kernel", "*")); len(m) != 0 {
+		t.Fatalf("failed fetch left %q in the cache", m)
+	}
+}
+
+func TestInstallQEMU(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	osr := filepath.Join(dir, "os-release")
+	os.WriteFile(osr, []byte("ID=debian\nVERSION_CODENAME=trixie\n"), 0o644)
+	fakeBin(t, bin, "apt-get", `echo "apt-get must not run" >&2; exit 1`)
+
+	fakeBin(t, bin, "qemu-system-x86_64", `echo 'QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2)'`)
+	if out, err := shell(t, bin, dir, "e9_install_qemu", "ETHER9_OS_RELEASE="+osr); err != nil {
+		t.Fatalf("QEMU 10 present: %v\n%s", err, out)
+	}
+
+	// Too old, and not bookworm: say what to do instead of guessing.
+	fakeBin(t, bin, "qemu-system-x86_64", `echo 'QEMU emulator version 7.2.15 (Debian 1:7.2+dfsg-7)'`)
+	out, err := shell(t, bin, dir, "e9_install_qemu", "ETHER9_OS_RELEASE="+osr)
+	if err == nil || !strings.Contains(out, "found: 7") || !strings.Contains(out, "install qemu-system-x86") {
+		t.Fatalf("QEMU 7 on trixie: err = %v, output %q", err, out)
+	}
+}
