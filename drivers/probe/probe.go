@@ -11,6 +11,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/e1000e"
 	"github.com/ether9/ether9/drivers/igb"
+	"github.com/ether9/ether9/drivers/igc"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
@@ -34,9 +35,14 @@ func Drivers() []Driver {
 	for i, id := range igb.IDs {
 		igbIDs[i] = pci.ID{Vendor: igb.VendorIntel, Device: id.Device}
 	}
+	igcIDs := make([]pci.ID, len(igc.IDs))
+	for i, id := range igc.IDs {
+		igcIDs[i] = pci.ID{Vendor: igc.VendorIntel, Device: id.Device}
+	}
 	return []Driver{
 		{Name: "e1000e", IDs: e1000eIDs, Probe: e1000e.Probe},
 		{Name: "igb", IDs: igbIDs, Probe: igb.Probe},
+		{Name: "igc", IDs: igcIDs, Probe: igc.Probe},
 	}
 }
 

@@ -1,0 +1,63 @@
+package igc
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Ctl implements nic.NIC. Commands:
+//
+//	mtu N            change the MTU; every ring re-decides build or construct
+//	build auto|off   auto: build where the seed's rule allows; off: construct always
+//	tso on|off
+//
+// A bad command changes nothing.
+func (d *Device) Ctl(cmd string) error {
+	f := strings.Fields(cmd)
+	if len(f) != 2 {
+		return fmt.Errorf("igc %s: ctl %q: want a command and one argument", d.name, cmd)
+	}
+	switch f[0] {
+	case "mtu":
+		n, err := strconv.Atoi(f[1])
+		if err != nil {
+			return fmt.Errorf("igc %s: mtu %q: not a number", d.name, f[1])
+		}
+		return d.SetMTU(n)
+	case "build":
+		var on bool
+		switch f[1] {
+		case "auto":
+			on = true
+		case "off":
+		default:
+			return fmt.Errorf("igc %s: build %q: want auto or off", d.name, f[1])
+		}
+		return d.setBuild(on)
+	case "tso":
+		switch f[1] {
+		case "on":
+			d.tso.Store(true)
+		case "off":
+			d.tso.Store(false)
+		default:
+			return fmt.Errorf("igc %s: tso %q: want on or off", d.name, f[1])
+		}
+		return nil
+	}
+	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso)", d.name, f[0])
+}
+
+// setBuild sets the build policy and lets every ring re-decide.
+func (d *Device) setBuild(on bool) error {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	d.build.Store(on)
+	for _, q := range d.queues {
+		if err := q.relayout(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

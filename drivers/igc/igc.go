@@ -1,0 +1,250 @@
+// Package igc drives the Intel I225 and I226 2.5 GbE controllers (and the
+// I220-V and I221-V cut-downs): up to four RX/TX queue pairs with RSS,
+// advanced descriptors, checksum offload and TSO, link at 10 Mb/s to
+// 2.5 Gb/s, and an RX path that builds each packet around its receive
+// buffer when the frame fits (build) or copies the headers into a small
+// head and attaches the rest (construct), decided per ring.
+package igc
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/kernel"
+)
+
+// Ring geometry and sizes.
+const (
+	rxDescs     = 256
+	txDescs     = 256
+	txBounceLen = 2048 // per TX descriptor: headers, small frames, software segments
+	txCopyMax   = 256  // frames up to this are copied, not mapped
+	defaultMTU  = 1500
+	minMTU      = 68
+	ethHdrLen   = 14
+	vlanTagLen  = 4
+	fcsLen      = 4
+	frameExtra  = ethHdrLen + fcsLen + vlanTagLen // what a max frame adds to the MTU
+	maxQueues   = 4                               // the I225 has four queue pairs
+	maxTSO      = 65535
+	maxMTU      = ring.HalfPage - frameExtra // one 2 KiB buffer per frame
+)
+
+// Device is a running igc controller.
+type Device struct {
+	name  string
+	id    ID
+	loc   [3]uint8 // PCI bus, device, function
+	regs  kernel.Regs
+	dma   kernel.DMA
+	clock kernel.Clock
+	irq   kernel.Waiter
+	logf  func(string, ...any)
+	mac   [6]byte
+
+	queues  []*queue
+	cfgMu   sync.Mutex // MTU and RX layout changes
+	mtu     atomic.Int32
+	build   atomic.Bool // the build policy: on lets rings build (seed rule), off forces construct
+	linkMu  sync.Mutex
+	link    atomic.Pointer[nic.Link]
+	tso     atomic.Bool
+	changes atomic.Uint64
+	hw      hwStats
+	closed  atomic.Bool
+}
+
+var _ nic.NIC = (*Device)(nil)
+
+// Probe resets the controller described by dev and brings it up.
+func Probe(dev *nic.Device) (nic.NIC, error) {
+	d, err := probe(dev)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func probe(dev *nic.Device) (*Device, error) {
+	if dev == nil || dev.Func == nil {
+		return nil, errors.New("igc: probe without a PCI function")
+	}
+	id, err := Lookup(dev.Func.Vendor, dev.Func.Device)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
+	}
+	if dev.Regs == nil || dev.DMA == nil || dev.Clock == nil {
+		return nil, fmt.Errorf("igc %s: device lacks registers, DMA or clock", dev.Name)
+	}
+	a := dev.Func.Addr
+	d := &Device{
+		name: dev.Name, id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn},
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Logf,
+	}
+	if d.logf == nil {
+		d.logf = func(string, ...any) {}
+	}
+	if d.irq == nil {
+		d.irq = kernel.PollWaiter{}
+	}
+	d.mtu.Store(defaultMTU)
+	d.link.Store(&nic.Link{})
+	d.tso.Store(true)
+	d.build.Store(true)
+	if err := d.reset(); err != nil {
+		return nil, err
+	}
+	if d.mac, err = d.readMAC(); err != nil {
+		return nil, err
+	}
+	for i := 0; i < maxQueues; i++ {
+		q, err := newQueue(d, i)
+		if err != nil {
+			d.freeQueues()
+			return nil, fmt.Errorf("igc %s: queue %d: %w", d.name, i, err)
+		}
+		d.queues = append(d.queues, q)
+	}
+	d.hw.init(len(d.queues))
+	if err := d.up(); err != nil {
+		d.freeQueues()
+		return nil, err
+	}
+	d.logf("%s: %s (%v) %04x:%04x mac %x, %d queues, link %+v", d.name, id.Name, id.Type, VendorIntel, id.Device, d.mac, len(d.queues), *d.link.Load())
+	return d, nil
+}
+
+func (d *Device) freeQueues() {
+	for _, q := range d.queues {
+		q.free()
+	}
+	d.queues = nil
+}
+
+// up programs filters, RSS, the rings and the link and enables RX and TX.
+func (d *Device) up() error {
+	r := d.regs
+	for i := 0; i < 128; i++ {
+		r.Write32(MTA+uint32(4*i), 0)
+	}
+	d.setupRSS()
+	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL|RXCSUM_PCSD)
+	r.Write32(RLPML, uint32(d.MTU()+frameExtra))
+	r.Write32(TIPG, tipgIPGT)
+	for _, q := range d.queues {
+		if err := q.startTx(); err != nil {
+			return err
+		}
+		if err := q.startRx(); err != nil {
+			return err
+		}
+	}
+	r.Write32(TCTL, TCTL_EN|TCTL_PSP|tctlCT<<TCTL_CT_SHIFT|tctlCOLD<<TCTL_COLD_SHIFT|TCTL_RTLC)
+	// LPE on: RLPML, the current maximum frame, is the length limit, so
+	// a build-layout buffer never receives past its half page.
+	r.Write32(RCTL, RCTL_EN|RCTL_BAM|RCTL_SECRC|RCTL_LPE)
+	ctrl := r.Read32(CTRL)
+	ctrl |= CTRL_SLU
+	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST
+	r.Write32(CTRL, ctrl)
+	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
+	r.Read32(ICR)
+	r.Write32(IMS, ICR_RXDW|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
+	d.updateLink()
+	return nil
+}
+
+// Name implements nic.NIC.
+func (d *Device) Name() string { return d.name }
+
+// MAC implements nic.NIC.
+func (d *Device) MAC() [6]byte { return d.mac }
+
+// ID is the device id the driver matched.
+func (d *Device) ID() ID { return d.id }
+
+// MTU implements nic.NIC.
+func (d *Device) MTU() int { return int(d.mtu.Load()) }
+
+// MaxMTU is the largest MTU a 2 KiB receive buffer holds.
+func (d *Device) MaxMTU() int { return maxMTU }
+
+// SetMTU implements nic.NIC. Every ring re-decides how it builds packets;
+// the length limit moves so that no frame is ever longer than the layout
+// in use allows: down before the rings change, up after.
+func (d *Device) SetMTU(mtu int) error {
+	if mtu < minMTU || mtu > maxMTU {
+		return fmt.Errorf("igc %s: mtu %d outside %d..%d (one %d-byte buffer per frame)", d.name, mtu, minMTU, maxMTU, ring.HalfPage)
+	}
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	if d.closed.Load() {
+		return fmt.Errorf("igc %s: set mtu on a closed device", d.name)
+	}
+	old := d.MTU()
+	d.regs.Write32(RLPML, uint32(min(old, mtu)+frameExtra))
+	d.mtu.Store(int32(mtu))
+	var errs []error
+	for _, q := range d.queues {
+		if err := q.relayout(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.regs.Write32(RLPML, uint32(mtu+frameExtra))
+	return errors.Join(errs...)
+}
+
+// Link implements nic.NIC.
+func (d *Device) Link() nic.Link { return *d.link.Load() }
+
+// Features implements nic.NIC.
+func (d *Device) Features() nic.Features {
+	tso := d.tso.Load()
+	f := nic.Features{RxChecksum: true, TxChecksum: true, TSOv4: tso, TSOv6: tso}
+	if tso {
+		f.MaxGSO = maxTSO
+	}
+	return f
+}
+
+// Queues implements nic.NIC.
+func (d *Device) Queues() []nic.Queue {
+	out := make([]nic.Queue, len(d.queues))
+	for i, q := range d.queues {
+		out[i] = q
+	}
+	return out
+}
+
+// Close stops the controller and frees its rings; nothing stays mapped.
+func (d *Device) Close() error {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	r := d.regs
+	r.Write32(IMC, 0xffffffff)
+	r.Write32(RCTL, 0)
+	r.Write32(TCTL, 0)
+	for _, q := range d.queues {
+		q.disable()
+	}
+	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
+	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
+	var errs []error
+	for _, q := range d.queues {
+		if err := q.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("igc %s: close: %w", d.name, err)
+	}
+	return nil
+}

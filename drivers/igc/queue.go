@@ -1,0 +1,198 @@
+package igc
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel"
+)
+
+// queue is one RX/TX queue pair. Lock order: rxMu, txMu.
+type queue struct {
+	d   *Device
+	idx int
+
+	rxMu        sync.Mutex
+	rx          *rxRing
+	discard     bool        // inside a frame that spans buffers
+	prog        xsk.Program // attached packet program; nil: none
+	stopped     bool        // closed: no more polling
+	verdict     [4]atomic.Uint64
+	built       atomic.Uint64
+	constructed atomic.Uint64
+	relayouts   atomic.Uint64
+
+	txMu    sync.Mutex
+	tx      *ring.TxRing
+	txDirty bool // descriptors queued since the last doorbell
+	txDone  bool // closed: refuse TX
+}
+
+var _ nic.Queue = (*queue)(nil)
+
+func newQueue(d *Device, idx int) (*queue, error) {
+	rx, err := newRxRing(d.dma, rxDescs, advdesc.Size)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := ring.NewTxRing(d.dma, txDescs, advdesc.Size, txBounceLen)
+	if err != nil {
+		rx.close()
+		return nil, err
+	}
+	return &queue{d: d, idx: idx, rx: rx, tx: tx}, nil
+}
+
+func (q *queue) free() {
+	q.rx.close()
+	q.tx.Close()
+}
+
+// layout is what the ring should use now.
+func (q *queue) layout() Layout {
+	return chooseLayout(q.d.build.Load(), q.prog != nil, q.d.MTU())
+}
+
+// setEnable sets or clears XDCTL.ENABLE and waits for the device to agree.
+func (q *queue) setEnable(reg uint32, on bool) error {
+	r, d := q.d.regs, q.d
+	off := qreg(reg, q.idx)
+	v := r.Read32(off)
+	if on {
+		v |= XDCTL_ENABLE
+	} else {
+		v &^= XDCTL_ENABLE
+	}
+	r.Write32(off, v)
+	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&XDCTL_ENABLE != 0) == on }) {
+		return fmt.Errorf("igc %s: queue %d: %#x.ENABLE did not become %v", d.name, q.idx, off, on)
+	}
+	return nil
+}
+
+// startRx programs and enables the RX queue with the layout the seed's
+// rule picks and arms its buffers; rxMu is held or the queue not yet
+// polled.
+func (q *queue) startRx() error {
+	r, n := q.d.regs, q.idx
+	descs := q.rx.Descs
+	a := uint64(descs.Addr())
+	q.rx.reset(q.layout())
+	r.Write32(qreg(RDBAL, n), uint32(a))
+	r.Write32(qreg(RDBAH, n), uint32(a>>32))
+	r.Write32(qreg(RDLEN, n), uint32(descs.Bytes()))
+	// The buffer is 2 KiB; with the build layout the frame starts
+	// rxHeadroom in, and RLPML keeps it inside the half.
+	r.Write32(qreg(SRRCTL, n), uint32(rxBufLen/1024)<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
+	r.Write32(qreg(RDH, n), 0)
+	r.Write32(qreg(RDT, n), 0)
+	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|4<<XDCTL_WTHRESH_SHIFT)
+	if err := q.setEnable(RXDCTL, true); err != nil {
+		return err
+	}
+	q.discard = false
+	q.rx.refill(q.writeRx)
+	r.Write32(qreg(RDT, n), uint32(q.rx.next))
+	return nil
+}
+
+// relayout stops the RX queue, re-decides its layout and starts it again
+// if the layout changed. Frames the device completed before the stop are
+// dropped with the old layout's ring.
+func (q *queue) relayout() error {
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	if q.stopped || q.layout() == q.rx.layout {
+		return nil
+	}
+	if err := q.setEnable(RXDCTL, false); err != nil {
+		return err
+	}
+	q.relayouts.Add(1)
+	return q.startRx()
+}
+
+func (q *queue) writeRx(i int, addr kernel.DMAAddr) {
+	advdesc.EncodeRxRead(q.rx.Descs.At(i), uint64(addr))
+}
+
+// Layout is the RX layout queue i uses now.
+func (d *Device) Layout(i int) (Layout, error) {
+	if i < 0 || i >= len(d.queues) {
+		return 0, fmt.Errorf("igc %s: queue %d of %d", d.name, i, len(d.queues))
+	}
+	q := d.queues[i]
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	return q.rx.layout, nil
+}
+
+// SetProgram attaches packet program p to queue i (nil detaches it). A
+// program looks at frames in place, so the ring re-decides its layout:
+// with a program it constructs.
+func (d *Device) SetProgram(i int, p xsk.Program) error {
+	if i < 0 || i >= len(d.queues) {
+		return fmt.Errorf("igc %s: program on queue %d of %d: %w", d.name, i, len(d.queues), xsk.ErrNoQueue)
+	}
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	q := d.queues[i]
+	q.rxMu.Lock()
+	q.prog = p
+	q.rxMu.Unlock()
+	return q.relayout()
+}
+
+// startTx programs and enables the TX queue.
+func (q *queue) startTx() error {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	r, n := q.d.regs, q.idx
+	a := uint64(q.tx.Descs.Addr())
+	r.Write32(qreg(TDBAL, n), uint32(a))
+	r.Write32(qreg(TDBAH, n), uint32(a>>32))
+	r.Write32(qreg(TDLEN, n), uint32(q.tx.Descs.Bytes()))
+	r.Write32(qreg(TDH, n), 0)
+	r.Write32(qreg(TDT, n), 0)
+	q.txDirty = false
+	if err := q.tx.Reset(); err != nil {
+		return fmt.Errorf("igc %s: queue %d: %w", q.d.name, q.idx, err)
+	}
+	r.Write32(qreg(TXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|1<<XDCTL_HTHRESH_SHIFT|16<<XDCTL_WTHRESH_SHIFT)
+	return q.setEnable(TXDCTL, true)
+}
+
+// disable stops the queue pair in the device.
+func (q *queue) disable() {
+	if err := q.setEnable(RXDCTL, false); err != nil {
+		q.d.logf("%v", err)
+	}
+	if err := q.setEnable(TXDCTL, false); err != nil {
+		q.d.logf("%v", err)
+	}
+}
+
+// close releases everything after the device stopped.
+func (q *queue) close() error {
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	q.stopped, q.txDone = true, true
+	return errors.Join(q.rx.close(), q.tx.Close())
+}
+
+// Wait implements nic.Queue.
+func (q *queue) Wait(timeout time.Duration) bool {
+	if q.d.closed.Load() {
+		return false
+	}
+	return q.d.irq.Wait(timeout)
+}

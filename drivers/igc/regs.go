@@ -1,0 +1,206 @@
+package igc
+
+// Register offsets and bits of the I225/I226 (I225 datasheet section 8).
+// Names follow the datasheet.
+const (
+	CTRL     = 0x00000
+	STATUS   = 0x00008
+	EECD     = 0x00010
+	CTRL_EXT = 0x00018
+	MDIC     = 0x00020
+	EERD     = 0x12014 // NVM read through the flash interface
+
+	ICR  = 0x01500
+	ICS  = 0x01504
+	IMS  = 0x01508
+	IMC  = 0x0150c
+	GPIE = 0x01514
+	EIMS = 0x01524
+	EIMC = 0x01528
+	EICR = 0x01580
+
+	RCTL = 0x00100
+	TCTL = 0x00400
+	TIPG = 0x00410
+
+	RXCSUM = 0x05000
+	RLPML  = 0x05004
+	MTA    = 0x05200 // 128 registers
+	RAL0   = 0x05400
+	RAH0   = 0x05404
+	MRQC   = 0x05818
+	RETA   = 0x05c00 // 32 registers, four one-byte entries each
+	RSSRK  = 0x05c80 // 10 registers: the 40-byte hash key
+)
+
+// Per-queue registers: queue n's copy is at base + n*queueStride.
+const (
+	queueStride = 0x40
+
+	RDBAL  = 0x0c000
+	RDBAH  = 0x0c004
+	RDLEN  = 0x0c008
+	SRRCTL = 0x0c00c
+	RDH    = 0x0c010
+	RDT    = 0x0c018
+	RXDCTL = 0x0c028
+	RQDPC  = 0x0c030 // per-queue drop count
+
+	TDBAL  = 0x0e000
+	TDBAH  = 0x0e004
+	TDLEN  = 0x0e008
+	TDH    = 0x0e010
+	TDT    = 0x0e018
+	TXDCTL = 0x0e028
+)
+
+// qreg is queue n's copy of per-queue register base.
+func qreg(base uint32, n int) uint32 { return base + uint32(n)*queueStride }
+
+// CTRL bits.
+const (
+	CTRL_FD         = 1 << 0
+	CTRL_GIO_MASTER = 1 << 2 // GIO master disable
+	CTRL_SLU        = 1 << 6
+	CTRL_FRCSPD     = 1 << 11
+	CTRL_FRCDPX     = 1 << 12
+	CTRL_RST        = 1 << 26 // port software reset
+	CTRL_DEV_RST    = 1 << 29 // device reset: the whole function, self-clearing
+	CTRL_PHY_RST    = 1 << 31
+)
+
+// STATUS bits. The 2.5 Gb/s speed is reported by its own bit on top of
+// the 1000 Mb/s code in SPEED.
+const (
+	STATUS_FD          = 1 << 0
+	STATUS_LU          = 1 << 1
+	STATUS_SPEED_SHIFT = 6
+	STATUS_SPEED_MASK  = 3 << STATUS_SPEED_SHIFT
+	STATUS_GIO_MASTER  = 1 << 19 // GIO master requests pending
+	STATUS_SPEED_2500  = 1 << 22
+)
+
+// EECD and EERD.
+const (
+	EECD_AUTO_RD    = 1 << 9
+	EERD_START      = 1 << 0
+	EERD_DONE       = 1 << 1
+	EERD_ADDR_SHIFT = 2
+	EERD_DATA_SHIFT = 16
+)
+
+// CTRL_EXT bits.
+const CTRL_EXT_DRV_LOAD = 1 << 28
+
+// Interrupt causes (ICR/IMS/IMC).
+const (
+	ICR_TXDW   = 1 << 0
+	ICR_LSC    = 1 << 2
+	ICR_RXDMT0 = 1 << 4
+	ICR_RXO    = 1 << 6
+	ICR_RXDW   = 1 << 7
+)
+
+// RCTL bits.
+const (
+	RCTL_EN    = 1 << 1
+	RCTL_SBP   = 1 << 2
+	RCTL_UPE   = 1 << 3
+	RCTL_MPE   = 1 << 4
+	RCTL_LPE   = 1 << 5
+	RCTL_BAM   = 1 << 15
+	RCTL_SECRC = 1 << 26
+)
+
+// SRRCTL: buffer sizes and descriptor type of one RX queue.
+const (
+	SRRCTL_BSIZEPKT_SHIFT   = 0 // packet buffer size in 1 KiB units
+	SRRCTL_BSIZEHDR_SHIFT   = 8 // header buffer size in 64-byte units
+	SRRCTL_DESCTYPE_ADV_ONE = 1 << 25
+	SRRCTL_DROP_EN          = 1 << 31
+)
+
+// RXDCTL and TXDCTL.
+const (
+	XDCTL_PTHRESH_SHIFT = 0
+	XDCTL_HTHRESH_SHIFT = 8
+	XDCTL_WTHRESH_SHIFT = 16
+	XDCTL_ENABLE        = 1 << 25
+	XDCTL_SWFLSH        = 1 << 26
+)
+
+// RXCSUM bits.
+const (
+	RXCSUM_IPOFL = 1 << 8
+	RXCSUM_TUOFL = 1 << 9
+	RXCSUM_PCSD  = 1 << 13 // packet checksum off: the RSS hash takes its place
+)
+
+// TCTL bits and fields.
+const (
+	TCTL_EN         = 1 << 1
+	TCTL_PSP        = 1 << 3
+	TCTL_CT_SHIFT   = 4
+	TCTL_COLD_SHIFT = 12
+	TCTL_RTLC       = 1 << 24
+
+	tctlCT   = 0x0f
+	tctlCOLD = 0x3f
+	tipgIPGT = 8
+)
+
+// RAH address-valid bit.
+const RAH_AV = 1 << 31
+
+// MRQC: RSS with the hashed fields.
+const (
+	MRQC_ENABLE_RSS         = 0x2
+	MRQC_RSS_FIELD_IPV4_TCP = 1 << 16
+	MRQC_RSS_FIELD_IPV4     = 1 << 17
+	MRQC_RSS_FIELD_IPV6     = 1 << 20
+	MRQC_RSS_FIELD_IPV6_TCP = 1 << 21
+	MRQC_RSS_FIELD_IPV4_UDP = 1 << 22
+	MRQC_RSS_FIELD_IPV6_UDP = 1 << 23
+	retaEntries             = 128
+)
+
+// Statistics registers (clear on read).
+const (
+	CRCERRS  = 0x04000
+	ALGNERRC = 0x04004
+	RXERRC   = 0x0400c
+	MPC      = 0x04010
+	SCC      = 0x04014
+	ECOL     = 0x04018
+	MCC      = 0x0401c
+	LATECOL  = 0x04020
+	COLC     = 0x04028
+	DC       = 0x04030
+	RLEC     = 0x04040
+	XONRXC   = 0x04048
+	XONTXC   = 0x0404c
+	XOFFRXC  = 0x04050
+	XOFFTXC  = 0x04054
+	GPRC     = 0x04074
+	BPRC     = 0x04078
+	MPRC     = 0x0407c
+	GPTC     = 0x04080
+	GORCL    = 0x04088
+	GORCH    = 0x0408c
+	GOTCL    = 0x04090
+	GOTCH    = 0x04094
+	RNBC     = 0x040a0
+	RUC      = 0x040a4
+	RFC      = 0x040a8
+	ROC      = 0x040ac
+	RJC      = 0x040b0
+	TORL     = 0x040c0
+	TORH     = 0x040c4
+	TOTL     = 0x040c8
+	TOTH     = 0x040cc
+	TPR      = 0x040d0
+	TPT      = 0x040d4
+	MPTC     = 0x040f0
+	BPTC     = 0x040f4
+	TSCTC    = 0x040f8
+)

@@ -1,0 +1,121 @@
+package igc
+
+import (
+	"fmt"
+	"time"
+)
+
+// Reset timing (I225 datasheet 4.3): registers are usable about 1 ms after
+// a device reset; the NVM auto-read finishes within 10 ms.
+const (
+	resetSettle     = time.Millisecond
+	masterTimeout   = 10 * time.Millisecond
+	resetTimeout    = 100 * time.Millisecond
+	autoReadTimeout = 20 * time.Millisecond
+	queueTimeout    = 10 * time.Millisecond
+	pollStep        = 50 * time.Microsecond
+	nvmWordsMAC     = 3
+)
+
+// waitFor polls cond every pollStep of clock time until it holds or
+// timeout passes.
+func (d *Device) waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := d.clock.Now() + timeout
+	for !cond() {
+		if d.clock.Now() >= deadline {
+			return cond()
+		}
+		d.clock.Sleep(pollStep)
+	}
+	return true
+}
+
+// reset quiesces DMA and resets the device: masks interrupts, stops RX and
+// TX, waits for outstanding master requests, then CTRL.DEV_RST.
+func (d *Device) reset() error {
+	r := d.regs
+	if v := r.Read32(STATUS); v == 0xffffffff {
+		return fmt.Errorf("igc %s: STATUS reads all ones: device not responding", d.name)
+	}
+	r.Write32(IMC, 0xffffffff)
+	r.Write32(EIMC, 0xffffffff)
+	r.Write32(RCTL, 0)
+	r.Write32(TCTL, TCTL_PSP)
+	r.Read32(STATUS)
+	d.clock.Sleep(10 * time.Millisecond)
+
+	r.Write32(CTRL, r.Read32(CTRL)|CTRL_GIO_MASTER)
+	if !d.waitFor(masterTimeout, func() bool { return r.Read32(STATUS)&STATUS_GIO_MASTER == 0 }) {
+		d.logf("%s: GIO master requests still pending at reset", d.name)
+	}
+	r.Write32(CTRL, r.Read32(CTRL)|CTRL_DEV_RST)
+	d.clock.Sleep(resetSettle)
+	if !d.waitFor(resetTimeout, func() bool { return r.Read32(CTRL)&CTRL_DEV_RST == 0 }) {
+		return fmt.Errorf("igc %s: CTRL.DEV_RST did not clear within %v", d.name, resetTimeout)
+	}
+	if !d.waitFor(autoReadTimeout, func() bool { return r.Read32(EECD)&EECD_AUTO_RD != 0 }) {
+		d.logf("%s: NVM auto-read not done after reset", d.name)
+	}
+	r.Write32(IMC, 0xffffffff)
+	r.Write32(EIMC, 0xffffffff)
+	r.Read32(ICR)
+	return nil
+}
+
+// readNVM reads one 16-bit NVM word through EERD.
+func (d *Device) readNVM(word int) (uint16, error) {
+	r := d.regs
+	r.Write32(EERD, uint32(word)<<EERD_ADDR_SHIFT|EERD_START)
+	var v uint32
+	if !d.waitFor(10*time.Millisecond, func() bool { v = r.Read32(EERD); return v&EERD_DONE != 0 }) {
+		return 0, fmt.Errorf("igc %s: NVM word %d: EERD not done", d.name, word)
+	}
+	return uint16(v >> EERD_DATA_SHIFT), nil
+}
+
+func validMAC(m [6]byte) bool {
+	return m[0]&1 == 0 && m != [6]byte{} && m != [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+}
+
+// readMAC takes the station address the hardware loaded into RAL0/RAH0,
+// else reads NVM words 0-2. A blank-NVM part has none: it gets a locally
+// administered address made from its PCI location, so it comes up (those
+// ids exist to be brought up and programmed) and keeps the same address
+// from boot to boot. Any other part without a valid address is refused: a
+// programmed NVM that yields garbage is a fault to report, not to hide.
+func (d *Device) readMAC() ([6]byte, error) {
+	lo, hi := d.regs.Read32(RAL0), d.regs.Read32(RAH0)
+	m := [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
+	if hi&RAH_AV == 0 || !validMAC(m) {
+		var nvmErr error
+		for w := 0; w < nvmWordsMAC; w++ {
+			v, err := d.readNVM(w)
+			if err != nil {
+				nvmErr = err
+				break
+			}
+			m[2*w], m[2*w+1] = byte(v), byte(v>>8)
+		}
+		switch {
+		case nvmErr == nil && validMAC(m):
+		case d.id.Flags&FlagBlankNVM != 0:
+			m = localMAC(d.loc)
+			d.logf("%s: %s has a blank NVM: using locally administered address %x", d.name, d.id.Name, m)
+		default:
+			return m, fmt.Errorf("igc %s: no valid MAC address (RAL/RAH %08x/%08x, NVM %x, err %v)", d.name, lo, hi, m, nvmErr)
+		}
+	}
+	d.writeMAC(m)
+	return m, nil
+}
+
+// localMAC is a locally administered unicast address derived from a PCI
+// location (segment-less bus/device/function).
+func localMAC(loc [3]uint8) [6]byte {
+	return [6]byte{0x02, 0x49, 0x47, loc[0], loc[1], loc[2]} // 02:'I':'G'
+}
+
+func (d *Device) writeMAC(m [6]byte) {
+	d.regs.Write32(RAL0, uint32(m[0])|uint32(m[1])<<8|uint32(m[2])<<16|uint32(m[3])<<24)
+	d.regs.Write32(RAH0, uint32(m[4])|uint32(m[5])<<8|RAH_AV)
+}

@@ -1,0 +1,164 @@
+package igc
+
+import (
+	"encoding/binary"
+
+	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/drivers/xsk"
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+// Poll implements nic.Queue: it cleans up to budget completed RX
+// descriptors, runs the queue's packet program if one is attached, builds
+// or constructs each frame passed to the stack, re-arms the ring and
+// writes the tail once. Queue 0 also looks for link changes.
+func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
+	d := q.d
+	if d.closed.Load() {
+		return 0
+	}
+	if q.idx == 0 {
+		if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
+			d.updateLink()
+		}
+	}
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	if q.stopped {
+		return 0
+	}
+	n := q.clean(budget, deliver)
+	q.txMu.Lock()
+	if q.txDirty {
+		q.doorbell()
+		q.txDirty = false
+	}
+	q.txMu.Unlock()
+	return n
+}
+
+// clean is the RX loop; rxMu is held.
+func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
+	r := q.rx
+	prog := q.prog
+	handled := 0
+	for handled < budget && r.armed > 0 {
+		desc := r.Descs.At(r.clean)
+		if !advdesc.RxDone(desc) {
+			break
+		}
+		wb := advdesc.DecodeRx(desc)
+		switch {
+		case q.discard:
+			r.drop(ring.DropMulti)
+			if wb.EOP() {
+				q.discard = false
+			}
+		case !wb.EOP():
+			// Frames must fit one buffer; drop this one through its EOP.
+			r.drop(ring.DropMulti)
+			q.discard = true
+		case wb.FrameError():
+			r.drop(ring.DropErrorBits)
+		default:
+			q.frame(wb, prog, deliver)
+		}
+		// Clear the write-back so a stale DD is never read again.
+		advdesc.EncodeRxRead(desc, 0)
+		r.advance()
+		handled++
+	}
+	if r.refill(q.writeRx) {
+		q.d.regs.Write32(qreg(RDT, q.idx), uint32(r.next))
+	}
+	return handled
+}
+
+// frame takes one good frame through the program, if any, and up.
+func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
+	r, n := q.rx, wb.Length
+	if prog != nil {
+		b, err := r.peek(n)
+		if err != nil {
+			return
+		}
+		v := prog(b)
+		q.verdict[v&3].Add(1)
+		switch v {
+		case xsk.Pass:
+		case xsk.Tx:
+			q.txMu.Lock()
+			q.sendCopy(b)
+			q.txMu.Unlock()
+			r.keep(n)
+			return
+		default: // Drop, or Redirect with no socket to take it
+			r.keep(n)
+			return
+		}
+	}
+	var (
+		buf buffer.Buffer
+		err error
+	)
+	if r.layout == Build {
+		buf, err = r.build(n)
+		q.built.Add(1)
+	} else {
+		buf, err = r.construct(n)
+		q.constructed.Add(1)
+	}
+	if err != nil {
+		return
+	}
+	deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash})
+}
+
+// headerLen is how many bytes construct copies into the head: a frame of
+// up to rxHeaderCopy bytes whole, else its Ethernet, IP and TCP or UDP
+// headers as far as they parse, never more than rxHeaderCopy.
+func headerLen(b []byte) int {
+	if len(b) <= rxHeaderCopy {
+		return len(b)
+	}
+	n, et := ethHdrLen, binary.BigEndian.Uint16(b[12:])
+	for (et == etherTypeVLAN || et == etherTypeQinQ) && n+vlanTagLen <= len(b) {
+		et = binary.BigEndian.Uint16(b[n+2:])
+		n += vlanTagLen
+	}
+	var proto byte
+	switch et {
+	case etherTypeIPv4:
+		if n+20 > len(b) {
+			return n
+		}
+		ihl := int(b[n]&0xf) * 4
+		if ihl < 20 {
+			return n
+		}
+		proto = b[n+9]
+		if binary.BigEndian.Uint16(b[n+6:])&0x3fff != 0 { // a fragment: no L4 header to follow
+			return min(n+ihl, rxHeaderCopy)
+		}
+		n += ihl
+	case etherTypeIPv6:
+		if n+40 > len(b) {
+			return n
+		}
+		proto = b[n+6]
+		n += 40
+	default:
+		return n
+	}
+	switch proto {
+	case 6: // TCP
+		if n+20 <= len(b) {
+			n += int(b[n+12]>>4) * 4
+		}
+	case 17: // UDP
+		n += 8
+	}
+	return min(n, rxHeaderCopy, len(b))
+}

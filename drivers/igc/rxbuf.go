@@ -1,0 +1,311 @@
+package igc
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/kernel"
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+// The receive buffer layout. Every buffer is half a page (2 KiB). A ring
+// that builds packets around their buffers has the device write each
+// frame rxHeadroom bytes into its half, and keeps the frame short enough
+// that the budget Linux reserves behind it (the skb_shared_info tail and
+// the I225's optional 16-byte receive timestamp) also fits: so the
+// threshold is the seed's, 1648 bytes of frame, an MTU of 1626.
+const (
+	rxBufLen      = ring.HalfPage
+	rxHeadroom    = 64  // NET_SKB_PAD: room in front for headers pushed later
+	rxTailroom    = 320 // SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+	rxTSHeader    = 16  // receive timestamp the device may put before the frame
+	MaxFrameBuild = rxBufLen - rxHeadroom - rxTailroom - rxTSHeader
+	rxHeaderCopy  = 256 // construct: bytes of headers copied into the head at most
+)
+
+// maxFrame is the longest frame an MTU admits, FCS and one VLAN tag in.
+func maxFrame(mtu int) int { return mtu + frameExtra }
+
+// Layout is how a ring turns a received buffer into a packet.
+type Layout uint8
+
+const (
+	// Construct copies up to 256 bytes of headers into a new small view
+	// and attaches the rest of the buffer without copying.
+	Construct Layout = iota
+	// Build hands the buffer itself up: a view over it with the headroom
+	// trimmed, no copy at all.
+	Build
+)
+
+func (l Layout) String() string {
+	if l == Build {
+		return "build"
+	}
+	return "construct"
+}
+
+// chooseLayout is the seed's rule: build only with no packet program and
+// only when the maximum frame fits a 2 KiB buffer minus headroom and
+// overhead; build off (the policy knob) means construct always.
+func chooseLayout(allowBuild, program bool, mtu int) Layout {
+	if allowBuild && !program && maxFrame(mtu) <= MaxFrameBuild {
+		return Build
+	}
+	return Construct
+}
+
+// headroom is where in its half the device writes a frame.
+func (l Layout) headroom() int {
+	if l == Build {
+		return rxHeadroom
+	}
+	return 0
+}
+
+type rxPage struct {
+	page   *buffer.View // the ring's reference to a whole page; nil: none
+	addr   kernel.DMAAddr
+	off    int // the half armed for the device: 0 or rxBufLen
+	mapped bool
+}
+
+// rxRing is an RX ring of half-page buffers, flipped to the other half
+// when a packet went up with one and nobody else holds the other, as
+// Linux's igc does. The hardware owns the armed descriptors [clean, next).
+type rxRing struct {
+	Descs *ring.Descs
+	Stats ring.RxStats
+	Pages ring.PageStats
+
+	dma    kernel.DMA
+	slots  []rxPage
+	clean  int
+	next   int
+	armed  int
+	layout Layout
+}
+
+func newRxRing(dma kernel.DMA, n, descSize int) (*rxRing, error) {
+	d, err := ring.NewDescs(dma, n, descSize)
+	if err != nil {
+		return nil, err
+	}
+	return &rxRing{Descs: d, dma: dma, slots: make([]rxPage, n)}, nil
+}
+
+// room is the bytes the device may write into one buffer.
+func (r *rxRing) room() int { return rxBufLen - r.layout.headroom() }
+
+// Mapped counts the pages mapped for the device.
+func (r *rxRing) Mapped() int {
+	n := 0
+	for i := range r.slots {
+		if r.slots[i].mapped {
+			n++
+		}
+	}
+	return n
+}
+
+// refill arms free descriptors through write(i, addr) and reports whether
+// the tail moved. A failure to allocate or map stops the loop; the next
+// refill tries again.
+func (r *rxRing) refill(write func(i int, addr kernel.DMAAddr)) bool {
+	moved := false
+	for r.armed < len(r.slots)-1 {
+		i := r.next
+		addr, err := r.arm(i)
+		if err != nil {
+			break
+		}
+		write(i, addr)
+		r.next = r.Descs.Next(i)
+		r.armed++
+		moved = true
+	}
+	return moved
+}
+
+func (r *rxRing) arm(i int) (kernel.DMAAddr, error) {
+	s := &r.slots[i]
+	hr := kernel.DMAAddr(r.layout.headroom())
+	if s.page == nil {
+		v := buffer.NewViewSize(kernel.PageSize)
+		if v.Size() != kernel.PageSize {
+			v.Release()
+			r.Stats.AllocFails.Add(1)
+			return 0, fmt.Errorf("igc: rx page: %w", kernel.ErrNoMemory)
+		}
+		addr, err := r.dma.Map(v.AsSlice(), kernel.FromDevice)
+		if err != nil {
+			v.Release()
+			r.Stats.MapFailures.Add(1)
+			return 0, fmt.Errorf("igc: map rx page %d: %w", i, err)
+		}
+		r.Stats.Maps.Add(1)
+		r.Pages.Allocs.Add(1)
+		*s = rxPage{page: v, addr: addr, mapped: true}
+		return addr + hr, nil
+	}
+	a := s.addr + kernel.DMAAddr(s.off)
+	if err := r.dma.SyncForDevice(a, rxBufLen, kernel.FromDevice); err != nil {
+		r.giveUp(s)
+		r.Stats.Drop(ring.DropDMA)
+		return 0, fmt.Errorf("igc: sync rx half %d for device: %w", i, err)
+	}
+	return a + hr, nil
+}
+
+// current checks the slot at clean for a frame of n bytes and makes the
+// bytes visible to the CPU. On error the frame is counted as dropped.
+func (r *rxRing) current(n int) (*rxPage, []byte, error) {
+	s := &r.slots[r.clean]
+	if s.page == nil || !s.mapped {
+		r.Stats.Drop(ring.DropDMA)
+		return nil, nil, fmt.Errorf("igc: rx descriptor %d completed with no armed buffer", r.clean)
+	}
+	if n <= 0 || n > r.room() {
+		r.drop(ring.DropLength)
+		return nil, nil, fmt.Errorf("igc: rx length %d outside 1..%d", n, r.room())
+	}
+	start := s.off + r.layout.headroom()
+	if err := r.dma.SyncForCPU(s.addr+kernel.DMAAddr(start), n, kernel.FromDevice); err != nil {
+		r.Stats.Drop(ring.DropDMA)
+		r.giveUp(s)
+		return nil, nil, fmt.Errorf("igc: sync rx buffer %d for cpu: %w", r.clean, err)
+	}
+	return s, s.page.AsSlice()[start : start+n], nil
+}
+
+// build returns the frame of n bytes at clean as a view over its buffer,
+// headroom trimmed: no copy.
+func (r *rxRing) build(n int) (buffer.Buffer, error) {
+	s, _, err := r.current(n)
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	v := s.page.Clone()
+	v.TrimFront(s.off + r.layout.headroom())
+	v.CapLength(n)
+	r.count(n)
+	r.Stats.Handoffs.Add(1)
+	r.flip(s)
+	return buffer.MakeWithView(v), nil
+}
+
+// construct returns the frame of n bytes at clean as a new head holding
+// its headers (at most rxHeaderCopy bytes) and, for a longer frame, the
+// rest of the buffer attached without copying. A frame that fits the head
+// leaves its buffer to be re-armed as it is.
+func (r *rxRing) construct(n int) (buffer.Buffer, error) {
+	s, b, err := r.current(n)
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	hl := headerLen(b)
+	buf := buffer.MakeWithView(buffer.NewViewWithData(b[:hl]))
+	r.count(n)
+	if hl == n {
+		r.Stats.Copybreak.Add(1)
+		return buf, nil
+	}
+	rest := s.page.Clone()
+	rest.TrimFront(s.off + r.layout.headroom() + hl)
+	rest.CapLength(n - hl)
+	buf.Append(rest)
+	r.Stats.Handoffs.Add(1)
+	r.flip(s)
+	return buf, nil
+}
+
+// peek returns the frame's bytes for a packet program; they stay valid
+// until the frame is built, kept or dropped.
+func (r *rxRing) peek(n int) ([]byte, error) {
+	_, b, err := r.current(n)
+	return b, err
+}
+
+// keep counts a frame used in place (a program dropped or sent it): its
+// half stays armed.
+func (r *rxRing) keep(n int) {
+	r.count(n)
+	r.Stats.Recycled.Add(1)
+}
+
+func (r *rxRing) count(n int) {
+	r.Stats.Frames.Add(1)
+	r.Stats.Bytes.Add(uint64(n))
+}
+
+// flip moves a slot to its page's other half after one half went up, if
+// only the ring and that packet hold the page; otherwise the page is left
+// to the stack and the slot gets a new one.
+func (r *rxRing) flip(s *rxPage) {
+	switch refs, ok := ring.Refs(s.page); {
+	case !ok:
+		r.Pages.Outdated.Add(1)
+		r.giveUp(s)
+	case refs == 2:
+		s.off ^= rxBufLen
+		r.Pages.Flips.Add(1)
+	default:
+		r.Pages.Released.Add(1)
+		r.giveUp(s)
+	}
+}
+
+// giveUp unmaps a slot's page and drops the ring's reference; views the
+// stack holds keep the memory alive.
+func (r *rxRing) giveUp(s *rxPage) error {
+	var err error
+	if s.mapped {
+		if err = r.dma.Unmap(s.addr, kernel.PageSize, kernel.FromDevice); err == nil {
+			r.Stats.Unmaps.Add(1)
+		} else {
+			err = fmt.Errorf("igc: unmap rx page at %#x: %w", uint64(s.addr), err)
+		}
+	}
+	if s.page != nil {
+		s.page.Release()
+	}
+	*s = rxPage{}
+	return err
+}
+
+// drop discards the frame at clean; its half stays armed.
+func (r *rxRing) drop(reason ring.DropReason) {
+	r.Stats.Drop(reason)
+	r.Stats.Recycled.Add(1)
+}
+
+// advance gives the descriptor at clean back to the driver.
+func (r *rxRing) advance() {
+	if r.armed == 0 {
+		return
+	}
+	r.clean = r.Descs.Next(r.clean)
+	r.armed--
+}
+
+// reset forgets the cursors after the device's queue was stopped and sets
+// the layout for the next refill; pages stay with their slots.
+func (r *rxRing) reset(l Layout) {
+	r.clean, r.next, r.armed = 0, 0, 0
+	r.layout = l
+	r.Descs.Clear()
+}
+
+// close releases every page and frees the descriptors. The device must be
+// stopped.
+func (r *rxRing) close() error {
+	var errs []error
+	for i := range r.slots {
+		if err := r.giveUp(&r.slots[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, r.Descs.Free())
+	return errors.Join(errs...)
+}
