@@ -1,0 +1,213 @@
+package mi225
+
+// queueReg splits an offset in the per-queue blocks into the queue-0
+// register and the queue number.
+func queueReg(off uint32) (reg uint32, q int, ok bool) {
+	for _, base := range [...]uint32{RDBAL, TDBAL} {
+		if off >= base && off < base+Queues*QueueStride {
+			return base + (off-base)%QueueStride, int((off - base) / QueueStride), true
+		}
+	}
+	return 0, 0, false
+}
+
+func (n *NIC) read32(off uint32) uint32 {
+	if off%4 != 0 || off >= regFileSize {
+		return 0
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.readLocked(off)
+}
+
+func (n *NIC) readLocked(off uint32) uint32 {
+	r := n.regs
+	switch {
+	case off == STATUS:
+		return n.statusLocked()
+	case off == ICR:
+		return n.readICRLocked()
+	case off == EICR:
+		v := r[EICR/4]
+		if r[GPIE/4]&GpieMSIX == 0 {
+			r[EICR/4] = 0 // MSI and INTx: read to clear
+		}
+		return v
+	case off == ICS, off == IMC, off == EICS, off == EIMC:
+		return 0 // write-only
+	case off >= statsLo && off < statsHi:
+		return n.readStatLocked(off)
+	}
+	return r[off/4]
+}
+
+// readICRLocked is the read of ICR: it clears the causes when the
+// interrupt was asserted, when no cause is enabled, or always with
+// GPIE.NSICR.
+func (n *NIC) readICRLocked() uint32 {
+	r := n.regs
+	v := r[ICR/4]
+	if v&IntAsserted != 0 || r[IMS/4] == 0 || r[GPIE/4]&GpieNSICR != 0 {
+		r[ICR/4] = 0
+	}
+	return v
+}
+
+func (n *NIC) statusLocked() uint32 {
+	s := n.regs[STATUS/4] & (StatusPFRstDone | StatusLANInit | StatusPHYRA)
+	if l := n.link; l.up {
+		s |= StatusLU | StatusFD
+		switch l.speed {
+		case 100:
+			s |= StatusSpeed100
+		case 1000:
+			s |= StatusSpeed1000
+		case 2500:
+			s |= StatusSpeed1000 | StatusSpeed2500
+		}
+	}
+	if n.regs[CTRL/4]&CtrlGIOMDis == 0 {
+		s |= StatusGIOME
+	}
+	return s
+}
+
+// readStatLocked reads a statistic. Statistics clear on read; a 64-bit
+// counter is read low half first, and reading the high half clears both.
+func (n *NIC) readStatLocked(off uint32) uint32 {
+	r := n.regs
+	v := r[off/4]
+	switch off {
+	case GORCL, GOTCL, TORL, TOTL:
+	case GORCH, GOTCH, TORH, TOTH:
+		r[off/4], r[off/4-1] = 0, 0
+	default:
+		r[off/4] = 0
+	}
+	return v
+}
+
+// statLocked adds to a 32-bit statistic, which sticks at its maximum.
+func (n *NIC) statLocked(off uint32, d uint64) {
+	v := uint64(n.regs[off/4]) + d
+	n.regs[off/4] = uint32(min(v, 0xffffffff))
+}
+
+// stat64Locked adds to a 64-bit statistic held in a low/high pair.
+func (n *NIC) stat64Locked(lo uint32, d uint64) {
+	v := uint64(n.regs[lo/4]) | uint64(n.regs[lo/4+1])<<32
+	v += d
+	n.regs[lo/4], n.regs[lo/4+1] = uint32(v), uint32(v>>32)
+}
+
+func (n *NIC) write32(off, v uint32) {
+	if off%4 != 0 || off >= regFileSize {
+		return
+	}
+	if off == CTRL && v&ctrlSelfClr != 0 {
+		n.Reset()
+		if v&CtrlDevRST != 0 {
+			n.mu.Lock()
+			n.otherCauseLocked(IntDRSTA)
+			n.mu.Unlock()
+		}
+		return
+	}
+	n.mu.Lock()
+	kick := n.writeLocked(off, v)
+	n.mu.Unlock()
+	if kick >= 0 {
+		n.kickTx(kick)
+	} else if kick == kickAll {
+		for q := range Queues {
+			n.kickTx(q)
+		}
+	}
+}
+
+const (
+	kickNone = -1
+	kickAll  = -2
+)
+
+// writeLocked stores a register write with its side effects and says
+// which transmit queue, if any, has work to look at.
+func (n *NIC) writeLocked(off, v uint32) (kick int) {
+	r := n.regs
+	if reg, q, ok := queueReg(off); ok {
+		return n.writeQueueLocked(reg, q, off, v)
+	}
+	switch {
+	case off == CTRL:
+		r[CTRL/4] = v
+		n.linkChangedLocked()
+	case off == STATUS:
+		r[STATUS/4] &^= ^v & StatusPHYRA // PHYRA clears by writing 0
+	case off == EECD:
+		r[EECD/4] = r[EECD/4]&^0xf | v&0xf // software bit-bang bits only
+	case off == EERD:
+		n.eerdLocked(v)
+	case off == MDIC:
+		n.mdicLocked(v)
+	case off == ICR:
+		r[ICR/4] &^= v
+		n.updateAssertLocked(false)
+	case off == ICS:
+		n.otherCauseLocked(v & intCauses)
+	case off == IMS:
+		r[IMS/4] |= v & intCauses
+		n.otherCauseLocked(0)
+	case off == IMC:
+		r[IMS/4] &^= v
+		n.updateAssertLocked(false)
+	case off == EICR:
+		r[EICR/4] &^= v
+	case off == EICS:
+		n.extCauseLocked(v & n.eicrValidLocked())
+	case off == EIMS:
+		r[EIMS/4] |= v & n.eicrValidLocked()
+		n.extCauseLocked(0)
+	case off == EIMC:
+		r[EIMS/4] &^= v
+	case off == TCTL:
+		r[TCTL/4] = v
+		if v&TctlEN != 0 {
+			return kickAll
+		}
+	case off >= statsLo && off < statsHi:
+		// read-only
+	default:
+		r[off/4] = v
+	}
+	return kickNone
+}
+
+func (n *NIC) writeQueueLocked(reg uint32, q int, off, v uint32) int {
+	r := n.regs
+	switch reg {
+	case RDBAL, TDBAL:
+		r[off/4] = v &^ 0x7f // 128-byte aligned
+	case RDLEN, TDLEN:
+		r[off/4] = v & 0xfff80 // a multiple of 128 bytes
+	case RDH, RDT, TDH, TDT:
+		r[off/4] = v & 0xffff
+	case RXDCTL, TXDCTL:
+		v &^= DctlSWFlush // no write-back is ever held: the flush is done at once
+		r[off/4] = v
+	case RQDPC:
+		r[off/4] = v // not clear on read; software writes 0
+	default:
+		r[off/4] = v
+	}
+	switch reg {
+	case RDBAL, RDBAH, RDLEN, RDH, RXDCTL:
+		n.ringGen[q]++
+	case TDT:
+		return q
+	case TXDCTL:
+		if v&DctlEnable != 0 {
+			return q
+		}
+	}
+	return kickNone
+}

@@ -1,0 +1,113 @@
+package mi225
+
+// Interrupts. Causes for the queues are mapped by IVAR to an MSI-X vector
+// (GPIE.Multiple_MSIX set) or to an EICR bit 3:0 (MSI and INTx); the other
+// causes latch in ICR and, when enabled in IMS, set the vector IVAR_MISC
+// names (or EICR bit 31 in MSI and INTx mode).
+//
+// In MSI-X mode a vector fires when its EICR bit is set and enabled in
+// EIMS; firing clears the EICR bits in EIAC and, with GPIE.EIAME, masks
+// those in EIAM. In MSI and INTx mode the line is asserted while any
+// enabled ICR or EICR cause is pending, ICR.INT_ASSERTED shows it, and a
+// read of ICR or EICR clears them.
+
+func (n *NIC) msixModeLocked() bool { return n.regs[GPIE/4]&GpieMSIX != 0 }
+
+func (n *NIC) eicrValidLocked() uint32 {
+	if n.msixModeLocked() {
+		return eicrVectors
+	}
+	return eicrLegacy
+}
+
+// ivarEntry returns the IVAR byte of a queue's RX or TX cause.
+func (n *NIC) ivarEntry(q int, tx bool) uint32 {
+	v := n.regs[IVAR0/4+q/2] >> (16 * (q % 2))
+	if tx {
+		v >>= 8
+	}
+	return v & 0xff
+}
+
+// queueEventLocked signals that queue q completed receive (or transmit)
+// work.
+func (n *NIC) queueEventLocked(q int, tx bool) {
+	e := n.ivarEntry(q, tx)
+	if n.msixModeLocked() {
+		if e&IvarValid != 0 && e&ivarVecMask < msixVectors {
+			n.extCauseLocked(1 << (e & ivarVecMask))
+		}
+		return
+	}
+	cause := uint32(IntRXT0)
+	if tx {
+		cause = IntTXDW
+	}
+	n.regs[ICR/4] |= cause
+	var bit uint32
+	if e&IvarValid != 0 {
+		bit = 1 << (e & 3)
+	}
+	n.extCauseLocked(bit)
+}
+
+// otherCauseLocked latches ICR causes and passes enabled ones on.
+func (n *NIC) otherCauseLocked(bits uint32) {
+	r := n.regs
+	r[ICR/4] |= bits
+	if r[ICR/4]&r[IMS/4]&intCauses == 0 {
+		n.updateAssertLocked(false)
+		return
+	}
+	if !n.msixModeLocked() {
+		n.extCauseLocked(EicrOther)
+		return
+	}
+	if m := r[IVARMisc/4] & 0xff; m&IvarValid != 0 && m&ivarVecMask < msixVectors {
+		n.extCauseLocked(1 << (m & ivarVecMask))
+	}
+}
+
+// extCauseLocked sets EICR bits and fires what is enabled.
+func (n *NIC) extCauseLocked(bits uint32) {
+	r := n.regs
+	r[EICR/4] |= bits
+	if !n.msixModeLocked() {
+		n.updateAssertLocked(true)
+		return
+	}
+	fire := r[EICR/4] & r[EIMS/4] & eicrVectors
+	if fire == 0 {
+		return
+	}
+	r[EICR/4] &^= fire & r[EIAC/4]
+	if r[GPIE/4]&GpieEIAME != 0 {
+		r[EIMS/4] &^= fire & r[EIAM/4]
+	}
+	for v := range msixVectors {
+		if fire&(1<<v) != 0 {
+			n.counters.Vectors[v]++
+		}
+	}
+	n.irq.Raise()
+}
+
+// updateAssertLocked recomputes INT_ASSERTED in MSI and INTx mode; a new
+// cause (raise) signals the line while it is asserted.
+func (n *NIC) updateAssertLocked(raise bool) {
+	r := n.regs
+	if n.msixModeLocked() {
+		r[ICR/4] &^= IntAsserted
+		return
+	}
+	pending := r[ICR/4]&r[IMS/4]&intCauses != 0 || r[EICR/4]&r[EIMS/4]&eicrLegacy != 0
+	if !pending {
+		r[ICR/4] &^= IntAsserted
+		return
+	}
+	r[ICR/4] |= IntAsserted
+	if raise {
+		n.counters.Interrupts++
+		n.irq.Raise()
+	}
+}

@@ -1,0 +1,280 @@
+// Package mi225 is a model of the Intel Ethernet Controller I225/I226
+// (the igc family), written from the I225 datasheet's register, descriptor
+// and interrupt descriptions.
+//
+// It plugs into the simulated machine as a PCI device: its registers are
+// BAR0, its MSI-X table BAR3, it reaches memory only through the machine's
+// DMA port (every access translated by the simulated VT-d unit), it
+// signals on the machine's interrupt line, and it puts frames on a
+// simulated wire. The model does what the card does: address and VLAN
+// filtering, RSS, checksum verification, header split, frames spread over
+// several buffers, checksum insertion and TCP segmentation, statistics.
+//
+// What is not modelled: interrupt moderation (EITR is stored; causes are
+// signalled at once), flow control, time stamping and launch time, the
+// legacy descriptor formats (frames for a queue set to them are dropped
+// and counted), EtherType and 2-tuple filters, wake-up and manageability.
+package mi225
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim/wire"
+)
+
+// DMA is the model's only way to memory; the machine's DMA port
+// implements it.
+type DMA interface {
+	Read(addr uint64, b []byte) error
+	Write(addr uint64, b []byte) error
+}
+
+// Interrupt is the model's interrupt line.
+type Interrupt interface{ Raise() }
+
+// Options configure a model.
+type Options struct {
+	// Device is the PCI device id; zero means the I225-V (0x15F3).
+	Device uint16
+	// MAC is the address programmed in the NVM; zero gives
+	// 02:00:00:22:50:01. Blank-NVM parts ignore it.
+	MAC [6]byte
+}
+
+// Counters are what the model saw, for tests. The driver-visible
+// statistics are the datasheet's registers.
+type Counters struct {
+	RxFrames       uint64 // frames written to a ring
+	RxDescriptors  uint64 // descriptors written back
+	RxNoDescriptor uint64 // dropped: too few free descriptors
+	RxFiltered     uint64 // dropped by address or VLAN filtering
+	RxBadSize      uint64 // dropped as undersized or oversized
+	RxOff          uint64 // arrived while the receiver, its queue or the link was off
+	RxUnsupported  uint64 // dropped: the queue's descriptor type is not modelled
+	RxDMAFaults    uint64 // DMA accesses the IOMMU refused
+	TxPackets      uint64 // packets taken from a ring (a TSO packet is one)
+	TxFrames       uint64 // frames put on the wire
+	TxTSO          uint64 // packets segmented
+	TxNoLink       uint64 // frames dropped because the link was down
+	TxDMAFaults    uint64 // DMA accesses the IOMMU refused
+	TxBadDesc      uint64 // descriptors or offload set-ups the hardware cannot use
+	Resets         uint64
+	Vectors        [msixVectors]uint64 // MSI-X messages per vector
+	Interrupts     uint64              // assertions of the line in MSI or INTx mode
+}
+
+// NIC is one controller.
+type NIC struct {
+	part Part
+	mac  [6]byte
+	dma  DMA
+	irq  Interrupt
+	pci  pciState
+
+	// mu guards the register file, the PHY, the NVM, the link and the
+	// counters. The engines take it briefly, never across DMA or while a
+	// frame is on the wire.
+	mu       sync.Mutex
+	regs     []uint32
+	nvm      []uint16
+	phy      phy
+	cable    linkState // what the partner offers
+	link     linkState // what the MAC sees
+	port     wire.Port
+	counters Counters
+	ringGen  [Queues]uint64 // RX ring set-ups: a frame in flight under an older one is not completed
+	msix     [msixVectors * 4]uint32
+
+	rxMu sync.Mutex // the RX engine; taken before mu
+	rx   rxEngine
+	txMu sync.Mutex // the TX engine; taken before mu
+	tx   txEngine
+}
+
+type linkState struct {
+	up    bool
+	speed int
+}
+
+// New returns a model with its registers at their power-on values and no
+// cable attached.
+func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
+	if opt.Device == 0 {
+		opt.Device = 0x15f3
+	}
+	part, err := PartByID(opt.Device)
+	if err != nil {
+		return nil, err
+	}
+	if opt.MAC == ([6]byte{}) {
+		opt.MAC = [6]byte{0x02, 0x00, 0x00, 0x22, 0x50, 0x01}
+	}
+	if opt.MAC[0]&1 != 0 {
+		return nil, fmt.Errorf("mi225: MAC %x is a multicast address", opt.MAC)
+	}
+	if dma == nil || irq == nil {
+		return nil, fmt.Errorf("mi225: a DMA port and an interrupt line are required")
+	}
+	n := &NIC{part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4)}
+	if part.BlankNVM {
+		n.mac = [6]byte{}
+	}
+	n.nvm = buildNVM(part, n.mac)
+	n.cable = linkState{speed: part.MaxMbps}
+	n.phy.reset(part)
+	n.pci.init(n)
+	for i := range n.msix {
+		if i%4 == 3 {
+			n.msix[i] = 1 // vector control: masked
+		}
+	}
+	n.mu.Lock()
+	n.resetLocked()
+	n.mu.Unlock()
+	return n, nil
+}
+
+// Part returns the part this model plays.
+func (n *NIC) Part() Part { return n.part }
+
+// MAC returns the address held in the NVM (zero on a blank part).
+func (n *NIC) MAC() [6]byte { return n.mac }
+
+// Counters returns the model's own counters.
+func (n *NIC) Counters() Counters {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.counters
+}
+
+// Attach plugs the model into one end of a wire. If the port reports link
+// state, the PHY follows it.
+func (n *NIC) Attach(p wire.Port) {
+	n.mu.Lock()
+	n.port = p
+	n.mu.Unlock()
+	p.Receive(n.receive)
+	if lp, ok := p.(wire.LinkPort); ok {
+		lp.Link(n.cableChanged)
+	} else {
+		n.cableChanged(true, n.part.MaxMbps)
+	}
+}
+
+// cableChanged follows the wire. A partner faster than this part
+// negotiates down to what both do.
+func (n *NIC) cableChanged(up bool, mbps int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cable = linkState{up: up, speed: min(mbps, n.part.MaxMbps)}
+	n.linkChangedLocked()
+}
+
+// SetLink sets what the cable offers: a partner present, and the fastest
+// speed it advertises. The PHY resolves the link from that and its own
+// advertisement; a change raises LSC.
+func (n *NIC) SetLink(up bool, mbps int) error {
+	if !n.part.supports(mbps) {
+		return fmt.Errorf("mi225 %s: link speed %d Mb/s not supported", n.part.Name, mbps)
+	}
+	n.mu.Lock()
+	n.cable = linkState{up: up, speed: mbps}
+	n.linkChangedLocked()
+	n.mu.Unlock()
+	return nil
+}
+
+// Link reports the link as the MAC sees it.
+func (n *NIC) Link() (up bool, mbps int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.link.up, n.link.speed
+}
+
+// linkLocked resolves the link: down while the PHY is in reset or powered
+// down or the partner is absent; otherwise the best speed both advertise.
+func (n *NIC) linkLocked() linkState {
+	if !n.cable.up || n.regs[CTRL/4]&CtrlPHYRST != 0 {
+		return linkState{}
+	}
+	s := n.phy.resolve(n.cable.speed)
+	if s == 0 {
+		return linkState{}
+	}
+	return linkState{up: true, speed: s}
+}
+
+func (n *NIC) linkChangedLocked() {
+	now := n.linkLocked()
+	if now == n.link {
+		return
+	}
+	n.link = now
+	n.phy.setLink(now.up, now.speed)
+	n.otherCauseLocked(IntLSC)
+}
+
+// resetLocked is the port software reset (CTRL.RST) and the device reset
+// (CTRL.DEV_RST): MAC registers to their initial values, the address
+// reloaded from the NVM into RAL0/RAH0, statistics cleared. The PHY and
+// PCI configuration are not touched.
+func (n *NIC) resetLocked() {
+	clear(n.regs)
+	r := n.regs
+	r[CTRL/4] = ctrlResetVal
+	r[STATUS/4] = StatusPFRstDone | StatusLANInit
+	eecd := uint32(EecdAutoRd)
+	if !n.part.BlankNVM {
+		eecd |= EecdPres | EecdFlashDet | EecdSec1Val
+	}
+	r[EECD/4] = eecd
+	r[MDIC/4] = MdicReady
+	r[VET/4] = 0x88a88100
+	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
+	r[TIPG/4] = 0x0060200a
+	r[RXCSUM/4] = RxcsumIPOFL | RxcsumTUOFL
+	r[RLPML/4] = 0x2600
+	for q := range Queues {
+		r[RxQ(SRRCTL, q)/4] = 2 | 4<<SrrctlBSizeHdrShift // 2 KiB packet, 256 B header, legacy
+		n.ringGen[q]++
+	}
+	if !n.part.BlankNVM {
+		le := binary.LittleEndian
+		r[RAL0/4] = le.Uint32(n.mac[0:4])
+		r[RAH0/4] = uint32(le.Uint16(n.mac[4:6])) | RahAV
+	}
+	n.tx.reset()
+	n.counters.Resets++
+	n.link = linkState{} // the MAC relearns the link: LSC follows if it is up
+	n.linkChangedLocked()
+}
+
+// Reset performs a device reset, as writing CTRL.DEV_RST does.
+func (n *NIC) Reset() {
+	n.txMu.Lock()
+	n.rxMu.Lock()
+	n.mu.Lock()
+	n.resetLocked()
+	n.mu.Unlock()
+	n.rxMu.Unlock()
+	n.txMu.Unlock()
+}
+
+// Regs returns BAR0 as a register window, for tests that drive the model
+// without a bus.
+func (n *NIC) Regs() kernel.Regs { return regWindow{n} }
+
+type regWindow struct{ n *NIC }
+
+func (w regWindow) Read32(off uint32) uint32     { return w.n.read32(off) }
+func (w regWindow) Write32(off uint32, v uint32) { w.n.write32(off, v) }
+func (w regWindow) Read64(off uint32) uint64 {
+	return uint64(w.n.read32(off)) | uint64(w.n.read32(off+4))<<32
+}
+func (w regWindow) Write64(off uint32, v uint64) {
+	w.n.write32(off, uint32(v))
+	w.n.write32(off+4, uint32(v>>32))
+}

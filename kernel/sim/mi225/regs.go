@@ -1,0 +1,276 @@
+package mi225
+
+// Register offsets in BAR0, from the I225 datasheet's register summary.
+const (
+	CTRL     = 0x00000
+	STATUS   = 0x00008
+	EECD     = 0x00010
+	CTRL_EXT = 0x00018
+	MDIC     = 0x00020
+	VET      = 0x00038
+	ICR      = 0x01500
+	ICS      = 0x01504
+	IMS      = 0x01508
+	IMC      = 0x0150c
+	IAM      = 0x01510
+	GPIE     = 0x01514
+	EICS     = 0x01520
+	EIMS     = 0x01524
+	EIMC     = 0x01528
+	EIAC     = 0x0152c
+	EIAM     = 0x01530
+	EICR     = 0x01580
+	EITR0    = 0x01680 // + 4n, n < 5
+	IVAR0    = 0x01700 // + 4n, n < 2: queues 2n and 2n+1
+	IVARMisc = 0x01740
+	RCTL     = 0x00100
+	TCTL     = 0x00400
+	TIPG     = 0x00410
+	RXCSUM   = 0x05000
+	RLPML    = 0x05004
+	RFCTL    = 0x05008
+	MTA      = 0x05200 // 128 registers
+	RAL0     = 0x05400 // + 8n, n < 16
+	RAH0     = 0x05404
+	VFTA     = 0x05600 // 128 registers
+	MRQC     = 0x05818
+	RETA     = 0x05c00 // 32 registers, four 8-bit entries each
+	RSSRK    = 0x05c80 // 10 registers
+	EERD     = 0x12014
+
+	// Receive queue n at 0xC000 + 0x40*n, transmit queue n at 0xE000 + 0x40*n.
+	RDBAL  = 0x0c000
+	RDBAH  = 0x0c004
+	RDLEN  = 0x0c008
+	SRRCTL = 0x0c00c
+	RDH    = 0x0c010
+	RDT    = 0x0c018
+	RXDCTL = 0x0c028
+	RQDPC  = 0x0c030
+	TDBAL  = 0x0e000
+	TDBAH  = 0x0e004
+	TDLEN  = 0x0e008
+	TDH    = 0x0e010
+	TDT    = 0x0e018
+	TXDCTL = 0x0e028
+
+	QueueStride = 0x40
+	Queues      = 4
+	mmioSize    = 1 << 20 // BAR0
+	regFileSize = 0x13000 // registers kept in the flat file (EERD is the highest)
+)
+
+// Statistics (8.19): clear on read, except where noted.
+const (
+	CRCERRS  = 0x04000
+	ALGNERRC = 0x04004
+	RXERRC   = 0x0400c
+	MPC      = 0x04010
+	SCC      = 0x04014
+	ECOL     = 0x04018
+	MCC      = 0x0401c
+	LATECOL  = 0x04020
+	COLC     = 0x04028
+	RERC     = 0x0402c
+	DC       = 0x04030
+	TNCRS    = 0x04034
+	HTDPMC   = 0x0403c
+	RLEC     = 0x04040
+	XONRXC   = 0x04048
+	XONTXC   = 0x0404c
+	XOFFRXC  = 0x04050
+	XOFFTXC  = 0x04054
+	FCRUC    = 0x04058
+	PRC64    = 0x0405c // PRC64..PRC1522: six bins
+	PRC1522  = 0x04070
+	GPRC     = 0x04074
+	BPRC     = 0x04078
+	MPRC     = 0x0407c
+	GPTC     = 0x04080
+	GORCL    = 0x04088
+	GORCH    = 0x0408c
+	GOTCL    = 0x04090
+	GOTCH    = 0x04094
+	RNBC     = 0x040a0
+	RUC      = 0x040a4
+	RFC      = 0x040a8
+	ROC      = 0x040ac
+	RJC      = 0x040b0
+	TORL     = 0x040c0
+	TORH     = 0x040c4
+	TOTL     = 0x040c8
+	TOTH     = 0x040cc
+	TPR      = 0x040d0
+	TPT      = 0x040d4
+	PTC64    = 0x040d8 // PTC64..PTC1522: six bins
+	PTC1522  = 0x040ec
+	MPTC     = 0x040f0
+	BPTC     = 0x040f4
+	TSCTC    = 0x040f8
+	IAC      = 0x04100
+	statsLo  = CRCERRS
+	statsHi  = 0x04140
+)
+
+// CTRL bits.
+const (
+	CtrlFD       = 1 << 0
+	CtrlGIOMDis  = 1 << 2
+	CtrlSLU      = 1 << 6
+	CtrlFrcSpd   = 1 << 11
+	CtrlFrcDpx   = 1 << 12
+	CtrlRST      = 1 << 26 // port software reset
+	CtrlDevRST   = 1 << 29 // device reset
+	CtrlVME      = 1 << 30
+	CtrlPHYRST   = 1 << 31
+	ctrlSelfClr  = CtrlRST | CtrlDevRST
+	ctrlResetVal = CtrlFD | CtrlSLU
+)
+
+// STATUS bits. The SPEED field reads 10b at both 1000 and 2500 Mb/s;
+// Speed2500 tells them apart.
+const (
+	StatusFD         = 1 << 0
+	StatusLU         = 1 << 1
+	StatusTXOFF      = 1 << 4
+	StatusSpeedShift = 6
+	StatusSpeedMask  = 3 << StatusSpeedShift
+	StatusSpeed100   = 1 << StatusSpeedShift
+	StatusSpeed1000  = 2 << StatusSpeedShift
+	StatusLANInit    = 1 << 9
+	StatusPHYRA      = 1 << 10
+	StatusGIOME      = 1 << 19 // GIO master enable: clear once CTRL.GIO_MASTER_DISABLE took effect
+	StatusPFRstDone  = 1 << 21
+	StatusSpeed2500  = 1 << 22
+)
+
+// EECD and EERD bits.
+const (
+	EecdPres      = 1 << 8
+	EecdAutoRd    = 1 << 9
+	EecdFlashDet  = 1 << 19
+	EecdSec1Val   = 1 << 25
+	EerdStart     = 1 << 0
+	EerdDone      = 1 << 1
+	EerdAddrShift = 2
+	EerdDataShift = 16
+)
+
+// CTRL_EXT bits.
+const (
+	CtrlExtDrvLoad = 1 << 28
+)
+
+// MDIC fields.
+const (
+	MdicDataMask  = 0xffff
+	MdicRegShift  = 16
+	MdicPhyShift  = 21
+	MdicOpWrite   = 1 << 26
+	MdicOpRead    = 2 << 26
+	MdicReady     = 1 << 28
+	MdicInterrupt = 1 << 29
+	MdicError     = 1 << 30
+)
+
+// Interrupt causes in ICR/ICS/IMS/IMC.
+const (
+	IntTXDW     = 1 << 0
+	IntLSC      = 1 << 2
+	IntRXDMT0   = 1 << 4
+	IntRXO      = 1 << 6
+	IntRXT0     = 1 << 7
+	IntDRSTA    = 1 << 30
+	IntAsserted = 1 << 31
+	intCauses   = 0x7fffffff
+)
+
+// GPIE bits.
+const (
+	GpieNSICR  = 1 << 0  // non-selective clear on read of ICR
+	GpieMSIX   = 1 << 4  // multiple MSI-X vectors: EICR bits are vectors
+	GpieEIAME  = 1 << 30 // EIAM applies on interrupt assertion
+	GpiePBASup = 1 << 31
+)
+
+// Extended interrupt bits: one per MSI-X vector (0..4). In MSI or INTx
+// mode bits 3:0 are the queue vectors and bit 31 the other causes.
+const (
+	msixVectors = 5
+	eicrVectors = 1<<msixVectors - 1
+	EicrOther   = 1 << 31
+	eicrLegacy  = 0xf | EicrOther
+	IvarValid   = 0x80
+	ivarVecMask = 0x1f
+)
+
+// RCTL bits.
+const (
+	RctlEN       = 1 << 1
+	RctlSBP      = 1 << 2
+	RctlUPE      = 1 << 3
+	RctlMPE      = 1 << 4
+	RctlLPE      = 1 << 5
+	RctlMOShift  = 12
+	RctlBAM      = 1 << 15
+	RctlBSizeSh  = 16
+	RctlVFE      = 1 << 18
+	RctlBSEX     = 1 << 25
+	RctlSECRC    = 1 << 26
+	rctlBSizeMsk = 3 << RctlBSizeSh
+)
+
+// TCTL bits.
+const (
+	TctlEN  = 1 << 1
+	TctlPSP = 1 << 3
+)
+
+// SRRCTL fields.
+const (
+	SrrctlBSizePktMask  = 0x7f // 1 KiB units
+	SrrctlBSizeHdrShift = 8    // 64 B units, bits 13:8
+	SrrctlBSizeHdrMask  = 0x3f << SrrctlBSizeHdrShift
+	SrrctlDescTypeShift = 25
+	SrrctlDescTypeMask  = 7 << SrrctlDescTypeShift
+	SrrctlDescLegacy    = 0 << SrrctlDescTypeShift
+	SrrctlDescAdvOne    = 1 << SrrctlDescTypeShift
+	SrrctlDescHdrSplit  = 5 << SrrctlDescTypeShift // header split, always use header buffer
+	SrrctlDropEn        = 1 << 31
+)
+
+// RXDCTL and TXDCTL bits.
+const (
+	DctlEnable  = 1 << 25
+	DctlSWFlush = 1 << 26
+)
+
+// RXCSUM bits.
+const (
+	RxcsumIPOFL = 1 << 8
+	RxcsumTUOFL = 1 << 9
+	RxcsumCRCOF = 1 << 11
+	RxcsumPCSD  = 1 << 13
+)
+
+// MRQC: RSS enable in bits 2:0 and the hash fields.
+const (
+	MrqcEnableMask = 7
+	MrqcEnableRSS  = 2
+	MrqcTCPIPv4    = 1 << 16
+	MrqcIPv4       = 1 << 17
+	MrqcIPv6       = 1 << 20
+	MrqcTCPIPv6    = 1 << 21
+	MrqcUDPIPv4    = 1 << 22
+	MrqcUDPIPv6    = 1 << 23
+)
+
+// RAH bits.
+const RahAV = 1 << 31
+
+// RLPML: the maximum frame length with LPE, CRC included.
+const RlpmlMask = 0x3fff
+
+// Queue register helpers.
+func RxQ(reg uint32, q int) uint32 { return reg + QueueStride*uint32(q) }
+func TxQ(reg uint32, q int) uint32 { return reg + QueueStride*uint32(q) }

@@ -1,0 +1,370 @@
+package mi225
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+const (
+	minFrame    = 60 // without FCS
+	fcsLen      = 4
+	maxStdFrame = 1518 // with FCS, untagged, without RCTL.LPE
+	maxRxDescs  = 64   // descriptors one frame may span
+)
+
+// rxEngine is the receive DMA engine's state; rxMu guards it.
+type rxEngine struct {
+	conf  rxConf
+	buf   []byte // the frame as stored: tag stripped, FCS appended unless SECRC
+	descs [maxRxDescs * descLen]byte
+	wb    [maxRxDescs * descLen]byte
+}
+
+// rxQueue is one receive ring's state for one frame.
+type rxQueue struct {
+	q                 int
+	base              uint64
+	count, head, tail uint32
+	srrctl            uint32
+	gen               uint64
+}
+
+// rxAdmit is what the MAC decides about a frame as it arrives.
+type rxAdmit struct {
+	ok    bool
+	rctl  uint32
+	vme   bool
+	qsel  int // queue chosen by the matching RAH.QSEL, or -1
+	drop  bool
+	crcof bool
+}
+
+// receive takes one frame from the wire. It runs on the sender's
+// goroutine: filtering and size checks, the queue choice, then descriptor
+// fetch, data DMA and write-back.
+func (n *NIC) receive(frame []byte) {
+	n.rxMu.Lock()
+	defer n.rxMu.Unlock()
+	e := &n.rx
+	n.mu.Lock()
+	a := n.rxAdmitLocked(frame)
+	if !a.ok {
+		n.mu.Unlock()
+		return
+	}
+	c := &e.conf
+	c.rxcsum, c.mrqc, c.vet = n.regs[RXCSUM/4], n.regs[MRQC/4], uint16(n.regs[VET/4])
+	rss := c.mrqc&MrqcEnableMask == MrqcEnableRSS
+	if rss {
+		for i := range 10 {
+			binary.LittleEndian.PutUint32(c.key[4*i:], n.regs[RSSRK/4+uint32(i)])
+		}
+	}
+	n.mu.Unlock()
+
+	p := parseRx(frame, c)
+
+	n.mu.Lock()
+	q := 0
+	switch {
+	case a.qsel >= 0:
+		q = a.qsel
+	case rss && p.rssType != RSSNone:
+		i := p.hash & 0x7f
+		q = int(n.regs[RETA/4+i/4]>>(8*(i%4))) & (Queues - 1)
+	}
+	ring, ok := n.rxQueueLocked(q)
+	n.mu.Unlock()
+	if !ok {
+		n.count(func(c *Counters) { c.RxOff++ })
+		return
+	}
+	if ring.srrctl&SrrctlDescTypeMask != SrrctlDescAdvOne && ring.srrctl&SrrctlDescTypeMask != SrrctlDescHdrSplit {
+		n.count(func(c *Counters) { c.RxUnsupported++ })
+		return
+	}
+	n.rxStore(frame, a, &p, ring)
+}
+
+func (n *NIC) count(f func(*Counters)) {
+	n.mu.Lock()
+	f(&n.counters)
+	n.mu.Unlock()
+}
+
+// rxAdmitLocked runs the checks made as the frame arrives: receiver and
+// link on, length, destination address, VLAN filter. Rejected frames are
+// counted here.
+func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
+	r := n.regs
+	a := rxAdmit{rctl: r[RCTL/4], vme: r[CTRL/4]&CtrlVME != 0, qsel: -1}
+	if a.rctl&RctlEN == 0 || !n.link.up {
+		n.counters.RxOff++
+		return a
+	}
+	l := len(f) + fcsLen
+	n.statLocked(TPR, 1)
+	n.stat64Locked(TORL, uint64(l))
+	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == uint16(r[VET/4])
+	limit := maxStdFrame
+	if a.rctl&RctlLPE != 0 {
+		limit = int(r[RLPML/4] & RlpmlMask)
+	} else if tagged {
+		limit += vlanTagLen
+	}
+	switch {
+	case len(f) < ethHdrLen:
+		n.counters.RxBadSize++
+		return a
+	case len(f) < minFrame && a.rctl&RctlSBP == 0:
+		n.statLocked(RUC, 1)
+		n.counters.RxBadSize++
+		return a
+	case l > limit:
+		n.statLocked(ROC, 1)
+		n.counters.RxBadSize++
+		return a
+	}
+	if !n.addrMatchLocked(f, a.rctl, &a) {
+		n.counters.RxFiltered++
+		return a
+	}
+	if tagged && a.rctl&RctlVFE != 0 {
+		vid := binary.BigEndian.Uint16(f[14:]) & 0xfff
+		if r[VFTA/4+uint32(vid>>5)]&(1<<(vid&31)) == 0 {
+			n.counters.RxFiltered++
+			return a
+		}
+	}
+	a.ok = true
+	return a
+}
+
+// addrMatchLocked is the destination address filter: exact matches in
+// RAL/RAH (which may also pick the queue), the multicast table,
+// promiscuous and broadcast modes.
+func (n *NIC) addrMatchLocked(f []byte, rctl uint32, a *rxAdmit) bool {
+	r := n.regs
+	lo := binary.LittleEndian.Uint32(f[0:4])
+	hi := uint32(binary.LittleEndian.Uint16(f[4:6]))
+	for i := uint32(0); i < 16; i++ {
+		rah := r[RAH0/4+2*i]
+		if rah&RahAV == 0 || rah>>16&3 != 0 { // ASEL 00: destination address
+			continue
+		}
+		if r[RAL0/4+2*i] == lo && rah&0xffff == hi {
+			if rah&(1<<28) != 0 { // QSEL enable
+				a.qsel = int(rah >> 18 & 3)
+			}
+			return true
+		}
+	}
+	switch {
+	case f[0]&1 == 0:
+		return rctl&RctlUPE != 0
+	case lo == 0xffffffff && hi == 0xffff:
+		return rctl&RctlBAM != 0 || rctl&RctlMPE != 0
+	case rctl&RctlMPE != 0:
+		return true
+	}
+	h := mtaHash(f, rctl>>RctlMOShift&3)
+	return r[MTA/4+h>>5]&(1<<(h&31)) != 0
+}
+
+// mtaHash picks 12 bits of the destination address as RCTL.MO says:
+// bits 47:36, 46:35, 45:34 or 43:32.
+func mtaHash(f []byte, mo uint32) uint32 {
+	v := uint32(f[4]) | uint32(f[5])<<8
+	shift := [4]uint32{4, 3, 2, 0}[mo]
+	return v >> shift & 0xfff
+}
+
+// rxQueueLocked snapshots queue q's ring, or reports it off.
+func (n *NIC) rxQueueLocked(q int) (rxQueue, bool) {
+	r := n.regs
+	rq := rxQueue{
+		q:      q,
+		base:   uint64(r[RxQ(RDBAH, q)/4])<<32 | uint64(r[RxQ(RDBAL, q)/4]),
+		count:  r[RxQ(RDLEN, q)/4] / descLen,
+		head:   r[RxQ(RDH, q)/4],
+		tail:   r[RxQ(RDT, q)/4],
+		srrctl: r[RxQ(SRRCTL, q)/4],
+		gen:    n.ringGen[q],
+	}
+	ok := r[RxQ(RXDCTL, q)/4]&DctlEnable != 0 && rq.count != 0 && rq.head < rq.count && rq.tail < rq.count
+	return rq, ok
+}
+
+// bufSizes returns the packet and header buffer sizes of a queue.
+func bufSizes(srrctl, rctl uint32) (pkt, hdr int) {
+	pkt = int(srrctl&SrrctlBSizePktMask) << 10
+	if pkt == 0 {
+		pkt = [4]int{2048, 1024, 512, 256}[rctl>>RctlBSizeSh&3]
+	}
+	hdr = int(srrctl&SrrctlBSizeHdrMask>>SrrctlBSizeHdrShift) * 64
+	return pkt, hdr
+}
+
+// rxStore writes a frame to queue ring: the frame as stored (tag
+// stripped with CTRL.VME, FCS kept without RCTL.SECRC), over as many
+// descriptors as the packet buffer size asks, the header in the first
+// header buffer in header-split mode; then the write-backs.
+func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue) {
+	e := &n.rx
+	be := binary.BigEndian
+	var vlan uint16
+	var vp bool
+	buf := e.buf[:0]
+	if a.vme && len(frame) >= ethHdrLen+vlanTagLen && be.Uint16(frame[12:]) == e.conf.vet {
+		vlan, vp = be.Uint16(frame[14:]), true
+		buf = append(append(buf, frame[:12]...), frame[16:]...)
+		if p.hdrLen >= 16 {
+			p.hdrLen -= vlanTagLen
+		}
+	} else {
+		buf = append(buf, frame...)
+	}
+	if a.rctl&RctlSECRC == 0 {
+		buf = binary.LittleEndian.AppendUint32(buf, crc32.ChecksumIEEE(frame))
+	}
+	e.buf = buf
+
+	pktSize, hdrSize := bufSizes(ring.srrctl, a.rctl)
+	split := ring.srrctl&SrrctlDescTypeMask == SrrctlDescHdrSplit
+	hdrLen := 0
+	var hbo bool
+	if split && p.hdrLen > 0 {
+		if p.hdrLen <= hdrSize {
+			hdrLen = p.hdrLen
+		} else {
+			hbo = true
+		}
+	}
+	data := buf[hdrLen:]
+	k := max(1, (len(data)+pktSize-1)/pktSize)
+	free := (ring.tail + ring.count - ring.head) % ring.count
+	if k > maxRxDescs || uint32(k) > free {
+		n.mu.Lock()
+		n.statLocked(RNBC, 1)
+		if ring.srrctl&SrrctlDropEn != 0 {
+			n.regs[RxQ(RQDPC, ring.q)/4]++
+		} else {
+			n.statLocked(MPC, 1)
+			n.otherCauseLocked(IntRXO)
+		}
+		n.counters.RxNoDescriptor++
+		n.mu.Unlock()
+		return
+	}
+	descs := e.descs[:k*descLen]
+	if !n.rxFetch(ring, descs) {
+		return
+	}
+	le := binary.LittleEndian
+	var dw0 uint32
+	dw0 = p.rssType | p.ptype<<RxdPtypeShift
+	dw1 := p.hash
+	if e.conf.rxcsum&RxcsumPCSD == 0 {
+		dw1 = uint32(p.ipid) // the fragment checksum half is not modelled
+	}
+	status := p.status | p.errors
+	if vp {
+		status |= RxdStaVP
+	}
+	if hbo {
+		status |= RxdErrHBO
+	}
+	faults := 0
+	for i := range k {
+		d := descs[i*descLen : (i+1)*descLen]
+		chunk := data[min(i*pktSize, len(data)):min((i+1)*pktSize, len(data))]
+		if len(chunk) > 0 && n.dma.Write(le.Uint64(d[0:]), chunk) != nil {
+			faults++
+		}
+		w := e.wb[i*descLen : (i+1)*descLen]
+		h := dw0
+		if i == 0 && hdrLen > 0 {
+			if n.dma.Write(le.Uint64(d[8:])&^1, buf[:hdrLen]) != nil {
+				faults++
+			}
+			h |= uint32(hdrLen)<<RxdHdrLenShift | RxdSPH
+		}
+		st := status | RxdStaDD
+		if i == k-1 {
+			st |= RxdStaEOP
+		}
+		le.PutUint32(w[0:], h)
+		le.PutUint32(w[4:], dw1)
+		le.PutUint32(w[8:], st)
+		le.PutUint32(w[12:], uint32(len(chunk))|uint32(vlan)<<16)
+	}
+	// The write-backs go out in ring order after the data.
+	first := uint64(ring.head)
+	for i := 0; i < k; {
+		run := min(k-i, int(ring.count)-int((first+uint64(i))%uint64(ring.count)))
+		at := ring.base + (first+uint64(i))%uint64(ring.count)*descLen
+		if n.dma.Write(at, e.wb[i*descLen:(i+run)*descLen]) != nil {
+			faults++
+		}
+		i += run
+	}
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := &n.counters
+	c.RxDMAFaults += uint64(faults)
+	if n.ringGen[ring.q] != ring.gen {
+		return // the ring was set up again meanwhile
+	}
+	n.regs[RxQ(RDH, ring.q)/4] = (ring.head + uint32(k)) % ring.count
+	c.RxFrames++
+	c.RxDescriptors += uint64(k)
+	l := uint64(len(frame) + fcsLen)
+	n.statLocked(GPRC, 1)
+	n.stat64Locked(GORCL, l)
+	switch {
+	case isBroadcast(frame):
+		n.statLocked(BPRC, 1)
+	case frame[0]&1 != 0:
+		n.statLocked(MPRC, 1)
+	}
+	if l <= 1522 {
+		n.statLocked(PRC64+4*uint32(sizeBin(int(l))), 1)
+	}
+	n.queueEventLocked(ring.q, false)
+}
+
+// rxFetch reads the k descriptors from the head, wrapping at the ring's
+// end. A refused read drops the frame.
+func (n *NIC) rxFetch(ring rxQueue, descs []byte) bool {
+	k := uint32(len(descs) / descLen)
+	first := min(k, ring.count-ring.head)
+	if n.dma.Read(ring.base+uint64(ring.head)*descLen, descs[:first*descLen]) != nil ||
+		(k > first && n.dma.Read(ring.base, descs[first*descLen:]) != nil) {
+		n.count(func(c *Counters) { c.RxDMAFaults++ })
+		return false
+	}
+	return true
+}
+
+func isBroadcast(f []byte) bool {
+	return f[0]&f[1]&f[2]&f[3]&f[4]&f[5] == 0xff
+}
+
+// sizeBin is the PRC/PTC bin of a length with FCS: 64, 65-127, 128-255,
+// 256-511, 512-1023, 1024-1522.
+func sizeBin(l int) int {
+	switch {
+	case l <= 64:
+		return 0
+	case l <= 127:
+		return 1
+	case l <= 255:
+		return 2
+	case l <= 511:
+		return 3
+	case l <= 1023:
+		return 4
+	}
+	return 5
+}
