@@ -1,0 +1,532 @@
+package igc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring/ringtest"
+	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel"
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+func TestIDs(t *testing.T) {
+	want := []uint16{0x15f2, 0x15f3, 0x15f8, 0x3100, 0x3101, 0x5502, 0x0d9f, 0x15fd,
+		0x15f7, 0x125e, 0x125b, 0x125c, 0x125d, 0x3102, 0x5503, 0x125f}
+	if len(IDs) != len(want) {
+		t.Fatalf("%d ids, want %d", len(IDs), len(want))
+	}
+	seen := map[uint16]bool{}
+	for _, dev := range want {
+		id, err := Lookup(VendorIntel, dev)
+		if err != nil {
+			t.Fatalf("%04x: %v", dev, err)
+		}
+		if seen[dev] {
+			t.Fatalf("%04x listed twice", dev)
+		}
+		seen[dev] = true
+		blank := dev == 0x15fd || dev == 0x125f
+		if (id.Flags&FlagBlankNVM != 0) != blank {
+			t.Errorf("%04x %s: blank-NVM flag %v", dev, id.Name, !blank)
+		}
+	}
+	for _, bad := range [][2]uint16{{VendorIntel, 0x10c9}, {VendorIntel, 0x15f4}, {0x10ec, 0x15f3}} {
+		if _, err := Lookup(bad[0], bad[1]); !errors.Is(err, ErrUnknownDevice) {
+			t.Errorf("%04x:%04x: err %v, want ErrUnknownDevice", bad[0], bad[1], err)
+		}
+	}
+}
+
+func TestProbeRefusesUnknownDevice(t *testing.T) {
+	dma := ringtest.New()
+	_, err := probeOn(newRegFile(status2500).withMAC(testMAC), dma, 0x1533) // an I210
+	if !errors.Is(err, ErrUnknownDevice) {
+		t.Fatalf("probe of 8086:1533: %v, want ErrUnknownDevice", err)
+	}
+	if n := dma.Live(); n != 0 {
+		t.Fatalf("%d mappings after a refused probe", n)
+	}
+}
+
+func TestBlankNVM(t *testing.T) {
+	for _, tc := range []struct {
+		dev   uint16
+		blank bool
+	}{{0x15fd, true}, {0x125f, true}, {0x15f3, false}, {0x125c, false}} {
+		t.Run(fmt.Sprintf("%04x", tc.dev), func(t *testing.T) {
+			regs := newRegFile(status2500) // no address in RAL/RAH, erased NVM
+			dma := ringtest.New()
+			d, err := probeOn(regs, dma, tc.dev)
+			if !tc.blank {
+				if err == nil || !bytes.Contains([]byte(err.Error()), []byte("no valid MAC")) {
+					t.Fatalf("probe: %v, want a no-valid-MAC error", err)
+				}
+				if dma.Live() != 0 {
+					t.Fatal("mappings left after a failed probe")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			m := d.MAC()
+			if m[0]&2 == 0 || m[0]&1 != 0 || m != localMAC([3]uint8{3, 0, 0}) {
+				t.Fatalf("mac %x: want the locally administered unicast %x", m, localMAC([3]uint8{3, 0, 0}))
+			}
+			if lo, hi := regs.get(RAL0), regs.get(RAH0); hi&RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
+				t.Fatalf("RAL0/RAH0 %08x/%08x not programmed with %x", lo, hi, m)
+			}
+		})
+	}
+}
+
+func TestMACFromNVM(t *testing.T) {
+	regs := newRegFile(status2500)
+	regs.nvm = []uint16{0x1100, 0x3322, 0x5544}
+	d, err := probeOn(regs, ringtest.New(), 0x125b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if m := d.MAC(); m != [6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55} {
+		t.Fatalf("mac %x from NVM words", m)
+	}
+}
+
+func TestLinkFromStatus(t *testing.T) {
+	for _, tc := range []struct {
+		status uint32
+		want   nic.Link
+	}{
+		{0, nic.Link{}},
+		{STATUS_FD | STATUS_SPEED_2500, nic.Link{}},
+		{STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
+		{STATUS_LU | STATUS_FD | 1<<STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
+		{STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
+		{STATUS_LU | STATUS_FD | 3<<STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
+		{status2500, nic.Link{Up: true, SpeedMbps: 2500, FullDuplex: true}},
+		// The 2.5 Gb/s bit qualifies only the 1000 Mb/s code.
+		{STATUS_LU | STATUS_FD | 1<<STATUS_SPEED_SHIFT | STATUS_SPEED_2500, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
+	} {
+		if got := linkFromStatus(tc.status); got != tc.want {
+			t.Errorf("STATUS %#x: %+v, want %+v", tc.status, got, tc.want)
+		}
+	}
+}
+
+func TestLinkChange(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	if l := r.d.Link(); l != (nic.Link{Up: true, SpeedMbps: 2500, FullDuplex: true}) {
+		t.Fatalf("link at probe %+v", l)
+	}
+	before := r.stat(t, "link_changes")
+	r.regs.set(STATUS, STATUS_LU|STATUS_FD|1<<STATUS_SPEED_SHIFT)
+	r.regs.set(ICR, ICR_LSC)
+	r.poll(0)
+	if l := r.d.Link(); l.SpeedMbps != 100 {
+		t.Fatalf("link after LSC %+v", l)
+	}
+	if r.stat(t, "link_changes") != before+1 {
+		t.Fatal("link change not counted")
+	}
+}
+
+func TestChooseLayout(t *testing.T) {
+	if MaxFrameBuild != 1648 {
+		t.Fatalf("MaxFrameBuild %d, want 1648 (2048 - 64 headroom - 320 - 16)", MaxFrameBuild)
+	}
+	threshold := MaxFrameBuild - frameExtra
+	for _, tc := range []struct {
+		build, prog bool
+		mtu         int
+		want        Layout
+	}{
+		{true, false, 1500, Build},
+		{true, false, threshold, Build},
+		{true, false, threshold + 1, Construct},
+		{true, false, maxMTU, Construct},
+		{true, true, 1500, Construct},
+		{false, false, 1500, Construct},
+		{true, false, minMTU, Build},
+	} {
+		if got := chooseLayout(tc.build, tc.prog, tc.mtu); got != tc.want {
+			t.Errorf("build %v program %v mtu %d: %v, want %v", tc.build, tc.prog, tc.mtu, got, tc.want)
+		}
+	}
+}
+
+func TestBringUp(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	regs := r.regs
+	if v := regs.get(RCTL); v&RCTL_EN == 0 || v&RCTL_LPE == 0 || v&RCTL_SECRC == 0 {
+		t.Errorf("RCTL %#x", v)
+	}
+	if v := regs.get(TCTL); v&TCTL_EN == 0 {
+		t.Errorf("TCTL %#x", v)
+	}
+	if v := regs.get(RLPML); v != 1500+frameExtra {
+		t.Errorf("RLPML %d", v)
+	}
+	if v := regs.get(MRQC); v&MRQC_ENABLE_RSS == 0 {
+		t.Errorf("MRQC %#x: RSS off with %d queues", v, len(r.d.queues))
+	}
+	for q := range r.d.queues {
+		if v := regs.get(qreg(SRRCTL, q)); v&SRRCTL_DESCTYPE_ADV_ONE == 0 || v&0x7f != 2 {
+			t.Errorf("queue %d SRRCTL %#x", q, v)
+		}
+		if v := regs.get(qreg(RXDCTL, q)); v&XDCTL_ENABLE == 0 {
+			t.Errorf("queue %d RXDCTL %#x", q, v)
+		}
+		if v := r.rxTail(q); v != rxDescs-1 {
+			t.Errorf("queue %d tail %d", q, v)
+		}
+		// The build layout: each frame lands rxHeadroom into a half page.
+		if a := r.rxAddr(q); a%rxBufLen != rxHeadroom {
+			t.Errorf("queue %d buffer address %#x: not rxHeadroom into a half page", q, a)
+		}
+	}
+	if l, _ := r.d.Layout(0); l != Build {
+		t.Fatalf("layout %v at mtu 1500", l)
+	}
+}
+
+// receive delivers frames on queue 0 and polls them up.
+func (r *rig) receive(t *testing.T, frames ...[]byte) [][]byte {
+	t.Helper()
+	for _, f := range frames {
+		if !r.deliver(t, 0, f, advdesc.RXD_STAT_EOP) {
+			t.Fatal("no armed descriptor")
+		}
+	}
+	return r.poll(0)
+}
+
+func TestRxBuildAndConstructSameBytes(t *testing.T) {
+	sizes := []int{60, 64, 255, 256, 257, 600, 1514, 1518}
+	var frames [][]byte
+	for i, n := range sizes {
+		frames = append(frames, udpFrame(n, byte(i)))
+	}
+	for _, policy := range []string{"auto", "off"} {
+		t.Run(policy, func(t *testing.T) {
+			r := newRig(t)
+			defer r.close(t)
+			if err := r.d.Ctl("build " + policy); err != nil {
+				t.Fatal(err)
+			}
+			r.restartRx(0)
+			for round := 0; round < 3; round++ { // round 2 runs on flipped halves
+				got := r.receive(t, frames...)
+				if len(got) != len(frames) {
+					t.Fatalf("%d frames up, want %d", len(got), len(frames))
+				}
+				for i := range got {
+					if !bytes.Equal(got[i], frames[i]) {
+						t.Fatalf("round %d frame %d (%d bytes) differs", round, i, len(frames[i]))
+					}
+				}
+			}
+			built, constructed := r.stat(t, "rx_build"), r.stat(t, "rx_construct")
+			n := uint64(3 * len(frames))
+			if policy == "auto" && (built != n || constructed != 0) {
+				t.Fatalf("build %d construct %d, want %d built", built, constructed, n)
+			}
+			if policy == "off" && (built != 0 || constructed != n) {
+				t.Fatalf("build %d construct %d, want %d constructed", built, constructed, n)
+			}
+		})
+	}
+}
+
+func TestConstructCopiesHeadersOnly(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	if err := r.d.Ctl("build off"); err != nil {
+		t.Fatal(err)
+	}
+	r.restartRx(0)
+	// The head holds the headers; gVisor may fill the head's spare
+	// capacity from the rest when joining them, so the head is at least
+	// the headers and the rest is a view over the RX buffer.
+	for _, tc := range []struct{ n, head int }{{64, 64}, {256, 256}, {257, 42}, {1514, 42}} {
+		f := udpFrame(tc.n, 7)
+		r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+		var views []int
+		r.d.queues[0].Poll(1, func(p *nic.RxPacket) {
+			p.Data.SubApply(0, int(p.Data.Size()), func(v *buffer.View) { views = append(views, v.Size()) })
+			if !bytes.Equal(p.Data.Flatten(), f) {
+				t.Errorf("%d-byte frame differs", tc.n)
+			}
+			p.Data.Release()
+		})
+		whole := tc.n <= rxHeaderCopy
+		if whole && (len(views) != 1 || views[0] != tc.n) || !whole && (len(views) != 2 || views[0] < tc.head || views[0] > rxHeaderCopy) {
+			t.Errorf("%d-byte frame: views %v, want a %d-byte head", tc.n, views, tc.head)
+		}
+	}
+}
+
+func TestBuildIsZeroCopy(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	f := udpFrame(64, 1)
+	addr := r.rxAddr(0)
+	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+	var pkt *nic.RxPacket
+	r.d.queues[0].Poll(1, func(p *nic.RxPacket) { pkt = p })
+	defer pkt.Data.Release()
+	// The device writes the buffer again: a view over it sees the change.
+	if err := r.dma.DeviceWrite(addr, []byte{0xee}); err != nil {
+		t.Fatal(err)
+	}
+	if b := pkt.Data.Flatten(); b[0] != 0xee {
+		t.Fatalf("built packet is a copy: first byte %#x", b[0])
+	}
+}
+
+func TestThreshold(t *testing.T) {
+	threshold := MaxFrameBuild - frameExtra
+	for _, tc := range []struct {
+		mtu  int
+		want Layout
+	}{{threshold, Build}, {threshold + 1, Construct}} {
+		t.Run(fmt.Sprint(tc.mtu), func(t *testing.T) {
+			r := newRig(t)
+			defer r.close(t)
+			if err := r.d.Ctl(fmt.Sprintf("mtu %d", tc.mtu)); err != nil {
+				t.Fatal(err)
+			}
+			if l, _ := r.d.Layout(0); l != tc.want {
+				t.Fatalf("mtu %d: layout %v, want %v", tc.mtu, l, tc.want)
+			}
+			if v := r.regs.get(RLPML); int(v) != maxFrame(tc.mtu) {
+				t.Fatalf("RLPML %d, want %d", v, maxFrame(tc.mtu))
+			}
+			f := udpFrame(maxFrame(tc.mtu)-fcsLen, 3) // the longest frame after FCS strip
+			got := r.receive(t, f)
+			if len(got) != 1 || !bytes.Equal(got[0], f) {
+				t.Fatalf("%d-byte frame not received intact", len(f))
+			}
+		})
+	}
+}
+
+func TestMTUChangeAtRunTime(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	threshold := MaxFrameBuild - frameExtra
+	small := udpFrame(100, 9)
+	steps := []struct {
+		ctl  string
+		want Layout
+	}{{"mtu 1500", Build}, {fmt.Sprintf("mtu %d", threshold+1), Construct}, {"mtu 9000", Construct}, {"mtu 1500", Build}, {"mtu 2026", Construct}}
+	for _, s := range steps {
+		relayouts := r.stat(t, "rx_relayouts")
+		err := r.d.Ctl(s.ctl)
+		if s.ctl == "mtu 9000" {
+			if err == nil {
+				t.Fatal("mtu 9000 accepted with 2 KiB buffers")
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := r.d.Layout(0)
+		if l != s.want {
+			t.Fatalf("after %q: layout %v, want %v", s.ctl, l, s.want)
+		}
+		if r.stat(t, "rx_relayouts") != relayouts {
+			r.restartRx(0)
+		}
+		if a := r.rxAddr(0); int(a%rxBufLen) != l.headroom() {
+			t.Fatalf("after %q: buffer address %#x, headroom %d", s.ctl, a, l.headroom())
+		}
+		// Frames in flight from before the change are lost: the device
+		// starts over at descriptor 0, each time with the new layout.
+		got := r.receive(t, small)
+		if len(got) != 1 || !bytes.Equal(got[0], small) {
+			t.Fatalf("after %q: frame not received intact", s.ctl)
+		}
+	}
+	if r.stat(t, "rx_relayouts") == 0 {
+		t.Fatal("no relayout counted")
+	}
+}
+
+func TestProgramForcesConstruct(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	var seen int
+	if err := r.d.SetProgram(0, func(b []byte) xsk.Verdict {
+		seen++
+		if b[len(b)-1] == 0xff {
+			return xsk.Drop
+		}
+		return xsk.Pass
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := r.d.Layout(0); l != Construct {
+		t.Fatalf("layout %v with a program", l)
+	}
+	r.restartRx(0)
+	keep, drop := udpFrame(100, 1), udpFrame(100, 1)
+	drop[99] = 0xff
+	got := r.receive(t, keep, drop)
+	if seen != 2 || len(got) != 1 || !bytes.Equal(got[0], keep) {
+		t.Fatalf("program saw %d, %d frames up", seen, len(got))
+	}
+	if err := r.d.SetProgram(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := r.d.Layout(0); l != Build {
+		t.Fatalf("layout %v after detaching", l)
+	}
+	if err := r.d.SetProgram(4, nil); !errors.Is(err, xsk.ErrNoQueue) {
+		t.Fatalf("program on queue 4: %v", err)
+	}
+}
+
+func TestRxErrorsRecycle(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	f := udpFrame(200, 2)
+	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXDEXT_ERR_CE)
+	r.deliver(t, 0, f, 0) // first part of a multi-buffer frame
+	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+	got := r.poll(0)
+	if len(got) != 1 || !bytes.Equal(got[0], f) {
+		t.Fatalf("%d frames up, want the one good one", len(got))
+	}
+	if r.stat(t, "rx_drop_error") != 1 || r.stat(t, "rx_drop_multi") != 2 {
+		t.Fatalf("drops: error %d multi %d", r.stat(t, "rx_drop_error"), r.stat(t, "rx_drop_multi"))
+	}
+	maps, _, _ := r.dma.Counts()
+	if maps != rxDescs*0+int(r.stat(t, "rx_page_allocs"))+int(r.stat(t, "tx_maps")) {
+		t.Fatalf("maps %d: dropped frames must not remap", maps)
+	}
+}
+
+func TestPagesFlipAndAreReleased(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	f := udpFrame(64, 4)
+	r.receive(t, f) // the one slot left empty at bring-up gets its page
+	allocs := r.stat(t, "rx_page_allocs")
+	// Frames released at once: the ring keeps flipping, allocates nothing.
+	for i := 0; i < 4*rxDescs; i++ {
+		r.receive(t, f)
+	}
+	if a := r.stat(t, "rx_page_allocs"); a != allocs {
+		t.Fatalf("%d pages allocated while every frame was released", a-allocs)
+	}
+	// Frames held: the stack keeps both halves, the ring must let go.
+	var held []buffer.Buffer
+	for i := 0; i < 3; i++ {
+		r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+		r.d.queues[0].Poll(1, func(p *nic.RxPacket) { held = append(held, p.Data) })
+	}
+	for i := 0; i < rxDescs; i++ {
+		r.receive(t, f)
+	}
+	for _, b := range held {
+		if !bytes.Equal(b.Flatten(), f) {
+			t.Fatal("a held packet changed under the stack")
+		}
+		b.Release()
+	}
+	if r.stat(t, "rx_page_released") == 0 {
+		t.Fatal("no page released while the stack held packets")
+	}
+}
+
+func TestRxMapFailureRetries(t *testing.T) {
+	dma := ringtest.New()
+	regs := newRegFile(status2500).withMAC(testMAC)
+	dma.FailAllMaps(true)
+	if _, err := probeOn(regs, dma, 0x15f3); err != nil {
+		t.Fatalf("probe with no RX buffers: %v", err)
+	}
+}
+
+func TestTransmitChecksumAndTSO(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	f := udpFrame(300, 5)
+	p := &nic.TxPacket{Data: buffer.MakeWithData(f), NeedsCsum: true, CsumStart: 34, CsumOffset: 6}
+	if n, err := r.d.queues[0].Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+		t.Fatalf("transmit: %d %v", n, err)
+	}
+	ctxs := r.transmit(t, 0)
+	if len(ctxs) != 1 || len(r.wire) != 1 || !bytes.Equal(r.wire[0], f) {
+		t.Fatalf("%d contexts, %d frames", len(ctxs), len(r.wire))
+	}
+	c := binary.LittleEndian.Uint32(ctxs[0][0:])
+	if c&advdesc.MaxIPLen != 20 || c>>advdesc.TXD_MACLEN_SHIFT != 14 {
+		t.Fatalf("context lens %#x", c)
+	}
+	if r.d.queues[0].Reclaim() == 0 {
+		t.Fatal("nothing reclaimed")
+	}
+	// A frame above the MTU that is not GSO is refused, nothing queued.
+	big := &nic.TxPacket{Data: buffer.MakeWithData(udpFrame(1600, 1))}
+	if n, err := r.d.queues[0].Transmit([]*nic.TxPacket{big}); n != 0 || err == nil {
+		t.Fatalf("oversize frame: %d %v", n, err)
+	}
+	if r.d.queues[0].tx.InFlight() != 0 {
+		t.Fatal("refused frame left descriptors")
+	}
+}
+
+func TestCtlErrors(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	for _, c := range []string{"", "mtu", "mtu x", "mtu 67", "mtu 2027", "build maybe", "tso sideways", "bogus 1"} {
+		if err := r.d.Ctl(c); err == nil {
+			t.Errorf("ctl %q accepted", c)
+		}
+	}
+	if r.d.MTU() != 1500 {
+		t.Fatalf("mtu %d after bad commands", r.d.MTU())
+	}
+	if err := r.d.Ctl("tso off"); err != nil || r.d.Features().TSOv4 {
+		t.Fatalf("tso off: %v %+v", err, r.d.Features())
+	}
+}
+
+func TestHeaderLen(t *testing.T) {
+	udp := udpFrame(1000, 0)
+	tcp := udpFrame(1000, 0)
+	tcp[23] = 6
+	tcp[14+20+12] = 8 << 4 // 32-byte TCP header
+	frag := udpFrame(1000, 0)
+	binary.BigEndian.PutUint16(frag[20:], 0x2000) // more fragments
+	v6 := make([]byte, 1000)
+	binary.BigEndian.PutUint16(v6[12:], etherTypeIPv6)
+	v6[14+6] = 17
+	arp := make([]byte, 1000)
+	binary.BigEndian.PutUint16(arp[12:], 0x0806)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want int
+	}{
+		{"udp", udp, 42}, {"tcp", tcp, 66}, {"fragment", frag, 34}, {"ipv6-udp", v6, 62},
+		{"arp", arp, 14}, {"short", udp[:200], 200},
+	} {
+		if got := headerLen(tc.b); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+var _ kernel.DMA = (*ringtest.DMA)(nil)
