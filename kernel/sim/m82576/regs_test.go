@@ -1,0 +1,296 @@
+package m82576
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+)
+
+func TestPCIIdentityAndBARs(t *testing.T) {
+	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Plug(m, nicAddr, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := m.Bus.ReadConfig(nicAddr, 0, 4)
+	if id != 0x10c98086 {
+		t.Fatalf("id %#x, want 0x10c98086", id)
+	}
+	class, _ := m.Bus.ReadConfig(nicAddr, 8, 4)
+	if class>>8 != ClassEthernet {
+		t.Errorf("class %#x", class>>8)
+	}
+	sizes := map[int]uint32{0: mmioSize, 2: ioSize, 3: msixSize}
+	for bar, size := range sizes {
+		off := 0x10 + 4*bar
+		m.Bus.WriteConfig(nicAddr, off, 4, 0xffffffff)
+		v, _ := m.Bus.ReadConfig(nicAddr, off, 4)
+		mask := uint32(0xfffffff0)
+		if bar == 2 {
+			mask = 0xfffffffc
+			if v&1 != 1 {
+				t.Errorf("BAR2 is not I/O: %#x", v)
+			}
+		}
+		if got := ^(v & mask) + 1; got != size {
+			t.Errorf("BAR%d size %#x, want %#x", bar, got, size)
+		}
+	}
+	caps := map[uint8]bool{}
+	for p, _ := m.Bus.ReadConfig(nicAddr, 0x34, 1); p != 0; {
+		id, _ := m.Bus.ReadConfig(nicAddr, int(p), 1)
+		caps[uint8(id)] = true
+		next, _ := m.Bus.ReadConfig(nicAddr, int(p)+1, 1)
+		p = next
+	}
+	for _, c := range []uint8{capPM, capMSI, capMSIX, capPCIe} {
+		if !caps[c] {
+			t.Errorf("capability %#x missing (have %v)", c, caps)
+		}
+	}
+}
+
+func TestResetAndNVM(t *testing.T) {
+	r := newRig(t)
+	g := r.regs
+	want := uint32(ourMAC[0]) | uint32(ourMAC[1])<<8 | uint32(ourMAC[2])<<16 | uint32(ourMAC[3])<<24
+	if v := g.Read32(RAL0); v != want {
+		t.Errorf("RAL0 %#x, want %#x", v, want)
+	}
+	if v := g.Read32(RAL0 + 4); v != RahAV|uint32(ourMAC[4])|uint32(ourMAC[5])<<8 {
+		t.Errorf("RAH0 %#x", v)
+	}
+	var sum uint16
+	for a := range uint32(nvmChecksum + 1) {
+		g.Write32(EERD, a<<EerdAddrSh|EerdStart)
+		v := g.Read32(EERD)
+		if v&EerdDone == 0 {
+			t.Fatalf("EERD word %d not done: %#x", a, v)
+		}
+		w := uint16(v >> EerdDataSh)
+		if a < 3 && w != uint16(ourMAC[2*a])|uint16(ourMAC[2*a+1])<<8 {
+			t.Errorf("NVM word %d = %#x", a, w)
+		}
+		sum += w
+	}
+	if sum != nvmSum {
+		t.Errorf("NVM checksum %#x, want %#x", sum, nvmSum)
+	}
+	if v := g.Read32(EECD); v&(EecdPres|EecdAutoRd) != EecdPres|EecdAutoRd {
+		t.Errorf("EECD %#x", v)
+	}
+
+	g.Write32(RCTL, RctlEN|RctlUPE)
+	g.Write32(MRQC, MrqcRSS)
+	g.Write32(RDBAL+3*queueSize, 0x1000)
+	g.Write32(CTRL, g.Read32(CTRL)|CtrlRST)
+	if v := g.Read32(CTRL); v&CtrlRST != 0 || v&CtrlSLU != 0 {
+		t.Errorf("CTRL after reset %#x", v)
+	}
+	for _, reg := range []uint32{RCTL, MRQC, RDBAL + 3*queueSize} {
+		if v := g.Read32(reg); v != 0 {
+			t.Errorf("register %#x = %#x after reset", reg, v)
+		}
+	}
+	if g.Read32(RXDCTL)&RxdctlEnable == 0 || g.Read32(RXDCTL+queueSize)&RxdctlEnable != 0 {
+		t.Error("after reset only RX queue 0 is enabled")
+	}
+	if v := g.Read32(VET); v != 0x8100 {
+		t.Errorf("VET %#x", v)
+	}
+	if r.nic.Counters().Resets != 2 {
+		t.Errorf("resets %d", r.nic.Counters().Resets)
+	}
+}
+
+func TestQueueRegisterAliases(t *testing.T) {
+	r := newRig(t)
+	g := r.regs
+	g.Write32(0x2800+0x100*2, 0xabcd0000) // RDBAL(2)
+	if v := g.Read32(RDBAL + 2*queueSize); v != 0xabcd0000 {
+		t.Errorf("RDBAL(2) via 0xc080 = %#x", v)
+	}
+	g.Write32(TDLEN+1*queueSize, 4096)
+	if v := g.Read32(0x3808 + 0x100); v != 4096 {
+		t.Errorf("TDLEN(1) via 0x3908 = %#x", v)
+	}
+	g.Write32(RDLEN, 0x12345) // 128-byte granularity
+	if v := g.Read32(RDLEN); v != 0x12300 {
+		t.Errorf("RDLEN %#x", v)
+	}
+	g.Write32(IMS, IntLSC)
+	if v := g.Read32(0x1508); v != IntLSC {
+		t.Errorf("IMS via 0x1508 = %#x", v)
+	}
+}
+
+func TestMDIC(t *testing.T) {
+	r := newRig(t)
+	g := r.regs
+	read := func(reg uint32) uint32 {
+		g.Write32(MDIC, MdicRead|phyAddress<<MdicPhySh|reg<<MdicRegSh)
+		v := g.Read32(MDIC)
+		if v&MdicReady == 0 || v&MdicError != 0 {
+			t.Fatalf("MDIC read of %d: %#x", reg, v)
+		}
+		return v & 0xffff
+	}
+	if id := read(phyID1)<<16 | read(phyID2); id&^0xf != 0x02a80390 {
+		t.Errorf("PHY id %#x", id)
+	}
+	if read(phyBMSR)&bmsrLink == 0 {
+		t.Error("BMSR link down with the cable in")
+	}
+	g.Write32(MDIC, MdicRead|2<<MdicPhySh)
+	if g.Read32(MDIC)&MdicError == 0 {
+		t.Error("no error for PHY address 2")
+	}
+	// Powering the PHY down drops the link.
+	g.Write32(MDIC, MdicWrite|phyAddress<<MdicPhySh|phyBMCR<<MdicRegSh|0x1140|bmcrPDown)
+	if g.Read32(STATUS)&StatusLU != 0 {
+		t.Error("link up with the PHY powered down")
+	}
+	g.Write32(MDIC, MdicWrite|phyAddress<<MdicPhySh|phyBMCR<<MdicRegSh|bmcrReset)
+	if g.Read32(STATUS)&StatusLU == 0 {
+		t.Error("link down after PHY reset")
+	}
+}
+
+func TestStatisticsReadToClear(t *testing.T) {
+	r := newRig(t)
+	r.setupRx(0, 8, 2048)
+	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 100))
+	for range 3 {
+		r.inject(f)
+	}
+	g := r.regs
+	if v := g.Read32(GPRC); v != 3 {
+		t.Errorf("GPRC %d", v)
+	}
+	if v := g.Read32(GPRC); v != 0 {
+		t.Errorf("GPRC not cleared: %d", v)
+	}
+	lo := g.Read32(GORCL)
+	if lo != 3*uint32(len(f)+4) {
+		t.Errorf("GORCL %d, want %d", lo, 3*(len(f)+4))
+	}
+	if g.Read32(GORCL) != lo {
+		t.Error("reading GORCL cleared it")
+	}
+	g.Read32(GORCH)
+	if v := g.Read32(GORCL); v != 0 {
+		t.Errorf("GORCL %d after reading GORCH", v)
+	}
+	if v := g.Read32(PQGPRC); v != 3 {
+		t.Errorf("PQGPRC(0) %d", v)
+	}
+	if v := g.Read32(PRC64 + 8); v != 3 { // 128-255 bytes
+		t.Errorf("PRC255 %d", v)
+	}
+	g.Write32(GPTC, 5)
+	if v := g.Read32(GPTC); v != 0 {
+		t.Errorf("GPTC writable: %d", v)
+	}
+}
+
+func TestLinkChangeRaisesLSC(t *testing.T) {
+	r := newRig(t)
+	g := r.regs
+	irq := r.m.IRQ(nicAddr)
+	if v := g.Read32(STATUS); v&StatusLU == 0 || v>>StatusSpeedSh&3 != 2 || v&StatusFD == 0 {
+		t.Fatalf("STATUS %#x: want link up at 1000 full duplex", v)
+	}
+	g.Read32(ICR)
+	g.Write32(IMS, IntLSC)
+	before := irq.Raised()
+	r.nic.SetLink(false)
+	if g.Read32(STATUS)&StatusLU != 0 {
+		t.Error("link up after the cable was pulled")
+	}
+	if irq.Raised() == before {
+		t.Error("no interrupt for LSC")
+	}
+	if v := g.Read32(ICR); v&(IntLSC|IntAsserted) != IntLSC|IntAsserted {
+		t.Errorf("ICR %#x", v)
+	}
+	if v := g.Read32(ICR); v != 0 {
+		t.Errorf("ICR %#x after read", v)
+	}
+	r.nic.SetLink(true)
+	if !irq.Wait(time.Millisecond) {
+		t.Error("no interrupt on link up")
+	}
+	if g.Read32(ICR)&IntLSC == 0 {
+		t.Error("no LSC on link up")
+	}
+	// Without SLU the MAC does not bring the link up.
+	g.Write32(CTRL, g.Read32(CTRL)&^CtrlSLU)
+	if g.Read32(STATUS)&StatusLU != 0 {
+		t.Error("link up without CTRL.SLU")
+	}
+	r.w.SetLink(false, 1000)
+	g.Write32(CTRL, g.Read32(CTRL)|CtrlSLU)
+	if g.Read32(STATUS)&StatusLU != 0 {
+		t.Error("link up with the wire down")
+	}
+}
+
+func TestInterruptVectors(t *testing.T) {
+	r := newRig(t)
+	g := r.regs
+	r.setupRx(0, 8, 2048)
+	r.setupRx(9, 8, 2048)
+	// RX queue 9 is byte 2 of IVAR(1); RX queue 0 byte 0 of IVAR(0);
+	// TX queue 0 byte 1 of IVAR(0).
+	g.Write32(IVAR0+4, (IvarValid|5)<<16)
+	g.Write32(IVAR0, IvarValid|3|(IvarValid|4)<<8)
+	g.Read32(ICR)
+	g.Read32(EICR)
+	g.Write32(EIMS, 1<<3|1<<5)
+
+	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 64))
+	r.inject(f)
+	if v := g.Read32(EICR); v != 1<<3 {
+		t.Errorf("EICR %#x after RX on queue 0, want vector 3", v)
+	}
+	if v := g.Read32(ICR); v&IntRXDW == 0 || v&IntAsserted == 0 {
+		t.Errorf("ICR %#x, want RXDW and asserted", v)
+	}
+
+	// MSI-X mode with auto-clear: the vector's EICR bit clears as it
+	// fires and EIAM masks it.
+	g.Write32(GPIE, GpieMultiMSI|GpieEIAME)
+	g.Write32(EIAC, 1<<5)
+	g.Write32(EIAM, 1<<5)
+	irq := r.m.IRQ(nicAddr)
+	before := irq.Raised()
+	// Steer to queue 9 through RSS (the filters only name queues 0-7).
+	g.Write32(RXCSUM, RxcsumPCSD)
+	g.Write32(MRQC, MrqcRSS|MrqcIPv4)
+	for i := range uint32(32) {
+		g.Write32(RETA+4*i, 0x09090909)
+	}
+	r.inject(f)
+	if irq.Raised() == before {
+		t.Error("no interrupt for queue 9")
+	}
+	if v := g.Read32(EICR); v&(1<<5) != 0 {
+		t.Errorf("EICR %#x: vector 5 not auto-cleared", v)
+	}
+	if v := g.Read32(EIMS); v&(1<<5) != 0 || v&(1<<3) == 0 {
+		t.Errorf("EIMS %#x: want vector 5 auto-masked, 3 kept", v)
+	}
+	if r.nic.Counters().RxQueue[9] != 1 {
+		t.Errorf("queue 9 frames %d", r.nic.Counters().RxQueue[9])
+	}
+	// EICS sets causes by software.
+	g.Write32(EIMS, 1<<7)
+	g.Write32(EICS, 1<<7)
+	if v := g.Read32(EICR); v&(1<<7) == 0 {
+		t.Errorf("EICR %#x after EICS", v)
+	}
+}

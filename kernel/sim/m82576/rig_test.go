@@ -1,0 +1,288 @@
+package m82576
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+	"testing"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/kernel/sim/wire"
+	"github.com/ether9/ether9/pci"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+var (
+	nicAddr = pci.Addr{Dev: 3}
+	ourMAC  = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x01}
+	peerMAC = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x02}
+	srcIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
+	dstIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
+	srcIP6  = tcpip.AddrFrom16([16]byte{0xfd, 15: 2})
+	dstIP6  = tcpip.AddrFrom16([16]byte{0xfd, 15: 1})
+)
+
+// rig is a machine with one model on its bus, a wire whose far end the
+// test holds, and a minimal hand-written driver: rings in coherent
+// memory, registers through the bus. VT-d is left off, so DMA addresses
+// are physical.
+type rig struct {
+	t    *testing.T
+	m    *sim.Machine
+	nic  *NIC
+	regs kernel.Regs
+	w    *wire.Wire
+
+	mu  sync.Mutex
+	out [][]byte // frames the model sent
+
+	rx [numQueues]rxRing
+	tx [numQueues]txRingT
+}
+
+type rxRing struct {
+	ring, bufs kernel.Region
+	size       int
+	bufSize    int
+	next       int // next descriptor the test expects to complete
+}
+
+type txRingT struct {
+	ring, bufs kernel.Region
+	size       int
+	tail       int
+	bufOff     int
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := Plug(m, nicAddr, Options{MAC: ourMAC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory|sim.CmdIO|sim.CmdBusMaster); err != nil {
+		t.Fatal(err)
+	}
+	regs, err := m.Bus.Regs(nicAddr, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wire.New(wire.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{m: m, nic: n, regs: regs, w: w}
+	if tt, ok := t.(*testing.T); ok {
+		r.t = tt
+	}
+	w.B().Receive(func(f []byte) {
+		r.mu.Lock()
+		r.out = append(r.out, bytes.Clone(f))
+		r.mu.Unlock()
+	})
+	n.Attach(w.A())
+	regs.Write32(CTRL, regs.Read32(CTRL)|CtrlSLU)
+	return r
+}
+
+func (r *rig) alloc(size int) kernel.Region {
+	reg, err := r.m.Mem.Alloc(size, 4096)
+	if err != nil {
+		panic(err)
+	}
+	return reg
+}
+
+// setupRx gives queue q a ring of size advanced one-buffer descriptors of
+// bufSize (a multiple of 1 KiB), all handed to the device but one.
+func (r *rig) setupRx(q uint32, size, bufSize int) {
+	rr := &r.rx[q]
+	rr.ring, rr.bufs = r.alloc(size*descLen), r.alloc(size*bufSize)
+	rr.size, rr.bufSize = size, bufSize
+	qo := q * queueSize
+	r.regs.Write32(RDBAL+qo, uint32(rr.ring.Phys))
+	r.regs.Write32(RDBAH+qo, uint32(uint64(rr.ring.Phys)>>32))
+	r.regs.Write32(RDLEN+qo, uint32(size*descLen))
+	r.regs.Write32(SRRCTL+qo, uint32(bufSize>>10)|DescTypeAdvOneBuf<<SrrctlDescTypeSh)
+	r.regs.Write32(RDH+qo, 0)
+	for i := range size {
+		r.armRx(q, i)
+	}
+	r.regs.Write32(RXDCTL+qo, RxdctlEnable)
+	r.regs.Write32(RDT+qo, uint32(size-1))
+	r.regs.Write32(RCTL, RctlEN|RctlBAM|RctlSECRC)
+}
+
+// armRx writes descriptor i back in its read format.
+func (r *rig) armRx(q uint32, i int) {
+	rr := &r.rx[q]
+	d := rr.ring.Buf[i*descLen : (i+1)*descLen]
+	binary.LittleEndian.PutUint64(d[0:], uint64(rr.bufs.Phys)+uint64(i*rr.bufSize))
+	binary.LittleEndian.PutUint64(d[8:], 0)
+}
+
+// rxWB is a decoded advanced write-back.
+type rxWB struct {
+	info, hash, stErr uint32
+	length, vlan      uint16
+}
+
+func (r *rig) rxDesc(q uint32, i int) rxWB {
+	d := r.rx[q].ring.Buf[i*descLen:]
+	le := binary.LittleEndian
+	return rxWB{le.Uint32(d[0:]), le.Uint32(d[4:]), le.Uint32(d[8:]), le.Uint16(d[12:]), le.Uint16(d[14:])}
+}
+
+// takeRx returns the next completed frame on queue q and its last
+// write-back, re-arms its descriptors and returns them to the device.
+func (r *rig) takeRx(q uint32) (frame []byte, wb rxWB, ok bool) {
+	rr := &r.rx[q]
+	for {
+		i := rr.next
+		wb = r.rxDesc(q, i)
+		if wb.stErr&RxdDD == 0 {
+			return nil, wb, false
+		}
+		frame = append(frame, rr.bufs.Buf[i*rr.bufSize:i*rr.bufSize+int(wb.length)]...)
+		r.armRx(q, i)
+		r.regs.Write32(RDT+q*queueSize, uint32(i))
+		rr.next = (i + 1) % rr.size
+		if wb.stErr&RxdEOP != 0 {
+			return frame, wb, true
+		}
+	}
+}
+
+// setupTx gives queue q a ring of size descriptors and a buffer area.
+func (r *rig) setupTx(q uint32, size int) {
+	tr := &r.tx[q]
+	tr.ring, tr.bufs = r.alloc(size*descLen), r.alloc(1<<20)
+	tr.size = size
+	qo := q * queueSize
+	r.regs.Write32(TDBAL+qo, uint32(tr.ring.Phys))
+	r.regs.Write32(TDBAH+qo, uint32(uint64(tr.ring.Phys)>>32))
+	r.regs.Write32(TDLEN+qo, uint32(size*descLen))
+	r.regs.Write32(TDH+qo, 0)
+	r.regs.Write32(TDT+qo, 0)
+	r.regs.Write32(TXDCTL+qo, TxdctlEnable)
+	r.regs.Write32(TCTL, r.regs.Read32(TCTL)|TctlEN)
+}
+
+// txDesc is one descriptor to queue, by its two qwords.
+type txDesc struct{ lo, hi uint64 }
+
+// buf copies b into the queue's buffer area and returns its address.
+func (r *rig) buf(q uint32, b []byte) uint64 {
+	tr := &r.tx[q]
+	if tr.bufOff+len(b) > len(tr.bufs.Buf) {
+		tr.bufOff = 0
+	}
+	copy(tr.bufs.Buf[tr.bufOff:], b)
+	a := uint64(tr.bufs.Phys) + uint64(tr.bufOff)
+	tr.bufOff += (len(b) + 63) &^ 63
+	return a
+}
+
+func ctxDesc(vlan uint16, macLen, ipLen int, tucmd uint32, mss, l4Len, idx int) txDesc {
+	lo := uint64(vlan)<<CtxVLANSh | uint64(macLen)<<CtxMACLenSh | uint64(ipLen)
+	hi := uint64(tucmd|DTypContext<<20|TxdDEXT<<24) | uint64(uint32(mss)<<CtxMSSSh|uint32(l4Len)<<CtxL4LenSh|uint32(idx)<<CtxIdxSh)<<32
+	return txDesc{lo, hi}
+}
+
+func dataDesc(addr uint64, length int, cmd uint8, olinfo uint32) txDesc {
+	return txDesc{addr, uint64(uint32(length)|DTypData<<20|uint32(cmd|TxdDEXT)<<24) | uint64(olinfo)<<32}
+}
+
+// post writes descriptors at the tail of queue q and moves TDT past them.
+func (r *rig) post(q uint32, ds ...txDesc) {
+	tr := &r.tx[q]
+	for _, d := range ds {
+		b := tr.ring.Buf[tr.tail*descLen:]
+		binary.LittleEndian.PutUint64(b[0:], d.lo)
+		binary.LittleEndian.PutUint64(b[8:], d.hi)
+		tr.tail = (tr.tail + 1) % tr.size
+	}
+	r.regs.Write32(TDT+q*queueSize, uint32(tr.tail))
+}
+
+func (r *rig) sent() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.out
+	r.out = nil
+	return out
+}
+
+// inject puts a frame on the wire towards the model.
+func (r *rig) inject(f []byte) { r.w.B().Send(f) }
+
+// Frame builders, with gVisor's header package.
+
+func ethHdr(b []byte, et tcpip.NetworkProtocolNumber) {
+	header.Ethernet(b).Encode(&header.EthernetFields{
+		SrcAddr: tcpip.LinkAddress(peerMAC[:]), DstAddr: tcpip.LinkAddress(ourMAC[:]), Type: et,
+	})
+}
+
+// tcp4 builds an Ethernet/IPv4/TCP frame with correct checksums.
+func tcp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
+	f := make([]byte, header.EthernetMinimumSize+header.IPv4MinimumSize+header.TCPMinimumSize+len(payload))
+	ethHdr(f, header.IPv4ProtocolNumber)
+	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ip.Encode(&header.IPv4Fields{
+		TotalLength: uint16(len(ip)), ID: 7, TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
+		SrcAddr: src, DstAddr: dst,
+	})
+	ip.SetChecksum(^ip.CalculateChecksum())
+	tcp := header.TCP(ip.Payload())
+	tcp.Encode(&header.TCPFields{SrcPort: sport, DstPort: dport, SeqNum: 1000, AckNum: 1,
+		DataOffset: header.TCPMinimumSize, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 65535})
+	copy(tcp.Payload(), payload)
+	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))
+	tcp.SetChecksum(^checksum.Checksum(tcp, xsum))
+	return f
+}
+
+// udp4 builds an Ethernet/IPv4/UDP frame with correct checksums.
+func udp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
+	f := make([]byte, header.EthernetMinimumSize+header.IPv4MinimumSize+header.UDPMinimumSize+len(payload))
+	ethHdr(f, header.IPv4ProtocolNumber)
+	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ip.Encode(&header.IPv4Fields{
+		TotalLength: uint16(len(ip)), ID: 9, TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
+		SrcAddr: src, DstAddr: dst,
+	})
+	ip.SetChecksum(^ip.CalculateChecksum())
+	u := header.UDP(ip.Payload())
+	u.Encode(&header.UDPFields{SrcPort: sport, DstPort: dport, Length: uint16(len(u))})
+	copy(u.Payload(), payload)
+	xsum := header.PseudoHeaderChecksum(header.UDPProtocolNumber, src, dst, uint16(len(u)))
+	u.SetChecksum(^checksum.Checksum(u, xsum))
+	return f
+}
+
+// tcp6 builds an Ethernet/IPv6/TCP frame with a correct checksum.
+func tcp6(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
+	f := make([]byte, header.EthernetMinimumSize+header.IPv6MinimumSize+header.TCPMinimumSize+len(payload))
+	ethHdr(f, header.IPv6ProtocolNumber)
+	ip := header.IPv6(f[header.EthernetMinimumSize:])
+	ip.Encode(&header.IPv6Fields{
+		PayloadLength: uint16(header.TCPMinimumSize + len(payload)), TransportProtocol: header.TCPProtocolNumber,
+		HopLimit: 64, SrcAddr: src, DstAddr: dst,
+	})
+	tcp := header.TCP(ip.Payload())
+	tcp.Encode(&header.TCPFields{SrcPort: sport, DstPort: dport, SeqNum: 1000, AckNum: 1,
+		DataOffset: header.TCPMinimumSize, Flags: header.TCPFlagAck, WindowSize: 65535})
+	copy(tcp.Payload(), payload)
+	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))
+	tcp.SetChecksum(^checksum.Checksum(tcp, xsum))
+	return f
+}

@@ -1,0 +1,67 @@
+package m82576
+
+import (
+	"encoding/binary"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
+)
+
+// rssHash is the receive-side scaling hash (datasheet 7.1.2.8): the
+// Toeplitz hash of the source and destination addresses, and the source
+// and destination ports when the packet type's field is enabled in MRQC.
+// An IPv6 packet with extension headers is hashed on its own addresses
+// under the "Ex" types. It returns the RSS type and the hash.
+func rssHash(key *[40]byte, mrqc uint32, p *packet) (typ, hash uint32) {
+	if !p.ipv4 && !p.ipv6 || p.src == nil {
+		return RSSNone, 0
+	}
+	tcp, udp := p.tcp(), p.udp()
+	on := func(bit uint32) bool { return mrqc&bit != 0 }
+	ports := false
+	switch {
+	case p.ipv4 && tcp && on(MrqcTCPIPv4):
+		typ, ports = RSSTCPIPv4, true
+	case p.ipv4 && udp && on(MrqcUDPIPv4):
+		typ, ports = RSSUDPIPv4, true
+	case p.ipv4 && on(MrqcIPv4):
+		typ = RSSIPv4
+	case p.ipv6 && tcp && p.ipOpts && on(MrqcTCPIPv6Ex):
+		typ, ports = RSSTCPIPv6Ex, true
+	case p.ipv6 && tcp && on(MrqcTCPIPv6):
+		typ, ports = RSSTCPIPv6, true
+	case p.ipv6 && udp && p.ipOpts && on(MrqcUDPIPv6Ex):
+		typ, ports = RSSUDPIPv6Ex, true
+	case p.ipv6 && udp && on(MrqcUDPIPv6):
+		typ, ports = RSSUDPIPv6, true
+	case p.ipv6 && p.ipOpts && on(MrqcIPv6Ex):
+		typ = RSSIPv6Ex
+	case p.ipv6 && on(MrqcIPv6):
+		typ = RSSIPv6
+	case p.ipv6 && on(MrqcIPv6Ex):
+		typ = RSSIPv6Ex
+	default:
+		return RSSNone, 0
+	}
+	var in [36]byte
+	k := copy(in[:], p.src)
+	k += copy(in[k:], p.dst)
+	if ports {
+		k += copy(in[k:], p.l4[:4])
+	}
+	return typ, nicmodel.Toeplitz(key, in[:k])
+}
+
+// rssKeyLocked reads the 40-byte key from RSSRK: byte 0 of the key is the
+// low byte of RSSRK0.
+func (n *NIC) rssKeyLocked(key *[40]byte) {
+	for i := range uint32(10) {
+		binary.LittleEndian.PutUint32(key[4*i:], n.regs[RSSRK/4+i])
+	}
+}
+
+// retaLocked returns the queue the redirection table gives a hash: entry
+// hash[6:0], one byte each, four to a register, low byte first.
+func (n *NIC) retaLocked(hash uint32) uint32 {
+	i := hash & (retaSize - 1)
+	return n.regs[RETA/4+i/4] >> (8 * (i % 4)) & (numQueues - 1)
+}

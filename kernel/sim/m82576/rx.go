@@ -1,0 +1,412 @@
+package m82576
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
+)
+
+const (
+	maxFrame    = 1518 // with FCS, untagged, without RCTL.LPE
+	minFrameFCS = 64
+	rlpmlMask   = 0x3fff
+)
+
+// rxEngine is the receive DMA engine's state; rxMu guards it.
+type rxEngine struct {
+	buf   []byte // the frame as stored: VLAN tag stripped, FCS kept
+	descs []byte // descriptors read, then their write-backs
+	key   [40]byte
+}
+
+func (e *rxEngine) reset() {}
+
+// rxSetup is what one frame needs from the registers: the queue chosen
+// and that queue's ring.
+type rxSetup struct {
+	q                 uint32
+	rctl, rxcsum      uint32
+	mrqc, srrctl      uint32
+	vme               bool
+	base              uint64
+	count, head, tail uint32
+	pkt               packet
+	etqf              int
+	l2                bool
+	rssType, rssHash  uint32
+}
+
+// receive takes one frame from the wire: it is filtered, steered to a
+// queue, and written to that queue's ring, all on the sender's goroutine.
+func (n *NIC) receive(frame []byte) {
+	n.rxMu.Lock()
+	defer n.rxMu.Unlock()
+	n.mu.Lock()
+	s, ok := n.rxRouteLocked(frame)
+	n.mu.Unlock()
+	if ok {
+		n.rxWrite(frame, &s)
+	}
+}
+
+// rxRouteLocked admits a frame (receiver on, size, address and VLAN
+// filters), counts it, and chooses its queue: an EtherType filter with
+// queue enable first, then a 2-tuple filter, then RSS through the
+// redirection table (or the pool of the matched address in VMDq mode),
+// else queue 0.
+func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
+	r := n.regs
+	rctl := r[RCTL/4]
+	if rctl&RctlEN == 0 || !n.linkUp || len(f) < ethHdrLen {
+		n.counters.RxOff++
+		return s, false
+	}
+	l := len(f) + nicmodel.FCSLen
+	n.statLocked(TPR, 1)
+	n.stat64Locked(TORL, uint64(l))
+	vet := uint16(r[VET/4])
+	s.pkt = parse(f, vet)
+	limit := maxFrame
+	if rctl&RctlLPE != 0 {
+		limit = int(r[RLPML/4] & rlpmlMask)
+	}
+	if s.pkt.tagged {
+		limit += vlanTagLen
+	}
+	switch {
+	case l < minFrameFCS:
+		n.statLocked(RUC, 1)
+		n.counters.RxBadSize++
+		return s, false
+	case l > limit:
+		n.statLocked(ROC, 1)
+		n.counters.RxBadSize++
+		return s, false
+	}
+	accept, pools := n.acceptLocked(f, rctl)
+	if !accept || s.pkt.tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
+		n.counters.RxFiltered++
+		return s, false
+	}
+
+	s.rctl, s.rxcsum, s.mrqc = rctl, r[RXCSUM/4], r[MRQC/4]
+	s.vme = r[CTRL/4]&CtrlVME != 0
+	mode := s.mrqc & MrqcModeMask
+	if mode == MrqcRSS {
+		n.rssKeyLocked(&n.rx.key)
+		s.rssType, s.rssHash = rssHash(&n.rx.key, s.mrqc, &s.pkt)
+	}
+	var steered bool
+	if idx, q, steer, match := n.etqfLocked(&s.pkt); match {
+		s.etqf, s.l2 = idx, true
+		s.q, steered = q, steer
+	}
+	if !steered {
+		s.q, steered = n.twoTupleLocked(&s.pkt, l)
+	}
+	if !steered {
+		switch {
+		case mode == MrqcRSS && s.rssType != RSSNone:
+			s.q = n.retaLocked(s.rssHash)
+		case mode == MrqcVMDq && pools != 0:
+			for s.q = 0; pools&(1<<s.q) == 0; s.q++ {
+			}
+		default:
+			s.q = 0
+		}
+	}
+	qo := s.q * queueSize
+	if r[(RXDCTL+qo)/4]&RxdctlEnable == 0 {
+		n.counters.RxQueueOff++
+		n.statLocked(RQDPC+qo, 1)
+		return s, false
+	}
+	s.srrctl = r[(SRRCTL+qo)/4]
+	s.base = uint64(r[(RDBAH+qo)/4])<<32 | uint64(r[(RDBAL+qo)/4])
+	s.count = r[(RDLEN+qo)/4] / descLen
+	s.head, s.tail = r[(RDH+qo)/4], r[(RDT+qo)/4]
+	return s, true
+}
+
+// rxBufSize is the receive buffer size of a queue: SRRCTL.BSIZEPACKET in
+// KiB for advanced descriptors, else (or when that is 0) RCTL.BSIZE.
+func rxBufSize(s *rxSetup, adv bool) int {
+	if k := s.srrctl & SrrctlBSizePktMask; adv && k != 0 {
+		return int(k) << 10
+	}
+	return 2048 >> (s.rctl >> RctlBSIZSh & 3)
+}
+
+// rxWrite writes an admitted frame into its queue's ring: buffers first,
+// then the descriptors written back, then the head moves and the queue's
+// cause is signalled. A frame that does not fit the free descriptors is
+// dropped whole. rxMu is held.
+func (n *NIC) rxWrite(frame []byte, s *rxSetup) {
+	e := &n.rx
+	dtype := s.srrctl >> SrrctlDescTypeSh & SrrctlDescTypeMask
+	if dtype != DescTypeLegacy && dtype != DescTypeAdvOneBuf {
+		n.mu.Lock()
+		n.counters.RxBadSetup++
+		n.mu.Unlock()
+		return
+	}
+	adv := dtype == DescTypeAdvOneBuf
+
+	data := frame
+	var tci uint16
+	strip := s.pkt.tagged && s.vme
+	if strip || s.rctl&RctlSECRC == 0 {
+		b := e.buf[:0]
+		if strip {
+			tci = binary.BigEndian.Uint16(frame[14:])
+			b = append(append(b, frame[:12]...), frame[16:]...)
+		} else {
+			b = append(b, frame...)
+		}
+		if s.rctl&RctlSECRC == 0 {
+			b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(frame))
+		}
+		e.buf, data = b, b
+	}
+
+	bsize := rxBufSize(s, adv)
+	need := uint32((len(data) + bsize - 1) / bsize)
+	var free uint32
+	if s.count != 0 && s.head < s.count && s.tail < s.count {
+		free = (s.tail - s.head + s.count) % s.count
+	}
+	if need > free {
+		n.mu.Lock()
+		n.rxDropLocked(s.q, s.srrctl)
+		n.mu.Unlock()
+		return
+	}
+
+	descs := grow(e.descs, int(need)*descLen)
+	e.descs = descs
+	if err := n.ringIO(s.base, s.count, s.head, descs, false); err != nil {
+		// Without its descriptors the frame has nowhere to go.
+		n.mu.Lock()
+		n.counters.RxDMAFaults++
+		n.mu.Unlock()
+		return
+	}
+	var faults uint64
+	o := rxOffload(frame, s, data)
+	if strip {
+		o.status |= RxdVP
+	}
+	le := binary.LittleEndian
+	for j := range need {
+		d := descs[j*descLen : (j+1)*descLen]
+		bufAddr := le.Uint64(d[0:])
+		chunk := data[int(j)*bsize : min(int(j+1)*bsize, len(data))]
+		if err := n.dma.Write(bufAddr, chunk); err != nil {
+			// The hardware still completes the descriptor: software
+			// learns of the fault from the IOMMU, not from the ring.
+			faults++
+		}
+		last := j == need-1
+		if adv {
+			o.writeBackAdv(d, uint16(len(chunk)), tci, last)
+		} else {
+			o.writeBackLegacy(d, bufAddr, uint16(len(chunk)), tci, last)
+		}
+	}
+	if err := n.ringIO(s.base, s.count, s.head, descs, true); err != nil {
+		faults++
+	}
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	qo := s.q * queueSize
+	if n.regs[(RDH+qo)/4] == s.head { // software did not move the head meanwhile
+		n.regs[(RDH+qo)/4] = (s.head + need) % s.count
+	}
+	c := &n.counters
+	c.RxFrames++
+	c.RxQueue[s.q]++
+	c.RxDMAFaults += faults
+	l := uint64(len(frame) + nicmodel.FCSLen)
+	n.statLocked(GPRC, 1)
+	n.stat64Locked(GORCL, l)
+	n.statLocked(PQGPRC+s.q*0x100, 1)
+	n.statLocked(PQGORC+s.q*0x100, l)
+	switch {
+	case nicmodel.IsBroadcast(frame):
+		n.statLocked(BPRC, 1)
+	case frame[0]&1 != 0:
+		n.statLocked(MPRC, 1)
+	}
+	if l <= 1522 {
+		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
+	}
+	n.queueCauseLocked(s.q, false)
+}
+
+// rxDropLocked counts a frame its queue had no descriptors for: RNBC
+// always; with SRRCTL.Drop_En the queue's RQDPC, else MPC (the frame
+// would have waited in the packet buffer and been missed).
+func (n *NIC) rxDropLocked(q, srrctl uint32) {
+	n.counters.RxNoDescriptor++
+	n.statLocked(RNBC, 1)
+	if srrctl&SrrctlDropEn != 0 {
+		n.statLocked(RQDPC+q*queueSize, 1)
+		return
+	}
+	n.statLocked(MPC, 1)
+	n.otherCauseLocked(IntRXMiss)
+}
+
+// ringIO reads (or writes) len(b)/16 descriptors of a ring of count
+// starting at slot, in two pieces when they wrap.
+func (n *NIC) ringIO(base uint64, count, slot uint32, b []byte, write bool) error {
+	k := uint32(len(b) / descLen)
+	first := min(k, count-slot)
+	parts := [2][]byte{b[:first*descLen], b[first*descLen:]}
+	addrs := [2]uint64{base + uint64(slot)*descLen, base}
+	for i, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		var err error
+		if write {
+			err = n.dma.Write(addrs[i], p)
+		} else {
+			err = n.dma.Read(addrs[i], p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func grow(b []byte, n int) []byte {
+	if n <= cap(b) {
+		return b[:n]
+	}
+	nb := make([]byte, n, max(n, 2*cap(b), 2048))
+	copy(nb, b)
+	return nb
+}
+
+// rxResult is what the receive offloads report for one frame.
+type rxResult struct {
+	status, errors uint32
+	pktType        uint32
+	rssType, hash  uint32
+	pcsd           bool
+	ipid, csum     uint16
+}
+
+// rxOffload verifies the checksums RXCSUM asks for and fills the packet
+// type and the RSS fields.
+func rxOffload(f []byte, s *rxSetup, stored []byte) rxResult {
+	p := &s.pkt
+	o := rxResult{pcsd: s.rxcsum&RxcsumPCSD != 0, rssType: s.rssType, hash: s.rssHash}
+	ipofl, tuofl := s.rxcsum&RxcsumIPOFL != 0, s.rxcsum&RxcsumTUOFL != 0
+	if !ipofl && !tuofl {
+		o.status |= RxdIXSM
+	}
+	switch {
+	case s.l2:
+		o.pktType = PktL2 | uint32(s.etqf)<<pktETQFSh
+	case p.ipv4:
+		o.pktType = PktIPv4
+		if p.ipOpts {
+			o.pktType |= PktIPv4E
+		}
+	case p.ipv6:
+		o.pktType = PktIPv6
+		if p.ipOpts {
+			o.pktType |= PktIPv6E
+		}
+	}
+	if p.l4 != nil && !s.l2 {
+		switch p.proto {
+		case nicmodel.ProtoTCP:
+			o.pktType |= PktTCP
+		case nicmodel.ProtoUDP:
+			o.pktType |= PktUDP
+		case 132:
+			o.pktType |= PktSCTP
+		}
+	}
+	if p.ipv4 && ipofl {
+		o.status |= RxdIPCS
+		if p.ipBad || nicmodel.Sum(p.ipHdr) != 0xffff {
+			o.errors |= RxdErrIPE
+		}
+	}
+	if p.ipHdr != nil {
+		o.ipid = binary.BigEndian.Uint16(p.ipHdr[4:])
+	}
+	if tuofl {
+		switch {
+		case p.tcp():
+			o.status |= RxdL4I
+			if nicmodel.L4Sum(p.src, p.dst, p.proto, p.l4) != 0xffff {
+				o.errors |= RxdErrL4E
+			}
+		case p.udp():
+			o.status |= RxdL4I | RxdUDPCS
+			// An IPv4 UDP checksum of zero means none was sent.
+			if (p.ipv6 || binary.BigEndian.Uint16(p.l4[6:]) != 0) &&
+				nicmodel.L4Sum(p.src, p.dst, p.proto, p.l4) != 0xffff {
+				o.errors |= RxdErrL4E
+			}
+		}
+	}
+	if !o.pcsd {
+		end := len(stored)
+		if s.rctl&RctlSECRC == 0 {
+			end -= nicmodel.FCSLen
+		}
+		if pcss := int(s.rxcsum & RxcsumPCSSMask); pcss < end {
+			o.csum = nicmodel.Sum(stored[pcss:end])
+		}
+	}
+	return o
+}
+
+// writeBackAdv fills an advanced one-buffer write-back. Status beyond DD,
+// and the errors, are reported in the last descriptor of a frame.
+func (o *rxResult) writeBackAdv(wb []byte, length, tci uint16, last bool) {
+	le := binary.LittleEndian
+	le.PutUint32(wb[0:], o.rssType|o.pktType)
+	if o.pcsd {
+		le.PutUint32(wb[4:], o.hash)
+	} else {
+		le.PutUint16(wb[4:], o.ipid)
+		le.PutUint16(wb[6:], o.csum)
+	}
+	stErr := uint32(RxdDD)
+	if last {
+		stErr |= RxdEOP | o.status | o.errors
+	}
+	le.PutUint32(wb[8:], stErr)
+	le.PutUint16(wb[12:], length)
+	le.PutUint16(wb[14:], 0)
+	if last {
+		le.PutUint16(wb[14:], tci)
+	}
+}
+
+// writeBackLegacy fills a legacy descriptor: the buffer address stays,
+// then length, packet checksum, status, errors and VLAN tag.
+func (o *rxResult) writeBackLegacy(wb []byte, addr uint64, length, tci uint16, last bool) {
+	le := binary.LittleEndian
+	clear(wb)
+	le.PutUint64(wb[0:], addr)
+	le.PutUint16(wb[8:], length)
+	le.PutUint16(wb[10:], o.csum)
+	st := uint8(RxdDD)
+	if last {
+		st |= RxdEOP | uint8(o.status)
+		wb[13] = uint8(o.errors >> legacyErrShift)
+		le.PutUint16(wb[14:], tci)
+	}
+	wb[12] = st
+}
