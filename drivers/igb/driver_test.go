@@ -78,6 +78,9 @@ func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 	if k := r.regs.get(RSSRK); k != 0xda565a6d {
 		t.Errorf("RSSRK0 %#x", k)
 	}
+	if c := r.regs.phy[PHY_CONTROL]; c&(MII_CR_AUTO_NEG_EN|MII_CR_RESTART_AN) != MII_CR_AUTO_NEG_EN|MII_CR_RESTART_AN {
+		t.Errorf("PHY control %#x: auto-negotiation not restarted", c)
+	}
 	if r.regs.get(RCTL)&RCTL_EN == 0 || r.regs.get(TCTL)&TCTL_EN == 0 {
 		t.Error("RX or TX not enabled")
 	}
@@ -294,8 +297,9 @@ func TestTxChecksumAndTSODescriptors(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	q := r.d.queues[1]
-	// A TCP/IPv4 frame with 3000 bytes of payload, MSS 1000.
-	const payload = 3000
+	// A TCP/IPv4 frame with 9000 bytes of payload, MSS 1000: its
+	// mapping spans pages, and no descriptor may cross one.
+	const payload = 9000
 	f := make([]byte, 14+20+20+payload)
 	copy(f, []byte{2, 0, 0, 0, 0, 1})
 	copy(f[6:], testMAC[:])

@@ -20,6 +20,7 @@ type regFile struct {
 	mu     sync.Mutex
 	r      map[uint32]uint32
 	writes map[uint32]int
+	phy    [32]uint16
 }
 
 func newRegFile(mac [6]byte) *regFile {
@@ -46,8 +47,17 @@ func (f *regFile) Write32(off uint32, v uint32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes[off]++
-	if off == CTRL {
+	switch off {
+	case CTRL:
 		v &^= CTRL_RST
+	case MDIC: // PHY registers: plain storage, always ready
+		reg := v >> MDIC_REG_SHIFT & 0x1f
+		if v&MDIC_OP_WRITE != 0 {
+			f.phy[reg] = uint16(v)
+		} else {
+			v = v&^MDIC_DATA_MASK | uint32(f.phy[reg])
+		}
+		v |= MDIC_READY
 	}
 	f.r[off] = v
 }
@@ -180,6 +190,9 @@ func (r *rig) transmit(t testing.TB, q int) (ctxs [][]byte) {
 			ctxs = append(ctxs, append([]byte(nil), desc...))
 		case ADVTXD_DTYP_DATA:
 			n := int(ctl & ADVTXD_LEN_MASK)
+			if a := binary.LittleEndian.Uint64(desc); int(a%kernel.PageSize)+n > kernel.PageSize {
+				t.Fatalf("queue %d descriptor %d: %d bytes at %#x cross a page", q, h, n, a)
+			}
 			b := make([]byte, n)
 			if err := r.dev.DeviceRead(kernel.DMAAddr(binary.LittleEndian.Uint64(desc)), b); err != nil {
 				t.Fatalf("queue %d descriptor %d: %v", q, h, err)

@@ -160,6 +160,9 @@ func (d *Device) up() error {
 	ctrl |= CTRL_SLU
 	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST
 	r.Write32(CTRL, ctrl)
+	if err := d.restartAutoneg(); err != nil {
+		d.logf("%s: phy: %v", d.name, err)
+	}
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
 	r.Read32(ICR)
 	r.Write32(IMS, ICR_RXDW|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
@@ -205,8 +208,14 @@ func (d *Device) SetMTU(mtu int) error {
 	return nil
 }
 
-// Link implements nic.NIC.
-func (d *Device) Link() nic.Link { return *d.link.Load() }
+// Link implements nic.NIC. It reads STATUS, so a caller polling the link
+// sees a change even where the link-change interrupt is lost.
+func (d *Device) Link() nic.Link {
+	if !d.closed.Load() {
+		d.updateLink()
+	}
+	return *d.link.Load()
+}
 
 // Features implements nic.NIC.
 func (d *Device) Features() nic.Features {

@@ -90,6 +90,23 @@ const (
 	EERD_DATA_SHIFT = 16
 )
 
+// MDIC: access to the internal PHY's registers.
+const (
+	MDIC_DATA_MASK  = 0xffff
+	MDIC_REG_SHIFT  = 16
+	MDIC_PHY_SHIFT  = 21
+	MDIC_OP_WRITE   = 1 << 26
+	MDIC_OP_READ    = 2 << 26
+	MDIC_READY      = 1 << 28
+	MDIC_ERROR      = 1 << 30
+	phyAddrInternal = 1
+
+	// PHY registers (IEEE 802.3 clause 22).
+	PHY_CONTROL        = 0
+	MII_CR_RESTART_AN  = 1 << 9
+	MII_CR_AUTO_NEG_EN = 1 << 12
+)
+
 // CTRL_EXT bits.
 const CTRL_EXT_DRV_LOAD = 1 << 28
 

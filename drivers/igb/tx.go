@@ -181,7 +181,11 @@ func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, payle
 			return
 		}
 		for len(b) > 0 {
-			k := min(len(b), maxPerTxd)
+			// One descriptor per device page: IOVA-contiguous pages
+			// need not be physically contiguous, and a device model
+			// that maps each descriptor's buffer at once (QEMU's)
+			// drops the packet when they are not.
+			k := min(len(b), maxPerTxd, kernel.PageSize-int(addr%kernel.PageSize))
 			encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
 			popts, paylen = 0, 0
 			last = i
