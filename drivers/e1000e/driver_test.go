@@ -500,3 +500,28 @@ func TestUseAfterClose(t *testing.T) {
 		t.Error("reclaim, second close or stats after close misbehaved")
 	}
 }
+
+// TestPollDropsFramesOnDMAFault: the device completes descriptors whose
+// data write faulted; when the DMA view reports a new fault the frames of
+// that poll are dropped and counted, and later frames flow again.
+func TestPollDropsFramesOnDMAFault(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	frame := bytes.Repeat([]byte{3}, 400)
+	r.complete(t, 0, frame, RXD_STAT_DD|RXD_STAT_EOP, len(frame))
+	r.complete(t, 1, nil, RXD_STAT_DD|RXD_STAT_EOP, len(frame)) // its write faulted
+	r.dma.Fault()
+	if got := r.poll(); len(got) != 0 {
+		t.Fatalf("%d frames delivered across a DMA fault", len(got))
+	}
+	if n := d.rx.Stats.Drops[ring.DropDMA].Load(); n != 2 {
+		t.Errorf("rx_drop_dma %d, want 2", n)
+	}
+	r.complete(t, 2, frame, RXD_STAT_DD|RXD_STAT_EOP, len(frame))
+	got := r.poll()
+	if len(got) != 1 || !bytes.Equal(got[0].Data.Flatten(), frame) {
+		t.Fatalf("after the fault: %d frames", len(got))
+	}
+	got[0].Data.Release()
+	r.close(t)
+}

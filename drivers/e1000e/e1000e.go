@@ -45,6 +45,9 @@ type Device struct {
 
 	rx          *ring.RxRing
 	rxDiscard   bool // inside a frame that spans buffers
+	rxHeld      []*nic.RxPacket
+	rxDeliver   func(*nic.RxPacket)
+	rxFaults    uint64 // DMA faults seen at the last poll
 	rxMu        sync.Mutex
 	tx          *ring.TxRing
 	txMu        sync.Mutex
@@ -110,6 +113,9 @@ func probe(dev *nic.Device) (*Device, error) {
 	if err != nil {
 		d.rx.Close()
 		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
+	}
+	if fc, ok := d.dma.(faultCounter); ok {
+		d.rxFaults = fc.DMAFaults()
 	}
 	d.hw.init()
 	d.up()

@@ -26,6 +26,12 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		return 0 // closed while we waited for the ring
 	}
 	rx := d.rx
+	fc, _ := d.dma.(faultCounter)
+	if fc != nil {
+		// Hold the frames until the fault count is read: a device marks
+		// a descriptor done even when its data write was refused.
+		deliver = d.holdRx(deliver)
+	}
 	delivered := 0
 	for cleaned := 0; cleaned < budget && rx.Armed() > 0; cleaned++ {
 		desc := rx.Descs.At(rx.Clean())
@@ -58,8 +64,49 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		encodeRxRead(desc, 0)
 		rx.Advance()
 	}
+	if fc != nil {
+		delivered = d.releaseRx(fc.DMAFaults())
+	}
 	if rx.Refill(d.writeRx) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
 	}
 	return delivered
+}
+
+// faultCounter is an optional capability of a DMA view: the number of DMA
+// faults the IOMMU recorded for this device so far.
+type faultCounter interface {
+	DMAFaults() uint64
+}
+
+// holdRx returns a deliver function that keeps frames back until
+// releaseRx knows whether the device's DMA faulted meanwhile.
+func (d *Device) holdRx(deliver func(*nic.RxPacket)) func(*nic.RxPacket) {
+	d.rxHeld = d.rxHeld[:0]
+	d.rxDeliver = deliver
+	return func(p *nic.RxPacket) { d.rxHeld = append(d.rxHeld, p) }
+}
+
+// releaseRx delivers the held frames, or, if the fault count moved since
+// the last poll, drops them all: any of them may hold what the buffer had
+// before, not what the wire carried.
+func (d *Device) releaseRx(faults uint64) int {
+	held := d.rxHeld
+	d.rxHeld = d.rxHeld[:0]
+	deliver := d.rxDeliver
+	d.rxDeliver = nil
+	if faults != d.rxFaults {
+		d.rxFaults = faults
+		for _, p := range held {
+			p.Data.Release()
+			d.rx.Stats.Drop(ring.DropDMA)
+		}
+		clear(held)
+		return 0
+	}
+	for _, p := range held {
+		deliver(p)
+	}
+	clear(held)
+	return len(held)
 }

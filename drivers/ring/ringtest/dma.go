@@ -26,6 +26,23 @@ type DMA struct {
 	failAll  bool
 
 	Maps, Unmaps, SyncsCPU, SyncsDevice, MapFailures int
+
+	faults uint64
+}
+
+// Fault records one DMA fault, as an IOMMU would on a refused access.
+func (d *DMA) Fault() {
+	d.mu.Lock()
+	d.faults++
+	d.mu.Unlock()
+}
+
+// DMAFaults is the number of faults recorded: the optional capability
+// drivers use to drop frames whose data never arrived.
+func (d *DMA) DMAFaults() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.faults
 }
 
 // New returns an empty DMA whose addresses start at 1 MiB.
