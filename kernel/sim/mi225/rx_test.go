@@ -1,0 +1,383 @@
+package mi225
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+const rctlStd = RctlSECRC | RctlBAM
+
+func TestRxChecksumsAndPacketType(t *testing.T) {
+	corrupt := func(f []byte) []byte { f[len(f)-1] ^= 0xff; return f }
+	badIP := func(f []byte) []byte { f[header.EthernetMinimumSize+10] ^= 0x55; return f }
+	for _, c := range []struct {
+		name   string
+		frame  []byte
+		ptype  uint32
+		status uint32
+		errs   uint32
+	}{
+		{"udp4", udpFrame(false, ourMAC, payloadBytes(300, 1), true), PtypeIPv4 | PtypeUDP, RxdStaIPCS | RxdStaL4I | RxdStaUDPCS, 0},
+		{"tcp4", tcpFrame(false, ourMAC, payloadBytes(500, 2), header.TCPFlagAck, true, 0), PtypeIPv4 | PtypeTCP, RxdStaIPCS | RxdStaL4I, 0},
+		{"udp6", udpFrame(true, ourMAC, payloadBytes(64, 3), true), PtypeIPv6 | PtypeUDP, RxdStaL4I | RxdStaUDPCS, 0},
+		{"tcp6", tcpFrame(true, ourMAC, payloadBytes(900, 4), header.TCPFlagAck, true, 0), PtypeIPv6 | PtypeTCP, RxdStaL4I, 0},
+		{"tcp4 bad L4", corrupt(tcpFrame(false, ourMAC, payloadBytes(500, 2), header.TCPFlagAck, true, 0)), PtypeIPv4 | PtypeTCP, RxdStaIPCS | RxdStaL4I, RxdErrL4E},
+		{"udp6 bad L4", corrupt(udpFrame(true, ourMAC, payloadBytes(64, 3), true)), PtypeIPv6 | PtypeUDP, RxdStaL4I | RxdStaUDPCS, RxdErrL4E},
+		{"tcp4 bad IP", badIP(tcpFrame(false, ourMAC, payloadBytes(40, 2), header.TCPFlagAck, true, 0)), PtypeIPv4 | PtypeTCP, RxdStaIPCS | RxdStaL4I, RxdErrIPE},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 0x15f3)
+			r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
+			r.w.B().Send(c.frame)
+			wb := r.rxDesc(0, 0)
+			if wb.status&(RxdStaDD|RxdStaEOP) != RxdStaDD|RxdStaEOP {
+				t.Fatalf("status %#x, want DD and EOP", wb.status)
+			}
+			if wb.len() != len(c.frame) {
+				t.Fatalf("length %d, want %d", wb.len(), len(c.frame))
+			}
+			if got := r.rxBuf(0, 0, len(c.frame)); !bytes.Equal(got, c.frame) {
+				t.Fatal("buffer does not hold the frame")
+			}
+			if wb.ptype() != c.ptype {
+				t.Fatalf("packet type %#x, want %#x", wb.ptype(), c.ptype)
+			}
+			st := wb.status &^ (RxdStaDD | RxdStaEOP)
+			if st&0xfffff != c.status || st&0xfff00000 != c.errs {
+				t.Fatalf("status %#x errors %#x, want %#x %#x", st&0xfffff, st&0xfff00000, c.status, c.errs)
+			}
+			if wb.dw0&RxdSPH != 0 || wb.hdrLen() != 0 {
+				t.Fatalf("one-buffer mode reported a split header: %#x", wb.dw0)
+			}
+			if h := r.regs.Read32(RDH); h != 1 {
+				t.Fatalf("RDH %d, want 1", h)
+			}
+		})
+	}
+}
+
+func TestRxChecksumOffloadOff(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.regs.Write32(RXCSUM, 0)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
+	f := tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0)
+	f[len(f)-1] ^= 1
+	r.w.B().Send(f)
+	wb := r.rxDesc(0, 0)
+	if wb.status&(RxdStaIPCS|RxdStaL4I|RxdErrL4E) != 0 {
+		t.Fatalf("status %#x with RXCSUM off", wb.status)
+	}
+	if wb.dw1 != 0x1234 {
+		t.Fatalf("dword 1 %#x, want the IP identification without PCSD", wb.dw1)
+	}
+}
+
+func TestRxMultiBufferFrame(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.regs.Write32(RLPML, 9018)
+	r.setupRx(0, 8, 1024, SrrctlDescAdvOne, rctlStd|RctlLPE)
+	f := udpFrame(false, ourMAC, payloadBytes(2600, 9), true)
+	r.w.B().Send(f)
+	want := []int{1024, 1024, len(f) - 2048}
+	var got []byte
+	for i, l := range want {
+		wb := r.rxDesc(0, i)
+		if wb.status&RxdStaDD == 0 || wb.len() != l {
+			t.Fatalf("descriptor %d: status %#x length %d, want DD and %d", i, wb.status, wb.len(), l)
+		}
+		if eop := wb.status&RxdStaEOP != 0; eop != (i == len(want)-1) {
+			t.Fatalf("descriptor %d: EOP %v", i, eop)
+		}
+		got = append(got, r.rxBuf(0, i, l)...)
+	}
+	if !bytes.Equal(got, f) {
+		t.Fatal("the buffers do not hold the frame")
+	}
+	if last := r.rxDesc(0, 2); last.status&(RxdStaL4I|RxdStaUDPCS|RxdStaIPCS) != RxdStaL4I|RxdStaUDPCS|RxdStaIPCS || last.status&RxdErrL4E != 0 {
+		t.Fatalf("last descriptor status %#x, want checksums verified", last.status)
+	}
+	if h := r.regs.Read32(RDH); h != 3 {
+		t.Fatalf("RDH %d, want 3", h)
+	}
+	if c := r.nic.Counters(); c.RxFrames != 1 || c.RxDescriptors != 3 {
+		t.Fatalf("counters %+v", c)
+	}
+	// A frame needing more descriptors than are free is dropped whole.
+	r.regs.Write32(RDT, 4) // one free descriptor (3)
+	r.w.B().Send(f)
+	if h := r.regs.Read32(RDH); h != 3 {
+		t.Fatalf("RDH %d after a drop, want 3", h)
+	}
+	if r.rxDesc(0, 3).status&RxdStaDD != 0 {
+		t.Fatal("a dropped frame wrote a descriptor")
+	}
+	if v := r.regs.Read32(RNBC); v != 1 {
+		t.Fatalf("RNBC %d, want 1", v)
+	}
+}
+
+func TestRxSizeLimits(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1472, 1), true)) // 1514 + FCS: fits
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1473, 1), true)) // 1519: too long without LPE
+	short := ethernet(ourMAC, peerMAC, 0x88b5, 40)[:header.EthernetMinimumSize+30]
+	r.w.B().Send(short)
+	if v := r.regs.Read32(GPRC); v != 1 {
+		t.Fatalf("GPRC %d, want 1", v)
+	}
+	if v := r.regs.Read32(ROC); v != 1 {
+		t.Fatalf("ROC %d, want 1", v)
+	}
+	if v := r.regs.Read32(RUC); v != 1 {
+		t.Fatalf("RUC %d, want 1", v)
+	}
+	// RLPML bounds long frames with LPE.
+	r.regs.Write32(RLPML, 1600)
+	r.regs.Write32(RCTL, rctlStd|RctlEN|RctlLPE)
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1554, 1), true)) // 1596 + 4
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1555, 1), true)) // 1601
+	if v := r.regs.Read32(GPRC); v != 1 {
+		t.Fatalf("GPRC %d at RLPML, want 1", v)
+	}
+	if v := r.regs.Read32(ROC); v != 1 {
+		t.Fatalf("ROC %d past RLPML, want 1", v)
+	}
+}
+
+func TestRxDropsWithoutDescriptors(t *testing.T) {
+	for _, dropEn := range []bool{false, true} {
+		r := newRig(t, 0x15f3)
+		srr := uint32(SrrctlDescAdvOne)
+		if dropEn {
+			srr |= SrrctlDropEn
+		}
+		r.setupRx(0, 8, 2048, srr, rctlStd)
+		f := udpFrame(false, ourMAC, payloadBytes(64, 1), true)
+		for range 9 {
+			r.w.B().Send(f)
+		}
+		// Seven descriptors were free (RDT = size-1).
+		if v := r.regs.Read32(GPRC); v != 7 {
+			t.Fatalf("drop_en %v: GPRC %d, want 7", dropEn, v)
+		}
+		if v := r.regs.Read32(RNBC); v != 2 {
+			t.Fatalf("drop_en %v: RNBC %d, want 2", dropEn, v)
+		}
+		mpc, rqdpc := r.regs.Read32(MPC), r.regs.Read32(RQDPC)
+		if dropEn && (rqdpc != 2 || mpc != 0) || !dropEn && (mpc != 2 || rqdpc != 0) {
+			t.Fatalf("drop_en %v: MPC %d RQDPC %d", dropEn, mpc, rqdpc)
+		}
+		if dropEn {
+			if v := r.regs.Read32(RQDPC); v != 2 {
+				t.Fatal("RQDPC cleared by a read")
+			}
+			r.regs.Write32(RQDPC, 0)
+			if v := r.regs.Read32(RQDPC); v != 0 {
+				t.Fatal("RQDPC not cleared by writing 0")
+			}
+		}
+		if c := r.nic.Counters(); c.RxNoDescriptor != 2 {
+			t.Fatalf("counters %+v", c)
+		}
+	}
+}
+
+func TestRxRingWraps(t *testing.T) {
+	const size = 8
+	r := newRig(t, 0x15f3)
+	r.setupRx(0, size, 2048, SrrctlDescAdvOne, rctlStd)
+	next := 0
+	for i := range 3*size + 3 {
+		f := udpFrame(false, ourMAC, payloadBytes(60+i, byte(i)), true)
+		r.w.B().Send(f)
+		wb := r.rxDesc(0, next)
+		if wb.status&RxdStaDD == 0 || wb.len() != len(f) || !bytes.Equal(r.rxBuf(0, next, len(f)), f) {
+			t.Fatalf("frame %d in slot %d: status %#x length %d", i, next, wb.status, wb.len())
+		}
+		// The driver takes it and gives the slot back.
+		r.armRx(0, next)
+		r.regs.Write32(RDT, uint32(next))
+		next = (next + 1) % size
+		if h := r.regs.Read32(RDH); h != uint32(next) {
+			t.Fatalf("RDH %d, want %d", h, next)
+		}
+	}
+	if c := r.nic.Counters(); c.RxNoDescriptor != 0 || c.RxFrames != 3*size+3 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestRxHeaderSplit(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupRx(0, 8, 2048, SrrctlDescHdrSplit, rctlStd)
+	f := udpFrame(false, ourMAC, payloadBytes(700, 5), true)
+	hdr := header.EthernetMinimumSize + header.IPv4MinimumSize + header.UDPMinimumSize
+	r.w.B().Send(f)
+	wb := r.rxDesc(0, 0)
+	if wb.dw0&RxdSPH == 0 || wb.hdrLen() != hdr {
+		t.Fatalf("dword 0 %#x: SPH %v HDR_LEN %d, want split at %d", wb.dw0, wb.dw0&RxdSPH != 0, wb.hdrLen(), hdr)
+	}
+	if wb.len() != len(f)-hdr {
+		t.Fatalf("packet length %d, want %d", wb.len(), len(f)-hdr)
+	}
+	if !bytes.Equal(r.rx[0].hdrs.Buf[:hdr], f[:hdr]) || !bytes.Equal(r.rxBuf(0, 0, len(f)-hdr), f[hdr:]) {
+		t.Fatal("header and payload not where the descriptor says")
+	}
+	// A header larger than the header buffer is not split.
+	r.regs.Write32(SRRCTL, 2|1<<SrrctlBSizeHdrShift|SrrctlDescHdrSplit) // 64-byte headers
+	f6 := tcpFrame(true, ourMAC, payloadBytes(100, 6), header.TCPFlagAck, true, 0) // 74-byte header
+	r.w.B().Send(f6)
+	wb = r.rxDesc(0, 1)
+	if wb.dw0&RxdSPH != 0 || wb.status&RxdErrHBO == 0 || wb.len() != len(f6) {
+		t.Fatalf("oversized header: dword 0 %#x status %#x length %d", wb.dw0, wb.status, wb.len())
+	}
+	if !bytes.Equal(r.rxBuf(0, 1, len(f6)), f6) {
+		t.Fatal("unsplit frame not in the packet buffer")
+	}
+}
+
+func TestRxAddressFilters(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupRx(0, 16, 2048, SrrctlDescAdvOne, RctlSECRC)
+	other := [6]byte{0x02, 0, 0, 0, 0, 9}
+	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	mcast := [6]byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
+	send := func(dst [6]byte) { r.w.B().Send(udpFrame(false, dst, payloadBytes(30, 1), true)) }
+	got := func() uint32 { return r.regs.Read32(GPRC) }
+
+	send(other)
+	send(bcast)
+	send(mcast)
+	if v := got(); v != 0 {
+		t.Fatalf("%d frames passed a filter that takes only our address", v)
+	}
+	send(ourMAC)
+	if v := got(); v != 1 {
+		t.Fatalf("own address: %d frames", v)
+	}
+	r.regs.Write32(RCTL, RctlSECRC|RctlEN|RctlBAM)
+	send(bcast)
+	if v, b := got(), r.regs.Read32(BPRC); v != 1 || b != 1 {
+		t.Fatalf("broadcast with BAM: GPRC %d BPRC %d", v, b)
+	}
+	// The multicast table, hashed on bits 47:36 (MO 00).
+	h := uint32(mcast[4])>>4 | uint32(mcast[5])<<4
+	r.regs.Write32(MTA+4*(h>>5), 1<<(h&31))
+	send(mcast)
+	if v, m := got(), r.regs.Read32(MPRC); v != 1 || m != 1 {
+		t.Fatalf("multicast in MTA: GPRC %d MPRC %d", v, m)
+	}
+	// A second exact address.
+	r.regs.Write32(RAL0+8, binary.LittleEndian.Uint32(other[:4]))
+	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(other[4:]))|RahAV)
+	send(other)
+	if v := got(); v != 1 {
+		t.Fatalf("second RAR: %d frames", v)
+	}
+	r.regs.Write32(RCTL, RctlSECRC|RctlEN|RctlUPE)
+	send([6]byte{0x02, 1, 2, 3, 4, 5})
+	if v := got(); v != 1 {
+		t.Fatalf("promiscuous: %d frames", v)
+	}
+	if c := r.nic.Counters(); c.RxFiltered != 3 {
+		t.Fatalf("filtered %d, want 3", c.RxFiltered)
+	}
+}
+
+func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, RctlBAM)
+	f := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
+	r.w.B().Send(f)
+	wb := r.rxDesc(0, 0)
+	if wb.len() != len(f)+fcsLen {
+		t.Fatalf("length %d, want %d with the FCS", wb.len(), len(f)+fcsLen)
+	}
+	if fcs := binary.LittleEndian.Uint32(r.rxBuf(0, 0, len(f)+4)[len(f):]); fcs != crc32.ChecksumIEEE(f) {
+		t.Fatalf("FCS %#x, want %#x", fcs, crc32.ChecksumIEEE(f))
+	}
+}
+
+func TestRxVLANStripAndFilter(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.regs.Write32(CTRL, r.regs.Read32(CTRL)|CtrlVME)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd|RctlVFE)
+	plain := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
+	tagged := append(append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x20, 0x05), plain[12:]...)
+	r.w.B().Send(tagged)
+	if v := r.regs.Read32(GPRC); v != 0 {
+		t.Fatal("VLAN 5 passed an empty VLAN filter")
+	}
+	r.regs.Write32(VFTA, 1<<5)
+	r.w.B().Send(tagged)
+	wb := r.rxDesc(0, 0)
+	if wb.status&RxdStaVP == 0 || wb.vlan() != 0x2005 || wb.len() != len(plain) {
+		t.Fatalf("status %#x vlan %#x length %d, want VP, 0x2005, %d", wb.status, wb.vlan(), wb.len(), len(plain))
+	}
+	if !bytes.Equal(r.rxBuf(0, 0, len(plain)), plain) {
+		t.Fatal("tag not stripped from the stored frame")
+	}
+	if wb.status&(RxdStaUDPCS|RxdErrL4E) != RxdStaUDPCS {
+		t.Fatalf("status %#x: checksum of a tagged frame", wb.status)
+	}
+}
+
+// The RSS hash of the datasheet's (and Microsoft's) verification example:
+// 66.9.149.187:2794 -> 161.142.100.80:1766.
+func TestRxRSSHashAndQueue(t *testing.T) {
+	key := []byte{
+		0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+		0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+		0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+	}
+	r := newRig(t, 0x15f3)
+	for i := range 10 {
+		r.regs.Write32(RSSRK+4*uint32(i), binary.LittleEndian.Uint32(key[4*i:]))
+	}
+	// Entry i of the table names queue i%4.
+	for i := range 32 {
+		r.regs.Write32(RETA+4*uint32(i), 0x03020100)
+	}
+	r.regs.Write32(MRQC, MrqcEnableRSS|MrqcTCPIPv4|MrqcIPv4)
+	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	for q := range Queues {
+		r.setupRx(q, 8, 2048, SrrctlDescAdvOne, rctlStd)
+	}
+	src := tcpip.AddrFrom4([4]byte{66, 9, 149, 187})
+	dst := tcpip.AddrFrom4([4]byte{161, 142, 100, 80})
+	f := ethernet(ourMAC, peerMAC, header.IPv4ProtocolNumber, 46)[:header.EthernetMinimumSize+46] // padded to 60
+	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ip.Encode(&header.IPv4Fields{TotalLength: 40, TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dst})
+	ip.SetChecksum(^ip.CalculateChecksum())
+	header.TCP(ip[20:]).Encode(&header.TCPFields{SrcPort: 2794, DstPort: 1766, DataOffset: 20, Flags: header.TCPFlagAck})
+	const want = 0x51ccc178
+	r.w.B().Send(f)
+	q := int(want & 0x7f % 4)
+	wb := r.rxDesc(q, 0)
+	if wb.status&RxdStaDD == 0 {
+		t.Fatalf("frame not on queue %d (RDH %d %d %d %d)", q,
+			r.regs.Read32(RxQ(RDH, 0)), r.regs.Read32(RxQ(RDH, 1)), r.regs.Read32(RxQ(RDH, 2)), r.regs.Read32(RxQ(RDH, 3)))
+	}
+	if wb.dw1 != want || wb.rssType() != RSSTCPIPv4 {
+		t.Fatalf("hash %#x type %d, want %#x TCP/IPv4", wb.dw1, wb.rssType(), want)
+	}
+	// Addresses only.
+	r.regs.Write32(MRQC, MrqcEnableRSS|MrqcIPv4)
+	r.w.B().Send(f)
+	const want2 = 0x323e8fc2
+	q2 := int(want2 & 0x7f % 4)
+	idx := 0
+	if q2 == q {
+		idx = 1
+	}
+	wb = r.rxDesc(q2, idx)
+	if wb.dw1 != want2 || wb.rssType() != RSSIPv4 {
+		t.Fatalf("hash %#x type %d, want %#x IPv4", wb.dw1, wb.rssType(), want2)
+	}
+}
