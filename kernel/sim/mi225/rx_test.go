@@ -230,7 +230,7 @@ func TestRxHeaderSplit(t *testing.T) {
 		t.Fatal("header and payload not where the descriptor says")
 	}
 	// A header larger than the header buffer is not split.
-	r.regs.Write32(SRRCTL, 2|1<<SrrctlBSizeHdrShift|SrrctlDescHdrSplit) // 64-byte headers
+	r.regs.Write32(SRRCTL, 2|1<<SrrctlBSizeHdrShift|SrrctlDescHdrSplit)            // 64-byte headers
 	f6 := tcpFrame(true, ourMAC, payloadBytes(100, 6), header.TCPFlagAck, true, 0) // 74-byte header
 	r.w.B().Send(f6)
 	wb = r.rxDesc(0, 1)
