@@ -1,0 +1,294 @@
+package mi225
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+const macLen = header.EthernetMinimumSize
+
+// checkL4 verifies a sent frame's IP and L4 checksums with gVisor's
+// header package and returns its IP payload.
+func checkL4(t *testing.T, f []byte, v6 bool) []byte {
+	t.Helper()
+	eth := header.Ethernet(f)
+	if v6 {
+		if eth.Type() != header.IPv6ProtocolNumber {
+			t.Fatalf("ethertype %#x", eth.Type())
+		}
+		ip := header.IPv6(f[macLen:])
+		if !ip.IsValid(len(ip)) {
+			t.Fatal("invalid IPv6 header")
+		}
+		l4 := ip.Payload()
+		proto := ip.TransportProtocol()
+		s := header.PseudoHeaderChecksum(proto, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(l4)))
+		checkSum(t, proto, l4, s)
+		return l4
+	}
+	ip := header.IPv4(f[macLen:])
+	if !ip.IsValid(len(ip)) {
+		t.Fatal("invalid IPv4 header")
+	}
+	if !ip.IsChecksumValid() {
+		t.Fatalf("bad IPv4 header checksum %#04x", ip.Checksum())
+	}
+	l4 := ip.Payload()
+	proto := ip.TransportProtocol()
+	s := header.PseudoHeaderChecksum(proto, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(l4)))
+	checkSum(t, proto, l4, s)
+	return l4
+}
+
+// checkSum verifies a TCP or UDP checksum over the whole segment.
+func checkSum(t *testing.T, proto tcpip.TransportProtocolNumber, l4 []byte, pseudo uint16) {
+	t.Helper()
+	if checksum.Checksum(l4, pseudo) != 0xffff {
+		t.Fatalf("bad checksum of protocol %d", proto)
+	}
+}
+
+func TestTxChecksumInsertion(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		v6    bool
+		tcp   bool
+		popts uint32
+	}{
+		{"tcp4", false, true, TxdPoptsTXSM | TxdPoptsIXSM},
+		{"udp4", false, false, TxdPoptsTXSM | TxdPoptsIXSM},
+		{"tcp6", true, true, TxdPoptsTXSM},
+		{"udp6", true, false, TxdPoptsTXSM},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 0x125b)
+			r.setupTx(0, 8)
+			var f []byte
+			tucmd := uint32(TucmdL4UDP)
+			if c.tcp {
+				tucmd = TucmdL4TCP
+				f = tcpFrame(c.v6, peerMAC, payloadBytes(333, 1), header.TCPFlagAck|header.TCPFlagPsh, false, 353)
+			} else {
+				f = udpFrame(c.v6, peerMAC, payloadBytes(333, 1), false)
+			}
+			ipLen := header.IPv4MinimumSize
+			if c.v6 {
+				ipLen = header.IPv6MinimumSize
+			} else {
+				tucmd |= TucmdIPv4
+			}
+			ctx := ctxTx(macLen, ipLen, 0, tucmd, 0, 0, 0)
+			i := r.send(0, f, &ctx, 0, c.popts|uint32(len(f))<<TxdPaylenShift)
+			r.kickTx(0)
+			out := r.sent()
+			if len(out) != 1 || len(out[0]) != len(f) {
+				t.Fatalf("sent %d frames", len(out))
+			}
+			checkL4(t, out[0], c.v6)
+			if r.txStatus(0, i)&TxdStaDD == 0 {
+				t.Fatal("DD not written back")
+			}
+			if h := r.regs.Read32(TDH); h != 2 {
+				t.Fatalf("TDH %d, want 2", h)
+			}
+			if v := r.regs.Read32(GPTC); v != 1 {
+				t.Fatalf("GPTC %d", v)
+			}
+			if v := r.regs.Read32(GOTCL); v != uint32(len(f)+fcsLen) {
+				t.Fatalf("GOTCL %d, want %d", v, len(f)+fcsLen)
+			}
+		})
+	}
+}
+
+func TestTxTSO(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		v6      bool
+		payload int
+		mss     int
+	}{
+		{"ipv4", false, 20000, 1448},
+		{"ipv6", true, 9000, 1440},
+		{"ipv4 exact multiple", false, 4 * 1000, 1000},
+		{"ipv4 one segment", false, 500, 1448},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 0x15f3)
+			r.setupTx(0, 8)
+			payload := payloadBytes(c.payload, 3)
+			ipLen := header.IPv4MinimumSize
+			tucmd := uint32(TucmdL4TCP)
+			if c.v6 {
+				ipLen = header.IPv6MinimumSize
+			} else {
+				tucmd |= TucmdIPv4
+			}
+			flags := header.TCPFlagAck | header.TCPFlagPsh | header.TCPFlagFin | header.TCPFlagCwr
+			f := tcpFrame(c.v6, peerMAC, payload, flags, false, 0)
+			hdr := macLen + ipLen + header.TCPMinimumSize
+			ctx := ctxTx(macLen, ipLen, 0, tucmd, header.TCPMinimumSize, c.mss, 1)
+			// The packet is given in two buffers, split inside the payload.
+			r.putTx(0, ctx)
+			cut := hdr + min(700, c.payload/2)
+			a1 := r.txBuf(0, 1, f[:cut])
+			a2 := r.txBuf(0, 2, f[cut:])
+			ol := TxdIdx | TxdPoptsTXSM | uint32(c.payload)<<TxdPaylenShift
+			if !c.v6 {
+				ol |= TxdPoptsIXSM
+			}
+			r.putTx(0, dataTx(a1, cut, TxdCmdTSE, ol))
+			last := r.putTx(0, dataTx(a2, len(f)-cut, TxdCmdTSE|TxdCmdEOP|TxdCmdRS, 0))
+			r.kickTx(0)
+			out := r.sent()
+			want := (c.payload + c.mss - 1) / c.mss
+			if len(out) != want {
+				t.Fatalf("%d segments, want %d", len(out), want)
+			}
+			var got []byte
+			seq := uint32(1000)
+			for i, s := range out {
+				l4 := checkL4(t, s, c.v6)
+				tcp := header.TCP(l4)
+				if len(tcp.Payload()) > c.mss {
+					t.Fatalf("segment %d carries %d bytes, MSS %d", i, len(tcp.Payload()), c.mss)
+				}
+				if tcp.SequenceNumber() != seq {
+					t.Fatalf("segment %d seq %d, want %d", i, tcp.SequenceNumber(), seq)
+				}
+				seq += uint32(len(tcp.Payload()))
+				fl := tcp.Flags()
+				isLast := i == len(out)-1
+				if fl.Contains(header.TCPFlagFin) != isLast || fl.Contains(header.TCPFlagPsh) != isLast {
+					t.Fatalf("segment %d flags %v: FIN and PSH belong to the last only", i, fl)
+				}
+				if fl.Contains(header.TCPFlagCwr) != (i == 0) {
+					t.Fatalf("segment %d flags %v: CWR belongs to the first only", i, fl)
+				}
+				if !c.v6 {
+					if id := header.IPv4(s[macLen:]).ID(); id != 0x1234+uint16(i) {
+						t.Fatalf("segment %d IP id %#x", i, id)
+					}
+				}
+				got = append(got, tcp.Payload()...)
+			}
+			if !bytes.Equal(got, payload) {
+				t.Fatal("segments do not carry the payload in order")
+			}
+			if r.txStatus(0, last)&TxdStaDD == 0 {
+				t.Fatal("DD not written back")
+			}
+			if v := r.regs.Read32(TSCTC); v != 1 {
+				t.Fatalf("TSCTC %d, want 1", v)
+			}
+			if v := r.regs.Read32(GPTC); v != uint32(want) {
+				t.Fatalf("GPTC %d, want %d", v, want)
+			}
+		})
+	}
+}
+
+func TestTxBadOffloadSetUp(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupTx(0, 8)
+	f := tcpFrame(false, peerMAC, payloadBytes(3000, 1), header.TCPFlagAck, false, 0)
+	ctx := ctxTx(macLen, 20, 0, TucmdL4TCP|TucmdIPv4, 20, 1448, 0)
+	// PAYLEN that is not the payload's length.
+	r.send(0, f, &ctx, TxdCmdTSE, TxdPoptsTXSM|uint32(100)<<TxdPaylenShift)
+	// A checksum asked of a context slot never loaded.
+	r.send(0, f[:200], nil, 0, TxdIdx|TxdPoptsTXSM)
+	r.kickTx(0)
+	if out := r.sent(); len(out) != 0 {
+		t.Fatalf("%d frames sent from bad set-ups", len(out))
+	}
+	if c := r.nic.Counters(); c.TxBadDesc != 2 || c.TxPackets != 2 {
+		t.Fatalf("counters %+v", c)
+	}
+	if h := r.regs.Read32(TDH); h != 3 {
+		t.Fatalf("TDH %d: bad packets must still be consumed", h)
+	}
+}
+
+func TestTxVLANInsertAndPadding(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupTx(0, 8)
+	f := udpFrame(false, peerMAC, payloadBytes(4, 1), true) // 46 bytes
+	ctx := ctxTx(macLen, 20, 0x0123, TucmdIPv4, 0, 0, 0)
+	r.send(0, f, &ctx, TxdCmdVLE, 0)
+	r.kickTx(0)
+	out := r.sent()
+	if len(out) != 1 {
+		t.Fatalf("sent %d", len(out))
+	}
+	g := out[0]
+	if len(g) != minFrame {
+		t.Fatalf("length %d, want padding to %d", len(g), minFrame)
+	}
+	if binary.BigEndian.Uint16(g[12:]) != 0x8100 || binary.BigEndian.Uint16(g[14:]) != 0x0123 {
+		t.Fatalf("tag %x, want 8100 0123", g[12:16])
+	}
+	if !bytes.Equal(g[:12], f[:12]) || !bytes.Equal(g[16:16+len(f)-12], f[12:]) {
+		t.Fatal("frame around the tag changed")
+	}
+}
+
+func TestTxQueuesAndInterrupts(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.regs.Write32(GPIE, GpieMSIX)
+	r.regs.Write32(IVAR0, uint32(IvarValid|0)<<8|uint32(IvarValid|1)<<24)
+	r.regs.Write32(IVAR0+4, uint32(IvarValid|2)<<8|uint32(IvarValid|3)<<24)
+	r.regs.Write32(EIMS, 0xf)
+	for q := range Queues {
+		r.setupTx(q, 8)
+	}
+	for q := range Queues {
+		for k := range q + 1 {
+			r.send(q, udpFrame(false, peerMAC, payloadBytes(100+k, byte(q)), true), nil, 0, 0)
+		}
+		r.kickTx(q)
+	}
+	if out := r.sent(); len(out) != 1+2+3+4 {
+		t.Fatalf("sent %d frames, want 10", len(out))
+	}
+	c := r.nic.Counters()
+	for q := range Queues {
+		if h := r.regs.Read32(TxQ(TDH, q)); h != uint32(q+1) {
+			t.Errorf("TDH%d = %d, want %d", q, h, q+1)
+		}
+		if c.Vectors[q] == 0 {
+			t.Errorf("no TX message on vector %d", q)
+		}
+	}
+	// A disabled queue does not move.
+	r.regs.Write32(TxQ(TXDCTL, 1), 0)
+	r.send(1, udpFrame(false, peerMAC, payloadBytes(100, 1), true), nil, 0, 0)
+	r.kickTx(1)
+	if out := r.sent(); len(out) != 0 {
+		t.Fatal("a disabled queue transmitted")
+	}
+	r.regs.Write32(TxQ(TXDCTL, 1), DctlEnable)
+	if out := r.sent(); len(out) != 1 {
+		t.Fatal("enabling the queue did not send what was waiting")
+	}
+}
+
+func TestTxWithoutLinkDrops(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupTx(0, 8)
+	if err := r.w.SetLink(false, 2500); err != nil {
+		t.Fatal(err)
+	}
+	i := r.send(0, udpFrame(false, peerMAC, payloadBytes(100, 1), true), nil, 0, 0)
+	r.kickTx(0)
+	if c := r.nic.Counters(); c.TxNoLink != 1 || c.TxFrames != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+	if r.txStatus(0, i)&TxdStaDD == 0 {
+		t.Fatal("descriptor not completed")
+	}
+}
