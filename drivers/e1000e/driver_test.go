@@ -525,3 +525,37 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 	got[0].Data.Release()
 	r.close(t)
 }
+
+// TestTransmitFallsBackToBounceOnMapFailure: a buffer the platform cannot
+// map goes out through bounce space, byte for byte.
+func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	p, _, _ := tcpFrame(false, 9000)
+	want := p.Data.Flatten()
+	from := d.tx.Tail()
+	r.dma.FailAllMaps(true)
+	n, err := d.Transmit([]*nic.TxPacket{p})
+	r.dma.FailAllMaps(false)
+	if n != 1 || err != nil {
+		t.Fatalf("transmit with maps failing: %d %v", n, err)
+	}
+	// What the device would read: every data descriptor after the TSO
+	// context descriptor, in order.
+	var got []byte
+	for _, desc := range txDescsFrom(d, from)[1:] {
+		b := make([]byte, binary.LittleEndian.Uint32(desc[8:])&0xfffff)
+		if err := r.dma.DeviceRead(kernelAddr(desc), b); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b...)
+	}
+	const hl = 14 + 20 + 20 // headers are rewritten for TSO
+	if len(got) != len(want) || !bytes.Equal(got[hl:], want[hl:]) {
+		t.Fatalf("device would read %d bytes of %d, or the payload differs", len(got), len(want))
+	}
+	if d.tx.Mapped() != 0 || d.tx.Stats.Bounced.Load() == 0 || d.tx.Stats.MapFailures.Load() == 0 {
+		t.Errorf("mapped %d bounced %d map failures %d", d.tx.Mapped(), d.tx.Stats.Bounced.Load(), d.tx.Stats.MapFailures.Load())
+	}
+	r.close(t)
+}

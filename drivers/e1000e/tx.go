@@ -146,7 +146,10 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 		}
 		addr, e := tx.Map(i, b)
 		if e != nil {
-			err = e
+			// The platform cannot map this buffer (physically scattered
+			// pages with translation off, or no IOVA space left): send it
+			// through bounce space instead, one slot per descriptor.
+			last, err = d.bounceCopy(i, b, dcmd, popts)
 			return
 		}
 		for len(b) > 0 {
@@ -170,6 +173,25 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 	desc := tx.Descs.At(last)
 	desc[11] |= TXD_CMD_EOP | TXD_CMD_RS
 	return nil
+}
+
+// bounceCopy copies b into the bounce space of descriptor i and as many
+// following descriptors as it needs, and returns the last one used.
+func (d *Device) bounceCopy(i int, b []byte, dcmd, popts uint8) (int, error) {
+	tx := d.tx
+	tx.Stats.Bounced.Add(1)
+	for {
+		slot, addr := tx.Bounce(i)
+		k := copy(slot, b)
+		encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts)
+		if b = b[k:]; len(b) == 0 {
+			return i, nil
+		}
+		var err error
+		if i, err = d.claim(); err != nil {
+			return i, err
+		}
+	}
 }
 
 // queueTSO hands a GSO packet to the hardware: a TSO context descriptor,
