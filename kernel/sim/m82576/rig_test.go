@@ -224,7 +224,8 @@ func (r *rig) sent() [][]byte {
 // inject puts a frame on the wire towards the model.
 func (r *rig) inject(f []byte) { r.w.B().Send(f) }
 
-// Frame builders, with gVisor's header package.
+// Frame builders, with gVisor's header package; short frames are padded
+// to the 60-byte minimum as a sender does.
 
 func ethHdr(b []byte, et tcpip.NetworkProtocolNumber) {
 	header.Ethernet(b).Encode(&header.EthernetFields{
@@ -234,9 +235,10 @@ func ethHdr(b []byte, et tcpip.NetworkProtocolNumber) {
 
 // tcp4 builds an Ethernet/IPv4/TCP frame with correct checksums.
 func tcp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
-	f := make([]byte, header.EthernetMinimumSize+header.IPv4MinimumSize+header.TCPMinimumSize+len(payload))
+	l := header.EthernetMinimumSize + header.IPv4MinimumSize + header.TCPMinimumSize + len(payload)
+	f := make([]byte, max(l, minFrame))
 	ethHdr(f, header.IPv4ProtocolNumber)
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ip := header.IPv4(f[header.EthernetMinimumSize:l])
 	ip.Encode(&header.IPv4Fields{
 		TotalLength: uint16(len(ip)), ID: 7, TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
 		SrcAddr: src, DstAddr: dst,
@@ -253,9 +255,10 @@ func tcp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
 
 // udp4 builds an Ethernet/IPv4/UDP frame with correct checksums.
 func udp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
-	f := make([]byte, header.EthernetMinimumSize+header.IPv4MinimumSize+header.UDPMinimumSize+len(payload))
+	l := header.EthernetMinimumSize + header.IPv4MinimumSize + header.UDPMinimumSize + len(payload)
+	f := make([]byte, max(l, minFrame))
 	ethHdr(f, header.IPv4ProtocolNumber)
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ip := header.IPv4(f[header.EthernetMinimumSize:l])
 	ip.Encode(&header.IPv4Fields{
 		TotalLength: uint16(len(ip)), ID: 9, TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
 		SrcAddr: src, DstAddr: dst,
@@ -271,9 +274,10 @@ func udp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
 
 // tcp6 builds an Ethernet/IPv6/TCP frame with a correct checksum.
 func tcp6(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
-	f := make([]byte, header.EthernetMinimumSize+header.IPv6MinimumSize+header.TCPMinimumSize+len(payload))
+	l := header.EthernetMinimumSize + header.IPv6MinimumSize + header.TCPMinimumSize + len(payload)
+	f := make([]byte, max(l, minFrame))
 	ethHdr(f, header.IPv6ProtocolNumber)
-	ip := header.IPv6(f[header.EthernetMinimumSize:])
+	ip := header.IPv6(f[header.EthernetMinimumSize:l])
 	ip.Encode(&header.IPv6Fields{
 		PayloadLength: uint16(header.TCPMinimumSize + len(payload)), TransportProtocol: header.TCPProtocolNumber,
 		HopLimit: 64, SrcAddr: src, DstAddr: dst,

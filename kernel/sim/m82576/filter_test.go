@@ -1,0 +1,157 @@
+package m82576
+
+import (
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+func TestEtherTypeFilter(t *testing.T) {
+	r := newRig(t)
+	for q := range uint32(4) {
+		r.setupRx(q, 8, 2048)
+	}
+	r.programRSS(&msKey, MrqcIPv4)
+	r.programRETA(func(uint32) uint32 { return 1 })
+	const ptp = 0x88f7
+	r.regs.Write32(ETQF0+4*5, ptp|EtqfFilter|EtqfQueueEn|3<<EtqfQueueSh)
+	r.regs.Write32(ETQF0+4*6, 0x88b5|EtqfFilter) // matched, not steered
+
+	l2 := func(et uint16) []byte {
+		f := make([]byte, 60)
+		ethHdr(f, 0)
+		f[12], f[13] = byte(et>>8), byte(et)
+		return f
+	}
+	r.inject(l2(ptp))
+	_, wb, ok := r.takeRx(3)
+	if !ok {
+		t.Fatalf("PTP frame not on queue 3: %v", r.nic.Counters().RxQueue)
+	}
+	if wb.info&PktL2 == 0 || wb.info>>pktETQFSh&7 != 5 {
+		t.Errorf("packet type %#x: want L2 with filter index 5", wb.info)
+	}
+	r.inject(l2(0x88b5))
+	if _, wb, ok = r.takeRx(0); !ok || wb.info&PktL2 == 0 || wb.info>>pktETQFSh&7 != 6 {
+		t.Errorf("unsteered match: ok %v info %#x; want queue 0, L2, index 6", ok, wb.info)
+	}
+	// An IPv4 frame still goes by RSS, and the filter beats RSS for its
+	// EtherType even when RSS could hash it.
+	r.inject(udp4(srcIP4, dstIP4, 1, 2, nil))
+	if _, wb, ok = r.takeRx(1); !ok || wb.info&PktIPv4 == 0 || wb.info&PktUDP == 0 {
+		t.Errorf("IPv4 frame: ok %v info %#x; want queue 1, IPv4 UDP", ok, wb.info)
+	}
+	r.regs.Write32(ETQF0, 0x0800|EtqfFilter|EtqfQueueEn|2<<EtqfQueueSh)
+	r.inject(udp4(srcIP4, dstIP4, 1, 2, nil))
+	if _, _, ok = r.takeRx(2); !ok {
+		t.Error("ETQF for IPv4 did not override RSS")
+	}
+	// Disabling the filter ends the steering.
+	r.regs.Write32(ETQF0+4*5, ptp|EtqfQueueEn|3<<EtqfQueueSh)
+	r.inject(l2(ptp))
+	if _, _, ok = r.takeRx(0); !ok {
+		t.Error("disabled filter still steers")
+	}
+}
+
+func TestTwoTupleFilter(t *testing.T) {
+	r := newRig(t)
+	for q := range uint32(8) {
+		r.setupRx(q, 8, 2048)
+	}
+	r.programRSS(&msKey, MrqcIPv4|MrqcUDPIPv4|MrqcTCPIPv4)
+	r.programRETA(func(uint32) uint32 { return 0 })
+	const vxlan = 4789
+	// Filter 2: UDP to port 4789, any size, any flags, queue 5.
+	r.regs.Write32(TTQF0+4*2, uint32(header.UDPProtocolNumber)|TtqfQueueEn|5<<TtqfQueueSh)
+	r.regs.Write32(IMIR0+4*2, vxlan|1<<ImirPrioSh)
+	r.regs.Write32(IMIREXT+4*2, ImirextSizeBP|ImirextCtrlBP)
+	// Filter 4: any protocol to port 4789, higher priority, queue 6, but
+	// only for frames under 100 bytes.
+	r.regs.Write32(TTQF0+4*4, TtqfMaskProto|TtqfQueueEn|6<<TtqfQueueSh)
+	r.regs.Write32(IMIR0+4*4, vxlan|3<<ImirPrioSh)
+	r.regs.Write32(IMIREXT+4*4, 100|ImirextCtrlBP)
+	// Filter 7: TCP with SYN to any port, queue 7.
+	r.regs.Write32(TTQF0+4*7, uint32(header.TCPProtocolNumber)|TtqfQueueEn|7<<TtqfQueueSh)
+	r.regs.Write32(IMIR0+4*7, ImirPortBP)
+	r.regs.Write32(IMIREXT+4*7, ImirextSizeBP|uint32(header.TCPFlagSyn)<<ImirextCtrlSh)
+
+	cases := []struct {
+		name  string
+		frame []byte
+		queue uint32
+	}{
+		{"big UDP to 4789", udp4(srcIP4, dstIP4, 1, vxlan, make([]byte, 200)), 5},
+		{"small UDP to 4789", udp4(srcIP4, dstIP4, 1, vxlan, nil), 6},
+		{"UDP to 4790", udp4(srcIP4, dstIP4, 1, vxlan+1, nil), 0},
+		{"small TCP to 4789", tcp4(srcIP4, dstIP4, 1, vxlan, nil), 6},
+		{"TCP ACK to 80", tcp4(srcIP4, dstIP4, 1, 80, make([]byte, 200)), 0},
+	}
+	for _, c := range cases {
+		r.inject(c.frame)
+		if _, _, ok := r.takeRx(c.queue); !ok {
+			t.Errorf("%s: not on queue %d (per queue %v)", c.name, c.queue, r.nic.Counters().RxQueue)
+		}
+	}
+	syn := tcp4(srcIP4, dstIP4, 1, 80, nil)
+	header.TCP(syn[34:]).SetFlags(uint8(header.TCPFlagSyn))
+	r.inject(syn)
+	if _, _, ok := r.takeRx(7); !ok {
+		t.Errorf("SYN: not on queue 7 (per queue %v)", r.nic.Counters().RxQueue)
+	}
+}
+
+func TestAddressAndVLANFilters(t *testing.T) {
+	r := newRig(t)
+	r.setupRx(0, 16, 2048)
+	g := r.regs
+	other := udp4(srcIP4, dstIP4, 1, 2, nil)
+	other[5] = 0x99
+	r.inject(other)
+	if r.nic.Counters().RxFiltered != 1 {
+		t.Error("frame to another address accepted")
+	}
+	// A second exact address in RAR 17.
+	g.Write32(RAL16+8, uint32(other[0])|uint32(other[1])<<8|uint32(other[2])<<16|uint32(other[3])<<24)
+	g.Write32(RAL16+12, uint32(other[4])|uint32(other[5])<<8|RahAV)
+	r.inject(other)
+	if _, _, ok := r.takeRx(0); !ok {
+		t.Error("frame to RAR 17 dropped")
+	}
+	mc := udp4(srcIP4, dstIP4, 1, 2, nil)
+	copy(mc, []byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb})
+	r.inject(mc)
+	if r.nic.Counters().RxFiltered != 2 {
+		t.Error("multicast accepted with an empty MTA")
+	}
+	h := (uint32(mc[4])>>4 | uint32(mc[5])<<4) & 0xfff // RCTL.MO 0: address bits 47:36
+	g.Write32(MTA+4*(h>>5), 1<<(h&31))
+	r.inject(mc)
+	if _, _, ok := r.takeRx(0); !ok {
+		t.Error("multicast in the MTA dropped")
+	}
+	if g.Read32(MPRC) != 1 {
+		t.Error("MPRC not counted")
+	}
+
+	// VLAN: tagged frames pass the VFTA when VFE is on, and the tag is
+	// stripped into the write-back with CTRL.VME.
+	tagged := make([]byte, 0, 80)
+	plain := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 20))
+	tagged = append(append(append(tagged, plain[:12]...), 0x81, 0x00, 0x20, 0x05), plain[12:]...)
+	g.Write32(RCTL, g.Read32(RCTL)|RctlVFE)
+	r.inject(tagged)
+	if r.nic.Counters().RxFiltered != 3 {
+		t.Error("tagged frame for VLAN 5 accepted with an empty VFTA")
+	}
+	g.Write32(VFTA, 1<<5)
+	g.Write32(CTRL, g.Read32(CTRL)|CtrlVME)
+	r.inject(tagged)
+	got, wb, ok := r.takeRx(0)
+	if !ok {
+		t.Fatal("tagged frame dropped")
+	}
+	if wb.vlan != 0x2005 || wb.stErr&RxdVP == 0 || string(got) != string(plain) {
+		t.Errorf("vlan %#x status %#x, stripped %v", wb.vlan, wb.stErr, string(got) == string(plain))
+	}
+}
