@@ -22,8 +22,8 @@ var msKey = [40]byte{
 // destination address and port, the hash over the addresses, and over
 // addresses and ports.
 var rssVectors = []struct {
-	src, dst          string
-	sport, dport      uint16
+	src, dst        string
+	sport, dport    uint16
 	ipHash, tcpHash uint32
 }{
 	{"66.9.149.187", "161.142.100.80", 2794, 1766, 0x323e8fc2, 0x51ccc178},

@@ -145,7 +145,7 @@ func TestRxDropsWithoutDescriptors(t *testing.T) {
 		t.Error("no frame after returning descriptors")
 	}
 	r.regs.Write32(SRRCTL, 1|DescTypeAdvOneBuf<<SrrctlDescTypeSh) // 1 KiB buffers
-	r.regs.Write32(RDT, uint32(r.rx[0].next+3)%8) // three free
+	r.regs.Write32(RDT, uint32(r.rx[0].next+3)%8)                 // three free
 	big := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 1400))
 	before := r.nic.Counters().RxFrames
 	r.inject(big)
