@@ -10,6 +10,7 @@ const (
 	fcsLen      = 4
 	maxStdFrame = 1518 // with FCS, untagged, without RCTL.LPE
 	maxRxDescs  = 64   // descriptors one frame may span
+	rxPrefetch  = 16   // descriptors fetched per DMA read
 )
 
 // rxEngine is the receive DMA engine's state; rxMu guards it.
@@ -18,6 +19,7 @@ type rxEngine struct {
 	buf   []byte // the frame as stored: tag stripped, FCS appended unless SECRC
 	descs [maxRxDescs * descLen]byte
 	wb    [maxRxDescs * descLen]byte
+	pf    [Queues]rxPrefetchState
 }
 
 // rxQueue is one receive ring's state for one frame.
@@ -60,21 +62,27 @@ func (n *NIC) receive(frame []byte) {
 			binary.LittleEndian.PutUint32(c.key[4*i:], n.regs[RSSRK/4+uint32(i)])
 		}
 	}
+
+	var ring rxQueue
+	var ok bool
+	if !rss || a.qsel >= 0 {
+		q := max(a.qsel, 0)
+		ring, ok = n.rxQueueLocked(q)
+	}
 	n.mu.Unlock()
 
 	p := parseRx(frame, c)
 
-	n.mu.Lock()
-	q := 0
-	switch {
-	case a.qsel >= 0:
-		q = a.qsel
-	case rss && p.rssType != RSSNone:
-		i := p.hash & 0x7f
-		q = int(n.regs[RETA/4+i/4]>>(8*(i%4))) & (Queues - 1)
+	if rss && a.qsel < 0 {
+		q := 0
+		n.mu.Lock()
+		if p.rssType != RSSNone {
+			i := p.hash & 0x7f
+			q = int(n.regs[RETA/4+i/4]>>(8*(i%4))) & (Queues - 1)
+		}
+		ring, ok = n.rxQueueLocked(q)
+		n.mu.Unlock()
 	}
-	ring, ok := n.rxQueueLocked(q)
-	n.mu.Unlock()
 	if !ok {
 		n.count(func(c *Counters) { c.RxOff++ })
 		return
@@ -334,17 +342,38 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue) {
 	n.queueEventLocked(ring.q, false)
 }
 
-// rxFetch reads the k descriptors from the head, wrapping at the ring's
-// end. A refused read drops the frame.
+// rxFetch reads the k descriptors from the head. Like the hardware it
+// prefetches: descriptors software has handed over (head to tail) are read
+// up to rxPrefetch at a time and kept until used or until the ring is set
+// up again. A refused read drops the frame.
 func (n *NIC) rxFetch(ring rxQueue, descs []byte) bool {
-	k := uint32(len(descs) / descLen)
-	first := min(k, ring.count-ring.head)
-	if n.dma.Read(ring.base+uint64(ring.head)*descLen, descs[:first*descLen]) != nil ||
-		(k > first && n.dma.Read(ring.base, descs[first*descLen:]) != nil) {
-		n.count(func(c *Counters) { c.RxDMAFaults++ })
-		return false
+	pf := &n.rx.pf[ring.q]
+	if pf.gen != ring.gen {
+		*pf = rxPrefetchState{gen: ring.gen}
+	}
+	for i := 0; i < len(descs)/descLen; i++ {
+		idx := (ring.head + uint32(i)) % ring.count
+		if pf.n == 0 || pf.start != idx {
+			free := (ring.tail + ring.count - idx) % ring.count
+			m := min(rxPrefetch, ring.count-idx, free)
+			if n.dma.Read(ring.base+uint64(idx)*descLen, pf.buf[:m*descLen]) != nil {
+				*pf = rxPrefetchState{gen: ring.gen}
+				n.count(func(c *Counters) { c.RxDMAFaults++ })
+				return false
+			}
+			pf.start, pf.n, pf.off = idx, m, 0
+		}
+		copy(descs[i*descLen:], pf.buf[pf.off*descLen:(pf.off+1)*descLen])
+		pf.start, pf.n, pf.off = (pf.start+1)%ring.count, pf.n-1, pf.off+1
 	}
 	return true
+}
+
+// rxPrefetchState is one queue's prefetched descriptors.
+type rxPrefetchState struct {
+	gen           uint64
+	start, n, off uint32 // ring index of the next one, how many are left, where it is in buf
+	buf           [rxPrefetch * descLen]byte
 }
 
 func isBroadcast(f []byte) bool {
