@@ -32,7 +32,7 @@ type simHost struct {
 	mapped int64
 }
 
-func newSimHost(t *testing.T, end *wire.End, last byte, addrs []netip.Prefix, nonCoherent bool) *simHost {
+func newSimHost(t *testing.T, end *wire.End, last byte, addrs []netip.Prefix, nonCoherent bool, txQueue int) *simHost {
 	t.Helper()
 	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: nonCoherent})
 	if err := m.Err(); err != nil {
@@ -74,7 +74,7 @@ func newSimHost(t *testing.T, end *wire.End, last byte, addrs []netip.Prefix, no
 		t.Fatal("VT-d translation is off after probe")
 	}
 	h := &simHost{m: m, model: model, unit: unit}
-	h.s, err = netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: nics[0], Addrs: addrs})
+	h.s, err = netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: nics[0], Addrs: addrs, TxQueue: txQueue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,15 +131,19 @@ func TestSimEndToEnd(t *testing.T) {
 	if testing.Short() {
 		size = 8 << 20
 	}
-	for _, nc := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) {
+	for _, tc := range []struct {
+		nc bool
+		tq int
+	}{{false, 0}, {true, 0}, {false, 1000}} {
+		nc, tq := tc.nc, tc.tq
+		t.Run(fmt.Sprintf("noncoherent=%v/txqueue=%d", nc, tq), func(t *testing.T) {
 			var pcap countWriter
 			w, err := wire.New(wire.Options{Pcap: &pcap})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newSimHost(t, w.A(), 1, []netip.Prefix{addrA}, nc)
-			b := newSimHost(t, w.B(), 2, []netip.Prefix{addrB}, nc)
+			a := newSimHost(t, w.A(), 1, []netip.Prefix{addrA}, nc, tq)
+			b := newSimHost(t, w.B(), 2, []netip.Prefix{addrB}, nc, tq)
 			closed := false
 			defer func() {
 				if !closed {
@@ -175,6 +179,9 @@ func TestSimEndToEnd(t *testing.T) {
 			for _, h := range []*simHost{a, b} {
 				if c := h.model.Counters(); c.TxTSO == 0 || c.RxDMAFaults != 0 || c.TxDMAFaults != 0 {
 					t.Errorf("model counters %+v: want TSO used at 1000 Mb/s and no DMA faults", c)
+				}
+				if pk, bt := stat(t, h.ep, "tx_packets"), stat(t, h.ep, "tx_batches"); tq > 0 && pk <= bt {
+					t.Errorf("with a TX queue: %d packets in %d batches, want batches of more than one", pk, bt)
 				}
 				if stat(t, h.ep, "rx_csum_hw") == 0 {
 					t.Errorf("no device-verified checksums")

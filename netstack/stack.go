@@ -11,6 +11,7 @@ import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/netstack/dhcp"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/link/qdisc/fifo"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
@@ -33,6 +34,11 @@ type Interface struct {
 	DHCP bool
 	// Endpoint tunes the link endpoint.
 	Endpoint Options
+	// TxQueue, if positive, puts a FIFO of that many packets in front of
+	// the endpoint: senders return at once and one goroutine per driver
+	// queue hands the packets over in batches (one doorbell per batch).
+	// Zero sends on the caller's goroutine, one packet per call.
+	TxQueue int
 }
 
 // StackOptions are the stack-wide settings.
@@ -127,7 +133,11 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 		}
 		s.Endpoints = append(s.Endpoints, ep)
 		id := NICID(i)
-		if err := s.CreateNICWithOptions(id, ep, stack.NICOptions{Name: ifc.NIC.Name()}); err != nil {
+		nopt := stack.NICOptions{Name: ifc.NIC.Name()}
+		if ifc.TxQueue > 0 {
+			nopt.QDisc = fifo.New(ep, len(ep.queues), ifc.TxQueue)
+		}
+		if err := s.CreateNICWithOptions(id, ep, nopt); err != nil {
 			ep.Close()
 			return fail(fmt.Errorf("netstack: %s: create NIC: %s", ifc.NIC.Name(), err))
 		}

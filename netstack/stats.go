@@ -16,6 +16,7 @@ type counters struct {
 	rxCsumBad          atomic.Uint64 // dropped for a bad checksum
 
 	txPackets, txBytes atomic.Uint64
+	txBatches          atomic.Uint64 // WritePackets calls that reached a queue
 	txGSO              atomic.Uint64 // packets handed over for segmentation
 	txRingFull         atomic.Uint64 // times Transmit found the ring full
 	txDropped          atomic.Uint64 // packets dropped (ring full past TxTimeout, refused)
@@ -43,6 +44,7 @@ func (e *Endpoint) Stats() []nic.Stat {
 		{Name: "rx_csum_bad", Value: c.rxCsumBad.Load()},
 		{Name: "tx_packets", Value: c.txPackets.Load()},
 		{Name: "tx_bytes", Value: c.txBytes.Load()},
+		{Name: "tx_batches", Value: c.txBatches.Load()},
 		{Name: "tx_gso", Value: c.txGSO.Load()},
 		{Name: "tx_ring_full", Value: c.txRingFull.Load()},
 		{Name: "tx_dropped", Value: c.txDropped.Load()},

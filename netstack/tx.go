@@ -42,6 +42,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 	}
 	sent := e.transmit(q, batch)
 	q.mu.Unlock()
+	e.stats.txBatches.Add(1)
 
 	e.stats.txPackets.Add(uint64(sent))
 	if sent < len(batch) {
