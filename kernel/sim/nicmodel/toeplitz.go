@@ -1,6 +1,5 @@
 package nicmodel
 
-import "encoding/binary"
 
 // Toeplitz is the receive-side scaling hash of input under a 40-byte
 // secret key: for every set input bit, counting from the most significant
@@ -8,16 +7,19 @@ import "encoding/binary"
 // XORed into the result.
 func Toeplitz(key *[40]byte, input []byte) uint32 {
 	var h uint32
-	window := binary.BigEndian.Uint32(key[0:4])
 	for i, b := range input {
-		for bit := 7; bit >= 0; bit-- {
-			if b>>bit&1 != 0 {
-				h ^= window
+		// The 40 key bits from bit 8i on: the windows for this byte's
+		// eight bits are its top 32 bits shifted by 0 to 7.
+		var v uint64
+		for k := range 5 {
+			v <<= 8
+			if i+k < len(key) {
+				v |= uint64(key[i+k])
 			}
-			next := 32 + i*8 + (7 - bit)
-			window <<= 1
-			if next/8 < len(key) && key[next/8]>>(7-next%8)&1 != 0 {
-				window |= 1
+		}
+		for bit := range 8 {
+			if b&(0x80>>bit) != 0 {
+				h ^= uint32(v >> (8 - bit))
 			}
 		}
 	}
