@@ -54,6 +54,9 @@ func TestTCPTransfer(t *testing.T) {
 			if !tc.wantGSO && (gso != 0 || epGSO != 0) {
 				t.Errorf("TSO off: driver got %d GSO packets, endpoint counted %d; want none", gso, epGSO)
 			}
+			if v := stat(t, p.sa.Endpoints[0], "tx_bytes"); v < 1<<20 {
+				t.Errorf("sender counted %d bytes sent for 1 MiB", v)
+			}
 			if v := stat(t, p.sb.Endpoints[0], "rx_csum_hw"); v == 0 {
 				t.Errorf("receiver saw no device-verified checksums")
 			}
@@ -452,5 +455,25 @@ func TestPollPanicRecovered(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("panic not logged with its stack: %q", logs)
+	}
+}
+
+// A packet the driver refuses is dropped alone and counted; the rest of the
+// batch and later traffic go through.
+func TestTransmitRefusal(t *testing.T) {
+	p := newFakePair(t, netstack.Options{})
+	if err := ping(t, p.sa, addrB.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	ep := p.sa.Endpoints[0]
+	p.a.q.refuseNext.Store(true)
+	if err := ping(t, p.sa, addrB.Addr()); err != nil { // the first echo is refused, a retry gets through
+		t.Fatal(err)
+	}
+	if got := stat(t, ep, "tx_errors"); got != 1 {
+		t.Errorf("tx_errors %d, want 1", got)
+	}
+	if got := stat(t, ep, "tx_dropped"); got != 1 {
+		t.Errorf("tx_dropped %d, want 1", got)
 	}
 }

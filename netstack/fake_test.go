@@ -48,6 +48,7 @@ type fakeQueue struct {
 	kick       chan struct{}
 	paused     atomic.Bool
 	panicNext  atomic.Bool // the next Poll panics, as a driver bug would
+	refuseNext atomic.Bool // Transmit refuses the next packet
 	inflight   int         // TX descriptors in use, freed by Reclaim
 }
 
@@ -204,6 +205,10 @@ func (q *fakeQueue) Transmit(pkts []*nic.TxPacket) (int, error) {
 	if n.closed {
 		n.mu.Unlock()
 		return 0, errors.New("closed")
+	}
+	if q.refuseNext.CompareAndSwap(true, false) {
+		n.mu.Unlock()
+		return 0, errors.New("fake driver: malformed packet")
 	}
 	room := n.ringLen - q.inflight
 	if room > len(pkts) {

@@ -25,10 +25,8 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 	q := e.queues[int(list[0].Hash%uint32(len(e.queues)))]
 
 	batch := make([]*nic.TxPacket, len(list))
-	var bytes uint64
 	for i, pkt := range list {
 		batch[i] = txPacket(pkt)
-		bytes += uint64(pkt.Size())
 		if batch[i].GSO != nic.GSONone {
 			e.stats.txGSO.Add(1)
 		}
@@ -40,29 +38,32 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		release(batch)
 		return 0, &tcpip.ErrClosedForSend{}
 	}
-	sent := e.transmit(q, batch)
+	sent, bytes := e.transmit(q, batch)
 	q.mu.Unlock()
 	e.stats.txBatches.Add(1)
-
 	e.stats.txPackets.Add(uint64(sent))
+	e.stats.txBytes.Add(bytes)
 	if sent < len(batch) {
 		e.stats.txDropped.Add(uint64(len(batch) - sent))
 		if sent == 0 {
 			return 0, &tcpip.ErrNoBufferSpace{}
 		}
-		return sent, nil
 	}
-	e.stats.txBytes.Add(bytes)
 	return sent, nil
 }
 
 // transmit pushes batch into q's ring, reclaiming and backing off while it
 // is full, and returns how many packets the driver took. A packet the
 // driver refuses with an error is dropped on its own and the rest still
-// go. Every packet not taken is released here. q.mu is held.
-func (e *Endpoint) transmit(q *txQueue, batch []*nic.TxPacket) int {
+// go. Every packet not taken is released here. It returns the packets and
+// bytes taken. q.mu is held.
+func (e *Endpoint) transmit(q *txQueue, batch []*nic.TxPacket) (taken int, bytes uint64) {
+	// Sizes are read before the driver owns the data.
+	sizes := make([]int64, len(batch))
+	for i, p := range batch {
+		sizes[i] = p.Data.Size()
+	}
 	var (
-		taken    int
 		backoff  = e.opt.MinWait
 		deadline time.Time
 	)
@@ -74,13 +75,16 @@ func (e *Endpoint) transmit(q *txQueue, batch []*nic.TxPacket) int {
 			break // ownership unknown: neither release nor reuse
 		}
 		taken += n
-		batch = batch[n:]
+		for _, sz := range sizes[:n] {
+			bytes += uint64(sz)
+		}
+		batch, sizes = batch[n:], sizes[n:]
 		if err != nil {
 			// The driver refused batch[0]: drop that one alone.
 			e.stats.txErrors.Add(1)
 			if len(batch) > 0 {
 				release(batch[:1])
-				batch = batch[1:]
+				batch, sizes = batch[1:], sizes[1:]
 			}
 			continue
 		}
@@ -103,7 +107,7 @@ func (e *Endpoint) transmit(q *txQueue, batch []*nic.TxPacket) int {
 			backoff = e.opt.MaxWait
 		}
 	}
-	return taken
+	return taken, bytes
 }
 
 // txPacket describes pkt to the driver. The data is pkt's own views with
