@@ -11,6 +11,7 @@ import (
 //	mtu N            change the MTU; every ring re-decides build or construct
 //	build auto|off   auto: build where the seed's rule allows; off: construct always
 //	tso on|off
+//	rss on|off       spread flows over the queues, or everything to queue 0
 //
 // A bad command changes nothing.
 func (d *Device) Ctl(cmd string) error {
@@ -35,18 +36,26 @@ func (d *Device) Ctl(cmd string) error {
 			return fmt.Errorf("igc %s: build %q: want auto or off", d.name, f[1])
 		}
 		return d.setBuild(on)
-	case "tso":
+	case "tso", "rss":
+		var on bool
 		switch f[1] {
 		case "on":
-			d.tso.Store(true)
+			on = true
 		case "off":
-			d.tso.Store(false)
 		default:
-			return fmt.Errorf("igc %s: tso %q: want on or off", d.name, f[1])
+			return fmt.Errorf("igc %s: %s %q: want on or off", d.name, f[0], f[1])
 		}
+		if f[0] == "tso" {
+			d.tso.Store(on)
+			return nil
+		}
+		d.cfgMu.Lock()
+		defer d.cfgMu.Unlock()
+		d.rss.Store(on)
+		d.setupRSS()
 		return nil
 	}
-	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso)", d.name, f[0])
+	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso, rss)", d.name, f[0])
 }
 
 // setBuild sets the build policy and lets every ring re-decide.

@@ -530,3 +530,35 @@ func TestHeaderLen(t *testing.T) {
 }
 
 var _ kernel.DMA = (*ringtest.DMA)(nil)
+
+func TestRSS(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	seen := map[uint32]bool{}
+	for i := 0; i < retaEntries/4; i++ {
+		v := r.regs.get(RETA + uint32(4*i))
+		for j := 0; j < 4; j++ {
+			seen[v>>(8*j)&0xff] = true
+		}
+	}
+	if len(seen) != maxQueues {
+		t.Fatalf("redirection table reaches queues %v, want all %d", seen, maxQueues)
+	}
+	if k := r.regs.get(RSSRK); k != 0xda565a6d {
+		t.Fatalf("RSSRK[0] %#x", k)
+	}
+	if err := r.d.Ctl("rss off"); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.regs.get(MRQC); v != 0 {
+		t.Fatalf("MRQC %#x with rss off", v)
+	}
+	for i := 0; i < retaEntries/4; i++ {
+		if v := r.regs.get(RETA + uint32(4*i)); v != 0 {
+			t.Fatalf("RETA[%d] %#x with rss off", i, v)
+		}
+	}
+	if err := r.d.Ctl("rss on"); err != nil || r.regs.get(MRQC)&MRQC_ENABLE_RSS == 0 {
+		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.get(MRQC))
+	}
+}

@@ -50,6 +50,8 @@ func (f *regFile) Write32(off, v uint32) {
 	switch off {
 	case CTRL:
 		v &^= CTRL_DEV_RST
+	case MDIC:
+		v |= MDIC_READY
 	case EERD:
 		w := int(v >> EERD_ADDR_SHIFT & 0x3fff)
 		d := uint16(0xffff) // erased flash

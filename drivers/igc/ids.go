@@ -33,8 +33,6 @@ const (
 	// FlagBlankNVM: the part runs from a blank (unprogrammed) flash and
 	// has no MAC address of its own.
 	FlagBlankNVM Flags = 1 << iota
-	// FlagNo2500: the SKU stops at 1000 Mb/s (I220-V).
-	FlagNo2500
 )
 
 // ID is one device id the driver claims.
@@ -55,7 +53,7 @@ var IDs = []ID{
 	{0x5502, "I225-LMVP", MacI225, 0},
 	{0x0d9f, "I225-IT", MacI225, 0},
 	{0x15fd, "I225 blank NVM", MacI225, FlagBlankNVM},
-	{0x15f7, "I220-V", MacI225, FlagNo2500},
+	{0x15f7, "I220-V", MacI225, 0},
 	{0x125e, "I221-V", MacI225, 0},
 	{0x125b, "I226-LM", MacI226, 0},
 	{0x125c, "I226-V", MacI226, 0},

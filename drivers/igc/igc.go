@@ -54,6 +54,7 @@ type Device struct {
 	linkMu  sync.Mutex
 	link    atomic.Pointer[nic.Link]
 	tso     atomic.Bool
+	rss     atomic.Bool // spread received flows over the queues
 	changes atomic.Uint64
 	hw      hwStats
 	closed  atomic.Bool
@@ -96,6 +97,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	d.link.Store(&nic.Link{})
 	d.tso.Store(true)
 	d.build.Store(true)
+	d.rss.Store(true)
 	if err := d.reset(); err != nil {
 		return nil, err
 	}
@@ -148,6 +150,7 @@ func (d *Device) up() error {
 	// LPE on: RLPML, the current maximum frame, is the length limit, so
 	// a build-layout buffer never receives past its half page.
 	r.Write32(RCTL, RCTL_EN|RCTL_BAM|RCTL_SECRC|RCTL_LPE)
+	d.setupPHY()
 	ctrl := r.Read32(CTRL)
 	ctrl |= CTRL_SLU
 	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST

@@ -13,10 +13,14 @@ var rssKey = [40]byte{
 
 // setupRSS writes the key, spreads the redirection table over the queues
 // (one byte per entry, the queue number) and hashes IPv4/IPv6 with TCP and
-// UDP ports. One queue means no RSS: MRQC stays 0.
+// UDP ports. One queue, or RSS turned off, means no RSS: MRQC 0, every
+// frame to queue 0.
 func (d *Device) setupRSS() {
 	r := d.regs
 	n := len(d.queues)
+	if !d.rss.Load() {
+		n = 1
+	}
 	for i := 0; i < len(rssKey)/4; i++ {
 		k := rssKey[4*i:]
 		r.Write32(RSSRK+uint32(4*i), uint32(k[0])|uint32(k[1])<<8|uint32(k[2])<<16|uint32(k[3])<<24)
