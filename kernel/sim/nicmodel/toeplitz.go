@@ -1,6 +1,5 @@
 package nicmodel
 
-
 // Toeplitz is the receive-side scaling hash of input under a 40-byte
 // secret key: for every set input bit, counting from the most significant
 // bit of the first byte, the 32 key bits starting at that bit position are

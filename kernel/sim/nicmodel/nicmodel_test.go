@@ -1,0 +1,156 @@
+package nicmodel
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+var msKey = [40]byte{
+	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
+	0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+	0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
+	0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+	0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+}
+
+// The first two rows of the Microsoft verification suite, IPv4 and IPv6.
+func TestToeplitzVectors(t *testing.T) {
+	cases := []struct {
+		in   []byte
+		want uint32
+	}{
+		{[]byte{66, 9, 149, 187, 161, 142, 100, 80}, 0x323e8fc2},
+		{[]byte{66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6}, 0x51ccc178},
+		{[]byte{199, 92, 111, 2, 65, 69, 140, 83, 0x37, 0x96, 0x12, 0x83}, 0xc626b0ea},
+		{append(append([]byte{0x3f, 0xfe, 0x25, 0x01, 0x02, 0, 0x1f, 0xff, 15: 7},
+			0x3f, 0xfe, 0x25, 0x01, 0x02, 0, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 1), 0x0a, 0xea, 0x06, 0xe6), 0x40207d3d},
+	}
+	for _, c := range cases {
+		if got := Toeplitz(&msKey, c.in); got != c.want {
+			t.Errorf("Toeplitz(%x) = %#08x, want %#08x", c.in, got, c.want)
+		}
+	}
+	// The hash is linear: the hash of a XOR b is the XOR of the hashes.
+	a, b := []byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{0x80, 0, 0xff, 9, 0, 0, 1, 0}
+	x := make([]byte, 8)
+	for i := range x {
+		x[i] = a[i] ^ b[i]
+	}
+	if Toeplitz(&msKey, x) != Toeplitz(&msKey, a)^Toeplitz(&msKey, b) {
+		t.Error("hash is not linear")
+	}
+}
+
+func TestChecksumInsertion(t *testing.T) {
+	f := make([]byte, 14+20+8+5)
+	ip := header.IPv4(f[14:])
+	src, dst := tcpip.AddrFrom4([4]byte{1, 2, 3, 4}), tcpip.AddrFrom4([4]byte{5, 6, 7, 8})
+	ip.Encode(&header.IPv4Fields{TotalLength: 33, TTL: 1, Protocol: 17, SrcAddr: src, DstAddr: dst})
+	u := header.UDP(ip.Payload())
+	u.Encode(&header.UDPFields{SrcPort: 1, DstPort: 2, Length: 13})
+	copy(u.Payload(), "hello")
+	u.SetChecksum(header.PseudoHeaderChecksum(17, src, dst, 13))
+	if !InsertIPChecksum(f, 14, 24, 34) || !ip.IsChecksumValid() {
+		t.Error("IPv4 checksum not valid")
+	}
+	if !InsertL4Checksum(f, 34, 40, len(f), 0, true) {
+		t.Fatal("L4 insertion refused")
+	}
+	if L4Sum(src.AsSlice(), dst.AsSlice(), 17, f[34:]) != 0xffff {
+		t.Error("UDP checksum not valid")
+	}
+	if InsertIPChecksum(f, 14, len(f)-1, 34) || InsertL4Checksum(f, 40, 34, 30, 0, false) {
+		t.Error("offsets outside the packet accepted")
+	}
+}
+
+func TestIPv6Upper(t *testing.T) {
+	hop := []byte{6, 0, 1, 4, 0, 0, 0, 0} // hop-by-hop, 8 bytes, then TCP
+	tcp := make([]byte, 20)
+	proto, l4, ext := IPv6Upper(0, append(append([]byte{}, hop...), tcp...))
+	if proto != 6 || len(l4) != 20 || !ext {
+		t.Errorf("hop-by-hop: proto %d len %d ext %v", proto, len(l4), ext)
+	}
+	if _, l4, _ := IPv6Upper(44, make([]byte, 16)); l4 != nil {
+		t.Error("a fragment has an L4 header")
+	}
+	if _, l4, _ := IPv6Upper(0, hop[:4]); l4 != nil {
+		t.Error("truncated extension header accepted")
+	}
+}
+
+func TestSegmentErrors(t *testing.T) {
+	p := make([]byte, 100)
+	bad := []TSO{
+		{L3: 14, L4: 34, HdrLen: 54, MSS: 0, IPv4: true, TCP: true},
+		{L3: 14, L4: 34, HdrLen: 40, MSS: 10, IPv4: true, TCP: true},
+		{L3: 14, L4: 34, HdrLen: 200, MSS: 10, IPv4: true, TCP: true},
+		{L3: 14, L4: 34, HdrLen: 54, MSS: 10, IPv4: true, TCP: true, L4Csum: true, TUCSO: 60},
+	}
+	for i, s := range bad {
+		if _, err := s.Segment(p, nil, func([]byte) { t.Error("emitted") }); !errors.Is(err, ErrBadTSO) {
+			t.Errorf("case %d: err %v", i, err)
+		}
+	}
+}
+
+// Segment against gVisor's parsers: IPv4 with UDP length fix-up too.
+func TestSegmentIPv4TCP(t *testing.T) {
+	payload := bytes.Repeat([]byte{1, 2, 3, 4, 5}, 1000)
+	f := make([]byte, 54+len(payload))
+	ip := header.IPv4(f[14:])
+	src, dst := tcpip.AddrFrom4([4]byte{10, 0, 0, 1}), tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
+	ip.Encode(&header.IPv4Fields{TTL: 64, Protocol: 6, ID: 100, SrcAddr: src, DstAddr: dst})
+	tcp := header.TCP(f[34:])
+	tcp.Encode(&header.TCPFields{SeqNum: 5, DataOffset: 20, Flags: header.TCPFlagAck | header.TCPFlagFin})
+	tcp.SetChecksum(header.PseudoHeaderChecksum(6, src, dst, 0))
+	copy(f[54:], payload)
+	s := TSO{L3: 14, L4: 34, HdrLen: 54, MSS: 1000, IPv4: true, TCP: true, IPCSO: 24, IPCSEnd: 34,
+		TUCSO: 50, IPCsum: true, L4Csum: true, Flags: DefaultFlagMasks}
+	var n int
+	var got []byte
+	_, err := s.Segment(f, nil, func(seg []byte) {
+		ip := header.IPv4(seg[14:])
+		if !ip.IsChecksumValid() || int(ip.TotalLength()) != len(seg)-14 || ip.ID() != uint16(100+n) {
+			t.Errorf("segment %d: bad IP header", n)
+		}
+		tcp := header.TCP(ip.Payload())
+		if checksum.Checksum(tcp, header.PseudoHeaderChecksum(6, src, dst, uint16(len(tcp)))) != 0xffff {
+			t.Errorf("segment %d: bad TCP checksum", n)
+		}
+		if fin := tcp.Flags()&header.TCPFlagFin != 0; fin != (n == 4) {
+			t.Errorf("segment %d: FIN %v", n, fin)
+		}
+		if tcp.SequenceNumber() != 5+uint32(len(got)) {
+			t.Errorf("segment %d: seq %d", n, tcp.SequenceNumber())
+		}
+		got = append(got, tcp.Payload()...)
+		n++
+	})
+	if err != nil || n != 5 || !bytes.Equal(got, payload) {
+		t.Errorf("err %v, %d segments, payload equal %v", err, n, bytes.Equal(got, payload))
+	}
+}
+
+func TestFrameHelpers(t *testing.T) {
+	bc := bytes.Repeat([]byte{0xff}, 14)
+	if !IsBroadcast(bc) || IsMulticast(bc) || !IsMulticast([]byte{1, 0, 0x5e, 0, 0, 1}) {
+		t.Error("broadcast/multicast classification")
+	}
+	for _, c := range []struct{ l, bin int }{{64, 0}, {65, 1}, {127, 1}, {128, 2}, {1023, 4}, {1024, 5}, {1522, 5}} {
+		if SizeBin(c.l) != c.bin {
+			t.Errorf("SizeBin(%d) = %d, want %d", c.l, SizeBin(c.l), c.bin)
+		}
+	}
+	f := []byte{1, 0, 0x5e, 0, 0x12, 0x34}
+	for mo, want := range []uint32{0x341, 0x682, 0xd04, 0x412} {
+		if h := MTAHash(f, uint32(mo)); h != want {
+			t.Errorf("MTAHash with MO %d = %#x, want %#x", mo, h, want)
+		}
+	}
+}
