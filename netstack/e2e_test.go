@@ -132,10 +132,11 @@ func TestSimEndToEnd(t *testing.T) {
 		size = 8 << 20
 	}
 	for _, tc := range []struct {
-		nc bool
-		tq int
-	}{{false, 0}, {true, 0}, {false, 1000}} {
-		nc, tq := tc.nc, tc.tq
+		nc   bool
+		tq   int
+		size int
+	}{{false, 0, size}, {true, 0, size}, {false, 1000, size / 4}} {
+		nc, tq, size := tc.nc, tc.tq, tc.size
 		t.Run(fmt.Sprintf("noncoherent=%v/txqueue=%d", nc, tq), func(t *testing.T) {
 			var pcap countWriter
 			w, err := wire.New(wire.Options{Pcap: &pcap})
