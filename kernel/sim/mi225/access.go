@@ -11,9 +11,30 @@ func queueReg(off uint32) (reg uint32, q int, ok bool) {
 	return 0, 0, false
 }
 
+// The receive path's registers: with Options.DeferRx an access to one of
+// them moves waiting frames into the rings first (reads) or after
+// (writes). Other registers leave the packet buffer alone, so a transmit
+// or statistics thread never writes a ring the receive thread reads.
+func drainsOnRead(off uint32) bool {
+	if reg, _, ok := queueReg(off); ok {
+		return reg == RDH || reg == RDT || reg == RXDCTL
+	}
+	return off == ICR || off == EICR
+}
+
+func drainsOnWrite(off uint32) bool {
+	if reg, _, ok := queueReg(off); ok {
+		return reg == RDT || reg == RXDCTL
+	}
+	return off == EIMS || off == IMS || off == EICS || off == ICS
+}
+
 func (n *NIC) read32(off uint32) uint32 {
 	if off%4 != 0 || off >= regFileSize {
 		return 0
+	}
+	if drainsOnRead(off) {
+		n.drainRx()
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -103,6 +124,9 @@ func (n *NIC) stat64Locked(lo uint32, d uint64) {
 func (n *NIC) write32(off, v uint32) {
 	if off%4 != 0 || off >= regFileSize {
 		return
+	}
+	if drainsOnWrite(off) {
+		defer n.drainRx() // after the write: a new RDT may make room
 	}
 	if off == CTRL && v&ctrlSelfClr != 0 {
 		n.Reset()

@@ -42,6 +42,15 @@ type Options struct {
 	// MAC is the address programmed in the NVM; zero gives
 	// 02:00:00:22:50:01. Blank-NVM parts ignore it.
 	MAC [6]byte
+	// DeferRx keeps frames from the wire in a receive packet buffer
+	// until the driver's receive path next touches the device, which
+	// writes them to the rings on its goroutine (see packetBuffer) and
+	// raises the line when a frame waits. Without it
+	// a frame is written to its ring on the sender's goroutine as it
+	// arrives.
+	DeferRx bool
+	// RxBufferKiB sizes that packet buffer; 0 means 256.
+	RxBufferKiB int
 }
 
 // Counters are what the model saw, for tests. The driver-visible
@@ -90,7 +99,8 @@ type NIC struct {
 
 	rxMu sync.Mutex // the RX engine; taken before mu
 	rx   rxEngine
-	txMu sync.Mutex // the TX engine; taken before mu
+	pb   *packetBuffer // with Options.DeferRx
+	txMu sync.Mutex    // the TX engine; taken before mu
 	tx   txEngine
 }
 
@@ -121,6 +131,13 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	n := &NIC{part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4)}
 	if part.BlankNVM {
 		n.mac = [6]byte{}
+	}
+	if opt.DeferRx {
+		kib := opt.RxBufferKiB
+		if kib <= 0 {
+			kib = 256
+		}
+		n.pb = newPacketBuffer(kib << 10)
 	}
 	n.nvm = buildNVM(part, n.mac)
 	n.cable = linkState{speed: part.MaxMbps}
@@ -247,6 +264,10 @@ func (n *NIC) resetLocked() {
 		r[RAH0/4] = uint32(le.Uint16(n.mac[4:6])) | RahAV
 	}
 	n.tx.reset()
+	n.rx.starved = false
+	if n.pb != nil {
+		n.pb.reset()
+	}
 	n.counters.Resets++
 	n.link = linkState{} // the MAC relearns the link: LSC follows if it is up
 	n.linkChangedLocked()

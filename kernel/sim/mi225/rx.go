@@ -20,6 +20,9 @@ type rxEngine struct {
 	descs [maxRxDescs * descLen]byte
 	wb    [maxRxDescs * descLen]byte
 	pf    [Queues]rxPrefetchState
+	// starved: the frame being written found too few descriptors and was
+	// counted in RNBC; it is not counted again while it waits.
+	starved bool
 }
 
 // rxQueue is one receive ring's state for one frame.
@@ -41,19 +44,40 @@ type rxAdmit struct {
 	crcof bool
 }
 
-// receive takes one frame from the wire. It runs on the sender's
-// goroutine: filtering and size checks, the queue choice, then descriptor
-// fetch, data DMA and write-back.
+// receive takes one frame from the wire on the sender's goroutine. The
+// checks made on arrival (filters, size) run at once; then the frame is
+// written to a ring at once or, with Options.DeferRx, waits in the packet
+// buffer.
 func (n *NIC) receive(frame []byte) {
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
-	e := &n.rx
 	n.mu.Lock()
 	a := n.rxAdmitLocked(frame)
 	if !a.ok {
 		n.mu.Unlock()
 		return
 	}
+	if n.pb != nil {
+		if !n.pb.push(frame, a) {
+			n.statLocked(MPC, 1)
+			n.counters.RxNoDescriptor++
+			n.otherCauseLocked(IntRXO)
+		}
+		n.mu.Unlock()
+		n.irq.Raise() // wake the driver: its next register access moves the frame
+		return
+	}
+	n.deliverLocked(frame, a, false)
+}
+
+// deliverLocked writes an admitted frame to its queue's ring: the queue
+// choice (RAH.QSEL, else RSS), parsing and checksums, descriptor fetch,
+// data DMA and write-back. It is called with rxMu and mu held and
+// releases mu. It reports false when the frame found too few free
+// descriptors and hold asked to keep it (the packet buffer keeps it at
+// its head); otherwise the frame is gone, stored or dropped.
+func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
+	e := &n.rx
 	c := &e.conf
 	c.rxcsum, c.mrqc, c.vet = n.regs[RXCSUM/4], n.regs[MRQC/4], uint16(n.regs[VET/4])
 	rss := c.mrqc&MrqcEnableMask == MrqcEnableRSS
@@ -85,13 +109,13 @@ func (n *NIC) receive(frame []byte) {
 	}
 	if !ok {
 		n.count(func(c *Counters) { c.RxOff++ })
-		return
+		return true
 	}
 	if ring.srrctl&SrrctlDescTypeMask != SrrctlDescAdvOne && ring.srrctl&SrrctlDescTypeMask != SrrctlDescHdrSplit {
 		n.count(func(c *Counters) { c.RxUnsupported++ })
-		return
+		return true
 	}
-	n.rxStore(frame, a, &p, ring)
+	return n.rxStore(frame, a, &p, ring, hold)
 }
 
 func (n *NIC) count(f func(*Counters)) {
@@ -217,7 +241,7 @@ func bufSizes(srrctl, rctl uint32) (pkt, hdr int) {
 // stripped with CTRL.VME, FCS kept without RCTL.SECRC), over as many
 // descriptors as the packet buffer size asks, the header in the first
 // header buffer in header-split mode; then the write-backs.
-func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue) {
+func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bool) bool {
 	e := &n.rx
 	be := binary.BigEndian
 	var vlan uint16
@@ -253,20 +277,28 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue) {
 	free := (ring.tail + ring.count - ring.head) % ring.count
 	if k > maxRxDescs || uint32(k) > free {
 		n.mu.Lock()
-		n.statLocked(RNBC, 1)
-		if ring.srrctl&SrrctlDropEn != 0 {
+		defer n.mu.Unlock()
+		if !e.starved {
+			n.statLocked(RNBC, 1) // once per frame, however long it waits
+		}
+		switch {
+		case ring.srrctl&SrrctlDropEn != 0 || k > maxRxDescs:
 			n.regs[RxQ(RQDPC, ring.q)/4]++
-		} else {
+		case hold:
+			e.starved = true
+			return false
+		default:
 			n.statLocked(MPC, 1)
 			n.otherCauseLocked(IntRXO)
 		}
+		e.starved = false
 		n.counters.RxNoDescriptor++
-		n.mu.Unlock()
-		return
+		return true
 	}
+	e.starved = false
 	descs := e.descs[:k*descLen]
 	if !n.rxFetch(ring, descs) {
-		return
+		return true
 	}
 	le := binary.LittleEndian
 	var dw0 uint32
@@ -322,7 +354,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue) {
 	c := &n.counters
 	c.RxDMAFaults += uint64(faults)
 	if n.ringGen[ring.q] != ring.gen {
-		return // the ring was set up again meanwhile
+		return true // the ring was set up again meanwhile
 	}
 	n.regs[RxQ(RDH, ring.q)/4] = (ring.head + uint32(k)) % ring.count
 	c.RxFrames++
@@ -340,6 +372,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue) {
 		n.statLocked(PRC64+4*uint32(sizeBin(int(l))), 1)
 	}
 	n.queueEventLocked(ring.q, false)
+	return true
 }
 
 // rxFetch reads the k descriptors from the head. Like the hardware it
