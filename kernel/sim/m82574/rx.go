@@ -3,6 +3,8 @@ package m82574
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 const (
@@ -129,7 +131,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 			end -= fcsLen
 		}
 		if pcss := int(s.rxcsum & RxcsumPCSSMask); pcss < end {
-			off.pktCsum = checksumOf(data[pcss:end])
+			off.pktCsum = nicmodel.Sum(data[pcss:end])
 		}
 	}
 	off.errors |= s.fault.Errors
@@ -181,13 +183,13 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	n.statLocked(GPRC, 1)
 	n.stat64Locked(GORCL, uint64(l))
 	switch {
-	case isBroadcast(frame):
+	case nicmodel.IsBroadcast(frame):
 		n.statLocked(BPRC, 1)
 	case frame[0]&1 != 0:
 		n.statLocked(MPRC, 1)
 	}
 	if l <= 1522 {
-		n.statLocked(PRC64+4*uint32(sizeBin(l)), 1)
+		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(l)), 1)
 	}
 	causes := uint32(IntRXT0 | IntRXQ0)
 	if free-need <= s.count>>(1+s.rctl>>RctlRDMTSh&3) {
@@ -292,7 +294,7 @@ func (n *NIC) rxSetupLocked() rxSetup {
 // receive address registers, then broadcast (BAM), multicast (MPE or the
 // MTA hash) and unicast promiscuous (UPE).
 func (n *NIC) acceptLocked(f []byte, rctl uint32) bool {
-	if isBroadcast(f) {
+	if nicmodel.IsBroadcast(f) {
 		return rctl&RctlBAM != 0
 	}
 	lo := binary.LittleEndian.Uint32(f[0:4])
@@ -307,28 +309,10 @@ func (n *NIC) acceptLocked(f []byte, rctl uint32) bool {
 		if rctl&RctlMPE != 0 {
 			return true
 		}
-		h := mtaHash(f, rctl>>RctlMOSh&3)
+		h := nicmodel.MTAHash(f, rctl>>RctlMOSh)
 		return n.regs[MTA/4+h>>5]&(1<<(h&31)) != 0
 	}
 	return rctl&RctlUPE != 0
-}
-
-// mtaHash picks the 12 bits of the destination address that index the
-// multicast table; RCTL.MO selects which.
-func mtaHash(f []byte, mo uint32) uint32 {
-	a, b := uint32(f[4]), uint32(f[5])
-	var h uint32
-	switch mo {
-	case 0:
-		h = a>>4 | b<<4
-	case 1:
-		h = a>>3 | b<<5
-	case 2:
-		h = a>>2 | b<<6
-	default:
-		h = a | b<<8
-	}
-	return h & 0xfff
 }
 
 func (n *NIC) vlanAcceptLocked(f []byte) bool {

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -218,7 +219,7 @@ func TestRxFiltering(t *testing.T) {
 }
 
 func setMTA(r *rig, a [6]byte, mo uint32) {
-	h := mtaHash(a[:], mo)
+	h := nicmodel.MTAHash(a[:], mo)
 	off := uint32(MTA + 4*(h>>5))
 	r.regs.Write32(off, r.regs.Read32(off)|1<<(h&31))
 }

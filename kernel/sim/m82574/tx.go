@@ -3,8 +3,8 @@ package m82574
 import (
 	"encoding/binary"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 const (
@@ -252,7 +252,7 @@ func (n *NIC) txPacket(vle bool, vlan uint16) {
 	case !e.dext:
 		if e.ic {
 			end := len(p)
-			if !l4Checksum(p, int(e.css), int(e.cso), end, 0, false) {
+			if !nicmodel.InsertL4Checksum(p, int(e.css), int(e.cso), end, 0, false) {
 				e.t.badDesc++
 			}
 		}
@@ -261,10 +261,10 @@ func (n *NIC) txPacket(vle bool, vlan uint16) {
 		n.txSegment(vle, vlan)
 	default:
 		c := &e.ctx
-		if e.popts&PoptsIXSM != 0 && !ipChecksum(p, int(c.ipcss), int(c.ipcso), csumEnd(c.ipcse, len(p))) {
+		if e.popts&PoptsIXSM != 0 && !nicmodel.InsertIPChecksum(p, int(c.ipcss), int(c.ipcso), csumEnd(c.ipcse, len(p))) {
 			e.t.badDesc++
 		}
-		if e.popts&PoptsTXSM != 0 && !l4Checksum(p, int(c.tucss), int(c.tucso), csumEnd(c.tucse, len(p)), 0, c.tucmd&TucmdTCP == 0) {
+		if e.popts&PoptsTXSM != 0 && !nicmodel.InsertL4Checksum(p, int(c.tucss), int(c.tucso), csumEnd(c.tucse, len(p)), 0, c.tucmd&TucmdTCP == 0) {
 			e.t.badDesc++
 		}
 		n.txFrame(p, vle, vlan)
@@ -280,101 +280,39 @@ func csumEnd(cse uint16, l int) int {
 	return int(cse) + 1
 }
 
-// ipChecksum stores the IPv4 header checksum: the ones' complement of the
-// sum of [css, end) at cso. The field is summed as software left it.
-func ipChecksum(p []byte, css, cso, end int) bool {
-	if css >= end || cso+2 > len(p) {
-		return false
-	}
-	s := checksum.Checksum(p[css:end], 0)
-	binary.BigEndian.PutUint16(p[cso:], ^s)
-	return true
-}
-
-// l4Checksum stores a TCP or UDP checksum: the ones' complement of the sum
-// of [css, end) plus extra (the segment length TSO adds to the pseudo
-// header software left in the field). UDP sends 0 as 0xffff.
-func l4Checksum(p []byte, css, cso, end int, extra uint16, udp bool) bool {
-	if css >= end || cso+2 > len(p) {
-		return false
-	}
-	s := checksum.Combine(checksum.Checksum(p[css:end], 0), extra)
-	s = ^s
-	if udp && s == 0 {
-		s = 0xffff
-	}
-	binary.BigEndian.PutUint16(p[cso:], s)
-	return true
-}
-
 // txSegment is TCP segmentation: the header (HDRLEN bytes) is repeated in
 // front of each MSS-sized piece of the payload, with the IP length, IPv4
 // identification, TCP sequence number and flags, and the checksums fixed
-// up per segment.
+// up per segment. DTXTCPFLGL masks the flags of the first and middle
+// segments, DTXTCPFLGH those of the last.
 func (n *NIC) txSegment(vle bool, vlan uint16) {
 	e := &n.tx
 	c := &e.ctx
-	p := e.pkt
-	hdr, mss := int(c.hdrlen), int(c.mss)
-	ipv4, tcp := c.tucmd&TucmdIP != 0, c.tucmd&TucmdTCP != 0
-	l4fix := 6 // UDP length offset + 2
-	if tcp {
-		l4fix = 14 // flags byte + 1
+	hdr := int(c.hdrlen)
+	ipEnd := hdr
+	if c.ipcse != 0 {
+		ipEnd = min(int(c.ipcse)+1, hdr)
 	}
-	if mss == 0 || hdr == 0 || len(p) <= hdr || int(c.ipcss)+20 > hdr ||
-		int(c.tucss)+l4fix > hdr || int(c.tucso)+2 > hdr || int(c.ipcso)+2 > hdr {
+	flgl, flgh := e.ring.flgl, e.ring.flgh
+	tso := nicmodel.TSO{
+		L3: int(c.ipcss), L4: int(c.tucss), HdrLen: hdr, MSS: int(c.mss),
+		IPv4: c.tucmd&TucmdIP != 0, TCP: c.tucmd&TucmdTCP != 0,
+		IPCSO: int(c.ipcso), IPCSEnd: ipEnd, TUCSO: int(c.tucso),
+		IPCsum: e.popts&PoptsIXSM != 0, L4Csum: e.popts&PoptsTXSM != 0,
+		Flags: nicmodel.FlagMasks{
+			First:  uint16(flgl & 0x0fff),
+			Middle: uint16(flgl >> 16 & 0x0fff),
+			Last:   uint16(flgh & 0x0fff),
+		},
+	}
+	var err error
+	e.seg, err = tso.Segment(e.pkt, e.seg, func(f []byte) { n.txFrame(f, vle, vlan) })
+	if err != nil {
 		e.t.tsoFail++
 		e.t.badDesc++
 		return
 	}
 	e.t.tso++
-	be := binary.BigEndian
-	ipcss, tucss := int(c.ipcss), int(c.tucss)
-	id := be.Uint16(p[ipcss+4:])
-	seq := be.Uint32(p[tucss+4:])
-	flags := uint32(be.Uint16(p[tucss+12:])) & 0x0fff
-	flgl, flgh := e.ring.flgl, e.ring.flgh
-	payload := p[hdr:]
-	for i, off := 0, 0; off < len(payload); i, off = i+1, off+mss {
-		chunk := payload[off:min(off+mss, len(payload))]
-		last := off+mss >= len(payload)
-		f := append(append(e.seg[:0], p[:hdr]...), chunk...)
-		e.seg = f
-		if ipv4 {
-			be.PutUint16(f[ipcss+2:], uint16(len(f)-ipcss))
-			be.PutUint16(f[ipcss+4:], id+uint16(i))
-		} else {
-			be.PutUint16(f[ipcss+4:], uint16(len(f)-ipcss-40))
-		}
-		if tcp {
-			be.PutUint32(f[tucss+4:], seq+uint32(off))
-			// DTXTCPFLGL masks the flags of the first and middle
-			// segments, DTXTCPFLGH those of the last; a lone segment
-			// is first and last and keeps what either mask keeps.
-			var mask uint32
-			switch {
-			case i == 0 && last:
-				mask = (flgl | flgh) & 0x0fff
-			case i == 0:
-				mask = flgl & 0x0fff
-			case last:
-				mask = flgh & 0x0fff
-			default:
-				mask = flgl >> 16 & 0x0fff
-			}
-			v := be.Uint16(f[tucss+12:])&0xf000 | uint16(flags&mask)
-			be.PutUint16(f[tucss+12:], v)
-		} else {
-			be.PutUint16(f[tucss+4:], uint16(len(f)-tucss))
-		}
-		if e.popts&PoptsIXSM != 0 && ipv4 {
-			ipChecksum(f, ipcss, int(c.ipcso), min(csumEnd(c.ipcse, len(f)), hdr))
-		}
-		if e.popts&PoptsTXSM != 0 {
-			l4Checksum(f, tucss, int(c.tucso), len(f), uint16(len(f)-tucss), !tcp)
-		}
-		n.txFrame(f, vle, vlan)
-	}
 }
 
 // txFrame puts one frame on the wire: VLAN tag inserted when asked and
@@ -407,32 +345,12 @@ func (n *NIC) txFrame(f []byte, vle bool, vlan uint16) {
 	t.frames++
 	t.bytes += uint64(len(f) + fcsLen)
 	switch {
-	case isBroadcast(f):
+	case nicmodel.IsBroadcast(f):
 		t.bcast++
 	case f[0]&1 != 0:
 		t.mcast++
 	}
 	if l := len(f) + fcsLen; l <= 1522 {
-		t.sizes[sizeBin(l)]++
+		t.sizes[nicmodel.SizeBin(l)]++
 	}
-}
-
-func isBroadcast(f []byte) bool {
-	return f[0]&f[1]&f[2]&f[3]&f[4]&f[5] == 0xff
-}
-
-func sizeBin(l int) int {
-	switch {
-	case l <= 64:
-		return 0
-	case l <= 127:
-		return 1
-	case l <= 255:
-		return 2
-	case l <= 511:
-		return 3
-	case l <= 1023:
-		return 4
-	}
-	return 5
 }

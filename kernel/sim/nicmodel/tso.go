@@ -36,23 +36,17 @@ type TSO struct {
 var ErrBadTSO = errors.New("nicmodel: bad TSO set-up")
 
 func (t *TSO) check(p []byte) error {
-	l4fix := 6 // UDP length field and 2
+	l4fix := 6 // through the UDP length
 	if t.TCP {
 		l4fix = 14 // through the flags byte
-	}
-	l3min := 40
-	if t.IPv4 {
-		l3min = 20
 	}
 	switch {
 	case t.MSS <= 0, t.HdrLen <= 0, len(p) <= t.HdrLen:
 		return fmt.Errorf("%w: mss %d, headers %d of a %d-byte packet", ErrBadTSO, t.MSS, t.HdrLen, len(p))
-	case t.L3 < 0, t.L3+l3min > t.HdrLen, t.L4 < t.L3, t.L4+l4fix > t.HdrLen:
+	case t.L3 < 0, t.L3+20 > t.HdrLen, t.L4 < 0, t.L4+l4fix > t.HdrLen:
 		return fmt.Errorf("%w: IP at %d, L4 at %d, headers %d", ErrBadTSO, t.L3, t.L4, t.HdrLen)
-	case t.L4Csum && (t.TUCSO < 0 || t.TUCSO+2 > t.HdrLen):
-		return fmt.Errorf("%w: L4 checksum at %d, headers %d", ErrBadTSO, t.TUCSO, t.HdrLen)
-	case t.IPCsum && t.IPv4 && (t.IPCSO < 0 || t.IPCSO+2 > t.HdrLen || t.IPCSEnd > t.HdrLen):
-		return fmt.Errorf("%w: IP checksum at %d, headers %d", ErrBadTSO, t.IPCSO, t.HdrLen)
+	case t.TUCSO < 0, t.TUCSO+2 > t.HdrLen, t.IPCSO < 0, t.IPCSO+2 > t.HdrLen, t.IPCSEnd > t.HdrLen:
+		return fmt.Errorf("%w: checksums at %d and %d, headers %d", ErrBadTSO, t.IPCSO, t.TUCSO, t.HdrLen)
 	}
 	return nil
 }
