@@ -299,6 +299,13 @@ func TestTransmitTSO(t *testing.T) {
 		if d.tx.Stats.TSO.Load() == 0 {
 			t.Error("TSO counter not counted")
 		}
+		for k, desc := range descs {
+			a := binary.LittleEndian.Uint64(desc)
+			dw2 := binary.LittleEndian.Uint32(desc[8:])
+			if n := dw2 & 0xfffff; dw2>>20&0xf == 1 && a%4096+uint64(n) > 4096 {
+				t.Errorf("data descriptor %d (%#x+%d) crosses a page", k, a, n)
+			}
+		}
 	}
 	// The device completes everything: reclaim unmaps all.
 	for i := 0; i < d.tx.Descs.Len(); i++ {

@@ -153,7 +153,11 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 			return
 		}
 		for len(b) > 0 {
-			k := min(len(b), maxPerTxd)
+			// One descriptor per device page: behind an IOMMU the pages of
+			// a mapping are scattered in memory, and a device (QEMU's
+			// models among them) may fetch a descriptor's buffer as one
+			// contiguous piece.
+			k := min(len(b), maxPerTxd, kernel.PageSize-int(uint64(addr)%kernel.PageSize))
 			encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts)
 			last = i
 			b, addr = b[k:], addr+kernel.DMAAddr(k)
