@@ -43,6 +43,9 @@ func (n *NIC) read32(off uint32) uint32 {
 
 func (n *NIC) readLocked(off uint32) uint32 {
 	r := n.regs
+	if off == EEC {
+		off = EECD
+	}
 	switch {
 	case off == STATUS:
 		return n.statusLocked()

@@ -36,6 +36,7 @@ const (
 	MRQC     = 0x05818
 	RETA     = 0x05c00 // 32 registers, four 8-bit entries each
 	RSSRK    = 0x05c80 // 10 registers
+	EEC      = 0x12010 // the datasheet's name for EECD; both offsets reach it
 	EERD     = 0x12014
 
 	// Receive queue n at 0xC000 + 0x40*n, transmit queue n at 0xE000 + 0x40*n.

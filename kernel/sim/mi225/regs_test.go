@@ -344,3 +344,45 @@ func TestStatisticsClearOnRead(t *testing.T) {
 		t.Fatalf("TPR %d: statistics are read-only", v)
 	}
 }
+
+func TestLegacyInterruptMode(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.regs.Read32(ICR)
+	r.regs.Write32(IVAR0, IvarValid|1) // queue 0 RX -> EICR bit 1
+	r.regs.Write32(IMS, IntRXT0|IntTXDW)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
+	r.setupTx(0, 8)
+	before := r.nic.Counters().Interrupts
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(64, 1), true))
+	if r.nic.Counters().Interrupts != before+1 {
+		t.Fatal("no interrupt for a received frame")
+	}
+	if v := r.regs.Read32(EICR); v != 1<<1 {
+		t.Fatalf("EICR %#x, want bit 1 from IVAR", v)
+	}
+	if v := r.regs.Read32(EICR); v != 0 {
+		t.Fatalf("EICR %#x: not cleared by the read in INTx/MSI mode", v)
+	}
+	icr := r.regs.Read32(ICR)
+	if icr != IntRXT0|IntAsserted {
+		t.Fatalf("ICR %#x, want RXT0 and INT_ASSERTED", icr)
+	}
+	if v := r.regs.Read32(ICR); v != 0 {
+		t.Fatalf("ICR %#x after the read", v)
+	}
+	r.send(0, udpFrame(false, peerMAC, payloadBytes(64, 1), true), nil, 0, 0)
+	r.kickTx(0)
+	if icr := r.regs.Read32(ICR); icr&IntTXDW == 0 || icr&IntAsserted == 0 {
+		t.Fatalf("ICR %#x after a transmit with RS, want TXDW asserted", icr)
+	}
+	// With RXT0 masked, a frame latches the cause without asserting.
+	r.regs.Write32(IMC, IntRXT0)
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(64, 1), true))
+	if icr := r.regs.Read32(ICR); icr != IntRXT0 {
+		t.Fatalf("ICR %#x with RXT0 masked", icr)
+	}
+	// EEC is EECD under its datasheet name.
+	if a, b := r.regs.Read32(EEC), r.regs.Read32(EECD); a != b || a&EecdAutoRd == 0 {
+		t.Fatalf("EEC %#x, EECD %#x", a, b)
+	}
+}
