@@ -177,6 +177,7 @@ const (
 // Interrupt causes in ICR/ICS/IMS/IMC.
 const (
 	IntTXDW     = 1 << 0
+	IntTXQE     = 1 << 1 // transmit queue 0 empty
 	IntLSC      = 1 << 2
 	IntRXDMT0   = 1 << 4
 	IntRXO      = 1 << 6

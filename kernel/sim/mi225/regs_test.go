@@ -372,8 +372,8 @@ func TestLegacyInterruptMode(t *testing.T) {
 	}
 	r.send(0, udpFrame(false, peerMAC, payloadBytes(64, 1), true), nil, 0, 0)
 	r.kickTx(0)
-	if icr := r.regs.Read32(ICR); icr&IntTXDW == 0 || icr&IntAsserted == 0 {
-		t.Fatalf("ICR %#x after a transmit with RS, want TXDW asserted", icr)
+	if icr := r.regs.Read32(ICR); icr&(IntTXDW|IntTXQE) != IntTXDW|IntTXQE || icr&IntAsserted == 0 {
+		t.Fatalf("ICR %#x after a transmit with RS, want TXDW and TXQE asserted", icr)
 	}
 	// With RXT0 masked, a frame latches the cause without asserting.
 	r.regs.Write32(IMC, IntRXT0)

@@ -381,3 +381,34 @@ func TestRxRSSHashAndQueue(t *testing.T) {
 		t.Fatalf("hash %#x type %d, want %#x IPv4", wb.dw1, wb.rssType(), want2)
 	}
 }
+
+func TestDMARefusedWithoutBusMaster(t *testing.T) {
+	r := newRig(t, 0x15f3)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
+	r.setupTx(0, 8)
+	if err := r.m.Bus.WriteConfig(nicAddr, 4, 2, 0x2); err != nil { // memory on, bus master off
+		t.Fatal(err)
+	}
+	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(64, 1), true))
+	r.send(0, udpFrame(false, peerMAC, payloadBytes(64, 1), true), nil, 0, 0)
+	r.kickTx(0)
+	c := r.nic.Counters()
+	if c.RxDMAFaults == 0 || c.TxDMAFaults == 0 || c.RxFrames != 0 || c.TxFrames != 0 {
+		t.Fatalf("counters %+v, want refused DMA both ways and nothing moved", c)
+	}
+	if h, th := r.regs.Read32(RDH), r.regs.Read32(TDH); h != 0 || th != 0 {
+		t.Fatalf("RDH %d TDH %d moved without DMA", h, th)
+	}
+	if r.rxDesc(0, 0).status&RxdStaDD != 0 {
+		t.Fatal("descriptor written without bus mastering")
+	}
+	// Bus mastering back on: the stalled transmit queue resumes at the
+	// next tail write.
+	if err := r.m.Bus.WriteConfig(nicAddr, 4, 2, 0x6); err != nil {
+		t.Fatal(err)
+	}
+	r.kickTx(0)
+	if out := r.sent(); len(out) != 1 {
+		t.Fatalf("sent %d after bus master came back", len(out))
+	}
+}

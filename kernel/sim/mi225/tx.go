@@ -162,6 +162,9 @@ func (n *NIC) txDoneLocked(ring txRing, k uint32) {
 	if t.rsDone {
 		n.queueEventLocked(ring.q, true)
 	}
+	if ring.q == 0 && n.regs[TxQ(TDH, 0)/4] == n.regs[TxQ(TDT, 0)/4] {
+		n.otherCauseLocked(IntTXQE)
+	}
 }
 
 // txDesc processes one descriptor and reports whether it asked for a
