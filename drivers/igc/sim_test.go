@@ -326,8 +326,16 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 				if tc.want == igc.Build && (built == 0 || constructed != 0) || tc.want == igc.Construct && (built != 0 || constructed == 0) {
 					t.Errorf("%s: %d built, %d constructed, want all %v", h.nic.Name(), built, constructed, tc.want)
 				}
-				if h.stat(t, "tx_tso") == 0 {
-					t.Errorf("%s: no TSO at 2.5 Gb/s", h.nic.Name())
+				if h.stat(t, "tx_tso") == 0 || h.stat(t, "tx_csum") == 0 {
+					t.Errorf("%s: TSO %d, checksum offload %d: want both used", h.nic.Name(), h.stat(t, "tx_tso"), h.stat(t, "tx_csum"))
+				}
+				for _, s := range h.s.Endpoints[0].Stats() {
+					if s.Name == "rx_csum_hw" && s.Value == 0 {
+						t.Errorf("%s: no device-verified receive checksums", h.nic.Name())
+					}
+				}
+				if h.stat(t, "good_packets_rx") == 0 || h.stat(t, "good_packets_tx") == 0 {
+					t.Errorf("%s: device statistics read nothing", h.nic.Name())
 				}
 			}
 		})
