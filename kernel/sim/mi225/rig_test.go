@@ -189,7 +189,11 @@ func (r *rig) txStatus(q, i int) uint32 {
 }
 
 // send queues one packet from a single buffer with an optional context.
+// Without TSE and without a PAYLEN in olinfo, PAYLEN is the packet's length.
 func (r *rig) send(q int, pkt []byte, ctx *[descLen]byte, cmd, olinfo uint32) int {
+	if cmd&TxdCmdTSE == 0 && olinfo>>TxdPaylenShift == 0 {
+		olinfo |= uint32(len(pkt)) << TxdPaylenShift
+	}
 	if ctx != nil {
 		r.putTx(q, *ctx)
 	}

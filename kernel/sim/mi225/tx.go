@@ -252,8 +252,8 @@ func (n *NIC) txPacket(qs *txQueueState) {
 		n.txSegment(qs, c, vle)
 		return
 	}
-	if paylen != len(p) && paylen != 0 {
-		e.t.badDesc++ // PAYLEN must be the packet's length
+	if paylen != len(p) {
+		e.t.badDesc++ // a single send's PAYLEN is the whole packet's length
 		return
 	}
 	if popts&(TxdPoptsIXSM|TxdPoptsTXSM) != 0 && !c.valid {

@@ -83,7 +83,7 @@ func TestTxChecksumInsertion(t *testing.T) {
 				tucmd |= TucmdIPv4
 			}
 			ctx := ctxTx(macLen, ipLen, 0, tucmd, 0, 0, 0)
-			i := r.send(0, f, &ctx, 0, c.popts|uint32(len(f))<<TxdPaylenShift)
+			i := r.send(0, f, &ctx, 0, c.popts)
 			r.kickTx(0)
 			out := r.sent()
 			if len(out) != 1 || len(out[0]) != len(f) {
@@ -202,14 +202,16 @@ func TestTxBadOffloadSetUp(t *testing.T) {
 	r.send(0, f, &ctx, TxdCmdTSE, TxdPoptsTXSM|uint32(100)<<TxdPaylenShift)
 	// A checksum asked of a context slot never loaded.
 	r.send(0, f[:200], nil, 0, TxdIdx|TxdPoptsTXSM)
+	// A single send whose PAYLEN is not its length.
+	r.send(0, f[:200], nil, 0, 199<<TxdPaylenShift)
 	r.kickTx(0)
 	if out := r.sent(); len(out) != 0 {
 		t.Fatalf("%d frames sent from bad set-ups", len(out))
 	}
-	if c := r.nic.Counters(); c.TxBadDesc != 2 || c.TxPackets != 2 {
+	if c := r.nic.Counters(); c.TxBadDesc != 3 || c.TxPackets != 3 {
 		t.Fatalf("counters %+v", c)
 	}
-	if h := r.regs.Read32(TDH); h != 3 {
+	if h := r.regs.Read32(TDH); h != 4 {
 		t.Fatalf("TDH %d: bad packets must still be consumed", h)
 	}
 }
