@@ -11,7 +11,9 @@
 // and the redirection table, EtherType and 2-tuple queue filters,
 // advanced receive descriptors with checksum verification, advanced
 // transmit context and data descriptors with checksum insertion and TCP
-// segmentation, and the statistics registers.
+// segmentation, the receive packet buffer (frames wait there while their
+// queue is out of descriptors unless SRRCTL.Drop_En says drop), and the
+// statistics registers.
 //
 // What is not modelled: interrupt moderation (EITR is stored; causes are
 // signalled at once), flow control, header split, VMDq replication and
@@ -41,13 +43,25 @@ type Interrupt interface{ Raise() }
 type Options struct {
 	// MAC is the address stored in the NVM; zero gives 52:54:00:12:34:56.
 	MAC [6]byte
+	// DeferRx keeps every frame from the wire in the receive packet
+	// buffer until the driver next touches the receive path (reads ICR,
+	// EICR, a queue's RDH, RDT or RXDCTL, or writes RDT, RXDCTL or an
+	// interrupt mask), which writes it to its ring on that goroutine.
+	// Without it a frame is written on the sender's goroutine as it
+	// arrives, and waits only while its queue is out of descriptors.
+	DeferRx bool
+	// RxBufferKiB sizes the packet buffer; 0 means 64 (the 82576's
+	// RXPBS default), or 256 with DeferRx, which drains only when the
+	// driver looks.
+	RxBufferKiB int
 }
 
 // Counters are what the model saw, for tests. The driver-visible
 // statistics are the datasheet's registers.
 type Counters struct {
 	RxFrames       uint64 // frames written to a ring
-	RxNoDescriptor uint64 // dropped: too few free descriptors on the chosen queue
+	RxNoDescriptor uint64 // found too few free descriptors on their queue (held or dropped)
+	RxMissed       uint64 // dropped: the packet buffer was full
 	RxQueueOff     uint64 // dropped: the chosen queue is not enabled
 	RxFiltered     uint64 // dropped by address or VLAN filtering
 	RxBadSize      uint64 // dropped as undersized or oversized
@@ -67,6 +81,7 @@ type Counters struct {
 
 // NIC is one controller.
 type NIC struct {
+	opt Options
 	mac [6]byte
 	dma DMA
 	irq Interrupt
@@ -90,6 +105,7 @@ type NIC struct {
 	tx   [numQueues]txQueue
 	rxMu sync.Mutex // the RX engine; taken before mu
 	rx   rxEngine
+	pb   *packetBuffer
 }
 
 // New returns a model with its registers at their power-on values and no
@@ -104,7 +120,16 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	if dma == nil || irq == nil {
 		return nil, fmt.Errorf("m82576: a DMA port and an interrupt line are required")
 	}
-	n := &NIC{mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4)}
+	kib := opt.RxBufferKiB
+	switch {
+	case kib < 0:
+		return nil, fmt.Errorf("m82576: packet buffer of %d KiB", kib)
+	case kib == 0 && opt.DeferRx:
+		kib = 256
+	case kib == 0:
+		kib = 64
+	}
+	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: newPacketBuffer(kib << 10)}
 	n.loadNVM()
 	n.phy.reset()
 	n.pci.init(n)
@@ -205,7 +230,7 @@ func (n *NIC) resetLocked() {
 	for q := range n.tx {
 		n.tx[q].reset()
 	}
-	n.rx.reset()
+	n.pb.reset()
 	n.counters.Resets++
 	n.linkUp = false // the MAC relearns the link: LSC follows if it is up
 	n.linkChangedLocked()
@@ -256,6 +281,9 @@ func (n *NIC) read32(off uint32) uint32 {
 		return 0
 	}
 	off = canonical(off)
+	if drainsOnRead(off) {
+		n.drainRx()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.readLocked(off)
@@ -312,6 +340,9 @@ func (n *NIC) write32(off, v uint32) {
 		return
 	}
 	off = canonical(off)
+	if drainsOnWrite(off) {
+		defer n.drainRx() // after the write: a new RDT may make room
+	}
 	if off == CTRL && v&(CtrlRST|CtrlDevRST) != 0 {
 		n.Reset()
 		return

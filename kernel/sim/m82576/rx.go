@@ -17,37 +17,92 @@ const (
 type rxEngine struct {
 	buf   []byte // the frame as stored: VLAN tag stripped, FCS kept
 	descs []byte // descriptors read, then their write-backs
-	key   [40]byte
 }
 
-func (e *rxEngine) reset() {}
-
 // rxSetup is what one frame needs from the registers: the queue chosen
-// and that queue's ring.
+// and the offload set-up when it arrived, then that queue's ring when it
+// is written.
 type rxSetup struct {
 	q                 uint32
 	rctl, rxcsum      uint32
-	mrqc, srrctl      uint32
 	vme               bool
-	base              uint64
-	count, head, tail uint32
+	vet               uint16
 	pkt               packet
 	etqf              int
 	l2                bool
 	rssType, rssHash  uint32
+	srrctl            uint32
+	base              uint64
+	count, head, tail uint32
 }
 
-// receive takes one frame from the wire: it is filtered, steered to a
-// queue, and written to that queue's ring, all on the sender's goroutine.
+// rxOutcome is what became of one attempt to write a frame.
+type rxOutcome int
+
+const (
+	rxDone   rxOutcome = iota // written, or dropped for good
+	rxNoRoom                  // too few free descriptors on its queue
+)
+
+// receive takes one frame from the wire: it is filtered and steered to a
+// queue at once; then it is written to that queue's ring, or waits in the
+// packet buffer (with Options.DeferRx, behind other waiting frames, or
+// when its queue is out of descriptors and SRRCTL.Drop_En is clear).
 func (n *NIC) receive(frame []byte) {
-	n.rxMu.Lock()
-	defer n.rxMu.Unlock()
 	n.mu.Lock()
 	s, ok := n.rxRouteLocked(frame)
 	n.mu.Unlock()
-	if ok {
-		n.rxWrite(frame, &s)
+	if !ok {
+		return
 	}
+	if n.opt.DeferRx {
+		n.rxHold(frame, &s)
+		n.irq.Raise() // wake the driver: its next look at the device moves the frame
+		return
+	}
+	n.rxMu.Lock()
+	defer n.rxMu.Unlock()
+	if n.pb.len() > 0 {
+		n.rxHold(frame, &s) // frames leave the buffer in order
+		return
+	}
+	if n.rxTry(frame, &s) == rxNoRoom {
+		n.rxNoRoom(frame, &s, true)
+	}
+}
+
+// rxNoRoom handles a frame whose queue had too few descriptors: it is
+// counted in RNBC once, then dropped (SRRCTL.Drop_En, counted in RQDPC) or
+// held in the packet buffer until software returns descriptors.
+func (n *NIC) rxNoRoom(frame []byte, s *rxSetup, arriving bool) (held bool) {
+	n.mu.Lock()
+	if arriving || !n.pb.starved {
+		n.counters.RxNoDescriptor++
+		n.statLocked(RNBC, 1)
+	}
+	drop := s.srrctl&SrrctlDropEn != 0
+	if drop {
+		n.statLocked(RQDPC+s.q*queueSize, 1)
+	}
+	n.mu.Unlock()
+	if drop || !arriving {
+		return !drop
+	}
+	n.rxHold(frame, s) // the buffer was empty: it is the head, already counted
+	n.pb.starved = true
+	return true
+}
+
+// rxHold puts a frame in the packet buffer; a full buffer misses it (MPC).
+func (n *NIC) rxHold(frame []byte, s *rxSetup) {
+	if n.pb.push(frame, s) {
+		return
+	}
+	n.mu.Lock()
+	n.counters.RxMissed++
+	n.statLocked(MPC, 1)
+	n.otherCauseLocked(IntRXMiss)
+	n.mu.Unlock()
 }
 
 // rxRouteLocked admits a frame (receiver on, size, address and VLAN
@@ -90,12 +145,14 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 		return s, false
 	}
 
-	s.rctl, s.rxcsum, s.mrqc = rctl, r[RXCSUM/4], r[MRQC/4]
+	s.rctl, s.rxcsum, s.vet = rctl, r[RXCSUM/4], vet
 	s.vme = r[CTRL/4]&CtrlVME != 0
-	mode := s.mrqc & MrqcModeMask
+	mrqc := r[MRQC/4]
+	mode := mrqc & MrqcModeMask
 	if mode == MrqcRSS {
-		n.rssKeyLocked(&n.rx.key)
-		s.rssType, s.rssHash = rssHash(&n.rx.key, s.mrqc, &s.pkt)
+		var key [40]byte
+		n.rssKeyLocked(&key)
+		s.rssType, s.rssHash = rssHash(&key, mrqc, &s.pkt)
 	}
 	var steered bool
 	if idx, q, steer, match := n.etqfLocked(&s.pkt); match {
@@ -116,17 +173,22 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 			s.q = 0
 		}
 	}
+	return s, true
+}
+
+// rxRingLocked takes the ring of the frame's queue as it is now. It
+// reports false when the queue is not enabled.
+func (n *NIC) rxRingLocked(s *rxSetup) bool {
+	r := n.regs
 	qo := s.q * queueSize
 	if r[(RXDCTL+qo)/4]&RxdctlEnable == 0 {
-		n.counters.RxQueueOff++
-		n.statLocked(RQDPC+qo, 1)
-		return s, false
+		return false
 	}
 	s.srrctl = r[(SRRCTL+qo)/4]
 	s.base = uint64(r[(RDBAH+qo)/4])<<32 | uint64(r[(RDBAL+qo)/4])
 	s.count = r[(RDLEN+qo)/4] / descLen
 	s.head, s.tail = r[(RDH+qo)/4], r[(RDT+qo)/4]
-	return s, true
+	return true
 }
 
 // rxBufSize is the receive buffer size of a queue: SRRCTL.BSIZEPACKET in
@@ -138,18 +200,28 @@ func rxBufSize(s *rxSetup, adv bool) int {
 	return 2048 >> (s.rctl >> RctlBSIZSh & 3)
 }
 
-// rxWrite writes an admitted frame into its queue's ring: buffers first,
+// rxTry writes an admitted frame into its queue's ring: buffers first,
 // then the descriptors written back, then the head moves and the queue's
 // cause is signalled. A frame that does not fit the free descriptors is
-// dropped whole. rxMu is held.
-func (n *NIC) rxWrite(frame []byte, s *rxSetup) {
+// left whole for the caller (rxNoRoom). rxMu is held.
+func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 	e := &n.rx
+	n.mu.Lock()
+	on := n.rxRingLocked(s)
+	if !on {
+		n.counters.RxQueueOff++
+		n.statLocked(RQDPC+s.q*queueSize, 1)
+	}
+	n.mu.Unlock()
+	if !on {
+		return rxDone
+	}
 	dtype := s.srrctl >> SrrctlDescTypeSh & SrrctlDescTypeMask
 	if dtype != DescTypeLegacy && dtype != DescTypeAdvOneBuf {
 		n.mu.Lock()
 		n.counters.RxBadSetup++
 		n.mu.Unlock()
-		return
+		return rxDone
 	}
 	adv := dtype == DescTypeAdvOneBuf
 
@@ -177,10 +249,7 @@ func (n *NIC) rxWrite(frame []byte, s *rxSetup) {
 		free = (s.tail - s.head + s.count) % s.count
 	}
 	if need > free {
-		n.mu.Lock()
-		n.rxDropLocked(s.q, s.srrctl)
-		n.mu.Unlock()
-		return
+		return rxNoRoom
 	}
 
 	descs := grow(e.descs, int(need)*descLen)
@@ -190,7 +259,7 @@ func (n *NIC) rxWrite(frame []byte, s *rxSetup) {
 		n.mu.Lock()
 		n.counters.RxDMAFaults++
 		n.mu.Unlock()
-		return
+		return rxDone
 	}
 	var faults uint64
 	o := rxOffload(frame, s, data)
@@ -243,20 +312,7 @@ func (n *NIC) rxWrite(frame []byte, s *rxSetup) {
 		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
 	}
 	n.queueCauseLocked(s.q, false)
-}
-
-// rxDropLocked counts a frame its queue had no descriptors for: RNBC
-// always; with SRRCTL.Drop_En the queue's RQDPC, else MPC (the frame
-// would have waited in the packet buffer and been missed).
-func (n *NIC) rxDropLocked(q, srrctl uint32) {
-	n.counters.RxNoDescriptor++
-	n.statLocked(RNBC, 1)
-	if srrctl&SrrctlDropEn != 0 {
-		n.statLocked(RQDPC+q*queueSize, 1)
-		return
-	}
-	n.statLocked(MPC, 1)
-	n.otherCauseLocked(IntRXMiss)
+	return rxDone
 }
 
 // ringIO reads (or writes) len(b)/16 descriptors of a ring of count

@@ -98,31 +98,28 @@ func TestRxRingWrapAndSpanning(t *testing.T) {
 	}
 }
 
-func TestRxDropsWithoutDescriptors(t *testing.T) {
+// With SRRCTL.Drop_En a queue out of descriptors drops its frames
+// (RNBC, RQDPC) and other queues go on.
+func TestRxDropEnable(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 8, 2048)
 	r.setupRx(1, 8, 2048)
-	r.regs.Write32(RDT, 3) // three descriptors handed over on each
-	r.regs.Write32(RDT+queueSize, 3)
+	r.regs.Write32(RDT+queueSize, 3) // three descriptors handed over
 	r.regs.Write32(SRRCTL+queueSize, r.regs.Read32(SRRCTL+queueSize)|SrrctlDropEn)
 	r.regs.Write32(ETQF0, 0x88b5|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
-	f := udp4(srcIP4, dstIP4, 1, 2, nil)
 	l2 := make([]byte, 60)
 	ethHdr(l2, 0x88b5)
 	for range 5 {
-		r.inject(f)
 		r.inject(l2)
+		r.inject(udp4(srcIP4, dstIP4, 1, 2, nil))
 	}
 	c := r.nic.Counters()
-	if c.RxFrames != 6 || c.RxNoDescriptor != 4 || c.RxQueue[0] != 3 || c.RxQueue[1] != 3 {
+	if c.RxQueue[1] != 3 || c.RxQueue[0] != 5 || c.RxNoDescriptor != 2 || c.RxMissed != 0 {
 		t.Errorf("counters %+v", c)
 	}
 	g := r.regs
-	if v := g.Read32(RNBC); v != 4 {
-		t.Errorf("RNBC %d, want 4", v)
-	}
-	if v := g.Read32(MPC); v != 2 {
-		t.Errorf("MPC %d, want 2 (queue 0, no Drop_En)", v)
+	if v := g.Read32(RNBC); v != 2 {
+		t.Errorf("RNBC %d, want 2", v)
 	}
 	if v := g.Read32(RQDPC + queueSize); v != 2 {
 		t.Errorf("RQDPC(1) %d, want 2", v)
@@ -130,29 +127,61 @@ func TestRxDropsWithoutDescriptors(t *testing.T) {
 	if v := g.Read32(RQDPC + queueSize); v != 0 {
 		t.Errorf("RQDPC not cleared on read: %d", v)
 	}
-	if g.Read32(ICR)&IntRXMiss == 0 {
-		t.Error("no RX miss cause")
+	if v := g.Read32(MPC); v != 0 {
+		t.Errorf("MPC %d, want 0", v)
 	}
-	// Returning descriptors lets frames in again; a frame too big for
-	// the free descriptors is dropped whole, not cut.
-	for range 3 {
-		if _, _, ok := r.takeRx(0); !ok {
-			t.Fatal("lost a received frame")
-		}
+}
+
+// Without Drop_En frames wait in the packet buffer, in order and in front
+// of every queue's frames, until descriptors come back; a full buffer
+// misses frames (MPC); a frame is never cut to fit.
+func TestRxPacketBufferHoldsFrames(t *testing.T) {
+	r := newRig(t)
+	r.setupRx(0, 8, 1024)
+	r.setupRx(1, 8, 2048)
+	g := r.regs
+	g.Write32(RDT, 3) // three 1 KiB descriptors on queue 0
+	g.Write32(ETQF0, 0x88b5|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
+	big := func(i byte) []byte { return udp4(srcIP4, dstIP4, uint16(i), 2, bytes.Repeat([]byte{i}, 1400)) }
+	r.inject(big(1)) // two descriptors
+	r.inject(big(2)) // one left: waits
+	l2 := make([]byte, 60)
+	ethHdr(l2, 0x88b5)
+	r.inject(l2) // queue 1 has room, but waits behind it
+	c := r.nic.Counters()
+	if c.RxQueue[0] != 1 || c.RxQueue[1] != 0 || c.RxNoDescriptor != 1 || r.nic.pb.len() != 2 {
+		t.Fatalf("counters %+v, %d held", c, r.nic.pb.len())
 	}
-	r.inject(f)
-	if _, _, ok := r.takeRx(0); !ok {
-		t.Error("no frame after returning descriptors")
+	if got, _, ok := r.takeRx(0); !ok || !bytes.Equal(got, big(1)) {
+		t.Fatal("first frame wrong")
 	}
-	r.regs.Write32(SRRCTL, 1|DescTypeAdvOneBuf<<SrrctlDescTypeSh) // 1 KiB buffers
-	r.regs.Write32(RDT, uint32(r.rx[0].next+3)%8)                 // three free
-	big := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 1400))
-	before := r.nic.Counters().RxFrames
-	r.inject(big)
-	r.inject(big)
-	r.inject(big)
-	if got := r.nic.Counters().RxFrames - before; got != 1 {
-		t.Errorf("%d big frames fit in 3 descriptors of 1 KiB, want 1", got)
+	// takeRx gave back two descriptors (RDT writes): three free now.
+	got, _, ok := r.takeRx(0)
+	if !ok || !bytes.Equal(got, big(2)) {
+		t.Fatalf("held frame not delivered whole: ok %v, %d bytes", ok, len(got))
+	}
+	if _, _, ok := r.takeRx(1); !ok {
+		t.Error("frame held behind the starved queue not delivered")
+	}
+	if v := g.Read32(RNBC); v != 1 {
+		t.Errorf("RNBC %d, want 1 (counted once while it waited)", v)
+	}
+	// Starve queue 0 for good and overflow the 64 KiB buffer.
+	g.Write32(RDT, uint32(r.rx[0].next))
+	for i := range 60 {
+		r.inject(big(byte(i)))
+	}
+	c = r.nic.Counters()
+	if c.RxMissed == 0 || uint64(g.Read32(MPC)) != c.RxMissed || g.Read32(ICR)&IntRXMiss == 0 {
+		t.Errorf("overflow: %+v", c)
+	}
+	if held := r.nic.pb.len(); held*1446 > 64<<10 || held+int(c.RxMissed) != 60 {
+		t.Errorf("%d held + %d missed, want 60 within 64 KiB", held, c.RxMissed)
+	}
+	// A reset empties the buffer.
+	g.Write32(CTRL, CtrlRST)
+	if r.nic.pb.len() != 0 {
+		t.Error("reset kept held frames")
 	}
 }
 
