@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,12 +18,19 @@ import (
 	"github.com/ether9/ether9/boot/qemu"
 )
 
-// Console lines the self-test waits for, as /init prints them.
-const (
-	lineIOMMU = "iommu: translation on"
-	lineHTTP  = "http: listening"
-	lineDHCP  = "ether0: dhcp"
-	linePing  = "ping: first reply"
+// milestone is a console line /init prints when it reaches a stage.
+type milestone struct {
+	name string
+	re   *regexp.Regexp
+}
+
+// The milestones the self-test waits for and times. The DHCP one wants the
+// address, so that an error about DHCP does not count as reaching it.
+var (
+	lineIOMMU = milestone{"iommu: translation on", regexp.MustCompile(`iommu: translation on`)}
+	lineHTTP  = milestone{"http: listening", regexp.MustCompile(`http: listening`)}
+	lineDHCP  = milestone{"ether0: dhcp", regexp.MustCompile(`ether0: dhcp \d`)}
+	linePing  = milestone{"ping: first reply", regexp.MustCompile(`ping: first reply`)}
 )
 
 // transferBytes is how much the self-test moves each way.
@@ -62,10 +70,10 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "selftest: nic %s\n", r.nic)
 	for _, m := range []struct {
-		line string
+		line milestone
 		at   time.Duration
 	}{{lineIOMMU, r.iommu}, {lineHTTP, r.http}, {lineDHCP, r.dhcp}, {linePing, r.ping}} {
-		fmt.Fprintf(w, "selftest: %s to %q %s\n", r.origin, m.line, secs(m.at))
+		fmt.Fprintf(w, "selftest: %s to %q %s\n", r.origin, m.line.name, secs(m.at))
 	}
 	for _, t := range []struct {
 		dir string
@@ -119,7 +127,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 // run checks a booted machine whose console is con and whose HTTP port is
 // forwarded to base, once the console has shown every line of wait. On
 // failure the error carries the console's tail.
-func (r *report) run(ctx context.Context, con *qemu.Console, base string, wait ...string) error {
+func (r *report) run(ctx context.Context, con *qemu.Console, base string, wait ...milestone) error {
 	err := r.check(ctx, con, base, wait)
 	r.times(con)
 	if err != nil {
@@ -132,19 +140,19 @@ func (r *report) run(ctx context.Context, con *qemu.Console, base string, wait .
 func (r *report) times(con *qemu.Console) {
 	for _, l := range con.Lines() {
 		for _, m := range []struct {
-			line string
+			line milestone
 			at   *time.Duration
 		}{{lineIOMMU, &r.iommu}, {lineHTTP, &r.http}, {lineDHCP, &r.dhcp}, {linePing, &r.ping}} {
-			if *m.at == 0 && strings.Contains(l.Text, m.line) {
+			if *m.at == 0 && m.line.re.MatchString(l.Text) {
 				*m.at = l.At
 			}
 		}
 	}
 }
 
-func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait []string) error {
-	for _, line := range wait {
-		if _, err := con.WaitFor(ctx, line); err != nil {
+func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait []milestone) error {
+	for _, m := range wait {
+		if _, err := con.WaitMatch(ctx, m.re); err != nil {
 			return err
 		}
 	}
@@ -168,7 +176,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	// The ping runs beside the rest; it has had plenty of time by now,
 	// and its absence is reported, not a failure.
 	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-	con.WaitFor(pctx, linePing)
+	con.WaitMatch(pctx, linePing.re)
 	pcancel()
 
 	// After the traffic: still no faults, still translating.

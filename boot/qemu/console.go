@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,15 @@ func (c *Console) WaitFor(ctx context.Context, substr string) (Line, error) {
 	l, _, err := c.Wait(ctx, 0, func(s string) bool { return strings.Contains(s, substr) }, Panicked)
 	if err != nil {
 		return l, fmt.Errorf("waiting for %q: %w", substr, err)
+	}
+	return l, nil
+}
+
+// WaitMatch waits for a line matching re anywhere in the console.
+func (c *Console) WaitMatch(ctx context.Context, re *regexp.Regexp) (Line, error) {
+	l, _, err := c.Wait(ctx, 0, re.MatchString, Panicked)
+	if err != nil {
+		return l, fmt.Errorf("waiting for %q: %w", re, err)
 	}
 	return l, nil
 }

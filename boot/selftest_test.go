@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ether9/ether9/boot/qemu"
+)
+
+// consoleOf returns a closed console holding lines.
+func consoleOf(t *testing.T, lines ...string) *qemu.Console {
+	t.Helper()
+	c := qemu.NewConsole(time.Now(), nil)
+	c.Read(strings.NewReader(strings.Join(lines, "\n")+"\n"), nil)
+	return c
+}
+
+func TestMilestones(t *testing.T) {
+	var r report
+	r.times(consoleOf(t,
+		"Booting from ROM..ether9: booting (kernel up 2.1s)",
+		"iommu: translation on, 4-level",
+		"ether9: system: netstack: ether0: dhcp: nic 1: no reply to DISCOVER",
+		"http: listening :80",
+	))
+	if r.iommu == 0 || r.http == 0 {
+		t.Errorf("milestones missed: %+v", r)
+	}
+	if r.dhcp != 0 {
+		t.Errorf("a DHCP error counted as the DHCP milestone")
+	}
+	r.times(consoleOf(t, "ether0: dhcp 10.0.2.15/24 gw 10.0.2.2", "ping: first reply from 10.0.2.2 in 1.2ms"))
+	if r.dhcp == 0 || r.ping == 0 {
+		t.Errorf("dhcp or ping milestone missed: %+v", r)
+	}
+}
+
+func TestCheckStatus(t *testing.T) {
+	good := "ether9 uptime 1.000s\niommu translation on 4-level\niommu mode strict\niommu faults 0\niommu maps 10\n"
+	if err := checkStatus(good); err != nil {
+		t.Fatalf("good page: %v", err)
+	}
+	for name, page := range map[string]string{
+		"faults":          strings.Replace(good, "iommu faults 0", "iommu faults 3", 1),
+		"translation off": strings.Replace(good, "iommu translation on 4-level", "iommu translation off", 1),
+		"no faults line":  strings.Replace(good, "iommu faults 0\n", "", 1),
+		"faults 10":       strings.Replace(good, "iommu faults 0", "iommu faults 10", 1),
+	} {
+		if err := checkStatus(page); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
