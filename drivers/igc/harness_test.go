@@ -111,7 +111,8 @@ const status2500 = STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT | STATUS_SPEED_
 type rig struct {
 	d      *Device
 	regs   *regFile
-	dma    *ringtest.DMA
+	dma    *ringtest.DMA // nil when the rig runs on other DMA
+	dev    deviceMem
 	rxHead []int
 	txHead []int
 	wire   [][]byte
@@ -127,15 +128,28 @@ func probeOn(regs *regFile, dma kernel.DMA, device uint16) (*Device, error) {
 	})
 }
 
+// deviceMem is the device's side of DMA.
+type deviceMem interface {
+	DeviceWrite(addr kernel.DMAAddr, b []byte) error
+	DeviceRead(addr kernel.DMAAddr, b []byte) error
+}
+
 func newRig(t testing.TB) *rig {
-	t.Helper()
 	dma := ringtest.New()
+	r := newRigOn(t, dma, dma)
+	r.dma = dma
+	return r
+}
+
+// newRigOn probes over any DMA, dev being its device side.
+func newRigOn(t testing.TB, dma kernel.DMA, dev deviceMem) *rig {
+	t.Helper()
 	regs := newRegFile(status2500).withMAC(testMAC)
 	d, err := probeOn(regs, dma, 0x15f3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{d: d, regs: regs, dma: dma, rxHead: make([]int, len(d.queues)), txHead: make([]int, len(d.queues))}
+	return &rig{d: d, regs: regs, dev: dev, rxHead: make([]int, len(d.queues)), txHead: make([]int, len(d.queues))}
 }
 
 // rxTail is the tail the driver last wrote for queue q.
@@ -159,7 +173,7 @@ func (r *rig) deliver(t testing.TB, q int, f []byte, staterr uint32) bool {
 	if h == r.rxTail(q) {
 		return false
 	}
-	if err := r.dma.DeviceWrite(r.rxAddr(q), f); err != nil {
+	if err := r.dev.DeviceWrite(r.rxAddr(q), f); err != nil {
 		t.Fatalf("queue %d descriptor %d: %v", q, h, err)
 	}
 	r.writeback(q, h, staterr|advdesc.RXD_STAT_DD, len(f), 0x1234)
@@ -200,7 +214,7 @@ func (r *rig) transmit(t testing.TB, q int) (ctxs [][]byte) {
 			ctxs = append(ctxs, append([]byte(nil), desc...))
 		case advdesc.TXD_DTYP_DATA:
 			b := make([]byte, ctl&advdesc.TXD_LEN_MASK)
-			if err := r.dma.DeviceRead(kernel.DMAAddr(binary.LittleEndian.Uint64(desc)), b); err != nil {
+			if err := r.dev.DeviceRead(kernel.DMAAddr(binary.LittleEndian.Uint64(desc)), b); err != nil {
 				t.Fatalf("queue %d descriptor %d: %v", q, h, err)
 			}
 			cur = append(cur, b...)
@@ -237,6 +251,9 @@ func (r *rig) close(t testing.TB) {
 	t.Helper()
 	if err := r.d.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if r.dma == nil {
+		return
 	}
 	if n := r.dma.Live(); n != 0 {
 		t.Fatalf("%d DMA mappings left after close", n)
