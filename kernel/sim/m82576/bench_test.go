@@ -1,10 +1,6 @@
 package m82576
 
-import (
-	"testing"
-
-	"github.com/ether9/ether9/kernel/sim/nicmodel"
-)
+import "testing"
 
 // benchRx runs frames of the given size through the model's receive path
 // (filters, RSS, DMA through the machine's port, write-back), returning
@@ -65,10 +61,3 @@ func benchTx(b *testing.B, payload int, tso bool) {
 func BenchmarkTx64(b *testing.B)     { benchTx(b, 6, false) }
 func BenchmarkTx1514(b *testing.B)   { benchTx(b, 1460, false) }
 func BenchmarkTxTSO64K(b *testing.B) { benchTx(b, 65000, true) }
-
-func BenchmarkToeplitzTCPv4(b *testing.B) {
-	in := make([]byte, 12)
-	for range b.N {
-		nicmodel.Toeplitz(&msKey, in)
-	}
-}

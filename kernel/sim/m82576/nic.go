@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
@@ -100,6 +101,7 @@ type NIC struct {
 	counters Counters
 	ioaddr   uint32
 	msix     [msixVectors * 4]uint32
+	rssTable *nicmodel.ToeplitzTable // for the key in RSSRK; nil when stale
 
 	txMu sync.Mutex // the TX engines; taken before rxMu and mu
 	tx   [numQueues]txQueue
@@ -231,6 +233,7 @@ func (n *NIC) resetLocked() {
 		n.tx[q].reset()
 	}
 	n.pb.reset()
+	n.rssTable = nil
 	n.counters.Resets++
 	n.linkUp = false // the MAC relearns the link: LSC follows if it is up
 	n.linkChangedLocked()
@@ -439,6 +442,9 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 		}
 	case off >= statsFirst && off <= statsLast, off >= PQGPRC && off < PQGPRC+numQueues*0x100:
 		// read-only
+	case off >= RSSRK && off < RSSRK+40:
+		r[off/4] = v
+		n.rssTable = nil
 	default:
 		r[off/4] = v
 	}

@@ -11,7 +11,7 @@ import (
 // and destination ports when the packet type's field is enabled in MRQC.
 // An IPv6 packet with extension headers is hashed on its own addresses
 // under the "Ex" types. It returns the RSS type and the hash.
-func rssHash(key *[40]byte, mrqc uint32, p *packet) (typ, hash uint32) {
+func rssHash(t *nicmodel.ToeplitzTable, mrqc uint32, p *packet) (typ, hash uint32) {
 	if !p.ipv4 && !p.ipv6 || p.src == nil {
 		return RSSNone, 0
 	}
@@ -48,15 +48,20 @@ func rssHash(key *[40]byte, mrqc uint32, p *packet) (typ, hash uint32) {
 	if ports {
 		k += copy(in[k:], p.l4[:4])
 	}
-	return typ, nicmodel.Toeplitz(key, in[:k])
+	return typ, t.Hash(in[:k])
 }
 
-// rssKeyLocked reads the 40-byte key from RSSRK: byte 0 of the key is the
-// low byte of RSSRK0.
-func (n *NIC) rssKeyLocked(key *[40]byte) {
-	for i := range uint32(10) {
-		binary.LittleEndian.PutUint32(key[4*i:], n.regs[RSSRK/4+i])
+// rssTableLocked returns the hash table for the key in RSSRK (byte 0 of
+// the key is the low byte of RSSRK0), built again after the key changed.
+func (n *NIC) rssTableLocked() *nicmodel.ToeplitzTable {
+	if n.rssTable == nil {
+		var key [40]byte
+		for i := range uint32(10) {
+			binary.LittleEndian.PutUint32(key[4*i:], n.regs[RSSRK/4+i])
+		}
+		n.rssTable = nicmodel.NewToeplitzTable(&key)
 	}
+	return n.rssTable
 }
 
 // retaLocked returns the queue the redirection table gives a hash: entry

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip"
 )
 
@@ -56,11 +57,12 @@ func TestRSSHashVectors(t *testing.T) {
 		f := vectorFrame(addr(v.src), addr(v.dst), v.sport, v.dport)
 		p := parse(f, 0x8100)
 		all := uint32(MrqcTCPIPv4 | MrqcIPv4 | MrqcTCPIPv6 | MrqcIPv6)
-		typ, h := rssHash(&msKey, all, &p)
+		tab := nicmodel.NewToeplitzTable(&msKey)
+		typ, h := rssHash(tab, all, &p)
 		if h != v.tcpHash || (typ != RSSTCPIPv4 && typ != RSSTCPIPv6) {
 			t.Errorf("%s:%d > %s:%d TCP: type %d hash %#08x, want %#08x", v.src, v.sport, v.dst, v.dport, typ, h, v.tcpHash)
 		}
-		typ, h = rssHash(&msKey, MrqcIPv4|MrqcIPv6, &p)
+		typ, h = rssHash(tab, MrqcIPv4|MrqcIPv6, &p)
 		if h != v.ipHash || (typ != RSSIPv4 && typ != RSSIPv6) {
 			t.Errorf("%s > %s IP: type %d hash %#08x, want %#08x", v.src, v.dst, typ, h, v.ipHash)
 		}
@@ -121,6 +123,16 @@ func TestRSSThroughModel(t *testing.T) {
 	if c := r.nic.Counters(); c.RxFrames != uint64(len(rssVectors)) {
 		t.Errorf("frames %d, want %d", c.RxFrames, len(rssVectors))
 	}
+	// A new key takes effect at once: with an all-zero key every hash
+	// is 0, so every flow lands on RETA[0].
+	for i := range uint32(10) {
+		r.regs.Write32(RSSRK+4*i, 0)
+	}
+	v := rssVectors[0]
+	r.inject(vectorFrame(addr(v.src), addr(v.dst), v.sport, v.dport))
+	if _, wb, ok := r.takeRx(reta(0)); !ok || wb.hash != 0 {
+		t.Errorf("after the key changed: ok %v hash %#x, want 0 on queue %d", ok, wb.hash, reta(0))
+	}
 }
 
 // Many flows spread over the queues exactly as the table says, and one
@@ -137,7 +149,7 @@ func TestRETASelection(t *testing.T) {
 	for port := range uint16(200) {
 		f := udp4(srcIP4, dstIP4, 5000+port, 53, nil)
 		p := parse(f, 0x8100)
-		_, h := rssHash(&msKey, MrqcUDPIPv4, &p)
+		_, h := rssHash(nicmodel.NewToeplitzTable(&msKey), MrqcUDPIPv4, &p)
 		q := (h & 127) % queues
 		want[q]++
 		r.inject(f)

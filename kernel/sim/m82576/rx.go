@@ -150,9 +150,7 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 	mrqc := r[MRQC/4]
 	mode := mrqc & MrqcModeMask
 	if mode == MrqcRSS {
-		var key [40]byte
-		n.rssKeyLocked(&key)
-		s.rssType, s.rssHash = rssHash(&key, mrqc, &s.pkt)
+		s.rssType, s.rssHash = rssHash(n.rssTableLocked(), mrqc, &s.pkt)
 	}
 	var steered bool
 	if idx, q, steer, match := n.etqfLocked(&s.pkt); match {

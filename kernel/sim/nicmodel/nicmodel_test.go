@@ -154,3 +154,32 @@ func TestFrameHelpers(t *testing.T) {
 		}
 	}
 }
+
+func TestToeplitzTable(t *testing.T) {
+	tab := NewToeplitzTable(&msKey)
+	in := make([]byte, 36)
+	for i := range 2000 {
+		for j := range in {
+			in[j] = byte(i*131 + j*29 + i*j)
+		}
+		n := 8 + i%29
+		if got, want := tab.Hash(in[:n]), Toeplitz(&msKey, in[:n]); got != want {
+			t.Fatalf("input %x: table %#x, bitwise %#x", in[:n], got, want)
+		}
+	}
+}
+
+func BenchmarkToeplitzTable(b *testing.B) {
+	tab := NewToeplitzTable(&msKey)
+	in := make([]byte, 12)
+	for range b.N {
+		tab.Hash(in)
+	}
+}
+
+func BenchmarkToeplitz(b *testing.B) {
+	in := make([]byte, 12)
+	for range b.N {
+		Toeplitz(&msKey, in)
+	}
+}

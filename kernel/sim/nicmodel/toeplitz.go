@@ -24,3 +24,38 @@ func Toeplitz(key *[40]byte, input []byte) uint32 {
 	}
 	return h
 }
+
+// ToeplitzTable is the Toeplitz hash of one key unrolled into a table per
+// input byte position (the 36 bytes of an IPv6 address pair and ports),
+// so hashing costs one lookup per byte. Build it again when the key
+// changes.
+type ToeplitzTable [36][256]uint32
+
+// NewToeplitzTable builds the table for key.
+func NewToeplitzTable(key *[40]byte) *ToeplitzTable {
+	t := new(ToeplitzTable)
+	var in [36]byte
+	for i := range t {
+		// One set bit at a time at position i (the bytes before it
+		// zero); the hash is linear, so the other values are XORs.
+		for bit := range 8 {
+			in[i] = 0x80 >> bit
+			t[i][in[i]] = Toeplitz(key, in[:i+1])
+		}
+		in[i] = 0
+		for b := 1; b < 256; b++ {
+			low := b & -b
+			t[i][b] = t[i][b&^low] ^ t[i][low]
+		}
+	}
+	return t
+}
+
+// Hash is Toeplitz(key, input) for input of at most 36 bytes.
+func (t *ToeplitzTable) Hash(input []byte) uint32 {
+	var h uint32
+	for i, b := range input[:min(len(input), len(t))] {
+		h ^= t[i][b]
+	}
+	return h
+}
