@@ -75,7 +75,8 @@ func newFakePair(t *testing.T, opt netstack.Options) *fakePair {
 // runs in the sender after half the data.
 func transferTCP(t *testing.T, client, server *netstack.Stack, dst netip.Addr, n int, between func()) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A safety net, not a speed check: -race on a loaded machine is slow.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ln, err := gonet.ListenTCP(server.Stack, fullAddr(dst, 0), proto(dst))
 	if err != nil {
