@@ -155,3 +155,26 @@ func TestAddressAndVLANFilters(t *testing.T) {
 		t.Errorf("vlan %#x status %#x, stripped %v", wb.vlan, wb.stErr, string(got) == string(plain))
 	}
 }
+
+// In VMDq mode a unicast frame goes to the queue of the pool its
+// receive address entry selects (RAH.POOLSEL); others to pool 0.
+func TestVMDqPoolSelect(t *testing.T) {
+	r := newRig(t)
+	r.setupRx(0, 8, 2048)
+	r.setupRx(2, 8, 2048)
+	g := r.regs
+	vm := [6]byte{0x02, 0, 0, 0, 0, 0x42}
+	g.Write32(RAL0+8, uint32(vm[0])|uint32(vm[1])<<8|uint32(vm[2])<<16|uint32(vm[3])<<24)
+	g.Write32(RAL0+12, uint32(vm[4])|uint32(vm[5])<<8|RahAV|1<<2<<RahPoolSh)
+	g.Write32(MRQC, MrqcVMDq)
+	f := udp4(srcIP4, dstIP4, 1, 2, nil)
+	copy(f, vm[:])
+	r.inject(f)
+	if _, _, ok := r.takeRx(2); !ok {
+		t.Errorf("frame for pool 2 not on queue 2: %v", r.nic.Counters().RxQueue)
+	}
+	r.inject(udp4(srcIP4, dstIP4, 1, 2, nil)) // RAR 0, no pool bits
+	if _, _, ok := r.takeRx(0); !ok {
+		t.Errorf("frame for RAR 0 not on queue 0: %v", r.nic.Counters().RxQueue)
+	}
+}
