@@ -103,7 +103,7 @@ func TestSimulatedMachineServesThroughForward(t *testing.T) {
 	}
 
 	// Control commands reach the NIC and the IOMMU; bad ones are refused.
-	for cmd, code := range map[string]int{"ether0 copybreak 0\niommu deferred 16": 200, "ether0 frob 1": 400, "ether7 tso off": 400} {
+	for cmd, code := range map[string]int{"ether0 copybreak 0\niommu deferred 16": 200, "ether0 frob 1": 400, "ether7 tso off": 400, "machine poweroff": 400} {
 		resp, err := http.Post(base+"/ctl", "text/plain", strings.NewReader(cmd))
 		if err != nil {
 			t.Fatal(err)

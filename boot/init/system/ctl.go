@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ether9/ether9/kernel/iommu"
 )
@@ -14,13 +15,17 @@ import (
 //	iommu strict               invalidate the IOTLB on every unmap
 //	iommu deferred [BATCH]     invalidate once per BATCH unmaps
 //	iommu clear-faults         forget the recorded faults (the count stays)
+//	machine poweroff|reboot    stop or restart, once the answer is on its way
 func (s *System) Ctl(cmd string) error {
 	f := strings.Fields(cmd)
 	if len(f) < 2 {
 		return fmt.Errorf("ctl %q: want a target and a command", cmd)
 	}
-	if f[0] == "iommu" {
+	switch f[0] {
+	case "iommu":
 		return s.iommuCtl(f[1:])
+	case "machine":
+		return s.machineCtl(f[1:])
 	}
 	for _, p := range s.ports {
 		if p.NIC.Name() == f[0] {
@@ -61,4 +66,24 @@ func (s *System) iommuCtl(f []string) error {
 		return nil
 	}
 	return fmt.Errorf("iommu: unknown command %q (strict, deferred, clear-faults)", f[0])
+}
+
+// haltDelay lets the reply to a poweroff or reboot command leave first.
+const haltDelay = 200 * time.Millisecond
+
+func (s *System) machineCtl(f []string) error {
+	if len(f) != 1 || (f[0] != "poweroff" && f[0] != "reboot") {
+		return fmt.Errorf("machine: want poweroff or reboot")
+	}
+	if s.plat.Halt == nil {
+		return fmt.Errorf("machine %s: not possible on the %s platform", f[0], s.plat.Name)
+	}
+	reboot := f[0] == "reboot"
+	time.AfterFunc(haltDelay, func() {
+		s.logf("ether9: %s", f[0])
+		if err := s.plat.Halt(reboot); err != nil {
+			s.logf("ether9: %s: %v", f[0], err)
+		}
+	})
+	return nil
 }

@@ -37,6 +37,9 @@ type Platform struct {
 	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
 	// IRQ is how a function's driver waits for work.
 	IRQ func(a pci.Addr) kernel.Waiter
+	// Halt powers the machine off, or restarts it; nil where the machine
+	// cannot be stopped from inside.
+	Halt func(reboot bool) error
 }
 
 // Port is one bound network controller.
