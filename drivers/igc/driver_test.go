@@ -562,3 +562,70 @@ func TestRSS(t *testing.T) {
 		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.get(MRQC))
 	}
 }
+
+// TestConcurrentControl runs the poll loop, transmit, statistics and
+// layout changes at once: the race detector checks the driver's locking.
+func TestConcurrentControl(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	stop := make(chan struct{})
+	done := make(chan struct{}, 3)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- struct{}{}
+				return
+			default:
+				for _, q := range r.d.queues {
+					q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
+				}
+			}
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- struct{}{}
+				return
+			default:
+				p := &nic.TxPacket{Data: buffer.MakeWithData(udpFrame(100, 1))}
+				r.d.queues[1].Transmit([]*nic.TxPacket{p})
+				r.d.queues[1].Reclaim()
+			}
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- struct{}{}
+				return
+			default:
+				r.d.Stats()
+				r.d.Layout(0)
+			}
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		for _, c := range []string{"mtu 1700", "build off", "build auto", "mtu 1500", "rss off", "rss on", "tso off", "tso on"} {
+			if err := r.d.Ctl(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.d.SetProgram(0, func([]byte) xsk.Verdict { return xsk.Pass }); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.d.SetProgram(0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for i := 0; i < 3; i++ {
+		<-done
+	}
+	if l, _ := r.d.Layout(0); l != Build {
+		t.Fatalf("layout %v after the storm", l)
+	}
+}
