@@ -46,6 +46,7 @@ func FuzzTxRing(f *testing.F) {
 func FuzzRxFrame(f *testing.F) {
 	f.Add(udpFrame(false, ourMAC, payloadBytes(100, 1), true), uint32(SrrctlDescAdvOne), uint32(rctlStd), uint32(0))
 	f.Add(tcpFrame(true, ourMAC, payloadBytes(3000, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrSplit|1), uint32(RctlLPE), uint32(MrqcEnableRSS|MrqcTCPIPv6))
+	f.Add(tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrAlways|1<<SrrctlBSizeHdrShift), uint32(RctlSECRC), uint32(0))
 	f.Fuzz(func(t *testing.T, frame []byte, srrctl, rctl, mrqc uint32) {
 		r := newRig(t, 0x15f3)
 		r.regs.Write32(RLPML, 9018)
@@ -70,7 +71,10 @@ func FuzzRxFrame(f *testing.F) {
 				if wb.len() > 1024 {
 					t.Fatalf("length %d in a 1 KiB buffer", wb.len())
 				}
-				total += wb.len() + wb.hdrLen()
+				total += wb.len()
+				if i == 0 {
+					total += headerBytes(wb, srrctl)
+				}
 				if eop := wb.status&RxdStaEOP != 0; eop != (i == h-1) {
 					t.Fatalf("descriptor %d of %d: EOP %v", i, h, eop)
 				}
@@ -106,4 +110,19 @@ func FuzzRegisters(f *testing.F) {
 		r.regs.Read32(ICR)
 		r.regs.Read32(EICR)
 	})
+}
+
+// headerBytes is how many bytes of the frame a first write-back says are
+// in the header buffer.
+func headerBytes(wb rxWB, srrctl uint32) int {
+	always := srrctl&SrrctlDescTypeMask == SrrctlDescHdrAlways
+	switch {
+	case wb.status&RxdErrHBO != 0 && always:
+		return int(srrctl&SrrctlBSizeHdrMask>>SrrctlBSizeHdrShift) * 64
+	case wb.status&RxdErrHBO != 0:
+		return 0
+	case wb.dw0&RxdSPH != 0 || always:
+		return wb.hdrLen()
+	}
+	return 0
 }

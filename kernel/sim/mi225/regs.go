@@ -237,7 +237,8 @@ const (
 	SrrctlDescTypeMask  = 7 << SrrctlDescTypeShift
 	SrrctlDescLegacy    = 0 << SrrctlDescTypeShift
 	SrrctlDescAdvOne    = 1 << SrrctlDescTypeShift
-	SrrctlDescHdrSplit  = 5 << SrrctlDescTypeShift // header split, always use header buffer
+	SrrctlDescHdrSplit  = 2 << SrrctlDescTypeShift // header split
+	SrrctlDescHdrAlways = 5 << SrrctlDescTypeShift // header split, always use the header buffer
 	SrrctlDropEn        = 1 << 31
 )
 

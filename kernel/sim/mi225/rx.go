@@ -111,7 +111,7 @@ func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
 		n.count(func(c *Counters) { c.RxOff++ })
 		return true
 	}
-	if ring.srrctl&SrrctlDescTypeMask != SrrctlDescAdvOne && ring.srrctl&SrrctlDescTypeMask != SrrctlDescHdrSplit {
+	if dt := ring.srrctl & SrrctlDescTypeMask; dt != SrrctlDescAdvOne && dt != SrrctlDescHdrSplit && dt != SrrctlDescHdrAlways {
 		n.count(func(c *Counters) { c.RxUnsupported++ })
 		return true
 	}
@@ -262,17 +262,8 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	e.buf = buf
 
 	pktSize, hdrSize := bufSizes(ring.srrctl, a.rctl)
-	split := ring.srrctl&SrrctlDescTypeMask == SrrctlDescHdrSplit
-	hdrLen := 0
-	var hbo bool
-	if split && p.hdrLen > 0 {
-		if p.hdrLen <= hdrSize {
-			hdrLen = p.hdrLen
-		} else {
-			hbo = true
-		}
-	}
-	data := buf[hdrLen:]
+	sp := splitFrame(ring.srrctl&SrrctlDescTypeMask, len(buf), p.hdrLen, hdrSize)
+	data := buf[sp.toHdr:]
 	k := max(1, (len(data)+pktSize-1)/pktSize)
 	free := (ring.tail + ring.count - ring.head) % ring.count
 	if k > maxRxDescs || uint32(k) > free {
@@ -311,7 +302,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	if vp {
 		status |= RxdStaVP
 	}
-	if hbo {
+	if sp.hbo {
 		status |= RxdErrHBO
 	}
 	faults := 0
@@ -323,11 +314,14 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 		}
 		w := e.wb[i*descLen : (i+1)*descLen]
 		h := dw0
-		if i == 0 && hdrLen > 0 {
-			if n.dma.Write(le.Uint64(d[8:])&^1, buf[:hdrLen]) != nil {
+		if i == 0 {
+			if sp.toHdr > 0 && n.dma.Write(le.Uint64(d[8:])&^1, buf[:sp.toHdr]) != nil {
 				faults++
 			}
-			h |= uint32(hdrLen)<<RxdHdrLenShift | RxdSPH
+			h |= uint32(min(sp.hdrLen, 0x3ff)) << RxdHdrLenShift
+			if sp.sph {
+				h |= RxdSPH
+			}
 		}
 		st := status | RxdStaDD
 		if i == k-1 {
@@ -373,6 +367,51 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	}
 	n.queueEventLocked(ring.q, false)
 	return true
+}
+
+// rxSplit says how a frame is laid out over the first descriptor's
+// header buffer and the packet buffers.
+type rxSplit struct {
+	toHdr    int  // bytes from the start of the frame into the header buffer
+	hdrLen   int  // the HDR_LEN field
+	sph, hbo bool // header found and split; header larger than the buffer
+}
+
+// splitFrame applies the header split rules of SRRCTL.DESCTYPE to a
+// stored frame of length l whose parsed header is hdr bytes long (0: not
+// recognised), with header buffers of hdrSize bytes:
+//
+//	header split: a recognised header that fits goes to the header
+//	buffer (SPH); one that does not fit is reported (SPH, HBO) but the
+//	frame goes to the packet buffers whole, as does an unrecognised one.
+//
+//	always use header buffer: a frame that fits the header buffer goes
+//	there whole (HDR_LEN its length, no SPH); a recognised header that
+//	fits is split off (SPH); otherwise the first hdrSize bytes fill the
+//	header buffer and the rest follows in the packet buffers (SPH and
+//	HBO if a header was recognised, HDR_LEN hdrSize if not).
+func splitFrame(desctype uint32, l, hdr, hdrSize int) rxSplit {
+	switch desctype {
+	case SrrctlDescHdrSplit:
+		switch {
+		case hdr == 0:
+			return rxSplit{}
+		case hdr <= hdrSize:
+			return rxSplit{toHdr: hdr, hdrLen: hdr, sph: true}
+		}
+		return rxSplit{hdrLen: hdr, sph: true, hbo: true}
+	case SrrctlDescHdrAlways:
+		switch {
+		case l <= hdrSize:
+			return rxSplit{toHdr: l, hdrLen: l}
+		case hdr == 0:
+			return rxSplit{toHdr: hdrSize, hdrLen: hdrSize}
+		case hdr <= hdrSize:
+			return rxSplit{toHdr: hdr, hdrLen: hdr, sph: true}
+		}
+		return rxSplit{toHdr: hdrSize, hdrLen: hdr, sph: true, hbo: true}
+	}
+	return rxSplit{}
 }
 
 // rxFetch reads the k descriptors from the head. Like the hardware it

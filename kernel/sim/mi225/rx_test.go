@@ -214,31 +214,50 @@ func TestRxRingWraps(t *testing.T) {
 }
 
 func TestRxHeaderSplit(t *testing.T) {
-	r := newRig(t, 0x15f3)
-	r.setupRx(0, 8, 2048, SrrctlDescHdrSplit, rctlStd)
-	f := udpFrame(false, ourMAC, payloadBytes(700, 5), true)
-	hdr := header.EthernetMinimumSize + header.IPv4MinimumSize + header.UDPMinimumSize
-	r.w.B().Send(f)
-	wb := r.rxDesc(0, 0)
-	if wb.dw0&RxdSPH == 0 || wb.hdrLen() != hdr {
-		t.Fatalf("dword 0 %#x: SPH %v HDR_LEN %d, want split at %d", wb.dw0, wb.dw0&RxdSPH != 0, wb.hdrLen(), hdr)
-	}
-	if wb.len() != len(f)-hdr {
-		t.Fatalf("packet length %d, want %d", wb.len(), len(f)-hdr)
-	}
-	if !bytes.Equal(r.rx[0].hdrs.Buf[:hdr], f[:hdr]) || !bytes.Equal(r.rxBuf(0, 0, len(f)-hdr), f[hdr:]) {
-		t.Fatal("header and payload not where the descriptor says")
-	}
-	// A header larger than the header buffer is not split.
-	r.regs.Write32(SRRCTL, 2|1<<SrrctlBSizeHdrShift|SrrctlDescHdrSplit)            // 64-byte headers
-	f6 := tcpFrame(true, ourMAC, payloadBytes(100, 6), header.TCPFlagAck, true, 0) // 74-byte header
-	r.w.B().Send(f6)
-	wb = r.rxDesc(0, 1)
-	if wb.dw0&RxdSPH != 0 || wb.status&RxdErrHBO == 0 || wb.len() != len(f6) {
-		t.Fatalf("oversized header: dword 0 %#x status %#x length %d", wb.dw0, wb.status, wb.len())
-	}
-	if !bytes.Equal(r.rxBuf(0, 1, len(f6)), f6) {
-		t.Fatal("unsplit frame not in the packet buffer")
+	udp := udpFrame(false, ourMAC, payloadBytes(700, 5), true)                       // header 42
+	tcp6 := tcpFrame(true, ourMAC, payloadBytes(100, 6), header.TCPFlagAck, true, 0) // header 74
+	small := udpFrame(false, ourMAC, payloadBytes(18, 7), true)                      // 60 bytes in all
+	arp := ethernet(ourMAC, peerMAC, header.ARPProtocolNumber, 100)[:header.EthernetMinimumSize+100]
+	for _, c := range []struct {
+		name     string
+		desctype uint32
+		hdrSize  int // BSIZEHEADER in bytes
+		frame    []byte
+		toHdr    int // bytes in the header buffer
+		hdrLen   int
+		sph, hbo bool
+	}{
+		{"split", SrrctlDescHdrSplit, 256, udp, 42, 42, true, false},
+		{"split, header too big", SrrctlDescHdrSplit, 64, tcp6, 0, 74, true, true},
+		{"split, not recognised", SrrctlDescHdrSplit, 256, arp, 0, 0, false, false},
+		{"always", SrrctlDescHdrAlways, 256, udp, 42, 42, true, false},
+		{"always, header too big", SrrctlDescHdrAlways, 64, tcp6, 64, 74, true, true},
+		{"always, not recognised", SrrctlDescHdrAlways, 64, arp, 64, 64, false, false},
+		{"always, small frame", SrrctlDescHdrAlways, 64, small, 60, 60, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 0x15f3)
+			r.setupRx(0, 8, 2048, c.desctype, rctlStd)
+			r.regs.Write32(SRRCTL, 2|uint32(c.hdrSize/64)<<SrrctlBSizeHdrShift|c.desctype)
+			f := c.frame
+			r.w.B().Send(f)
+			wb := r.rxDesc(0, 0)
+			if wb.status&(RxdStaDD|RxdStaEOP) != RxdStaDD|RxdStaEOP {
+				t.Fatalf("status %#x", wb.status)
+			}
+			if sph := wb.dw0&RxdSPH != 0; sph != c.sph || wb.hdrLen() != c.hdrLen {
+				t.Fatalf("SPH %v HDR_LEN %d, want %v %d", sph, wb.hdrLen(), c.sph, c.hdrLen)
+			}
+			if hbo := wb.status&RxdErrHBO != 0; hbo != c.hbo {
+				t.Fatalf("HBO %v, want %v", hbo, c.hbo)
+			}
+			if wb.len() != len(f)-c.toHdr {
+				t.Fatalf("PKT_LEN %d, want %d", wb.len(), len(f)-c.toHdr)
+			}
+			if !bytes.Equal(r.rx[0].hdrs.Buf[:c.toHdr], f[:c.toHdr]) || !bytes.Equal(r.rxBuf(0, 0, len(f)-c.toHdr), f[c.toHdr:]) {
+				t.Fatal("header and packet buffers do not hold the frame as the descriptor says")
+			}
+		})
 	}
 }
 
