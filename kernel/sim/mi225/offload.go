@@ -22,6 +22,7 @@ type rxParse struct {
 	rssType uint32
 	hash    uint32
 	ipid    uint16 // IPv4 identification, reported without RXCSUM.PCSD
+	fragSum uint16 // likewise: the unadjusted ones' complement sum of the IPv4 payload
 }
 
 // rxConf is the receive configuration the parser runs under.
@@ -70,6 +71,9 @@ func parseRx(f []byte, c *rxConf) rxParse {
 			o.ptype = PtypeIPv4E
 		}
 		o.ipid = be.Uint16(ip[4:])
+		if c.rxcsum&RxcsumPCSD == 0 {
+			o.fragSum = checksum.Checksum(ip[ihl:total], 0)
+		}
 		if ipofl {
 			o.status |= RxdStaIPCS
 			if checksum.Checksum(ip[:ihl], 0) != 0xffff {

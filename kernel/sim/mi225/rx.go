@@ -296,7 +296,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	dw0 = p.rssType | p.ptype<<RxdPtypeShift
 	dw1 := p.hash
 	if e.conf.rxcsum&RxcsumPCSD == 0 {
-		dw1 = uint32(p.ipid) // the fragment checksum half is not modelled
+		dw1 = uint32(p.ipid) | uint32(p.fragSum)<<16
 	}
 	status := p.status | p.errors
 	if vp {

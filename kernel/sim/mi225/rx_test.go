@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -72,8 +73,9 @@ func TestRxChecksumOffloadOff(t *testing.T) {
 	if wb.status&(RxdStaIPCS|RxdStaL4I|RxdErrL4E) != 0 {
 		t.Fatalf("status %#x with RXCSUM off", wb.status)
 	}
-	if wb.dw1 != 0x1234 {
-		t.Fatalf("dword 1 %#x, want the IP identification without PCSD", wb.dw1)
+	ipPayload := header.IPv4(f[macLen:]).Payload()
+	if want := uint32(0x1234) | uint32(checksum.Checksum(ipPayload, 0))<<16; wb.dw1 != want {
+		t.Fatalf("dword 1 %#x, want %#x: IP identification and payload sum without PCSD", wb.dw1, want)
 	}
 }
 
