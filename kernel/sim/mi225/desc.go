@@ -41,7 +41,6 @@ const (
 	PtypeTCP   = 1 << 4
 	PtypeUDP   = 1 << 5
 	PtypeSCTP  = 1 << 6
-	PtypeNonIP = 1 << 11 // with ETQF filtering only; not set by this model
 )
 
 // RSS types.

@@ -10,10 +10,19 @@
 // filtering, RSS, checksum verification, header split, frames spread over
 // several buffers, checksum insertion and TCP segmentation, statistics.
 //
+// Interrupts follow GPIE: in MSI-X mode a queue's cause sets the EICR bit
+// of the vector IVAR names, with EIAC auto-clear and EIAM auto-mask; in
+// MSI and INTx mode ICR.INT_ASSERTED and read-to-clear apply. Every
+// message or assertion signals the machine's one line for the function
+// and is counted per vector; the MSI-X table is stored, its mask bits
+// are not applied.
+//
 // What is not modelled: interrupt moderation (EITR is stored; causes are
 // signalled at once), flow control, time stamping and launch time, the
 // legacy descriptor formats (frames for a queue set to them are dropped
-// and counted), EtherType and 2-tuple filters, wake-up and manageability.
+// and counted; legacy transmit descriptors are consumed and counted as
+// bad), PSRTYPE (every recognised header is split), SCTP checksums,
+// EtherType and 2-tuple filters, wake-up and manageability.
 package mi225
 
 import (

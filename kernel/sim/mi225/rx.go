@@ -36,12 +36,10 @@ type rxQueue struct {
 
 // rxAdmit is what the MAC decides about a frame as it arrives.
 type rxAdmit struct {
-	ok    bool
-	rctl  uint32
-	vme   bool
-	qsel  int // queue chosen by the matching RAH.QSEL, or -1
-	drop  bool
-	crcof bool
+	ok   bool
+	rctl uint32
+	vme  bool
+	qsel int // queue chosen by the matching RAH.QSEL, or -1
 }
 
 // receive takes one frame from the wire on the sender's goroutine. The
