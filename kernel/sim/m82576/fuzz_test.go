@@ -34,7 +34,7 @@ func FuzzModel(f *testing.F) {
 				n := min(int(arg)*8, len(frame))
 				r.inject(frame[:n])
 			case 2:
-				r.nic.SetLink(arg&1 != 0)
+				r.nic.SetLink(arg&1 != 0, []int{10, 100, 1000, 2500}[arg>>1&3])
 			case 3: // a descriptor from the fuzz input
 				if len(ops) < 16 {
 					return

@@ -91,12 +91,16 @@ type NIC struct {
 	// mu guards the register file, the PHY, the NVM, the link and the
 	// counters. The engines hold it only briefly, never during DMA or
 	// while a frame is on the wire.
-	mu       sync.Mutex
-	regs     []uint32 // mmioSize/4
-	nvm      [nvmWords]uint16
-	phy      phy
-	cable    struct{ up bool }
+	mu    sync.Mutex
+	regs  []uint32 // mmioSize/4
+	nvm   [nvmWords]uint16
+	phy   phy
+	cable struct {
+		up    bool
+		speed int // Mb/s the partner offers
+	}
 	linkUp   bool
+	speed    int // Mb/s of the link the MAC sees
 	port     wire.Port
 	counters Counters
 	ioaddr   uint32
@@ -155,27 +159,37 @@ func (n *NIC) Counters() Counters {
 }
 
 // Attach plugs the model into one end of a wire. If the port reports link
-// state (wire.LinkPort), the PHY follows it; otherwise the cable is in.
+// state (wire.LinkPort), the PHY follows it; otherwise the cable is in at
+// 1000 Mb/s.
 func (n *NIC) Attach(p wire.Port) {
 	n.mu.Lock()
 	n.port = p
 	n.mu.Unlock()
 	p.Receive(n.receive)
 	if lp, ok := p.(wire.LinkPort); ok {
-		lp.Link(func(up bool, _ int) { n.setCable(up) }) // 10, 100 and 1000 Mb/s all link
+		lp.Link(n.setCable)
 	} else {
-		n.setCable(true)
+		n.setCable(true, 1000)
 	}
 }
 
-// SetLink plugs or pulls the cable; a change of the link the MAC sees
-// raises LSC.
-func (n *NIC) SetLink(up bool) { n.setCable(up) }
+// SetLink sets what the cable offers: a link partner present, and the
+// speed it can do. The PHY links at the best speed both sides do (a
+// 2.5 Gb/s partner links at 1000 Mb/s); a change the MAC sees raises LSC.
+func (n *NIC) SetLink(up bool, speedMbps int) error {
+	switch speedMbps {
+	case 10, 100, 1000, 2500:
+	default:
+		return fmt.Errorf("m82576: link speed %d Mb/s: want 10, 100, 1000 or 2500", speedMbps)
+	}
+	n.setCable(up, speedMbps)
+	return nil
+}
 
-func (n *NIC) setCable(up bool) {
+func (n *NIC) setCable(up bool, mbps int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.cable.up = up
+	n.cable.up, n.cable.speed = up, min(mbps, 1000)
 	n.linkChangedLocked()
 }
 
@@ -188,11 +202,15 @@ func (n *NIC) linkLocked() bool {
 
 func (n *NIC) linkChangedLocked() {
 	now := n.linkLocked()
-	if now == n.linkUp {
+	speed := 0
+	if now {
+		speed = n.cable.speed
+	}
+	if now == n.linkUp && speed == n.speed {
 		return
 	}
-	n.linkUp = now
-	n.phy.setLink(now)
+	n.linkUp, n.speed = now, speed
+	n.phy.setLink(now, speed)
 	n.otherCauseLocked(IntLSC)
 }
 
@@ -235,7 +253,7 @@ func (n *NIC) resetLocked() {
 	n.pb.reset()
 	n.rssTable = nil
 	n.counters.Resets++
-	n.linkUp = false // the MAC relearns the link: LSC follows if it is up
+	n.linkUp, n.speed = false, 0 // the MAC relearns the link: LSC follows if it is up
 	n.linkChangedLocked()
 }
 
@@ -330,12 +348,23 @@ func (n *NIC) readLocked(off uint32) uint32 {
 func (n *NIC) statusLocked() uint32 {
 	s := uint32(StatusPFRstDone)
 	if n.linkUp {
-		s |= StatusLU | StatusFD | 2<<StatusSpeedSh
+		s |= StatusLU | StatusFD | speedCode(n.speed)<<StatusSpeedSh
 	}
 	if n.regs[CTRL/4]&CtrlGIOMDis == 0 {
 		s |= StatusGIOME
 	}
 	return s
+}
+
+// speedCode is the STATUS.SPEED encoding.
+func speedCode(mbps int) uint32 {
+	switch mbps {
+	case 10:
+		return 0
+	case 100:
+		return 1
+	}
+	return 2
 }
 
 func (n *NIC) write32(off, v uint32) {

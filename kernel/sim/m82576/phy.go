@@ -1,8 +1,8 @@
 package m82576
 
 // The internal PHY as software reaches it through MDIC: the IEEE registers
-// and an IGP-3 identifier. Auto-negotiation completes at once at 1000 Mb/s
-// full duplex when the cable is in.
+// and an IGP-3 identifier. Auto-negotiation completes at once, at the
+// partner's speed, full duplex, when the cable is in.
 const (
 	phyBMCR    = 0
 	phyBMSR    = 1
@@ -38,11 +38,19 @@ func (p *phy) reset() {
 
 func (p *phy) powered() bool { return p.r[phyBMCR]&bmcrPDown == 0 }
 
-func (p *phy) setLink(up bool) {
+// setLink records the negotiated link: the partner's abilities up to
+// speed (Mb/s) in ANLPAR and the 1000BASE-T status.
+func (p *phy) setLink(up bool, speed int) {
 	if up {
 		p.r[phyBMSR] |= bmsrLink | bmsrANDone
-		p.r[phyANLPAR] = 0xc1e1
-		p.r[phyGSR] = 0x3c00
+		p.r[phyANLPAR] = 0xc061 // acknowledge, 10 full and half duplex
+		if speed >= 100 {
+			p.r[phyANLPAR] |= 0x0180 // 100 full and half duplex
+		}
+		p.r[phyGSR] = 0
+		if speed >= 1000 {
+			p.r[phyGSR] = 0x3c00 // local and remote receiver OK, partner 1000 FD/HD
+		}
 		return
 	}
 	p.r[phyBMSR] &^= bmsrLink | bmsrANDone
@@ -73,8 +81,8 @@ func (n *NIC) mdicLocked(v uint32) {
 			}
 			// The PHY renegotiates: the link comes back (with LSC)
 			// unless it is now powered down.
-			n.phy.setLink(false)
-			n.linkUp = false
+			n.phy.setLink(false, 0)
+			n.linkUp, n.speed = false, 0
 			n.linkChangedLocked()
 		case phyBMSR, phyID1, phyID2, phyANLPAR, phyGSR, phyESR:
 			// read-only

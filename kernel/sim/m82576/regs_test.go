@@ -207,7 +207,7 @@ func TestLinkChangeRaisesLSC(t *testing.T) {
 	g.Read32(ICR)
 	g.Write32(IMS, IntLSC)
 	before := irq.Raised()
-	r.nic.SetLink(false)
+	r.nic.SetLink(false, 1000)
 	if g.Read32(STATUS)&StatusLU != 0 {
 		t.Error("link up after the cable was pulled")
 	}
@@ -220,12 +220,23 @@ func TestLinkChangeRaisesLSC(t *testing.T) {
 	if v := g.Read32(ICR); v != 0 {
 		t.Errorf("ICR %#x after read", v)
 	}
-	r.nic.SetLink(true)
+	r.nic.SetLink(true, 1000)
 	if !irq.Wait(time.Millisecond) {
 		t.Error("no interrupt on link up")
 	}
 	if g.Read32(ICR)&IntLSC == 0 {
 		t.Error("no LSC on link up")
+	}
+	// A 100 Mb/s partner: STATUS says so, and LSC marks the change.
+	g.Read32(ICR)
+	if err := r.nic.SetLink(true, 100); err != nil {
+		t.Fatal(err)
+	}
+	if v := g.Read32(STATUS); v>>StatusSpeedSh&3 != 1 || g.Read32(ICR)&IntLSC == 0 {
+		t.Errorf("STATUS %#x at 100 Mb/s, or no LSC", v)
+	}
+	if err := r.nic.SetLink(true, 40000); err == nil {
+		t.Error("40 Gb/s accepted")
 	}
 	// Without SLU the MAC does not bring the link up.
 	g.Write32(CTRL, g.Read32(CTRL)&^CtrlSLU)

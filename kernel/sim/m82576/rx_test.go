@@ -197,14 +197,14 @@ func TestRxQueueDisabledAndReceiverOff(t *testing.T) {
 	r.regs.Write32(RXDCTL, RxdctlEnable)
 	r.regs.Write32(RCTL, 0)
 	r.inject(f)
-	r.nic.SetLink(false)
+	r.nic.SetLink(false, 1000)
 	r.regs.Write32(RCTL, RctlEN|RctlSECRC)
 	r.inject(f)
 	if c := r.nic.Counters(); c.RxOff != 2 || c.RxFrames != 0 {
 		t.Errorf("receiver off, link down: %+v", c)
 	}
 	// Header split is not modelled: such a queue drops, and says so.
-	r.nic.SetLink(true)
+	r.nic.SetLink(true, 1000)
 	r.regs.Write32(SRRCTL, 2|2<<SrrctlDescTypeSh)
 	r.inject(f)
 	if c := r.nic.Counters(); c.RxBadSetup != 1 {

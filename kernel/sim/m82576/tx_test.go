@@ -295,7 +295,7 @@ func TestTxVLANPadLinkAndLegacy(t *testing.T) {
 		t.Errorf("legacy: bad UDP checksum")
 	}
 	// Link down: frames are dropped, descriptors still complete.
-	r.nic.SetLink(false)
+	r.nic.SetLink(false, 1000)
 	r.post(0, dataDesc(r.buf(0, short), len(short), TxdEOP|TxdRS, 0))
 	if len(r.sent()) != 0 || r.nic.Counters().TxNoLink != 1 || r.regs.Read32(TDH) != 4 {
 		t.Errorf("link down: %+v TDH %d", r.nic.Counters(), r.regs.Read32(TDH))
