@@ -214,10 +214,9 @@ func (s *System) startStack() error {
 			NIC:     p.NIC,
 			Gateway: s.opt.Gateway,
 			DHCP:    s.opt.DHCP,
-			Endpoint: netstack.Options{
-				OnLink: func(l nic.Link) { s.logf("%s: %s", name, linkString(l)) },
-				Logf:   func(format string, args ...any) { s.logf(name+": "+format, args...) },
-			},
+			// The endpoint names the NIC in its lines and reports link
+			// changes after this first state.
+			Endpoint: netstack.Options{Logf: s.logf},
 		}
 		// The static address belongs to the first NIC only.
 		if s.opt.IP.IsValid() && len(ifs) == 0 {
