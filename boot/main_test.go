@@ -67,7 +67,8 @@ func TestWriteOut(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-	if err != nil || strings.TrimSpace(string(cmdline)) != image.BaseCmdline+" ether9.ip=192.168.1.9/24" {
+	want := strings.Replace(image.BaseCmdline, "console=ttyS0", "console=ttyS0,115200n8", 1) + " ether9.ip=192.168.1.9/24"
+	if err != nil || strings.TrimSpace(string(cmdline)) != want {
 		t.Fatalf("cmdline %q, %v", cmdline, err)
 	}
 	vmlinuz, err := os.ReadFile(filepath.Join(dir, "vmlinuz"))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ether9/ether9/boot/image"
 )
@@ -29,9 +30,12 @@ func writeOut(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
+	// A real serial port runs at whatever Linux sets, 9600 baud unless
+	// told; hardware consoles expect 115200. QEMU's port ignores it.
+	cmdline := strings.Replace(p.cmdline, "console=ttyS0 ", "console=ttyS0,115200n8 ", 1)
 	files := []outFile{
 		{name: "initramfs.cpio", from: p.initrd},
-		{name: "cmdline", data: []byte(p.cmdline + "\n")},
+		{name: "cmdline", data: []byte(cmdline + "\n")},
 	}
 	// Hardware boot loaders want the bzImage; QEMU boots vmlinux faster.
 	hw, vm := "vmlinux", "vmlinux"
@@ -85,6 +89,6 @@ enabled in the firmware setup, and a serial port (ttyS0, 115200 8N1):
       -kernel %[1]s/%[4]s -initrd %[1]s/initramfs.cpio -append "$(cat %[1]s/cmdline)" \
       -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
-`, dir, hw, p.cmdline, vm)
+`, dir, hw, cmdline, vm)
 	return nil
 }
