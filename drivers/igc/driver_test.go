@@ -12,6 +12,7 @@ import (
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
@@ -77,8 +78,8 @@ func TestBlankNVM(t *testing.T) {
 			}
 			defer d.Close()
 			m := d.MAC()
-			if m[0]&2 == 0 || m[0]&1 != 0 || m != localMAC([3]uint8{3, 0, 0}) {
-				t.Fatalf("mac %x: want the locally administered unicast %x", m, localMAC([3]uint8{3, 0, 0}))
+			if want := localMAC(0, [3]uint8{3, 0, 0}); m[0]&2 == 0 || m[0]&1 != 0 || m != want {
+				t.Fatalf("mac %x: want the locally administered unicast %x", m, want)
 			}
 			if lo, hi := regs.get(RAL0), regs.get(RAH0); hi&RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
 				t.Fatalf("RAL0/RAH0 %08x/%08x not programmed with %x", lo, hi, m)
@@ -627,5 +628,43 @@ func TestConcurrentControl(t *testing.T) {
 	}
 	if l, _ := r.d.Layout(0); l != Build {
 		t.Fatalf("layout %v after the storm", l)
+	}
+}
+
+// dsnConfig is a config space holding one device serial number capability.
+type dsnConfig struct{ serial uint64 }
+
+func (c dsnConfig) ReadConfig(a pci.Addr, off, size int) (uint32, error) {
+	switch off {
+	case 0x104:
+		return uint32(c.serial), nil
+	case 0x108:
+		return uint32(c.serial >> 32), nil
+	}
+	return 0, fmt.Errorf("config read at %#x", off)
+}
+
+func (dsnConfig) WriteConfig(pci.Addr, int, int, uint32) error { return errors.New("read only") }
+
+func TestBlankNVMSerial(t *testing.T) {
+	byLocation := [6]byte{0x02, 0x49, 0x47, 3, 0, 0}
+	for _, tc := range []struct {
+		serial uint64
+		want   [6]byte
+	}{
+		{0x0011_22ff_fe33_4455, [6]byte{0x02, 0xff, 0xfe, 0x33, 0x44, 0x55}},
+		{^uint64(0), byLocation}, // blank serial
+		{0, byLocation},
+	} {
+		f := &pci.Function{Addr: pci.Addr{Bus: 3}, Vendor: VendorIntel, Device: 0x125f,
+			Caps: []pci.Capability{{ID: pci.ExtCapDSN, Offset: 0x100, Extended: true}}}
+		d, err := probe(&nic.Device{Name: "ether0", Func: f, Config: dsnConfig{tc.serial}, Regs: newRegFile(status2500), DMA: ringtest.New(), Clock: &testClock{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := d.MAC(); m != tc.want {
+			t.Errorf("serial %#x: mac %x, want %x", tc.serial, m, tc.want)
+		}
+		d.Close()
 	}
 }

@@ -37,15 +37,16 @@ const (
 
 // Device is a running igc controller.
 type Device struct {
-	name  string
-	id    ID
-	loc   [3]uint8 // PCI bus, device, function
-	regs  kernel.Regs
-	dma   kernel.DMA
-	clock kernel.Clock
-	irq   kernel.Waiter
-	logf  func(string, ...any)
-	mac   [6]byte
+	name   string
+	id     ID
+	loc    [3]uint8 // PCI bus, device, function
+	serial uint64   // PCIe device serial number, 0 if none
+	regs   kernel.Regs
+	dma    kernel.DMA
+	clock  kernel.Clock
+	irq    kernel.Waiter
+	logf   func(string, ...any)
+	mac    [6]byte
 
 	queues  []*queue
 	cfgMu   sync.Mutex // MTU and RX layout changes
@@ -93,6 +94,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.irq == nil {
 		d.irq = kernel.PollWaiter{}
 	}
+	d.serial = readSerial(dev)
 	d.mtu.Store(defaultMTU)
 	d.link.Store(&nic.Link{})
 	d.tso.Store(true)

@@ -3,6 +3,9 @@ package igc
 import (
 	"fmt"
 	"time"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/pci"
 )
 
 // Reset timing (I225 datasheet 4.3): registers are usable about 1 ms after
@@ -79,10 +82,12 @@ func validMAC(m [6]byte) bool {
 
 // readMAC takes the station address the hardware loaded into RAL0/RAH0,
 // else reads NVM words 0-2. A blank-NVM part has none: it gets a locally
-// administered address made from its PCI location, so it comes up (those
-// ids exist to be brought up and programmed) and keeps the same address
-// from boot to boot. Any other part without a valid address is refused: a
-// programmed NVM that yields garbage is a fault to report, not to hide.
+// administered address, so it comes up (those ids exist to be brought up
+// and programmed) and keeps the same address from boot to boot: made from
+// the PCIe device serial number when the part reports one, else from its
+// PCI location (unique on the machine, not across machines). Any other
+// part without a valid address is refused: a programmed NVM that yields
+// garbage is a fault to report, not to hide.
 func (d *Device) readMAC() ([6]byte, error) {
 	lo, hi := d.regs.Read32(RAL0), d.regs.Read32(RAH0)
 	m := [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
@@ -99,7 +104,7 @@ func (d *Device) readMAC() ([6]byte, error) {
 		switch {
 		case nvmErr == nil && validMAC(m):
 		case d.id.Flags&FlagBlankNVM != 0:
-			m = localMAC(d.loc)
+			m = localMAC(d.serial, d.loc)
 			d.logf("%s: %s has a blank NVM: using locally administered address %x", d.name, d.id.Name, m)
 		default:
 			return m, fmt.Errorf("igc %s: no valid MAC address (RAL/RAH %08x/%08x, NVM %x, err %v)", d.name, lo, hi, m, nvmErr)
@@ -109,10 +114,34 @@ func (d *Device) readMAC() ([6]byte, error) {
 	return m, nil
 }
 
-// localMAC is a locally administered unicast address derived from a PCI
-// location (segment-less bus/device/function).
-func localMAC(loc [3]uint8) [6]byte {
-	return [6]byte{0x02, 0x49, 0x47, loc[0], loc[1], loc[2]} // 02:'I':'G'
+// localMAC is a locally administered unicast address: the low 40 bits of
+// a device serial number, or 'I', 'G' and the PCI bus, device and
+// function when there is none.
+func localMAC(serial uint64, loc [3]uint8) [6]byte {
+	if serial != 0 {
+		s := serial
+		return [6]byte{0x02, byte(s >> 32), byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
+	}
+	return [6]byte{0x02, 0x49, 0x47, loc[0], loc[1], loc[2]}
+}
+
+// readSerial returns the PCIe device serial number, or 0 when there is no
+// such capability or it reads as blank (zero or all ones).
+func readSerial(dev *nic.Device) uint64 {
+	if dev.Config == nil {
+		return 0
+	}
+	c, ok := pci.FindExtCap(dev.Func.Caps, pci.ExtCapDSN)
+	if !ok {
+		return 0
+	}
+	lo, err1 := dev.Config.ReadConfig(dev.Func.Addr, c.Offset+4, 4)
+	hi, err2 := dev.Config.ReadConfig(dev.Func.Addr, c.Offset+8, 4)
+	s := uint64(hi)<<32 | uint64(lo)
+	if err1 != nil || err2 != nil || s == ^uint64(0) {
+		return 0
+	}
+	return s
 }
 
 func (d *Device) writeMAC(m [6]byte) {
