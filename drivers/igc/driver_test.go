@@ -652,7 +652,7 @@ func TestBlankNVMSerial(t *testing.T) {
 		serial uint64
 		want   [6]byte
 	}{
-		{0x0011_22ff_fe33_4455, [6]byte{0x02, 0xff, 0xfe, 0x33, 0x44, 0x55}},
+		{0x0011_22ff_fe33_4455, [6]byte{0x02, 0x55 ^ 0x22, 0x44 ^ 0x11, 0x33, 0xfe, 0xff}},
 		{^uint64(0), byLocation}, // blank serial
 		{0, byLocation},
 	} {

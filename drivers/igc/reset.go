@@ -114,15 +114,18 @@ func (d *Device) readMAC() ([6]byte, error) {
 	return m, nil
 }
 
-// localMAC is a locally administered unicast address: the low 40 bits of
-// a device serial number, or 'I', 'G' and the PCI bus, device and
-// function when there is none.
+// localMAC is a locally administered unicast address: 0x02 and the 64
+// bits of a device serial number folded into 40, or 'I', 'G' and the PCI
+// bus, device and function when there is none.
 func localMAC(serial uint64, loc [3]uint8) [6]byte {
-	if serial != 0 {
-		s := serial
-		return [6]byte{0x02, byte(s >> 32), byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
+	if serial == 0 {
+		return [6]byte{0x02, 0x49, 0x47, loc[0], loc[1], loc[2]}
 	}
-	return [6]byte{0x02, 0x49, 0x47, loc[0], loc[1], loc[2]}
+	m := [6]byte{0x02}
+	for i := 0; i < 8; i++ {
+		m[1+i%5] ^= byte(serial >> (8 * i))
+	}
+	return m
 }
 
 // readSerial returns the PCIe device serial number, or 0 when there is no
