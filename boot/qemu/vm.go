@@ -57,8 +57,9 @@ func Start(c Config, echo io.Writer) (*VM, error) {
 	}
 	cmd.Stderr = cmd.Stdout
 	// Its own process group: a ^C on the terminal reaches us, and we stop
-	// QEMU ourselves.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// QEMU ourselves. If we die first (a test binary killed at its
+	// timeout), the kernel stops it for us.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	vm := &VM{cmd: cmd, done: make(chan struct{})}
 	vm.Start = time.Now()
 	if err := cmd.Start(); err != nil {
