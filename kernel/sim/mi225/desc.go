@@ -32,6 +32,14 @@ const (
 	RxdErrRXE = 1 << 31
 )
 
+// Legacy receive descriptor: buffer address (bytes 0-7), length (8-9),
+// packet checksum (10-11), status (12), errors (13), VLAN tag (14-15).
+const (
+	RxdLegacyIXSM = 1 << 2
+	RxdLegacyTCPE = 1 << 5
+	RxdLegacyIPE  = 1 << 6
+)
+
 // Packet type bits (in the field at RxdPtypeShift).
 const (
 	PtypeIPv4  = 1 << 0
@@ -70,6 +78,7 @@ const (
 
 	TxdCmdEOP  = 1 << 24
 	TxdCmdIFCS = 1 << 25
+	TxdCmdIC   = 1 << 26 // legacy: insert checksum
 	TxdCmdRS   = 1 << 27
 	TxdCmdDEXT = 1 << 29
 	TxdCmdVLE  = 1 << 30

@@ -60,8 +60,17 @@ func FuzzRxFrame(f *testing.F) {
 			copy(frame, ourMAC[:])
 		}
 		r.w.B().Send(frame)
+		legacy := srrctl&SrrctlDescTypeMask == SrrctlDescLegacy
 		for q := range Queues {
 			h := int(r.regs.Read32(RxQ(RDH, q)))
+			if legacy {
+				for i := range h {
+					if d := r.rx[q].ring.Buf[i*descLen:]; d[12]&RxdStaDD == 0 || binary.LittleEndian.Uint16(d[8:]) > 1024 {
+						t.Fatalf("legacy descriptor %d: % x", i, d[:descLen])
+					}
+				}
+				continue
+			}
 			total := 0
 			for i := range h {
 				wb := r.rxDesc(q, i)

@@ -9,6 +9,7 @@
 // simulated wire. The model does what the card does: address and VLAN
 // filtering, RSS, checksum verification, header split, frames spread over
 // several buffers, checksum insertion and TCP segmentation, statistics.
+// Both the advanced and the legacy descriptor formats are handled.
 //
 // Interrupts follow GPIE: in MSI-X mode a queue's cause sets the EICR bit
 // of the vector IVAR names, with EIAC auto-clear and EIAM auto-mask; in
@@ -18,11 +19,11 @@
 // are not applied.
 //
 // What is not modelled: interrupt moderation (EITR is stored; causes are
-// signalled at once), flow control, time stamping and launch time, the
-// legacy descriptor formats (frames for a queue set to them are dropped
-// and counted; legacy transmit descriptors are consumed and counted as
-// bad), PSRTYPE (every recognised header is split), SCTP checksums,
-// EtherType and 2-tuple filters, wake-up and manageability.
+// signalled at once), flow control, time stamping and launch time,
+// PSRTYPE (every recognised header is split), SCTP checksums, EtherType
+// and 2-tuple filters, wake-up and manageability. Descriptor types other
+// than legacy, advanced one-buffer and the two header-split modes drop
+// the frame and count it.
 package mi225
 
 import (

@@ -3,6 +3,8 @@ package mi225
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 const (
@@ -109,7 +111,7 @@ func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
 		n.count(func(c *Counters) { c.RxOff++ })
 		return true
 	}
-	if dt := ring.srrctl & SrrctlDescTypeMask; dt != SrrctlDescAdvOne && dt != SrrctlDescHdrSplit && dt != SrrctlDescHdrAlways {
+	if dt := ring.srrctl & SrrctlDescTypeMask; dt != SrrctlDescLegacy && dt != SrrctlDescAdvOne && dt != SrrctlDescHdrSplit && dt != SrrctlDescHdrAlways {
 		n.count(func(c *Counters) { c.RxUnsupported++ })
 		return true
 	}
@@ -303,6 +305,19 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	if sp.hbo {
 		status |= RxdErrHBO
 	}
+	legacy := ring.srrctl&SrrctlDescTypeMask == SrrctlDescLegacy
+	var pktSum uint16
+	if legacy {
+		// The packet checksum: from RXCSUM.PCSS to the end of the frame
+		// as stored, the FCS left out.
+		end := len(buf)
+		if a.rctl&RctlSECRC == 0 {
+			end -= fcsLen
+		}
+		if start := int(e.conf.rxcsum & 0xff); start < end {
+			pktSum = checksum.Checksum(buf[start:end], 0)
+		}
+	}
 	faults := 0
 	for i := range k {
 		d := descs[i*descLen : (i+1)*descLen]
@@ -324,6 +339,14 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 		st := status | RxdStaDD
 		if i == k-1 {
 			st |= RxdStaEOP
+		}
+		if legacy {
+			copy(w[0:8], d[0:8]) // the buffer address stays
+			le.PutUint16(w[8:], uint16(len(chunk)))
+			le.PutUint16(w[10:], pktSum)
+			w[12], w[13] = legacyStatus(st, e.conf.rxcsum)
+			le.PutUint16(w[14:], vlan)
+			continue
 		}
 		le.PutUint32(w[0:], h)
 		le.PutUint32(w[4:], dw1)
@@ -365,6 +388,24 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	}
 	n.queueEventLocked(ring.q, false)
 	return true
+}
+
+// legacyStatus turns the advanced status and errors into the legacy
+// descriptor's status and errors bytes: DD, EOP, VP, UDPCS, TCPCS and IPCS
+// keep their bit positions; IXSM says no checksum was verified; the
+// errors byte has TCPE (bit 5) and IPE (bit 6).
+func legacyStatus(st, rxcsum uint32) (status, errors byte) {
+	status = byte(st & (RxdStaDD | RxdStaEOP | RxdStaVP | RxdStaUDPCS | RxdStaL4I | RxdStaIPCS))
+	if rxcsum&(RxcsumIPOFL|RxcsumTUOFL) == 0 {
+		status |= RxdLegacyIXSM
+	}
+	if st&RxdErrL4E != 0 {
+		errors |= RxdLegacyTCPE
+	}
+	if st&RxdErrIPE != 0 {
+		errors |= RxdLegacyIPE
+	}
+	return status, errors
 }
 
 // rxSplit says how a frame is laid out over the first descriptor's

@@ -38,6 +38,8 @@ type txQueueState struct {
 	inPkt  bool
 	first  uint32 // the first data descriptor's CMD_TYPE_LEN
 	olinfo uint32 // and its OLINFO_STATUS
+	eopCmd uint32 // the last descriptor's dword 2 (legacy: its VLE)
+	eop    uint32 // and dword 3 (legacy: its VLAN tag)
 	spoilt bool
 }
 
@@ -175,8 +177,8 @@ func (n *NIC) txDesc(d []byte) (rs bool) {
 	qs := &e.q[e.ring.q]
 	w2, w3 := le.Uint32(d[8:]), le.Uint32(d[12:])
 	rs = w2&TxdCmdRS != 0
-	if w2&TxdCmdDEXT == 0 {
-		e.t.badDesc++ // legacy descriptors are not modelled
+	if w2&TxdCmdDEXT == 0 { // legacy: the same length, EOP, RS and VLE bits
+		n.txData(qs, le.Uint64(d[0:]), w2, w3)
 		return rs
 	}
 	switch w2 >> TxdDTYPShift & 0xf {
@@ -221,6 +223,7 @@ func (n *NIC) txData(qs *txQueueState, addr uint64, w2, w3 uint32) {
 		}
 	}
 	if w2&TxdCmdEOP != 0 {
+		qs.eopCmd, qs.eop = w2, w3
 		n.txPacket(qs)
 		qs.inPkt = false
 	}
@@ -244,6 +247,10 @@ func (n *NIC) txPacket(qs *txQueueState) {
 		return
 	}
 	p := qs.pkt
+	if qs.first&TxdCmdDEXT == 0 {
+		n.txLegacy(qs)
+		return
+	}
 	popts := qs.olinfo
 	c := &qs.ctx[qs.olinfo>>4&1]
 	vle := qs.first&TxdCmdVLE != 0
@@ -273,6 +280,22 @@ func (n *NIC) txPacket(qs *txQueueState) {
 		}
 	}
 	n.txFrame(p, vle, c.vlan)
+}
+
+// txLegacy sends a packet of legacy descriptors: with IC, the ones'
+// complement of the sum from CSS to the end of the packet is stored at
+// CSO (both from the first descriptor); VLE and the VLAN tag are the
+// last one's.
+func (n *NIC) txLegacy(qs *txQueueState) {
+	p := qs.pkt
+	if qs.first&TxdCmdIC != 0 {
+		css, cso := int(qs.olinfo>>8&0xff), int(qs.first>>16&0xff)
+		if !l4Checksum(p, css, cso, 0, false) {
+			n.tx.t.badDesc++
+			return
+		}
+	}
+	n.txFrame(p, qs.eopCmd&TxdCmdVLE != 0, uint16(qs.eop>>16))
 }
 
 // l4Field returns the checksum field's offset within the L4 header.
