@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,22 +49,18 @@ func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device u
 		t.Fatal(err)
 	}
 	at := pci.Addr{Dev: 3}
-	model, err := mi225.Plug(m, at, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}})
+	model, err := mi225.Plug(m, at, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := &deferPort{end: end, irq: m.IRQ(at)}
-	model.Attach(port)
+	model.Attach(end)
 	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := probe.Bind(probe.Platform{
 		Config: m.Bus,
-		BAR: func(f *pci.Function, bar int) (kernel.Regs, error) {
-			r, err := m.Bus.Regs(f.Addr, bar)
-			return flushRegs{r, port}, err
-		},
+		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
 		IOMMU:  unit,
 		Memory: m.Mem,
 		Clock:  m.Clock,
@@ -86,8 +81,10 @@ func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device u
 		t.Fatalf("probe bound %T, want the igc driver", nics[0])
 	}
 	h := &host{m: m, model: model, unit: unit, nic: d}
-	// Every frame to queue 0, whose poll loop receives what the port
-	// held back: see deferPort.
+	// Every frame to queue 0: the model, receiving late (DeferRx),
+	// writes the ring when the driver's receive path touches it, so on
+	// the goroutine that polls queue 0 and reads the ring next; the race
+	// detector then sees the order.
 	if err := d.Ctl("rss off"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,61 +96,6 @@ func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device u
 		}
 	}
 	return h
-}
-
-// deferPort holds frames from the wire until the receiving machine's
-// driver reads ICR (queue 0's poll does, first thing), and the model then
-// receives them on that goroutine: so the model writes the ring and the
-// buffers on the goroutine that reads them next, the way one CPU sees its
-// NIC, and the race detector sees the order. (The model otherwise
-// receives on the sending machine's goroutine.) A held frame raises the
-// receiver's interrupt so its poll loop wakes.
-type deferPort struct {
-	end *wire.End
-	irq *sim.IRQ
-
-	mu   sync.Mutex
-	fn   func([]byte)
-	held [][]byte
-}
-
-func (p *deferPort) Send(f []byte) { p.end.Send(f) }
-
-func (p *deferPort) Link(fn func(up bool, mbps int)) { p.end.Link(fn) }
-
-func (p *deferPort) Receive(fn func([]byte)) {
-	p.mu.Lock()
-	p.fn = fn
-	p.mu.Unlock()
-	p.end.Receive(func(f []byte) {
-		p.mu.Lock()
-		p.held = append(p.held, append([]byte(nil), f...))
-		p.mu.Unlock()
-		p.irq.Raise()
-	})
-}
-
-func (p *deferPort) flush() {
-	p.mu.Lock()
-	held, fn := p.held, p.fn
-	p.held = nil
-	p.mu.Unlock()
-	for _, f := range held {
-		fn(f)
-	}
-}
-
-// flushRegs is BAR0 with the held frames delivered before each ICR read.
-type flushRegs struct {
-	kernel.Regs
-	p *deferPort
-}
-
-func (r flushRegs) Read32(off uint32) uint32 {
-	if off == igc.ICR {
-		r.p.flush()
-	}
-	return r.Regs.Read32(off)
 }
 
 func (h *host) stat(t *testing.T, name string) uint64 {
