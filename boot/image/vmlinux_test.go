@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz/lzma"
 )
 
 func gz(t *testing.T, b []byte) []byte {
@@ -31,19 +32,41 @@ func zst(t *testing.T, b []byte) []byte {
 	return withSize(e.EncodeAll(b, nil), len(b))
 }
 
+// lzmaAlone compresses b in the .lzma format the kernel's lzma option uses.
+func lzmaAlone(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	w, err := lzma.WriterConfig{Size: int64(len(b))}.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return withSize(buf.Bytes(), len(b))
+}
+
 func TestDecompress(t *testing.T) {
 	code := codeLike(codeLikeSize)
 	xzStream, err := os.ReadFile("testdata/code.crc32.xz")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// testdata/code20k.bz2: the first 20,000 bytes of codeLike, by bzip2 -9.
+	bz, err := os.ReadFile("testdata/code20k.bz2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		comp    string
 		payload []byte
+		want    []byte
 	}{
-		{"gzip", gz(t, code)},
-		{"zstd", zst(t, code)},
-		{"xz", withSize(xzStream, len(code))},
+		{"gzip", gz(t, code), code},
+		{"zstd", zst(t, code), code},
+		{"xz", withSize(xzStream, len(code)), code},
+		{"lzma", lzmaAlone(t, code[:20000]), code[:20000]},
+		{"bzip2", withSize(bz, 20000), code[:20000]},
 	} {
 		t.Run(tc.comp, func(t *testing.T) {
 			p, err := Payload(bzImage(tc.payload))
@@ -54,8 +77,8 @@ func TestDecompress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if comp != tc.comp || !bytes.Equal(got, code) {
-				t.Fatalf("got %d bytes of %s, want %d bytes of %s", len(got), comp, len(code), tc.comp)
+			if comp != tc.comp || !bytes.Equal(got, tc.want) {
+				t.Fatalf("got %d bytes of %s, want %d bytes of %s", len(got), comp, len(tc.want), tc.comp)
 			}
 		})
 	}
