@@ -170,10 +170,16 @@ func (q *queue) close() error {
 	return errors.Join(errs...)
 }
 
-// Wait implements nic.Queue.
+// Wait implements nic.Queue. Before sleeping it reads (and so
+// acknowledges) the interrupt causes, acting on a link change; a busy
+// queue never gets here, so the read costs nothing per frame.
 func (q *queue) Wait(timeout time.Duration) bool {
-	if q.d.closed.Load() {
+	d := q.d
+	if d.closed.Load() {
 		return false
 	}
-	return q.d.irq.Wait(timeout)
+	if d.regs.Read32(ICR)&ICR_LSC != 0 {
+		d.updateLink()
+	}
+	return d.irq.Wait(timeout)
 }

@@ -10,19 +10,13 @@ import (
 // Poll implements nic.Queue: it cleans up to budget completed RX
 // descriptors, runs the queue's packet program on each good frame and acts
 // on its verdict, re-arms the ring, then serves a bound socket's TX ring
-// and completions. Queue 0 also looks at the interrupt causes for link
-// changes. It returns the frames taken from the ring (delivered,
+// and completions. It returns the frames taken from the ring (delivered,
 // redirected, sent back or dropped by the program), so a poll loop stays
 // busy while a socket takes the traffic.
 func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	d := q.d
 	if d.closed.Load() {
 		return 0
-	}
-	if q.idx == 0 {
-		if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
-			d.updateLink()
-		}
 	}
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"time"
 )
 
@@ -21,6 +23,7 @@ func Main(test string, args []string, out, errOut io.Writer) int {
 	size := fs.Int("size", 64, "frame size in bytes with the FCS (64..1518)")
 	dur := fs.Duration("time", 2*time.Second, "measured time")
 	verbose := fs.Bool("v", false, "log bring-up")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -32,6 +35,19 @@ func Main(test string, args []string, out, errOut io.Writer) int {
 	c := Config{Test: t, Path: p, Size: *size - 4, Duration: *dur}
 	if *verbose {
 		c.Logf = func(f string, a ...any) { fmt.Fprintf(errOut, f+"\n", a...) }
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			fmt.Fprintln(errOut, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(errOut, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	r, err := Run(c)
 	if err != nil {

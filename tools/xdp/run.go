@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -73,10 +74,11 @@ func startGenerator(r *Rig, c Config) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		buf := make([]byte, maxFrame)
+		f := udpFrame(make([]byte, maxFrame), c.Size, peerMAC, hostMAC, peerIP, hostIP, 0)
 		end := r.Wire.B()
 		for seq := uint32(0); !done.Load(); seq++ {
-			end.Send(udpFrame(buf, c.Size, peerMAC, hostMAC, peerIP, hostIP, seq))
+			binary.BigEndian.PutUint32(f[hdrLen:], seq) // no UDP checksum: only the payload changes
+			end.Send(f)
 			if seq%32 == 0 {
 				runtime.Gosched()
 			}
@@ -139,8 +141,17 @@ func startNetstack(r *Rig, c Config) (func() uint64, func() error, error) {
 	stop := func() error {
 		cancel()
 		wg.Wait()
-		conn.Close()
+		// The socket stays open until the stack is gone, so that frames
+		// still arriving do not turn into port-unreachable errors
+		// during the shutdown.
+		// Poll loops stop before the stack removes the NIC: a loop
+		// delivering a frame needs the stack's lock, which RemoveNIC
+		// holds while it waits for the loops.
+		for _, ep := range st.Endpoints {
+			ep.Attach(nil)
+		}
 		st.Close() // closes the NIC too; Rig.Close then finds it closed
+		conn.Close()
 		return nil
 	}
 	return count, stop, nil
