@@ -1,0 +1,102 @@
+package ring
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ether9/ether9/drivers/ring/ringtest"
+	"github.com/ether9/ether9/kernel"
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+// The page reuse rule rests on reading a view's reference count: it must
+// follow Clone and Release.
+func TestChunkRefsFollowClones(t *testing.T) {
+	v := buffer.NewViewSize(kernel.PageSize)
+	defer v.Release()
+	if n, ok := chunkRefs(v); !ok || n != 1 {
+		t.Fatalf("fresh view: %d refs (known %v)", n, ok)
+	}
+	a, b := v.Clone(), v.Clone()
+	if n, _ := chunkRefs(v); n != 3 {
+		t.Fatalf("two clones: %d refs", n)
+	}
+	a.Release()
+	if n, _ := chunkRefs(v); n != 2 {
+		t.Fatalf("one clone released: %d refs", n)
+	}
+	// A buffer holding the clone keeps the count until it is released.
+	buf := buffer.MakeWithView(b)
+	if n, _ := chunkRefs(v); n != 2 {
+		t.Fatalf("clone in a buffer: %d refs", n)
+	}
+	buf.Release()
+	if n, _ := chunkRefs(v); n != 1 {
+		t.Fatalf("buffer released: %d refs", n)
+	}
+}
+
+// One slot: the first handoff flips to the other half; a second handoff
+// while the stack still holds the first half gives the page up, and the
+// held frame stays intact.
+func TestPageRxRingFlipAndGiveUp(t *testing.T) {
+	dma := ringtest.New()
+	r, err := NewPageRxRing(dma, 8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []kernel.DMAAddr
+	r.Refill(func(i int, a kernel.DMAAddr) { addrs = append(addrs, a) })
+	if len(addrs) != 7 || r.Pages.Allocs.Load() != 7 {
+		t.Fatalf("armed %d, allocated %d", len(addrs), r.Pages.Allocs.Load())
+	}
+	recv := func(fill byte) buffer.Buffer {
+		r.Refill(func(int, kernel.DMAAddr) {})
+		// The slot at Clean: the address the ring armed for it.
+		s := &r.slots[r.clean]
+		a := s.addr + kernel.DMAAddr(s.off)
+		if err := dma.DeviceWrite(a, bytes.Repeat([]byte{fill}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		b, path, err := r.Receive(1000)
+		if err != nil || path != Handoff {
+			t.Fatalf("receive: %v %v", path, err)
+		}
+		r.Advance()
+		return b
+	}
+	first := recv(1)
+	if r.Pages.Flips.Load() != 1 || r.slots[0].off != HalfPage {
+		t.Fatalf("flips %d, slot 0 at offset %d", r.Pages.Flips.Load(), r.slots[0].off)
+	}
+	first.Release()
+	// Around the ring back to slot 0, now armed with its second half.
+	for i := 1; i < 8; i++ {
+		b := recv(byte(i + 1))
+		b.Release()
+	}
+	held := []buffer.Buffer{recv(9)} // slot 0, second half; first half free: flips back
+	if r.slots[0].off != 0 || r.Pages.Flips.Load() != 9 {
+		t.Fatalf("slot 0 offset %d, flips %d", r.slots[0].off, r.Pages.Flips.Load())
+	}
+	for i := 1; i < 8; i++ {
+		b := recv(byte(i + 20))
+		b.Release()
+	}
+	held = append(held, recv(30)) // slot 0 again: its other half is still held
+	if r.Pages.Released.Load() != 1 || r.slots[0].page != nil {
+		t.Fatalf("released %d, slot 0 page %v", r.Pages.Released.Load(), r.slots[0].page)
+	}
+	if !bytes.Equal(held[0].Flatten(), bytes.Repeat([]byte{9}, 1000)) || !bytes.Equal(held[1].Flatten(), bytes.Repeat([]byte{30}, 1000)) {
+		t.Fatal("held frames changed")
+	}
+	for _, b := range held {
+		b.Release()
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := dma.Live(); n != 0 {
+		t.Fatalf("%d mappings leaked", n)
+	}
+}
