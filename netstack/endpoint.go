@@ -29,6 +29,10 @@ type Options struct {
 	// TxTimeout is how long WritePackets keeps retrying a full ring before
 	// it drops the rest of the batch. Default 50 ms.
 	TxTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for the poll loops to end.
+	// A loop still inside the stack after that (a dispatcher that never
+	// returns) closes the driver itself when it ends. Default 5 s.
+	CloseTimeout time.Duration
 	// LinkCheck is how many busy polls pass between two link state reads;
 	// an idle loop reads it at every wake-up. Default 256.
 	LinkCheck int
@@ -62,6 +66,9 @@ func (o Options) withDefaults() Options {
 	if o.LinkCheck <= 0 {
 		o.LinkCheck = 256
 	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = 5 * time.Second
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -86,9 +93,18 @@ type Endpoint struct {
 
 	mu      sync.Mutex // guards the fields below
 	onClose func()
-	stop    chan struct{} // closed to stop the running poll loops
-	loops   sync.WaitGroup
+	loops   *loopSet        // the running poll loops, nil when stopped
+	done    <-chan struct{} // closed when the most recently started loops have all ended
 	closed  bool
+}
+
+// loopSet is one generation of poll loops, one per queue, started by one
+// Attach. A generation starts polling only after the one before it ended,
+// so a queue never has two pollers.
+type loopSet struct {
+	stop chan struct{} // closed to ask the loops to end
+	done chan struct{} // closed when they all have
+	wg   sync.WaitGroup
 }
 
 type dispatcherRef struct{ d stack.NetworkDispatcher }
@@ -235,7 +251,12 @@ func (*Endpoint) ParseHeader(pkt *stack.PacketBuffer) bool {
 }
 
 // Attach implements stack.LinkEndpoint. A dispatcher starts one poll loop
-// per queue; nil stops them.
+// per queue; nil asks them to stop and returns at once.
+//
+// gVisor calls Attach(nil) from RemoveNIC with the stack's lock held, while
+// a poll loop may be inside DeliverNetworkPacket waiting for that lock (an
+// ICMP or TCP reply looks up a route): Attach must never wait for the
+// loops. Close, which gVisor calls without its locks, does.
 func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -245,22 +266,35 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 		return
 	}
 	e.dispatcher.Store(&dispatcherRef{d})
-	if e.closed || e.stop != nil || e.opt.Manual {
+	if e.closed || e.loops != nil || e.opt.Manual {
 		return
 	}
-	e.stop = make(chan struct{})
+	ls := &loopSet{stop: make(chan struct{}), done: make(chan struct{})}
+	prev := e.done
+	ls.wg.Add(len(e.queues))
 	for _, q := range e.queues {
-		e.loops.Add(1)
-		go e.poll(q, e.stop)
+		go e.poll(q, ls, prev)
 	}
+	go func() {
+		ls.wg.Wait()
+		close(ls.done)
+	}()
+	e.loops, e.done = ls, ls.done
 }
 
 // IsAttached implements stack.LinkEndpoint.
 func (e *Endpoint) IsAttached() bool { return e.dispatcher.Load() != nil }
 
 // Wait implements stack.LinkEndpoint: it waits for the poll loops to end
-// (after Attach(nil) or Close).
-func (e *Endpoint) Wait() { e.loops.Wait() }
+// after Attach(nil) or Close.
+func (e *Endpoint) Wait() {
+	e.mu.Lock()
+	done := e.done
+	e.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
 
 // SetOnCloseAction implements stack.LinkEndpoint.
 func (e *Endpoint) SetOnCloseAction(f func()) {
@@ -272,6 +306,9 @@ func (e *Endpoint) SetOnCloseAction(f func()) {
 // Close implements stack.LinkEndpoint. It is safe while traffic flows: the
 // poll loops stop, transmits in progress finish and later ones are
 // refused, completed transmissions are reclaimed and the driver is closed.
+// It waits at most CloseTimeout for the loops; a loop that has not ended by
+// then closes the driver when it does, so a poller never meets a closed
+// driver.
 func (e *Endpoint) Close() {
 	e.mu.Lock()
 	if e.closed {
@@ -281,7 +318,7 @@ func (e *Endpoint) Close() {
 	e.closed = true
 	e.dispatcher.Store(nil)
 	e.stopLoopsLocked()
-	onClose := e.onClose
+	done, onClose := e.done, e.onClose
 	e.mu.Unlock()
 
 	for _, q := range e.queues {
@@ -293,27 +330,53 @@ func (e *Endpoint) Close() {
 	if onClose != nil {
 		onClose()
 	}
+	if done != nil {
+		t := time.NewTimer(e.opt.CloseTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			e.stats.closeStuck.Add(1)
+			e.opt.Logf("%s: close: poll loops still running after %v; the driver closes when they end", e.nic.Name(), e.opt.CloseTimeout)
+			go func() {
+				<-done
+				e.closeNIC()
+			}()
+			return
+		}
+	}
+	e.closeNIC()
+}
+
+func (e *Endpoint) closeNIC() {
 	if err := e.nic.Close(); err != nil {
 		e.opt.Logf("%s: close: %v", e.nic.Name(), err)
 	}
 }
 
-// stopLoopsLocked stops the poll loops and waits for them. e.mu is held;
-// the loops never take it.
+// stopLoopsLocked asks the running poll loops to end; it does not wait.
+// e.mu is held; the loops never take it.
 func (e *Endpoint) stopLoopsLocked() {
-	if e.stop == nil {
+	if e.loops == nil {
 		return
 	}
-	close(e.stop)
-	e.stop = nil
-	e.loops.Wait()
+	close(e.loops.stop)
+	e.loops = nil
 }
 
 // poll is the NAPI-like loop of one queue: poll up to the budget, reclaim
 // finished transmissions, and when a poll finds nothing, wait on the queue
 // with a back-off that doubles from MinWait to MaxWait.
-func (e *Endpoint) poll(q *txQueue, stop <-chan struct{}) {
-	defer e.loops.Done()
+func (e *Endpoint) poll(q *txQueue, ls *loopSet, prev <-chan struct{}) {
+	defer ls.wg.Done()
+	stop := ls.stop
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-stop:
+			return
+		}
+	}
 	for !e.pollLoop(q, stop) {
 		// A recovered panic: the loop starts again, after a pause so that
 		// a fault that repeats cannot spin, and the machine keeps its

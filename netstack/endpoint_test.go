@@ -477,3 +477,97 @@ func TestTransmitRefusal(t *testing.T) {
 		t.Errorf("tx_dropped %d, want 1", got)
 	}
 }
+
+// lockingDispatcher takes mu for every frame, as gVisor's stack takes its
+// lock when a received frame makes it look up a route for a reply.
+type lockingDispatcher struct {
+	mu      *sync.RWMutex
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (d *lockingDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	d.once.Do(func() { close(d.entered) })
+	d.mu.RLock()
+	d.mu.RUnlock()
+}
+func (d *lockingDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// gVisor's RemoveNIC calls Attach(nil) holding the lock a delivering poll
+// loop may be waiting for: Attach(nil) must return without waiting for the
+// loop, and Close (called with no lock held) then ends it and the driver.
+func TestDetachWhileDeliveryWaitsForStackLock(t *testing.T) {
+	n := newFakeNIC("ether0", 1)
+	ep, err := netstack.New(n, netstack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stackMu sync.RWMutex
+	d := &lockingDispatcher{mu: &stackMu, entered: make(chan struct{})}
+	stackMu.Lock()
+	ep.Attach(d)
+	n.inject(udpFrame([6]byte{2, 0, 0, 0, 0, 9}, n.MAC(), addrB.Addr(), addrA.Addr(), 9, []byte{1}, false))
+	select {
+	case <-d.entered:
+	case <-time.After(10 * time.Second):
+		stackMu.Unlock()
+		t.Fatal("frame never delivered")
+	}
+	detached := make(chan struct{})
+	go func() {
+		ep.Attach(nil) // the "stack lock" is held, as in RemoveNIC
+		close(detached)
+	}()
+	select {
+	case <-detached:
+	case <-time.After(10 * time.Second):
+		stackMu.Unlock()
+		t.Fatal("Attach(nil) waited for a poll loop blocked on the caller's lock")
+	}
+	stackMu.Unlock()
+	ep.Close()
+	ep.Wait()
+	if !n.isClosed() {
+		t.Errorf("driver not closed")
+	}
+	if ep.IsAttached() {
+		t.Errorf("still attached after Close")
+	}
+}
+
+// A poll loop that never comes back from the stack cannot hold Close
+// forever: Close gives up after CloseTimeout and the driver is closed when
+// the loop ends.
+func TestCloseIsBounded(t *testing.T) {
+	n := newFakeNIC("ether0", 1)
+	ep, err := netstack.New(n, netstack.Options{CloseTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stackMu sync.RWMutex
+	d := &lockingDispatcher{mu: &stackMu, entered: make(chan struct{})}
+	stackMu.Lock()
+	ep.Attach(d)
+	n.inject(udpFrame([6]byte{2, 0, 0, 0, 0, 9}, n.MAC(), addrB.Addr(), addrA.Addr(), 9, []byte{1}, false))
+	<-d.entered
+	closed := make(chan struct{})
+	go func() {
+		ep.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		stackMu.Unlock()
+		t.Fatal("Close did not return while a poll loop was stuck")
+	}
+	if n.isClosed() {
+		t.Errorf("driver closed under a running poll loop")
+	}
+	if stat(t, ep, "close_stuck") != 1 {
+		t.Errorf("close_stuck = %d, want 1", stat(t, ep, "close_stuck"))
+	}
+	stackMu.Unlock()
+	ep.Wait()
+	eventually(t, "driver closed after the loop ended", n.isClosed)
+}

@@ -28,6 +28,7 @@ type counters struct {
 	idleWaits       atomic.Uint64
 	linkChanges     atomic.Uint64
 	pollPanics      atomic.Uint64
+	closeStuck      atomic.Uint64 // closes that gave up waiting for a poll loop
 }
 
 // Stats returns the endpoint's counters in a stable order, in the same
@@ -55,6 +56,7 @@ func (e *Endpoint) Stats() []nic.Stat {
 		{Name: "idle_waits", Value: c.idleWaits.Load()},
 		{Name: "link_changes", Value: c.linkChanges.Load()},
 		{Name: "poll_panics", Value: c.pollPanics.Load()},
+		{Name: "close_stuck", Value: c.closeStuck.Load()},
 	}
 }
 
