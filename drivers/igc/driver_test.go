@@ -412,7 +412,7 @@ func TestRxErrorsRecycle(t *testing.T) {
 		t.Fatalf("drops: error %d multi %d", r.stat(t, "rx_drop_error"), r.stat(t, "rx_drop_multi"))
 	}
 	maps, _, _ := r.dma.Counts()
-	if maps != rxDescs*0+int(r.stat(t, "rx_page_allocs"))+int(r.stat(t, "tx_maps")) {
+	if maps != int(r.stat(t, "rx_page_allocs"))+int(r.stat(t, "rx_chunk_maps"))+int(r.stat(t, "tx_maps")) {
 		t.Fatalf("maps %d: dropped frames must not remap", maps)
 	}
 }
@@ -420,7 +420,10 @@ func TestRxErrorsRecycle(t *testing.T) {
 func TestPagesFlipAndAreReleased(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
-	f := udpFrame(64, 4)
+	if err := r.d.Ctl("build off"); err != nil { // half pages are construct's
+		t.Fatal(err)
+	}
+	f := udpFrame(300, 4)
 	r.receive(t, f) // the one slot left empty at bring-up gets its page
 	allocs := r.stat(t, "rx_page_allocs")
 	// Frames released at once: the ring keeps flipping, allocates nothing.
@@ -430,23 +433,66 @@ func TestPagesFlipAndAreReleased(t *testing.T) {
 	if a := r.stat(t, "rx_page_allocs"); a != allocs {
 		t.Fatalf("%d pages allocated while every frame was released", a-allocs)
 	}
-	// Frames held: the stack keeps both halves, the ring must let go.
-	var held []buffer.Buffer
-	for i := 0; i < 3; i++ {
-		r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
-		r.d.queues[0].Poll(1, func(p *nic.RxPacket) { held = append(held, p.Data) })
+	if r.stat(t, "rx_page_flips") == 0 {
+		t.Fatal("no page flipped")
 	}
+	// Frames held: the stack keeps both halves, the ring must let go.
+	held := holdFrames(t, r, f, 3)
 	for i := 0; i < rxDescs; i++ {
 		r.receive(t, f)
 	}
+	checkHeld(t, held, f)
+	if r.stat(t, "rx_page_released") == 0 {
+		t.Fatal("no page released while the stack held packets")
+	}
+}
+
+// TestChunksReturnAndStayBounded: the build layout re-arms chunks the
+// stack released under their old mappings, never re-arms one it holds,
+// and keeps a bounded number mapped.
+func TestChunksReturnAndStayBounded(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	if l, _ := r.d.Layout(0); l != Build {
+		t.Fatalf("layout %v, want build", l)
+	}
+	f := udpFrame(64, 4)
+	held := holdFrames(t, r, f, 3)
+	for i := 0; i < 4*rxDescs; i++ {
+		r.receive(t, f)
+	}
+	checkHeld(t, held, f)
+	if r.stat(t, "rx_chunk_reuses") == 0 {
+		t.Fatal("no released chunk came back under its mapping")
+	}
+	if n := len(r.d.queues[0].rx.chunks); n > maxMapped(rxDescs) {
+		t.Fatalf("%d chunks mapped, bound %d", n, maxMapped(rxDescs))
+	}
+	if r.stat(t, "rx_page_allocs") != 0 || r.stat(t, "rx_page_flips") != 0 {
+		t.Fatal("the build layout used half pages")
+	}
+}
+
+func holdFrames(t *testing.T, r *rig, f []byte, n int) []buffer.Buffer {
+	t.Helper()
+	var held []buffer.Buffer
+	for i := 0; i < n; i++ {
+		r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+		r.d.queues[0].Poll(1, func(p *nic.RxPacket) { held = append(held, p.Data) })
+	}
+	if len(held) != n {
+		t.Fatalf("%d of %d frames up", len(held), n)
+	}
+	return held
+}
+
+func checkHeld(t *testing.T, held []buffer.Buffer, f []byte) {
+	t.Helper()
 	for _, b := range held {
 		if !bytes.Equal(b.Flatten(), f) {
 			t.Fatal("a held packet changed under the stack")
 		}
 		b.Release()
-	}
-	if r.stat(t, "rx_page_released") == 0 {
-		t.Fatal("no page released while the stack held packets")
 	}
 }
 

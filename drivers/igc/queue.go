@@ -84,7 +84,9 @@ func (q *queue) startRx() error {
 	r, n := q.d.regs, q.idx
 	descs := q.rx.Descs
 	a := uint64(descs.Addr())
-	q.rx.reset(q.layout())
+	if err := q.rx.reset(q.layout()); err != nil {
+		return fmt.Errorf("igc: rx queue %d: %w", n, err)
+	}
 	r.Write32(qreg(RDBAL, n), uint32(a))
 	r.Write32(qreg(RDBAH, n), uint32(a>>32))
 	r.Write32(qreg(RDLEN, n), uint32(descs.Bytes()))

@@ -69,18 +69,21 @@ type rxPage struct {
 	addr   kernel.DMAAddr
 	off    int // the half armed for the device: 0 or rxBufLen
 	mapped bool
+	chunk  *chunkMap // page is a 2 KiB chunk of the build layout (rxchunk.go), off 0
 }
 
 // rxRing is an RX ring of half-page buffers, flipped to the other half
 // when a packet went up with one and nobody else holds the other, as
 // Linux's igc does. The hardware owns the armed descriptors [clean, next).
 type rxRing struct {
-	Descs *ring.Descs
-	Stats ring.RxStats
-	Pages ring.PageStats
+	Descs  *ring.Descs
+	Stats  ring.RxStats
+	Pages  ring.PageStats
+	Chunks chunkStats
 
 	dma    kernel.DMA
 	slots  []rxPage
+	chunks map[uintptr]*chunkMap // build layout: the mappings kept, by chunk
 	clean  int
 	next   int
 	armed  int
@@ -92,7 +95,7 @@ func newRxRing(dma kernel.DMA, n, descSize int) (*rxRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rxRing{Descs: d, dma: dma, slots: make([]rxPage, n)}, nil
+	return &rxRing{Descs: d, dma: dma, slots: make([]rxPage, n), chunks: make(map[uintptr]*chunkMap)}, nil
 }
 
 // room is the bytes the device may write into one buffer.
@@ -131,6 +134,9 @@ func (r *rxRing) refill(write func(i int, addr kernel.DMAAddr)) bool {
 func (r *rxRing) arm(i int) (kernel.DMAAddr, error) {
 	s := &r.slots[i]
 	hr := kernel.DMAAddr(r.layout.headroom())
+	if s.page == nil && r.layout == Build {
+		return r.armChunk(s, i)
+	}
 	if s.page == nil {
 		v := buffer.NewViewSize(kernel.PageSize)
 		if v.Size() != kernel.PageSize {
@@ -180,17 +186,21 @@ func (r *rxRing) current(n int) (*rxPage, []byte, error) {
 }
 
 // build returns the frame of n bytes at clean as a view over its buffer,
-// headroom trimmed: no copy.
+// headroom trimmed: no copy. A chunk of its own goes up whole; a half
+// page (a slot armed before the layout was build) goes up shared.
 func (r *rxRing) build(n int) (buffer.Buffer, error) {
 	s, _, err := r.current(n)
 	if err != nil {
 		return buffer.Buffer{}, err
 	}
+	r.count(n)
+	r.Stats.Handoffs.Add(1)
+	if s.chunk != nil {
+		return buffer.MakeWithView(r.handChunk(s, n)), nil
+	}
 	v := s.page.Clone()
 	v.TrimFront(s.off + r.layout.headroom())
 	v.CapLength(n)
-	r.count(n)
-	r.Stats.Handoffs.Add(1)
 	r.flip(s)
 	return buffer.MakeWithView(v), nil
 }
@@ -259,6 +269,9 @@ func (r *rxRing) flip(s *rxPage) {
 // giveUp unmaps a slot's page and drops the ring's reference; views the
 // stack holds keep the memory alive.
 func (r *rxRing) giveUp(s *rxPage) error {
+	if s.chunk != nil {
+		return r.dropChunk(s)
+	}
 	var err error
 	if s.mapped {
 		if err = r.dma.Unmap(s.addr, kernel.PageSize, kernel.FromDevice); err == nil {
@@ -290,11 +303,23 @@ func (r *rxRing) advance() {
 }
 
 // reset forgets the cursors after the device's queue was stopped and sets
-// the layout for the next refill; pages stay with their slots.
-func (r *rxRing) reset(l Layout) {
+// the layout for the next refill; buffers of the layout's kind stay with
+// their slots, the others are given up, and leaving the build layout
+// drops the chunk mappings kept for the stack's returns.
+func (r *rxRing) reset(l Layout) error {
 	r.clean, r.next, r.armed = 0, 0, 0
 	r.layout = l
 	r.Descs.Clear()
+	var errs []error
+	for i := range r.slots {
+		if s := &r.slots[i]; s.page != nil && (s.chunk != nil) != (l == Build) {
+			errs = append(errs, r.giveUp(s))
+		}
+	}
+	if l != Build {
+		errs = append(errs, r.evictChunks())
+	}
+	return errors.Join(errs...)
 }
 
 // close releases every page and frees the descriptors. The device must be
@@ -306,6 +331,6 @@ func (r *rxRing) close() error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, r.Descs.Free())
+	errs = append(errs, r.evictChunks(), r.Descs.Free())
 	return errors.Join(errs...)
 }

@@ -98,6 +98,7 @@ func (d *Device) Stats() []nic.Stat {
 	for _, q := range d.queues {
 		q.rx.Stats.Each(acc)
 		q.rx.Pages.Each(acc)
+		q.rx.Chunks.Each(acc)
 		q.tx.Stats.Each(acc)
 		acc("rx_build", q.built.Load())
 		acc("rx_construct", q.constructed.Load())
