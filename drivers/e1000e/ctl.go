@@ -2,6 +2,7 @@ package e1000e
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,9 @@ const maxCopybreak = rxBufSize
 //	copybreak-mode sync|unmap
 //	tso on|off|auto
 //	mtu N
+//	addmulti MAC           pass frames to the group MAC (counted)
+//	remmulti MAC           undo one addmulti
+//	allmulti on|off        pass every multicast frame
 //
 // A bad command changes nothing.
 func (d *Device) Ctl(cmd string) error {
@@ -52,8 +56,24 @@ func (d *Device) Ctl(cmd string) error {
 			return fmt.Errorf("e1000e %s: mtu %q: not a number", d.name, f[1])
 		}
 		return d.SetMTU(n)
+	case "addmulti", "remmulti":
+		hw, err := net.ParseMAC(f[1])
+		if err != nil || len(hw) != 6 {
+			return fmt.Errorf("e1000e %s: %s %q: want a 48-bit MAC address", d.name, f[0], f[1])
+		}
+		mac := [6]byte(hw)
+		if f[0] == "addmulti" {
+			return d.AddMulticast(mac)
+		}
+		return d.RemoveMulticast(mac)
+	case "allmulti":
+		switch f[1] {
+		case "on", "off":
+			return d.SetAllMulticast(f[1] == "on")
+		}
+		return fmt.Errorf("e1000e %s: allmulti %q: want on or off", d.name, f[1])
 	default:
-		return fmt.Errorf("e1000e %s: unknown ctl %q (copybreak, copybreak-mode, tso, mtu)", d.name, f[0])
+		return fmt.Errorf("e1000e %s: unknown ctl %q (copybreak, copybreak-mode, tso, mtu, addmulti, remmulti, allmulti)", d.name, f[0])
 	}
 	return nil
 }

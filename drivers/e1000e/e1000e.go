@@ -52,7 +52,9 @@ type Device struct {
 	tx          *ring.TxRing
 	txMu        sync.Mutex
 	mtu         atomic.Int32
-	rctl        uint32 // RCTL as programmed, without LPE
+	rctl        uint32     // RCTL as programmed, without LPE and MPE
+	filterMu    sync.Mutex // serialises RCTL and MTA writes after probe
+	mc          multicast
 	linkMu      sync.Mutex
 	link        atomic.Pointer[nic.Link]
 	tsoMode     atomic.Uint32
@@ -65,6 +67,7 @@ type Device struct {
 
 var _ nic.NIC = (*Device)(nil)
 var _ nic.Queue = (*Device)(nil)
+var _ nic.MulticastFilter = (*Device)(nil)
 
 // Probe resets the controller described by dev and brings it up.
 func Probe(dev *nic.Device) (nic.NIC, error) {
@@ -126,9 +129,9 @@ func probe(dev *nic.Device) (*Device, error) {
 // up programs the rings, filters and link and enables RX and TX.
 func (d *Device) up() {
 	r := d.regs
-	for i := 0; i < 128; i++ {
-		r.Write32(MTA+uint32(4*i), 0)
-	}
+	d.filterMu.Lock()
+	d.writeMTALocked()
+	d.filterMu.Unlock()
 	d.setupTx()
 	d.setupRx()
 	ctrl := r.Read32(CTRL)
@@ -159,16 +162,24 @@ func (d *Device) setupRx() {
 	d.rx.Refill(d.writeRx)
 	tail := d.rx.Tail()
 	d.rxMu.Unlock()
-	d.rctl = RCTL_EN | RCTL_BAM | RCTL_SECRC | RCTL_SZ_2048 | RCTL_RDMTS_HF
+	d.filterMu.Lock()
+	d.rctl = RCTL_EN | RCTL_BAM | RCTL_SECRC | RCTL_SZ_2048 | RCTL_RDMTS_HF | RCTL_MO_47_36
 	r.Write32(RCTL, d.rctlFor(int(d.mtu.Load())))
+	d.filterMu.Unlock()
 	r.Write32(RDT, uint32(tail))
 }
 
+// rctlFor is RCTL for mtu with the current multicast mode. filterMu is
+// held.
 func (d *Device) rctlFor(mtu int) uint32 {
+	v := d.rctl
 	if mtu > defaultMTU {
-		return d.rctl | RCTL_LPE
+		v |= RCTL_LPE
 	}
-	return d.rctl
+	if d.mc.all {
+		v |= RCTL_MPE
+	}
+	return v
 }
 
 func (d *Device) setupTx() {
@@ -212,6 +223,8 @@ func (d *Device) SetMTU(mtu int) error {
 	if mtu < 68 || mtu > d.MaxMTU() {
 		return fmt.Errorf("e1000e %s: mtu %d outside 68..%d (%s, one %d-byte buffer per frame)", d.name, mtu, d.MaxMTU(), d.info.Type, rxBufSize)
 	}
+	d.filterMu.Lock()
+	defer d.filterMu.Unlock()
 	d.mtu.Store(int32(mtu))
 	d.regs.Write32(RCTL, d.rctlFor(mtu))
 	return nil

@@ -44,7 +44,8 @@ const (
 	TARC0    = 0x03840 // TX Arbitration Count
 	RXCSUM   = 0x05000 // RX Checksum Control
 	RFCTL    = 0x05008 // Receive Filter Control
-	MTA      = 0x05200 // Multicast Table Array, 128 entries
+	MTA      = 0x05200 // Multicast Table Array, mtaRegs entries
+	mtaRegs  = 128     // MTA entries: 4096 hash bits
 	RAL0     = 0x05400 // Receive Address Low
 	RAH0     = 0x05404 // Receive Address High
 )
@@ -112,6 +113,7 @@ const (
 	RCTL_LPE      = 1 << 5 // long packets (above 1522 bytes)
 	RCTL_RDMTS_HF = 0 << 8 // threshold at half the ring
 	RCTL_DTYP_MSK = 3 << 10
+	RCTL_MO_47_36 = 0 << 12 // multicast offset: MTA hash from address bits 47:36
 	RCTL_BAM      = 1 << 15
 	RCTL_SZ_2048  = 0 << 16 // with BSEX=0
 	RCTL_SZ_MASK  = 3 << 16

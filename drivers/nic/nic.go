@@ -99,3 +99,18 @@ type NIC interface {
 	Ctl(cmd string) error
 	Close() error
 }
+
+// MulticastFilter is implemented by drivers whose receive filter can pass
+// chosen multicast groups. A driver without it receives no multicast
+// frames beyond what its hardware passes by default (IPv6 neighbour
+// discovery then fails).
+type MulticastFilter interface {
+	// AddMulticast passes frames sent to the group address mac. Adds are
+	// counted: a group added twice needs two removes.
+	AddMulticast(mac [6]byte) error
+	// RemoveMulticast undoes one AddMulticast of mac.
+	RemoveMulticast(mac [6]byte) error
+	// SetAllMulticast passes every multicast frame when on, whatever the
+	// groups.
+	SetAllMulticast(on bool) error
+}
