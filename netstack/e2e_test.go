@@ -143,8 +143,8 @@ func TestSimEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newSimHost(t, w.A(), 1, []netip.Prefix{addrA}, nc, tq)
-			b := newSimHost(t, w.B(), 2, []netip.Prefix{addrB}, nc, tq)
+			a := newSimHost(t, w.A(), 1, []netip.Prefix{addrA, addrA6}, nc, tq)
+			b := newSimHost(t, w.B(), 2, []netip.Prefix{addrB, addrB6}, nc, tq)
 			closed := false
 			defer func() {
 				if !closed {
@@ -172,6 +172,18 @@ func TestSimEndToEnd(t *testing.T) {
 
 			transferTCP(t, a.s, b.s, addrB.Addr(), size, nil)
 			transferTCP(t, b.s, a.s, addrA.Addr(), size, nil)
+
+			// IPv6: neighbour discovery needs the solicited-node and
+			// all-nodes groups in each NIC's multicast filter.
+			if err := ping(t, a.s, addrB6.Addr()); err != nil {
+				t.Fatalf("ping6: %v", err)
+			}
+			udpEcho(t, a.s, b.s, addrA6.Addr(), addrB6.Addr(), 1200)
+			transferTCP(t, a.s, b.s, addrB6.Addr(), size/8, nil)
+			transferTCP(t, b.s, a.s, addrA6.Addr(), size/8, nil)
+			if st := stat(t, a.ep, "rx_packets"); st == 0 {
+				t.Errorf("no frames received")
+			}
 
 			ab, ba := w.Stats()
 			if ab.MaxLen > wireMaxFrame || ba.MaxLen > wireMaxFrame {

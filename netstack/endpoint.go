@@ -96,6 +96,10 @@ type Endpoint struct {
 	loops   *loopSet        // the running poll loops, nil when stopped
 	done    <-chan struct{} // closed when the most recently started loops have all ended
 	closed  bool
+
+	mcMu     sync.Mutex       // guards the multicast fields
+	groups   map[[6]byte]bool // groups joined in the driver's filter
+	allMulti bool             // all-multicast turned on after a refused group
 }
 
 // loopSet is one generation of poll loops, one per queue, started by one

@@ -219,6 +219,7 @@ func (s *Stack) keepLease(ctx context.Context, i int, c *dhcp.Client, l *dhcp.Le
 		if errors.Is(err, dhcp.ErrRefused) || left <= 0 {
 			s.logf("%s: dhcp lease on %v ends: %v", name, l.Addr, err)
 			s.RemoveAddress(id, tcpip.AddrFromSlice(l.Addr.Addr().AsSlice()))
+			s.SyncMulticast(id)
 			s.mu.Lock()
 			s.leases[i] = nil
 			s.mu.Unlock()
@@ -249,6 +250,7 @@ func (s *Stack) address(id tcpip.NICID, name string, addrs []netip.Prefix, gw ne
 		}
 		s.AddRoute(tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: id})
 	}
+	s.SyncMulticast(id)
 	if gw.IsValid() {
 		dest, err := tcpip.NewSubnet(tcpip.AddrFromSlice(make([]byte, gw.BitLen()/8)), tcpip.MaskFromBytes(make([]byte, gw.BitLen()/8)))
 		if err != nil {
@@ -257,6 +259,24 @@ func (s *Stack) address(id tcpip.NICID, name string, addrs []netip.Prefix, gw ne
 		s.AddRoute(tcpip.Route{Destination: dest, Gateway: tcpip.AddrFromSlice(gw.AsSlice()), NIC: id})
 	}
 	return nil
+}
+
+// SyncMulticast sets NIC id's multicast receive filter from the addresses
+// the stack holds on it (Endpoint.SyncMulticast). The stack calls it when it
+// changes addresses itself; a caller that adds or removes addresses
+// through the embedded gVisor stack calls it afterwards.
+func (s *Stack) SyncMulticast(id tcpip.NICID) {
+	i := int(id) - 1
+	if i < 0 || i >= len(s.Endpoints) {
+		return
+	}
+	var addrs []netip.Addr
+	for _, pa := range s.AllAddresses()[id] {
+		if a, ok := netip.AddrFromSlice(pa.AddressWithPrefix.Address.AsSlice()); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	s.Endpoints[i].SyncMulticast(addrs)
 }
 
 // Close removes every NIC (which closes the endpoints and their drivers)
