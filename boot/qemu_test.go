@@ -154,9 +154,6 @@ func TestSelftestRefusesIGC(t *testing.T) {
 // TestSelftestSim runs the self-test against the simulated machine: the
 // same /init code, the 82574L model behind the VT-d model, no QEMU.
 func TestSelftestSim(t *testing.T) {
-	if raceEnabled {
-		t.Skip("skipping under -race: see raceEnabled; tools/test runs it without")
-	}
 	var stdout, stderr syncBuffer
 	o := testOptions("e1000e", "")
 	o.machine, o.selftest, o.timeout = "sim", true, 2*time.Minute

@@ -10,9 +10,6 @@ import (
 // VT-d model, printed on the console as it is found, counted on the status
 // page, and the machine keeps serving.
 func TestFaultIsReportedAndServiceGoesOn(t *testing.T) {
-	if raceEnabled {
-		t.Skip("race detector: descriptor write-back and poll are unordered on the simulated coherent ring (see race_test.go)")
-	}
 	con := &console{}
 	h, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", Logf: con.logf})
 	if err != nil {

@@ -47,9 +47,6 @@ func (c *console) waitFor(t *testing.T, want string) {
 }
 
 func TestSimulatedMachineServesThroughForward(t *testing.T) {
-	if raceEnabled {
-		t.Skip("race detector: descriptor write-back and poll are unordered on the simulated coherent ring (see race_test.go)")
-	}
 	con := &console{}
 	h, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", Logf: con.logf})
 	if err != nil {

@@ -1,5 +1,0 @@
-//go:build !race
-
-package simhost
-
-const raceEnabled = false
