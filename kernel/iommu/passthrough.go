@@ -131,8 +131,18 @@ func (p *passthrough) sync(addr kernel.DMAAddr, size int, dir kernel.Direction, 
 		return fmt.Errorf("passthrough: %s %#x: direction %d: %w", what, addr, dir, kernel.ErrBadAddress)
 	}
 	p.mu.Lock()
-	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].addr > uint64(addr) }) - 1
-	inside := i >= 0 && uint64(addr)+uint64(size) <= p.maps[i].addr+uint64(p.maps[i].size)
+	// The last mapping starting at or below addr: searched by hand, as
+	// every sync of every buffer comes here.
+	lo, hi := 0, len(p.maps)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if p.maps[mid].addr <= uint64(addr) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	inside := lo > 0 && uint64(addr)+uint64(size) <= p.maps[lo-1].addr+uint64(p.maps[lo-1].size)
 	p.mu.Unlock()
 	if !inside {
 		return fmt.Errorf("passthrough: %s %#x+%d: %w", what, addr, size, kernel.ErrNotMapped)

@@ -204,24 +204,36 @@ func cmpAddr[T kernel.PhysAddr | uintptr](a, b T) int {
 
 // find returns the span holding physical address p.
 func (m *Memory) find(p kernel.PhysAddr) *span {
-	i, found := slices.BinarySearchFunc(m.spans, p, func(x *span, p kernel.PhysAddr) int { return cmpAddr(x.phys, p) })
-	if found {
-		return m.spans[i]
+	// The last span starting at or below p; a hand-written search, as
+	// every DMA and sync goes through here.
+	lo, hi := 0, len(m.spans)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if m.spans[mid].phys <= p {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
 	}
-	if i > 0 && p < m.spans[i-1].end() {
-		return m.spans[i-1]
+	if lo > 0 && p < m.spans[lo-1].end() {
+		return m.spans[lo-1]
 	}
 	return nil
 }
 
 // findCPU returns the span whose CPU slice holds the byte at key.
 func (m *Memory) findCPU(key uintptr) *span {
-	i, found := slices.BinarySearchFunc(m.byKey, key, func(x *span, k uintptr) int { return cmpAddr(x.key, k) })
-	if found {
-		return m.byKey[i]
+	lo, hi := 0, len(m.byKey)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if m.byKey[mid].key <= key {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
 	}
-	if i > 0 && key < m.byKey[i-1].key+uintptr(len(m.byKey[i-1].cpu)) {
-		return m.byKey[i-1]
+	if lo > 0 && key < m.byKey[lo-1].key+uintptr(len(m.byKey[lo-1].cpu)) {
+		return m.byKey[lo-1]
 	}
 	return nil
 }
@@ -463,8 +475,14 @@ func (m *Memory) sync(p kernel.PhysAddr, n int, forCPU bool) error {
 	if n <= 0 {
 		return kernel.ErrZeroLength
 	}
-	if err := m.walk(p, n, func(*span, int, int) {}); err != nil {
+	// Check the whole range first so a bad one copies nothing; coherent
+	// spans (the common case) need nothing more.
+	copies := false
+	if err := m.walk(p, n, func(s *span, _, _ int) { copies = copies || s.dev != nil }); err != nil {
 		return err
+	}
+	if !copies {
+		return nil
 	}
 	return m.walk(p, n, func(s *span, off, k int) {
 		if s.dev == nil {
