@@ -1,0 +1,99 @@
+// Package bind gives ether9's components their files in the namespace:
+// each function here takes one component and registers the files that
+// show it, so the tree itself knows nothing of drivers.
+package bind
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/ns"
+)
+
+// NIC registers /net/<name>/{addr,ctl,stats,ifstats,link}.
+func NIC(n *ns.Namespace, c nic.NIC) error {
+	dir := "/net/" + c.Name()
+	files := []struct {
+		name string
+		f    ns.File
+	}{
+		{"addr", ns.Text(func() string { return MAC(c.MAC()) + "\n" })},
+		{"ctl", ns.Ctl{Render: func() (string, error) { return ctlState(c), nil }, Do: c.Ctl}},
+		{"stats", ns.Text(func() string { return stats(c.Stats(), false) })},
+		{"ifstats", ns.Text(func() string { return stats(c.Stats(), true) })},
+		{"link", ns.Text(func() string { return linkText(c) })},
+	}
+	for _, f := range files {
+		if err := n.Add(dir+"/"+f.name, f.f); err != nil {
+			return fmt.Errorf("bind %s: %w", c.Name(), err)
+		}
+	}
+	return nil
+}
+
+// MAC formats a hardware address.
+func MAC(m [6]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+func ctlState(c nic.NIC) string {
+	return fmt.Sprintf("mtu %d\n", c.MTU())
+}
+
+// deviceStat tells the device's statistics registers from the driver's
+// counters: drivers name the registers as the datasheet does, in capitals
+// (GPRC, GOTCL, MPC).
+func deviceStat(name string) bool {
+	return name != "" && strings.ToUpper(name) == name && strings.ToLower(name) != name
+}
+
+func stats(all []nic.Stat, device bool) string {
+	var b strings.Builder
+	for _, s := range all {
+		if deviceStat(s.Name) == device {
+			fmt.Fprintf(&b, "%s: %d\n", s.Name, s.Value)
+		}
+	}
+	return b.String()
+}
+
+// TSOReasoner is implemented by drivers that can say why TSO is in the
+// state it is ("pch_spt quirk", "ctl tso off").
+type TSOReasoner interface {
+	TSOReason() string
+}
+
+func linkText(c nic.NIC) string {
+	var b strings.Builder
+	l := c.Link()
+	if l.Up {
+		duplex := "full"
+		if !l.FullDuplex {
+			duplex = "half"
+		}
+		fmt.Fprintf(&b, "link: up\nspeed: %d\nduplex: %s\n", l.SpeedMbps, duplex)
+	} else {
+		b.WriteString("link: down\n")
+	}
+	f := c.Features()
+	tso := "off"
+	if f.TSOv4 || f.TSOv6 {
+		tso = "on"
+	}
+	if r, ok := c.(TSOReasoner); ok {
+		if why := r.TSOReason(); why != "" {
+			tso += " (" + why + ")"
+		}
+	}
+	fmt.Fprintf(&b, "tso: %s\n", tso)
+	fmt.Fprintf(&b, "rxcsum: %s\ntxcsum: %s\n", onOff(f.RxChecksum), onOff(f.TxChecksum))
+	return b.String()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
