@@ -138,6 +138,9 @@ func TestSimEndToEnd(t *testing.T) {
 	}{{false, 0, size}, {true, 0, size}, {false, 1000, size / 4}} {
 		nc, tq, size := tc.nc, tc.tq, tc.size
 		t.Run(fmt.Sprintf("noncoherent=%v/txqueue=%d", nc, tq), func(t *testing.T) {
+			// Each case owns its machines and wire: they run side by
+			// side, one mostly waiting while the other computes.
+			t.Parallel()
 			var pcap countWriter
 			w, err := wire.New(wire.Options{Pcap: &pcap})
 			if err != nil {
