@@ -1,0 +1,229 @@
+// Package ninep serves a namespace over 9P2000.L. A file's content is
+// rendered once when it is opened, so every read of one open sees one
+// snapshot; each write is one command to the file.
+package ninep
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"net"
+	"path"
+
+	"github.com/hugelgupf/p9/fsimpl/readdir"
+	"github.com/hugelgupf/p9/fsimpl/templatefs"
+	"github.com/hugelgupf/p9/linux"
+	"github.com/hugelgupf/p9/p9"
+
+	"github.com/ether9/ether9/ns"
+)
+
+// Port is the 9P port.
+const Port = 564
+
+// Server serves one namespace.
+type Server struct {
+	srv *p9.Server
+}
+
+// New serves n. With writable false every write is refused with EROFS,
+// whatever the files allow.
+func New(n *ns.Namespace, writable bool) *Server {
+	if !writable {
+		n = n.ReadOnly()
+	}
+	return &Server{srv: p9.NewServer(attacher{n: n})}
+}
+
+// Serve accepts connections on l until ctx is done or l fails.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	return s.srv.ServeContext(ctx, l)
+}
+
+// ServeConn serves one connection until it closes.
+func (s *Server) ServeConn(c net.Conn) error {
+	return s.srv.Handle(c, c)
+}
+
+type attacher struct{ n *ns.Namespace }
+
+func (a attacher) Attach() (p9.File, error) { return &file{n: a.n, path: "/"}, nil }
+
+// file is one fid: a directory or a file of the tree.
+type file struct {
+	p9.DefaultWalkGetAttr
+	templatefs.NotSymlinkFile
+	templatefs.XattrUnimplemented
+	templatefs.NoopRenamed
+	templatefs.NotLockable
+	templatefs.NilCloser
+
+	n       *ns.Namespace
+	path    string
+	content []byte // rendered at Open
+}
+
+func qidOf(p string, dir bool) p9.QID {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	q := p9.QID{Type: p9.TypeRegular, Path: h.Sum64()}
+	if dir {
+		q.Type = p9.TypeDir
+	}
+	return q
+}
+
+// errno maps the tree's errors to the ones a 9P client expects.
+func errno(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ns.ErrNotExist):
+		return linux.ENOENT
+	case errors.Is(err, ns.ErrNotDir):
+		return linux.ENOTDIR
+	case errors.Is(err, ns.ErrIsDir):
+		return linux.EISDIR
+	case errors.Is(err, ns.ErrPermission):
+		return linux.EROFS
+	}
+	// A command the file refused: the client sees EINVAL; the text is in
+	// the server's reply only for clients that keep it.
+	return linux.EINVAL
+}
+
+func (f *file) stat() (ns.Entry, error) {
+	e, err := f.n.Stat(f.path)
+	return e, errno(err)
+}
+
+func (f *file) Walk(names []string) ([]p9.QID, p9.File, error) {
+	p := f.path
+	qids := make([]p9.QID, 0, len(names))
+	for _, name := range names {
+		if name == "" || name == "." || name == ".." || path.Base(name) != name {
+			return nil, nil, linux.ENOENT
+		}
+		p = path.Join(p, name)
+		e, err := f.n.Stat(p)
+		if err != nil {
+			return nil, nil, errno(err)
+		}
+		qids = append(qids, qidOf(p, e.Dir))
+	}
+	return qids, &file{n: f.n, path: p}, nil
+}
+
+func (f *file) StatFS() (p9.FSStat, error) {
+	return p9.FSStat{Type: 0x01021997, BlockSize: 4096, NameLength: 255}, nil
+}
+
+func (f *file) GetAttr(req p9.AttrMask) (p9.QID, p9.AttrMask, p9.Attr, error) {
+	e, err := f.stat()
+	if err != nil {
+		return p9.QID{}, p9.AttrMask{}, p9.Attr{}, err
+	}
+	attr := p9.Attr{Mode: p9.ModeRegular | 0444, NLink: 1, BlockSize: 4096}
+	if e.Dir {
+		attr.Mode, attr.NLink = p9.ModeDirectory|0555, 2
+	} else if e.Writable {
+		attr.Mode |= 0200
+	}
+	if f.content != nil {
+		attr.Size = uint64(len(f.content))
+	}
+	valid := p9.AttrMask{Mode: true, NLink: true, UID: true, GID: true, Size: true, Blocks: true}
+	return qidOf(f.path, e.Dir), valid, attr, nil
+}
+
+func (f *file) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
+	e, err := f.stat()
+	if err != nil {
+		return p9.QID{}, 0, err
+	}
+	q := qidOf(f.path, e.Dir)
+	if e.Dir {
+		if mode.Mode() != p9.ReadOnly {
+			return p9.QID{}, 0, linux.EISDIR
+		}
+		return q, 0, nil
+	}
+	if mode.Mode() != p9.ReadOnly && !e.Writable {
+		return p9.QID{}, 0, linux.EROFS
+	}
+	if mode.Mode() != p9.WriteOnly {
+		s, err := f.n.ReadFile(f.path)
+		if err != nil {
+			return p9.QID{}, 0, errno(err)
+		}
+		f.content = []byte(s)
+	}
+	return q, 0, nil
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(f.content)) {
+		return 0, nil
+	}
+	return copy(p, f.content[off:]), nil
+}
+
+func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.n.WriteFile(f.path, string(p)); err != nil {
+		return 0, errno(err)
+	}
+	return len(p), nil
+}
+
+func (f *file) Readdir(offset uint64, count uint32) (p9.Dirents, error) {
+	ents, err := f.n.List(f.path)
+	if err != nil {
+		return nil, errno(err)
+	}
+	names := make([]string, len(ents))
+	qids := make(map[string]p9.QID, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name
+		qids[e.Name] = qidOf(path.Join(f.path, e.Name), e.Dir)
+	}
+	return readdir.Readdir(offset, count, names, qids)
+}
+
+// SetAttr accepts truncation of a writable file (a shell's "echo cmd >
+// ctl" opens with O_TRUNC) and nothing else.
+func (f *file) SetAttr(valid p9.SetAttrMask, attr p9.SetAttr) error {
+	e, err := f.stat()
+	if err != nil {
+		return err
+	}
+	if !e.Writable {
+		return linux.EROFS
+	}
+	if valid.Size && attr.Size != 0 {
+		return linux.EINVAL
+	}
+	return nil
+}
+
+func (f *file) FSync() error { return nil }
+func (f *file) Flush() error { return nil }
+
+func (f *file) Create(string, p9.OpenFlags, p9.FileMode, p9.UID, p9.GID) (p9.File, p9.QID, uint32, error) {
+	return nil, p9.QID{}, 0, linux.EPERM
+}
+func (f *file) Mkdir(string, p9.FileMode, p9.UID, p9.GID) (p9.QID, error) {
+	return p9.QID{}, linux.EPERM
+}
+func (f *file) Symlink(string, string, p9.UID, p9.GID) (p9.QID, error) {
+	return p9.QID{}, linux.EPERM
+}
+func (f *file) Link(p9.File, string) error { return linux.EPERM }
+func (f *file) Mknod(string, p9.FileMode, uint32, uint32, p9.UID, p9.GID) (p9.QID, error) {
+	return p9.QID{}, linux.EPERM
+}
+func (f *file) RenameAt(string, p9.File, string) error { return linux.EPERM }
+func (f *file) UnlinkAt(string, uint32) error          { return linux.EPERM }
+func (f *file) Remove() error                          { return linux.EPERM }
+func (f *file) Rename(p9.File, string) error           { return linux.EPERM }
+
+var _ p9.File = (*file)(nil)

@@ -1,0 +1,122 @@
+package ninep
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hugelgupf/p9/linux"
+
+	"github.com/ether9/ether9/ns"
+)
+
+// modeCtl stands for the iommu ctl: "strict" or "deferred N".
+type modeCtl struct{ mode atomic.Value }
+
+func (m *modeCtl) Read() (string, error) { return m.mode.Load().(string) + "\n", nil }
+
+func (m *modeCtl) Write(cmd string) error {
+	f := strings.Fields(cmd)
+	switch {
+	case len(f) == 1 && f[0] == "strict":
+	case len(f) == 2 && f[0] == "deferred":
+		if n, err := strconv.Atoi(f[1]); err != nil || n <= 0 {
+			return fmt.Errorf("batch %q: want a positive number", f[1])
+		}
+	default:
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	m.mode.Store(cmd)
+	return nil
+}
+
+func serve(t *testing.T, writable bool) (*Client, *modeCtl, *atomic.Uint64) {
+	t.Helper()
+	n := ns.New()
+	ctl := &modeCtl{}
+	ctl.mode.Store("strict")
+	var maps atomic.Uint64
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(n.Add("/dev/iommu/ctl", ctl))
+	must(n.Add("/dev/iommu/stats", ns.Text(func() string { return fmt.Sprintf("maps %d\n", maps.Add(1)) })))
+	must(n.Add("/net/ether0/addr", ns.Text(func() string { return "52:54:00:12:34:56\n" })))
+	srv := New(n, writable)
+	cs, cc := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeConn(cs) }()
+	c, err := Dial(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	return c, ctl, &maps
+}
+
+func TestReadOnly(t *testing.T) {
+	c, ctl, _ := serve(t, false)
+	root, err := c.List("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(root) != "[{dev true} {net true}]" {
+		t.Errorf("ls / = %v", root)
+	}
+	ents, err := c.List("/dev/iommu")
+	if err != nil || fmt.Sprint(ents) != "[{ctl false} {stats false}]" {
+		t.Errorf("ls /dev/iommu = %v, %v", ents, err)
+	}
+	s1, err := c.Read("/dev/iommu/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := c.Read("/dev/iommu/stats")
+	if s1 != "maps 1\n" || s2 != "maps 2\n" {
+		t.Errorf("stats read %q then %q: each open renders anew", s1, s2)
+	}
+	err = c.Write("/dev/iommu/ctl", "deferred 32")
+	if !errors.Is(err, linux.EROFS) {
+		t.Errorf("write on a read-only server: %v, want EROFS", err)
+	}
+	if got, _ := c.Read("/dev/iommu/ctl"); got != "strict\n" {
+		t.Errorf("ctl after refused write = %q", got)
+	}
+	if ctl.mode.Load() != "strict" {
+		t.Errorf("refused write changed the mode")
+	}
+	if _, err := c.Read("/dev/nothing"); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("read of a missing file: %v", err)
+	}
+}
+
+func TestReadWrite(t *testing.T) {
+	c, ctl, _ := serve(t, true)
+	if err := c.Write("/dev/iommu/ctl", "deferred 32\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Read("/dev/iommu/ctl"); got != "deferred 32\n" {
+		t.Errorf("ctl = %q after deferred", got)
+	}
+	if err := c.Write("/dev/iommu/ctl", "deferred -1"); !errors.Is(err, linux.EINVAL) {
+		t.Errorf("bad command: %v, want EINVAL", err)
+	}
+	if ctl.mode.Load() != "deferred 32" {
+		t.Errorf("bad command changed the mode to %q", ctl.mode.Load())
+	}
+	if err := c.Write("/net/ether0/addr", "x"); !errors.Is(err, linux.EROFS) {
+		t.Errorf("write to a file without commands: %v", err)
+	}
+	if got, _ := c.Read("/net/ether0/addr"); got != "52:54:00:12:34:56\n" {
+		t.Errorf("addr = %q", got)
+	}
+}
