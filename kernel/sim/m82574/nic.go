@@ -20,18 +20,17 @@ import (
 	"sync"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // DMA is the model's only way to memory: bus-master reads and writes of
 // device addresses. The simulated machine's DMA port implements it.
-type DMA interface {
-	Read(addr uint64, b []byte) error
-	Write(addr uint64, b []byte) error
-}
+type DMA = nicmodel.DMA
 
 // Interrupt is the model's interrupt line.
-type Interrupt interface{ Raise() }
+type Interrupt = nicmodel.Interrupt
 
 // Options configure a model.
 type Options struct {
@@ -76,7 +75,7 @@ type NIC struct {
 	mac  [6]byte
 	dma  DMA
 	irq  Interrupt
-	pci  pciState
+	cfg  *sim.ConfigSpace
 
 	// mu guards the register file, the PHY, the NVM, the link and the
 	// counters. The RX and TX engines hold it only briefly; they never
@@ -92,11 +91,11 @@ type NIC struct {
 	linkWas  linkState
 	port     wire.Port
 	counters Counters
-	ioaddr   uint32 // I/O BAR indirection
+	io       nicmodel.IOWindow
 	// rxRingGen counts RX ring set-ups (base, length or head written, or
 	// a reset): descriptors prefetched under an older one are dropped.
 	rxRingGen uint64
-	msix      [msixVectors * 4]uint32
+	msix      nicmodel.MSIXTable
 
 	txMu sync.Mutex // the TX engine; taken before mu
 	tx   txEngine
@@ -131,12 +130,8 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	n.cable.speed = 1000
 	n.loadNVM()
 	n.phy.reset(n.pers.PHYID)
-	n.pci.init(n)
-	for i := range n.msix {
-		if i%4 == 3 {
-			n.msix[i] = 1 // vector control: masked
-		}
-	}
+	n.initConfig()
+	n.msix = nicmodel.NewMSIXTable(msixVectors)
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()
@@ -162,12 +157,7 @@ func (n *NIC) Attach(p wire.Port) {
 	n.mu.Lock()
 	n.port = p
 	n.mu.Unlock()
-	p.Receive(n.receive)
-	if lp, ok := p.(wire.LinkPort); ok {
-		lp.Link(n.cableChanged)
-	} else {
-		n.cableChanged(true, 1000)
-	}
+	nicmodel.AttachWire(p, n.receive, n.cableChanged, 1000)
 }
 
 // cableChanged follows the wire. A partner at a speed this PHY cannot do

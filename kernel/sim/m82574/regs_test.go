@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 func TestConfigSpace(t *testing.T) {
@@ -14,8 +15,8 @@ func TestConfigSpace(t *testing.T) {
 		ioBAR    bool
 		msixSize uint64
 	}{
-		{M82574L, []uint8{capPM, capMSI, capPCIe, capMSIX}, true, msixSize},
-		{I219LM, []uint8{capPM, capMSI, capAF}, false, 0},
+		{M82574L, []uint8{nicmodel.CapPM, nicmodel.CapMSI, nicmodel.CapPCIe, nicmodel.CapMSIX}, true, msixSize},
+		{I219LM, []uint8{nicmodel.CapPM, nicmodel.CapMSI, nicmodel.CapAF}, false, 0},
 	} {
 		t.Run(tc.pers.Name, func(t *testing.T) {
 			r := newRig(t, tc.pers)
@@ -49,7 +50,7 @@ func TestConfigSpace(t *testing.T) {
 			}
 			_, ioSz, _ := r.nic.Config().BAR(barIO)
 			_, xSz, _ := r.nic.Config().BAR(barMSIX)
-			if (ioSz == ioSize) != tc.ioBAR || xSz != tc.msixSize {
+			if (ioSz == nicmodel.IOSize) != tc.ioBAR || xSz != tc.msixSize {
 				t.Fatalf("I/O BAR size %d, MSI-X BAR size %d", ioSz, xSz)
 			}
 		})
@@ -329,12 +330,12 @@ func TestIOBARIndirection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Write32(ioAddr, RAL0)
-	if v := io.Read32(ioData); v != r.regs.Read32(RAL0) {
+	io.Write32(nicmodel.IOAddr, RAL0)
+	if v := io.Read32(nicmodel.IOData); v != r.regs.Read32(RAL0) {
 		t.Fatalf("IODATA %#x, RAL0 %#x", v, r.regs.Read32(RAL0))
 	}
-	io.Write32(ioAddr, IMS)
-	io.Write32(ioData, IntLSC)
+	io.Write32(nicmodel.IOAddr, IMS)
+	io.Write32(nicmodel.IOData, IntLSC)
 	if v := r.regs.Read32(IMS); v != IntLSC {
 		t.Fatalf("IMS %#x written through IODATA", v)
 	}

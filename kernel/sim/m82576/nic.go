@@ -26,19 +26,17 @@ import (
 	"sync"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // DMA is the model's only way to memory: bus-master reads and writes of
 // device addresses. The simulated machine's DMA port implements it.
-type DMA interface {
-	Read(addr uint64, b []byte) error
-	Write(addr uint64, b []byte) error
-}
+type DMA = nicmodel.DMA
 
 // Interrupt is the model's interrupt line.
-type Interrupt interface{ Raise() }
+type Interrupt = nicmodel.Interrupt
 
 // Options configure a model.
 type Options struct {
@@ -86,7 +84,7 @@ type NIC struct {
 	mac [6]byte
 	dma DMA
 	irq Interrupt
-	pci pciState
+	cfg *sim.ConfigSpace
 
 	// mu guards the register file, the PHY, the NVM, the link and the
 	// counters. The engines hold it only briefly, never during DMA or
@@ -103,8 +101,8 @@ type NIC struct {
 	speed    int // Mb/s of the link the MAC sees
 	port     wire.Port
 	counters Counters
-	ioaddr   uint32
-	msix     [msixVectors * 4]uint32
+	io       nicmodel.IOWindow
+	msix     nicmodel.MSIXTable
 	rssTable *nicmodel.ToeplitzTable // for the key in RSSRK; nil when stale
 
 	txMu sync.Mutex // the TX engines; taken before rxMu and mu
@@ -138,10 +136,8 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: newPacketBuffer(kib << 10)}
 	n.loadNVM()
 	n.phy.reset()
-	n.pci.init(n)
-	for i := 3; i < len(n.msix); i += 4 {
-		n.msix[i] = 1 // vector control: masked
-	}
+	n.initConfig()
+	n.msix = nicmodel.NewMSIXTable(msixVectors)
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()
@@ -165,12 +161,7 @@ func (n *NIC) Attach(p wire.Port) {
 	n.mu.Lock()
 	n.port = p
 	n.mu.Unlock()
-	p.Receive(n.receive)
-	if lp, ok := p.(wire.LinkPort); ok {
-		lp.Link(n.setCable)
-	} else {
-		n.setCable(true, 1000)
-	}
+	nicmodel.AttachWire(p, n.receive, n.setCable, 1000)
 }
 
 // SetLink sets what the cable offers: a link partner present, and the

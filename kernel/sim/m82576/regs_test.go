@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/vtd"
 )
 
@@ -24,7 +25,7 @@ func TestPCIIdentityAndBARs(t *testing.T) {
 	if class>>8 != ClassEthernet {
 		t.Errorf("class %#x", class>>8)
 	}
-	sizes := map[int]uint32{0: mmioSize, 2: ioSize, 3: msixSize}
+	sizes := map[int]uint32{0: mmioSize, 2: nicmodel.IOSize, 3: msixSize}
 	for bar, size := range sizes {
 		off := 0x10 + 4*bar
 		m.Bus.WriteConfig(nicAddr, off, 4, 0xffffffff)
@@ -47,7 +48,7 @@ func TestPCIIdentityAndBARs(t *testing.T) {
 		next, _ := m.Bus.ReadConfig(nicAddr, int(p)+1, 1)
 		p = next
 	}
-	for _, c := range []uint8{capPM, capMSI, capMSIX, capPCIe} {
+	for _, c := range []uint8{nicmodel.CapPM, nicmodel.CapMSI, nicmodel.CapMSIX, nicmodel.CapPCIe} {
 		if !caps[c] {
 			t.Errorf("capability %#x missing (have %v)", c, caps)
 		}

@@ -32,18 +32,17 @@ import (
 	"sync"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // DMA is the model's only way to memory; the machine's DMA port
 // implements it.
-type DMA interface {
-	Read(addr uint64, b []byte) error
-	Write(addr uint64, b []byte) error
-}
+type DMA = nicmodel.DMA
 
 // Interrupt is the model's interrupt line.
-type Interrupt interface{ Raise() }
+type Interrupt = nicmodel.Interrupt
 
 // Options configure a model.
 type Options struct {
@@ -91,7 +90,7 @@ type NIC struct {
 	mac  [6]byte
 	dma  DMA
 	irq  Interrupt
-	pci  pciState
+	cfg  *sim.ConfigSpace
 
 	// mu guards the register file, the PHY, the NVM, the link and the
 	// counters. The engines take it briefly, never across DMA or while a
@@ -105,7 +104,7 @@ type NIC struct {
 	port     wire.Port
 	counters Counters
 	ringGen  [Queues]uint64 // RX ring set-ups: a frame in flight under an older one is not completed
-	msix     [msixVectors * 4]uint32
+	msix     nicmodel.MSIXTable
 
 	rxMu sync.Mutex // the RX engine; taken before mu
 	rx   rxEngine
@@ -152,12 +151,8 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	n.nvm = buildNVM(part, n.mac)
 	n.cable = linkState{speed: part.MaxMbps}
 	n.phy.reset(part)
-	n.pci.init(n)
-	for i := range n.msix {
-		if i%4 == 3 {
-			n.msix[i] = 1 // vector control: masked
-		}
-	}
+	n.initConfig()
+	n.msix = nicmodel.NewMSIXTable(msixVectors)
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()
@@ -183,12 +178,7 @@ func (n *NIC) Attach(p wire.Port) {
 	n.mu.Lock()
 	n.port = p
 	n.mu.Unlock()
-	p.Receive(n.receive)
-	if lp, ok := p.(wire.LinkPort); ok {
-		lp.Link(n.cableChanged)
-	} else {
-		n.cableChanged(true, n.part.MaxMbps)
-	}
+	nicmodel.AttachWire(p, n.receive, n.cableChanged, n.part.MaxMbps)
 }
 
 // cableChanged follows the wire. A partner faster than this part

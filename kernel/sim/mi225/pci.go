@@ -1,100 +1,53 @@
 package mi225
 
 import (
-	"encoding/binary"
-	"fmt"
-
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/pci"
 )
 
 // PCI identity and BAR layout.
 const (
-	ClassEthernet = 0x020000
+	ClassEthernet = nicmodel.ClassEthernet
 
 	barMMIO  = 0 // 1 MiB registers
 	barMSIX  = 3 // 16 KiB: MSI-X table and PBA
 	msixSize = 16 << 10
 	msixPBA  = 0x2000
-
-	capPM   = 0x01
-	capMSI  = 0x05
-	capPCIe = 0x10
-	capMSIX = 0x11
-	extAER  = 0x0001
-	extDSN  = 0x0003
-	extLTR  = 0x0018
 )
 
-type pciState struct {
-	cfg *sim.ConfigSpace
-}
-
-func (p *pciState) init(n *NIC) {
+func (n *NIC) initConfig() {
 	c := sim.NewConfigSpace(VendorIntel, n.part.Device, ClassEthernet, 0)
 	c.SetSubsystem(VendorIntel, 0x0000)
 	c.SetRevision(n.part.revision())
 	c.SetBAR(barMMIO, pci.BARMem32, mmioSize, false)
 	c.SetBAR(barMSIX, pci.BARMem32, msixSize, false)
-	le := binary.LittleEndian
-
-	pm := make([]byte, 6)
-	le.PutUint16(pm[0:], 0xc823) // PME from D0/D3hot/D3cold, PM spec 1.2
-	le.PutUint16(pm[2:], 0x0008) // no soft reset
-	c.AddCap(capPM, pm)
-
-	msi := make([]byte, 22)
-	le.PutUint16(msi[0:], 0x0180) // per-vector masking, 64-bit address, one vector
-	c.AddCap(capMSI, msi)
-
-	x := make([]byte, 10)
-	le.PutUint16(x[0:], msixVectors-1)
-	le.PutUint32(x[2:], barMSIX)         // table at offset 0 of BAR3
-	le.PutUint32(x[6:], msixPBA|barMSIX) // PBA at 0x2000 of BAR3
-	c.AddCap(capMSIX, x)
-
-	e := make([]byte, 0x3c-2)
-	le.PutUint16(e[0x02-2:], 0x0002)     // capability version 2, endpoint
-	le.PutUint32(e[0x04-2:], 0x00008002) // max payload 512 B, role-based errors
-	le.PutUint16(e[0x08-2:], 0x2810)     // max read request 512 B, relaxed ordering
-	le.PutUint32(e[0x0c-2:], 0x00000c12) // 5 GT/s, x1, ASPM L0s and L1
-	le.PutUint16(e[0x12-2:], 0x0012)     // link at 5 GT/s, x1
-	c.AddCap(capPCIe, e)
-
-	c.AddExtCap(extAER, 2, make([]byte, 0x44))
-	var dsn []byte
-	if m := n.mac; m != ([6]byte{}) {
-		dsn = []byte{m[5], m[4], m[3], 0xfe, 0xff, m[2], m[1], m[0]}
-	} else {
-		dsn = make([]byte, 8)
-	}
-	c.AddExtCap(extDSN, 1, dsn)
-	c.AddExtCap(extLTR, 1, make([]byte, 4))
-	p.cfg = c
+	nicmodel.AddPM(c)
+	nicmodel.AddMSI(c, 0x0180, 22) // per-vector masking, 64-bit address, one vector
+	nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA)
+	nicmodel.AddPCIe(c, nicmodel.PCIe{
+		DevCap:     0x00008002, // max payload 512 B, role-based errors
+		LinkCap:    0x00000c12, // 5 GT/s, x1, ASPM L0s and L1
+		LinkStatus: 0x0012,     // link at 5 GT/s, x1
+	})
+	c.AddExtCap(nicmodel.ExtAER, 2, make([]byte, 0x44))
+	nicmodel.AddDSN(c, n.mac)
+	c.AddExtCap(nicmodel.ExtLTR, 1, make([]byte, 4))
+	n.cfg = c
 }
 
 // Config implements sim.Device.
-func (n *NIC) Config() *sim.ConfigSpace { return n.pci.cfg }
+func (n *NIC) Config() *sim.ConfigSpace { return n.cfg }
 
 // MMIORead implements sim.Device.
 func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 {
 	switch bar {
 	case barMMIO:
-		v := uint64(n.read32(off))
-		if size == 8 {
-			v |= uint64(n.read32(off+4)) << 32
-		}
-		return v
+		return nicmodel.ReadSplit(n.read32, off, size)
 	case barMSIX:
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if i := off / 4; i < uint32(len(n.msix)) {
-			v := uint64(n.msix[i])
-			if size == 8 && i+1 < uint32(len(n.msix)) {
-				v |= uint64(n.msix[i+1]) << 32
-			}
-			return v
-		}
+		return n.msix.Read(off, size)
 	}
 	return 0
 }
@@ -103,18 +56,11 @@ func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 {
 func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
 	switch bar {
 	case barMMIO:
-		n.write32(off, uint32(v))
-		if size == 8 {
-			n.write32(off+4, uint32(v>>32))
-		}
+		nicmodel.WriteSplit(n.write32, off, size, v)
 	case barMSIX:
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		for k := range size / 4 {
-			if i := off/4 + uint32(k); i < uint32(len(n.msix)) {
-				n.msix[i] = uint32(v >> (32 * k))
-			}
-		}
+		n.msix.Write(off, size, v)
 	}
 }
 
@@ -122,12 +68,7 @@ func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
 // on the bus, its DMA through the machine's port (and so the VT-d unit),
 // its interrupt on the machine's line for a.
 func Plug(m *sim.Machine, a pci.Addr, opt Options) (*NIC, error) {
-	n, err := New(opt, m.Port(a), m.IRQ(a))
-	if err != nil {
-		return nil, err
-	}
-	if err := m.Bus.Add(a, n); err != nil {
-		return nil, fmt.Errorf("mi225: plug at %v: %w", a, err)
-	}
-	return n, nil
+	return nicmodel.Plug(m, a, "mi225", func(dma DMA, irq Interrupt) (*NIC, error) {
+		return New(opt, dma, irq)
+	})
 }

@@ -1,0 +1,101 @@
+package nicmodel
+
+import "sync"
+
+// ReadSplit serves a 4 or 8 byte read of a register BAR whose registers
+// are 32 bits wide: an 8 byte read is two reads, low dword first.
+func ReadSplit(read32 func(off uint32) uint32, off uint32, size int) uint64 {
+	v := uint64(read32(off))
+	if size == 8 {
+		v |= uint64(read32(off+4)) << 32
+	}
+	return v
+}
+
+// WriteSplit is ReadSplit's counterpart for writes.
+func WriteSplit(write32 func(off, v uint32), off uint32, size int, v uint64) {
+	write32(off, uint32(v))
+	if size == 8 {
+		write32(off+4, uint32(v>>32))
+	}
+}
+
+// MSIXTable is an MSI-X vector table: four dwords an entry (message
+// address low and high, message data, vector control). The caller
+// serialises access.
+type MSIXTable []uint32
+
+// NewMSIXTable returns a table of vectors entries, each masked as after
+// reset.
+func NewMSIXTable(vectors int) MSIXTable {
+	t := make(MSIXTable, vectors*4)
+	for i := 3; i < len(t); i += 4 {
+		t[i] = 1 // vector control: masked
+	}
+	return t
+}
+
+// Read serves a 4 or 8 byte read at off; outside the table reads zero.
+func (t MSIXTable) Read(off uint32, size int) uint64 {
+	i := off / 4
+	if i >= uint32(len(t)) {
+		return 0
+	}
+	v := uint64(t[i])
+	if size == 8 && i+1 < uint32(len(t)) {
+		v |= uint64(t[i+1]) << 32
+	}
+	return v
+}
+
+// Write serves a 4 or 8 byte write at off; what falls outside the table
+// is dropped.
+func (t MSIXTable) Write(off uint32, size int, v uint64) {
+	for k := range size / 4 {
+		if i := off/4 + uint32(k); i < uint32(len(t)) {
+			t[i] = uint32(v >> (32 * k))
+		}
+	}
+}
+
+// I/O BAR registers: IOADDR selects a register of the memory BAR, IODATA
+// reads or writes it.
+const (
+	IOAddr = 0x00
+	IOData = 0x04
+	IOSize = 32 // bytes of the I/O BAR
+)
+
+// IOWindow is the I/O BAR's indirect access to a register file.
+type IOWindow struct {
+	mu   sync.Mutex
+	addr uint32
+}
+
+// Read serves an I/O BAR read at off, reading registers with read32.
+func (w *IOWindow) Read(off uint32, read32 func(off uint32) uint32) uint64 {
+	w.mu.Lock()
+	a := w.addr
+	w.mu.Unlock()
+	switch off {
+	case IOAddr:
+		return uint64(a)
+	case IOData:
+		return uint64(read32(a))
+	}
+	return 0
+}
+
+// Write serves an I/O BAR write at off to a register file of size bytes,
+// writing registers with write32.
+func (w *IOWindow) Write(off, v, size uint32, write32 func(off, v uint32)) {
+	w.mu.Lock()
+	if off == IOAddr {
+		w.addr = v &^ 3 % size
+	}
+	a := w.addr
+	w.mu.Unlock()
+	if off == IOData {
+		write32(a, v)
+	}
+}
