@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
@@ -201,13 +202,13 @@ func TestStatsAccumulate(t *testing.T) {
 		t.Fatalf("no stat %q", name)
 		return 0
 	}
-	r.regs.set(GPRC, 5)
-	r.regs.set(GORCL, 0xffffffff)
-	r.regs.set(GORCH, 1)
+	r.regs.set(nicstat.GPRC, 5)
+	r.regs.set(nicstat.GORCL, 0xffffffff)
+	r.regs.set(nicstat.GORCH, 1)
 	if v := find("good_packets_rx"); v != 5 {
 		t.Errorf("good_packets_rx %d", v)
 	}
-	r.regs.set(GPRC, 3)
+	r.regs.set(nicstat.GPRC, 3)
 	if v := find("good_packets_rx"); v != 8 {
 		t.Errorf("good_packets_rx %d after a second read, want 8 (read-to-clear accumulated)", v)
 	}

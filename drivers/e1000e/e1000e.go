@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 )
@@ -61,7 +62,7 @@ type Device struct {
 	tso         atomic.Bool
 	tsoWhy      atomic.Pointer[string]
 	linkChanges atomic.Uint64
-	hw          hwStats
+	hw          nicstat.Hardware
 	closed      atomic.Bool
 }
 
@@ -120,7 +121,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if fc, ok := d.dma.(faultCounter); ok {
 		d.rxFaults = fc.DMAFaults()
 	}
-	d.hw.init()
+	d.hw.Init(nicstat.Table())
 	d.up()
 	d.logf("%s: %s (%s) %04x:%04x mac %x link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, *d.link.Load())
 	return d, nil

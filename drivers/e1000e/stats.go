@@ -1,79 +1,6 @@
 package e1000e
 
-import (
-	"sync"
-
-	"github.com/ether9/ether9/drivers/nic"
-)
-
-// hwCounter is one device statistics register; hi is the upper half of a
-// 64-bit counter (read after lo, which latches it), 0 for 32-bit ones.
-type hwCounter struct {
-	name   string
-	lo, hi uint32
-}
-
-// hwCounters are read-to-clear; the driver accumulates them.
-var hwCounters = []hwCounter{
-	{"crc_errors", CRCERRS, 0},
-	{"alignment_errors", ALGNERRC, 0},
-	{"symbol_errors", SYMERRS, 0},
-	{"rx_errors", RXERRC, 0},
-	{"missed_packets", MPC, 0},
-	{"single_collisions", SCC, 0},
-	{"excessive_collisions", ECOL, 0},
-	{"multiple_collisions", MCC, 0},
-	{"late_collisions", LATECOL, 0},
-	{"collisions", COLC, 0},
-	{"defer_count", DC, 0},
-	{"sequence_errors", SEC, 0},
-	{"rx_length_errors", RLEC, 0},
-	{"xon_rx", XONRXC, 0},
-	{"xon_tx", XONTXC, 0},
-	{"xoff_rx", XOFFRXC, 0},
-	{"xoff_tx", XOFFTXC, 0},
-	{"good_packets_rx", GPRC, 0},
-	{"broadcast_rx", BPRC, 0},
-	{"multicast_rx", MPRC, 0},
-	{"good_packets_tx", GPTC, 0},
-	{"good_octets_rx", GORCL, GORCH},
-	{"good_octets_tx", GOTCL, GOTCH},
-	{"rx_no_buffers", RNBC, 0},
-	{"rx_undersize", RUC, 0},
-	{"rx_fragments", RFC, 0},
-	{"rx_oversize", ROC, 0},
-	{"rx_jabbers", RJC, 0},
-	{"total_octets_rx", TORL, TORH},
-	{"total_octets_tx", TOTL, TOTH},
-	{"total_packets_rx", TPR, 0},
-	{"total_packets_tx", TPT, 0},
-	{"multicast_tx", MPTC, 0},
-	{"broadcast_tx", BPTC, 0},
-	{"tso_contexts_tx", TSCTC, 0},
-	{"tso_context_failures", TSCTFC, 0},
-}
-
-// hwStats accumulates the device counters.
-type hwStats struct {
-	mu  sync.Mutex
-	acc []uint64
-}
-
-func (h *hwStats) init() { h.acc = make([]uint64, len(hwCounters)) }
-
-// gather reads (and so clears) every counter into the totals.
-func (d *Device) gather() {
-	h := &d.hw
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, c := range hwCounters {
-		v := uint64(d.regs.Read32(c.lo))
-		if c.hi != 0 {
-			v |= uint64(d.regs.Read32(c.hi)) << 32
-		}
-		h.acc[i] += v
-	}
-}
+import "github.com/ether9/ether9/drivers/nic"
 
 // Stats implements nic.NIC: driver counters, then the device's.
 func (d *Device) Stats() []nic.Stat {
@@ -84,12 +11,8 @@ func (d *Device) Stats() []nic.Stat {
 	add("link_changes", d.linkChanges.Load())
 	add("copybreak", uint64(d.rx.Copybreak()))
 	if !d.closed.Load() {
-		d.gather()
+		d.hw.Gather(d.regs)
 	}
-	d.hw.mu.Lock()
-	for i, c := range hwCounters {
-		add(c.name, d.hw.acc[i])
-	}
-	d.hw.mu.Unlock()
+	d.hw.Each(add)
 	return out
 }

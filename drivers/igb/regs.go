@@ -1,5 +1,7 @@
 package igb
 
+import "github.com/ether9/ether9/drivers/nicstat"
+
 // Register offsets and bits of the 82576 (datasheet section 8), shared by
 // the family where noted. Names follow the datasheet.
 const (
@@ -212,46 +214,9 @@ const (
 	ttqfCount = 8
 )
 
-// Statistics registers (read to clear).
+// The statistics block's first and last registers; the counters themselves
+// are in nicstat.
 const (
-	CRCERRS  = 0x04000
-	ALGNERRC = 0x04004
-	SYMERRS  = 0x04008
-	RXERRC   = 0x0400c
-	MPC      = 0x04010
-	SCC      = 0x04014
-	ECOL     = 0x04018
-	MCC      = 0x0401c
-	LATECOL  = 0x04020
-	COLC     = 0x04028
-	DC       = 0x04030
-	SEC      = 0x04038
-	RLEC     = 0x04040
-	XONRXC   = 0x04048
-	XONTXC   = 0x0404c
-	XOFFRXC  = 0x04050
-	XOFFTXC  = 0x04054
-	GPRC     = 0x04074
-	BPRC     = 0x04078
-	MPRC     = 0x0407c
-	GPTC     = 0x04080
-	GORCL    = 0x04088
-	GORCH    = 0x0408c
-	GOTCL    = 0x04090
-	GOTCH    = 0x04094
-	RNBC     = 0x040a0
-	RUC      = 0x040a4
-	RFC      = 0x040a8
-	ROC      = 0x040ac
-	RJC      = 0x040b0
-	TORL     = 0x040c0
-	TORH     = 0x040c4
-	TOTL     = 0x040c8
-	TOTH     = 0x040cc
-	TPR      = 0x040d0
-	TPT      = 0x040d4
-	MPTC     = 0x040f0
-	BPTC     = 0x040f4
-	TSCTC    = 0x040f8
-	TSCTFC   = 0x040fc
+	CRCERRS = nicstat.CRCERRS
+	TSCTFC  = nicstat.TSCTFC
 )

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/pci"
@@ -38,7 +39,7 @@ func (f *regFile) Read32(off uint32) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.r[off]
-	if off == ICR || (off >= CRCERRS && off <= TSCTC) {
+	if off == ICR || (off >= nicstat.CRCERRS && off <= nicstat.TSCTC) {
 		f.r[off] = 0
 	}
 	return v

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 )
@@ -57,7 +58,7 @@ type Device struct {
 	tso     atomic.Bool
 	rss     atomic.Bool // spread received flows over the queues
 	changes atomic.Uint64
-	hw      hwStats
+	hw      nicstat.Hardware
 	closed  atomic.Bool
 }
 
@@ -114,7 +115,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		}
 		d.queues = append(d.queues, q)
 	}
-	d.hw.init(len(d.queues))
+	d.initStats()
 	if err := d.up(); err != nil {
 		d.freeQueues()
 		return nil, err

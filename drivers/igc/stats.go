@@ -1,84 +1,21 @@
 package igc
 
 import (
-	"fmt"
-	"sync"
-
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/xsk"
 )
 
-// hwCounter is one statistics register; hi is the upper half of a 64-bit
-// counter (read after lo), 0 for 32-bit ones.
-type hwCounter struct {
-	name   string
-	lo, hi uint32
-}
+// absentCounters are the statistics registers the I225 does not have.
+var absentCounters = []uint32{nicstat.SYMERRS, nicstat.SEC, nicstat.TSCTFC}
 
-// hwCounters are clear-on-read; the driver accumulates them.
-var hwCounters = []hwCounter{
-	{"crc_errors", CRCERRS, 0},
-	{"alignment_errors", ALGNERRC, 0},
-	{"rx_errors", RXERRC, 0},
-	{"missed_packets", MPC, 0},
-	{"single_collisions", SCC, 0},
-	{"excessive_collisions", ECOL, 0},
-	{"multiple_collisions", MCC, 0},
-	{"late_collisions", LATECOL, 0},
-	{"collisions", COLC, 0},
-	{"defer_count", DC, 0},
-	{"rx_length_errors", RLEC, 0},
-	{"xon_rx", XONRXC, 0},
-	{"xon_tx", XONTXC, 0},
-	{"xoff_rx", XOFFRXC, 0},
-	{"xoff_tx", XOFFTXC, 0},
-	{"good_packets_rx", GPRC, 0},
-	{"broadcast_rx", BPRC, 0},
-	{"multicast_rx", MPRC, 0},
-	{"good_packets_tx", GPTC, 0},
-	{"good_octets_rx", GORCL, GORCH},
-	{"good_octets_tx", GOTCL, GOTCH},
-	{"rx_no_buffers", RNBC, 0},
-	{"rx_undersize", RUC, 0},
-	{"rx_fragments", RFC, 0},
-	{"rx_oversize", ROC, 0},
-	{"rx_jabbers", RJC, 0},
-	{"total_octets_rx", TORL, TORH},
-	{"total_octets_tx", TOTL, TOTH},
-	{"total_packets_rx", TPR, 0},
-	{"total_packets_tx", TPT, 0},
-	{"multicast_tx", MPTC, 0},
-	{"broadcast_tx", BPTC, 0},
-	{"tso_contexts_tx", TSCTC, 0},
-}
-
-// hwStats accumulates the device counters.
-type hwStats struct {
-	mu    sync.Mutex
-	acc   []uint64
-	qdrop []uint64 // RQDPC per queue
-}
-
-func (h *hwStats) init(queues int) {
-	h.acc = make([]uint64, len(hwCounters))
-	h.qdrop = make([]uint64, queues)
-}
-
-// gather reads (and so clears) every counter into the totals.
-func (d *Device) gather() {
-	h := &d.hw
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, c := range hwCounters {
-		v := uint64(d.regs.Read32(c.lo))
-		if c.hi != 0 {
-			v |= uint64(d.regs.Read32(c.hi)) << 32
-		}
-		h.acc[i] += v
+// initStats sets the device counters to gather, with each queue's RQDPC.
+func (d *Device) initStats() {
+	qdrop := make([]uint32, len(d.queues))
+	for i := range qdrop {
+		qdrop[i] = qreg(RQDPC, i)
 	}
-	for i := range h.qdrop {
-		h.qdrop[i] += uint64(d.regs.Read32(qreg(RQDPC, i)))
-	}
+	d.hw.Init(nicstat.Table(absentCounters...), qdrop...)
 }
 
 // Stats implements nic.NIC: the driver's counters summed over the queues,
@@ -87,44 +24,28 @@ func (d *Device) gather() {
 func (d *Device) Stats() []nic.Stat {
 	var out []nic.Stat
 	add := func(name string, v uint64) { out = append(out, nic.Stat{Name: name, Value: v}) }
-	sum := map[string]uint64{}
-	var order []string
-	acc := func(name string, v uint64) {
-		if _, ok := sum[name]; !ok {
-			order = append(order, name)
-		}
-		sum[name] += v
-	}
+	var sum nicstat.Sum
 	for _, q := range d.queues {
-		q.rx.Stats.Each(acc)
-		q.rx.Pages.Each(acc)
-		q.rx.Chunks.Each(acc)
-		q.tx.Stats.Each(acc)
-		acc("rx_build", q.built.Load())
-		acc("rx_construct", q.constructed.Load())
-		acc("rx_relayouts", q.relayouts.Load())
+		q.rx.Stats.Each(sum.Add)
+		q.rx.Pages.Each(sum.Add)
+		q.rx.Chunks.Each(sum.Add)
+		q.tx.Stats.Each(sum.Add)
+		sum.Add("rx_build", q.built.Load())
+		sum.Add("rx_construct", q.constructed.Load())
+		sum.Add("rx_relayouts", q.relayouts.Load())
 		for v := xsk.Pass; v <= xsk.Redirect; v++ {
-			acc("xdp_"+v.String(), q.verdict[v].Load())
+			sum.Add("xdp_"+v.String(), q.verdict[v].Load())
 		}
 	}
-	for _, name := range order {
-		add(name, sum[name])
-	}
+	sum.Each(add)
 	for i, q := range d.queues {
-		add(fmt.Sprintf("q%d_rx_frames", i), q.rx.Stats.Frames.Load())
-		add(fmt.Sprintf("q%d_tx_packets", i), q.tx.Stats.Packets.Load())
+		add(nicstat.QueueName(i, "rx_frames"), q.rx.Stats.Frames.Load())
+		add(nicstat.QueueName(i, "tx_packets"), q.tx.Stats.Packets.Load())
 	}
 	add("link_changes", d.changes.Load())
 	if !d.closed.Load() {
-		d.gather()
+		d.hw.Gather(d.regs)
 	}
-	d.hw.mu.Lock()
-	for i, c := range hwCounters {
-		add(c.name, d.hw.acc[i])
-	}
-	for i, v := range d.hw.qdrop {
-		add(fmt.Sprintf("q%d_rx_drops", i), v)
-	}
-	d.hw.mu.Unlock()
+	d.hw.Each(add)
 	return out
 }
