@@ -20,8 +20,8 @@ func NIC(n *ns.Namespace, c nic.NIC) error {
 	}{
 		{"addr", ns.Text(func() string { return MAC(c.MAC()) + "\n" })},
 		{"ctl", ns.Ctl{Render: func() (string, error) { return ctlState(c), nil }, Do: c.Ctl}},
-		{"stats", ns.Text(func() string { return stats(c.Stats(), false) })},
-		{"ifstats", ns.Text(func() string { return stats(c.Stats(), true) })},
+		{"stats", ns.Text(func() string { return stats(c.Stats()) })},
+		{"ifstats", ns.Text(func() string { return ifstats(c) })},
 		{"link", ns.Text(func() string { return linkText(c) })},
 	}
 	for _, f := range files {
@@ -41,27 +41,21 @@ func ctlState(c nic.NIC) string {
 	return fmt.Sprintf("mtu %d\n", c.MTU())
 }
 
-// deviceStat tells the device's statistics registers from the driver's
-// counters: drivers name the registers as the datasheet does, in capitals
-// (GPRC, GOTCL, MPC).
-func deviceStat(name string) bool {
-	return name != "" && strings.ToUpper(name) == name && strings.ToLower(name) != name
-}
-
-func stats(all []nic.Stat, device bool) string {
+func stats(all []nic.Stat) string {
 	var b strings.Builder
 	for _, s := range all {
-		if deviceStat(s.Name) == device {
-			fmt.Fprintf(&b, "%s: %d\n", s.Name, s.Value)
-		}
+		fmt.Fprintf(&b, "%s: %d\n", s.Name, s.Value)
 	}
 	return b.String()
 }
 
-// TSOReasoner is implemented by drivers that can say why TSO is in the
-// state it is ("pch_spt quirk", "ctl tso off").
-type TSOReasoner interface {
-	TSOReason() string
+// ifstats are the device's statistics registers, or every counter when
+// the driver cannot tell them apart.
+func ifstats(c nic.NIC) string {
+	if d, ok := c.(nic.DeviceStater); ok {
+		return stats(d.DeviceStats())
+	}
+	return stats(c.Stats())
 }
 
 func linkText(c nic.NIC) string {
@@ -81,7 +75,7 @@ func linkText(c nic.NIC) string {
 	if f.TSOv4 || f.TSOv6 {
 		tso = "on"
 	}
-	if r, ok := c.(TSOReasoner); ok {
+	if r, ok := c.(nic.TSOReasoner); ok {
 		if why := r.TSOReason(); why != "" {
 			tso += " (" + why + ")"
 		}

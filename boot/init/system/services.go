@@ -23,6 +23,9 @@ const faultPoll = 250 * time.Millisecond
 
 func (s *System) startServices(ctx context.Context) {
 	s.sup.Go(ctx, "http", s.serveHTTP)
+	if s.opt.NineP != "off" {
+		s.sup.Go(ctx, "9p", s.serve9P)
+	}
 	if s.unit != nil {
 		s.sup.Go(ctx, "iommu", s.watchFaults)
 	}

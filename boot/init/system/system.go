@@ -20,6 +20,8 @@ import (
 	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/bind"
 	"github.com/ether9/ether9/pci"
 )
 
@@ -60,6 +62,8 @@ type System struct {
 	unit  *iommu.Unit
 	ports []Port
 	stack *netstack.Stack
+	ns    *ns.Namespace
+	kmesg *bind.Kmesg
 
 	mu         sync.Mutex
 	faultsSeen uint64 // faults already printed
@@ -75,12 +79,20 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 	if p.Clock == nil {
 		p.Clock = kernel.NewWallClock()
 	}
+	// /dev/kmesg keeps what the console shows.
+	kmesg := bind.NewKmesg(kmesgLines)
+	console := logf
+	logf = func(format string, args ...any) {
+		kmesg.Add(fmt.Sprintf(format, args...))
+		console(format, args...)
+	}
 	s := &System{
-		plat: p,
-		opt:  opt,
-		logf: logf,
-		boot: p.Clock.Now(),
-		sup:  services.New(logf, 100*time.Millisecond, 5*time.Second),
+		plat:  p,
+		opt:   opt,
+		logf:  logf,
+		boot:  p.Clock.Now(),
+		sup:   services.New(logf, 100*time.Millisecond, 5*time.Second),
+		kmesg: kmesg,
 	}
 	s.takeIOMMU()
 	if err := s.bind(); err != nil {
@@ -89,6 +101,7 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 	if err := s.startStack(); err != nil {
 		return nil, err
 	}
+	s.buildNamespace()
 	s.startServices(ctx)
 	return s, nil
 }

@@ -1,0 +1,87 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+
+	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/bind"
+	"github.com/ether9/ether9/ns/ninep"
+	"github.com/ether9/ether9/ns/shell"
+)
+
+// kmesgLines is how many console lines /dev/kmesg keeps.
+const kmesgLines = 2000
+
+// buildNamespace registers every component's files. A file that cannot
+// be registered is reported; the rest of the tree still serves.
+func (s *System) buildNamespace() {
+	n := ns.New()
+	report := func(err error) {
+		if err != nil {
+			s.logf("ns: %v", err)
+		}
+	}
+	report(bind.Sys(n, s.kmesg, s.Uptime))
+	report(bind.PCI(n, s.funcs))
+	for _, p := range s.ports {
+		report(bind.NIC(n, p.NIC))
+	}
+	if s.unit != nil {
+		report(bind.IOMMU(n, s.unit, s.domains))
+	}
+	if s.stack != nil {
+		report(bind.Stack(n, s.stack.Stack))
+	}
+	s.ns = n
+}
+
+func (s *System) domains() []bind.Domain {
+	var out []bind.Domain
+	for _, p := range s.ports {
+		if p.Domain != nil {
+			out = append(out, bind.Domain{Source: p.Domain.Source(), ID: p.Domain.ID(), Name: p.NIC.Name()})
+		}
+	}
+	return out
+}
+
+// Namespace is the system's file tree.
+func (s *System) Namespace() *ns.Namespace { return s.ns }
+
+// Shell is a console shell over the namespace whose ping uses the stack.
+func (s *System) Shell() *shell.Shell {
+	return &shell.Shell{NS: s.ns, Ping: func(ctx context.Context, host string) (time.Duration, error) {
+		a, err := netip.ParseAddr(host)
+		if err != nil {
+			return 0, fmt.Errorf("want an IPv4 address: %w", err)
+		}
+		return Ping(ctx, s.stack.Stack, a, time.Second)
+	}}
+}
+
+// serve9P serves the namespace over 9P2000.L on TCP 564 of the stack,
+// writable only with ether9.9p=rw.
+func (s *System) serve9P(ctx context.Context) error {
+	ln, err := gonet.ListenTCP(s.stack.Stack, tcpip.FullAddress{Port: ninep.Port}, ipv4.ProtocolNumber)
+	if err != nil {
+		return fmt.Errorf("listen :%d: %w", ninep.Port, err)
+	}
+	defer ln.Close()
+	rw := s.opt.NineP == "rw"
+	mode := "read-only"
+	if rw {
+		mode = "read-write"
+	}
+	s.logf("9p: listening :%d %s", ninep.Port, mode)
+	if err := ninep.New(s.ns, rw).Serve(ctx, ln); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("9p: %w", err)
+	}
+	return nil
+}
