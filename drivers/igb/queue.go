@@ -3,6 +3,7 @@ package igb
 import (
 	"errors"
 	"fmt"
+	"github.com/ether9/ether9/drivers/advdesc"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,12 +46,12 @@ type queue struct {
 var _ nic.Queue = (*queue)(nil)
 
 func newQueue(d *Device, idx int) (*queue, error) {
-	rx, err := ring.NewPageRxRing(d.dma, rxDescs, descSize)
+	rx, err := ring.NewPageRxRing(d.dma, rxDescs, advdesc.Size)
 	if err != nil {
 		return nil, err
 	}
 	rx.SetCopybreak(DefaultCopybreak)
-	tx, err := ring.NewTxRing(d.dma, txDescs, descSize, txBounceLen)
+	tx, err := ring.NewTxRing(d.dma, txDescs, advdesc.Size, txBounceLen)
 	if err != nil {
 		rx.Close()
 		return nil, err
@@ -119,7 +120,7 @@ func (q *queue) startRx() error {
 }
 
 func (q *queue) writeRx(i int, addr kernel.DMAAddr) {
-	encodeRxRead(q.rx.Descs.At(i), uint64(addr))
+	advdesc.EncodeRxRead(q.rx.Descs.At(i), uint64(addr))
 }
 
 // startTx programs and enables the TX queue.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ether9/ether9/drivers/advdesc"
 
 	"github.com/ether9/ether9/drivers/gso"
 	"github.com/ether9/ether9/drivers/nic"
@@ -115,27 +116,27 @@ func (q *queue) queueFrame(p *nic.TxPacket) error {
 		start, at := int(p.CsumStart), int(p.CsumStart)+int(p.CsumOffset)
 		ml, v4 := macLen(&p.Data)
 		iplen := start - ml
-		if iplen < 20 || iplen > 0x1ff || at+2 > size {
+		if iplen < 20 || iplen > advdesc.MaxIPLen || at+2 > size {
 			return fmt.Errorf("checksum at %d+%d in a %d-byte frame with a %d-byte L2 header", p.CsumStart, p.CsumOffset, size, ml)
 		}
-		ctx := txContext{maclen: ml, iplen: iplen}
+		ctx := advdesc.Context{MACLen: ml, IPLen: iplen}
 		switch p.CsumOffset {
 		case 16:
-			ctx.tucmd = ADVTXD_TUCMD_L4T_TCP
+			ctx.TUCMD = advdesc.TXD_TUCMD_L4T_TCP
 		case 6:
-			ctx.tucmd = ADVTXD_TUCMD_L4T_UDP
+			ctx.TUCMD = advdesc.TXD_TUCMD_L4T_UDP
 		default:
 			return fmt.Errorf("checksum offset %d is neither TCP nor UDP", p.CsumOffset)
 		}
 		if v4 {
-			ctx.tucmd |= ADVTXD_TUCMD_IPV4
+			ctx.TUCMD |= advdesc.TXD_TUCMD_IPV4
 		}
 		i, err := q.claim()
 		if err != nil {
 			return err
 		}
-		ctx.encode(q.tx.Descs.At(i))
-		popts = ADVTXD_POPTS_TXSM
+		ctx.Encode(q.tx.Descs.At(i))
+		popts = advdesc.TXD_POPTS_TXSM
 		q.tx.Stats.Csum.Add(1)
 	}
 	if err := q.queueData(&p.Data, 0, 0, popts, size); err != nil {
@@ -152,7 +153,7 @@ func (q *queue) queueFrame(p *nic.TxPacket) error {
 func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen int) error {
 	tx := q.tx
 	n := int(buf.Size()) - off
-	dcmd |= ADVTXD_DCMD_IFCS
+	dcmd |= advdesc.TXD_DCMD_IFCS
 	if n <= txCopyMax {
 		i, err := q.claim()
 		if err != nil {
@@ -160,7 +161,7 @@ func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, payle
 		}
 		b, addr := tx.Bounce(i)
 		buf.ReadAt(b[:n], int64(off))
-		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd|ADVTXD_DCMD_EOP|ADVTXD_DCMD_RS, popts, paylen)
+		advdesc.EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd|advdesc.TXD_DCMD_EOP|advdesc.TXD_DCMD_RS, popts, paylen)
 		tx.Stats.Bounced.Add(1)
 		return nil
 	}
@@ -185,8 +186,8 @@ func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, payle
 			// need not be physically contiguous, and a device model
 			// that maps each descriptor's buffer at once (QEMU's)
 			// drops the packet when they are not.
-			k := min(len(b), maxPerTxd, kernel.PageSize-int(addr%kernel.PageSize))
-			encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
+			k := min(len(b), advdesc.MaxPerData, kernel.PageSize-int(addr%kernel.PageSize))
+			advdesc.EncodeData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
 			popts, paylen = 0, 0
 			last = i
 			b, addr = b[k:], addr+kernel.DMAAddr(k)
@@ -203,7 +204,7 @@ func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, payle
 	if last < 0 {
 		return errors.New("empty frame")
 	}
-	setEOP(tx.Descs.At(last))
+	advdesc.SetEOP(tx.Descs.At(last))
 	return nil
 }
 
@@ -217,21 +218,21 @@ func (q *queue) queueTSO(p *nic.TxPacket) error {
 		return err
 	}
 	hl := plan.HeaderLen()
-	if hl > tx.BounceLen() || plan.L3Len > 0x1ff {
+	if hl > tx.BounceLen() || plan.L3Len > advdesc.MaxIPLen {
 		return fmt.Errorf("headers of %d bytes too long for TSO", hl)
 	}
 	hdr := plan.Header()
 	ip := hdr[plan.L2Len:]
 	tcp := ip[plan.L3Len:]
-	ctx := txContext{maclen: plan.L2Len, iplen: plan.L3Len, tucmd: ADVTXD_TUCMD_L4T_TCP, l4len: plan.L4Len, mss: plan.MSS}
+	ctx := advdesc.Context{MACLen: plan.L2Len, IPLen: plan.L3Len, TUCMD: advdesc.TXD_TUCMD_L4T_TCP, L4Len: plan.L4Len, MSS: plan.MSS}
 	// The hardware fills lengths and checksums per segment: IP length
 	// and checksum zero, TCP checksum seeded with the pseudo-header sum
 	// without a length.
 	var pseudo uint16
-	popts := uint32(ADVTXD_POPTS_TXSM)
+	popts := uint32(advdesc.TXD_POPTS_TXSM)
 	if plan.Type == nic.GSOTCPv4 {
-		ctx.tucmd |= ADVTXD_TUCMD_IPV4
-		popts |= ADVTXD_POPTS_IXSM
+		ctx.TUCMD |= advdesc.TXD_TUCMD_IPV4
+		popts |= advdesc.TXD_POPTS_IXSM
 		binary.BigEndian.PutUint16(ip[2:], 0)
 		binary.BigEndian.PutUint16(ip[10:], 0)
 		pseudo = checksum.Checksum(ip[12:20], 0)
@@ -246,14 +247,14 @@ func (q *queue) queueTSO(p *nic.TxPacket) error {
 	if err != nil {
 		return err
 	}
-	ctx.encode(tx.Descs.At(i))
+	ctx.Encode(tx.Descs.At(i))
 	if i, err = q.claim(); err != nil {
 		return err
 	}
 	b, addr := tx.Bounce(i)
 	copy(b, hdr)
-	encodeTxData(tx.Descs.At(i), uint64(addr), hl, ADVTXD_DCMD_TSE|ADVTXD_DCMD_IFCS, popts, plan.Payload())
-	if err := q.queueData(&p.Data, hl, ADVTXD_DCMD_TSE, 0, 0); err != nil {
+	advdesc.EncodeData(tx.Descs.At(i), uint64(addr), hl, advdesc.TXD_DCMD_TSE|advdesc.TXD_DCMD_IFCS, popts, plan.Payload())
+	if err := q.queueData(&p.Data, hl, advdesc.TXD_DCMD_TSE, 0, 0); err != nil {
 		return err
 	}
 	tx.Stats.TSO.Add(1)
@@ -283,11 +284,11 @@ func (q *queue) queueSoftGSO(p *nic.TxPacket) error {
 		if err != nil {
 			return err
 		}
-		dcmd := uint32(ADVTXD_DCMD_IFCS | ADVTXD_DCMD_EOP)
+		dcmd := uint32(advdesc.TXD_DCMD_IFCS | advdesc.TXD_DCMD_EOP)
 		if k == plan.Segments-1 {
-			dcmd |= ADVTXD_DCMD_RS
+			dcmd |= advdesc.TXD_DCMD_RS
 		}
-		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd, 0, n)
+		advdesc.EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd, 0, n)
 	}
 	tx.Stats.SoftGSO.Add(1)
 	tx.Stats.Frames.Add(uint64(plan.Segments))
@@ -327,7 +328,7 @@ func (q *queue) sendCopy(frame []byte) bool {
 	}
 	b, addr := q.tx.Bounce(i)
 	copy(b, frame)
-	encodeTxData(q.tx.Descs.At(i), uint64(addr), len(frame), ADVTXD_DCMD_IFCS|ADVTXD_DCMD_EOP|ADVTXD_DCMD_RS, 0, len(frame))
+	advdesc.EncodeData(q.tx.Descs.At(i), uint64(addr), len(frame), advdesc.TXD_DCMD_IFCS|advdesc.TXD_DCMD_EOP|advdesc.TXD_DCMD_RS, 0, len(frame))
 	q.tx.Commit(nil)
 	q.tx.Stats.Packets.Add(1)
 	q.tx.Stats.Frames.Add(1)
@@ -351,7 +352,7 @@ func (q *queue) reclaim() int {
 		return 0
 	}
 	n, err := q.tx.Reclaim(func(i int) bool {
-		if !txDone(q.tx.Descs.At(i)) {
+		if !advdesc.TxDone(q.tx.Descs.At(i)) {
 			return false
 		}
 		q.completeFrame(i, false)
