@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 type console struct {
 	mu    sync.Mutex
 	w     io.Writer
+	in    *os.File // the console's input, nil when not on one
 	start time.Time
 }
 

@@ -40,7 +40,7 @@ func run(con *console) error {
 		if f, err := linux.Console(); err != nil {
 			con.logf("console: %v", err)
 		} else {
-			con.w = f
+			con.w, con.in = f, f
 		}
 	}
 	up, _ := linux.Uptime()
@@ -65,6 +65,9 @@ func run(con *console) error {
 		return err
 	}
 	con.logf("ether9: up in %.3fs", time.Since(con.start).Seconds())
+	if con.in != nil {
+		go runShell(con, con.in, sys)
+	}
 	sys.Wait()
 	return fmt.Errorf("every service stopped")
 }
