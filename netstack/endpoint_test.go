@@ -348,8 +348,8 @@ func TestCloseWhileTrafficFlows(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	ep := sa.Endpoints[0]
-	sa.Close()
-	wg.Wait()
+	within(t, 30*time.Second, "stack close under traffic", sa.Close)
+	within(t, 30*time.Second, "senders after close", wg.Wait)
 	if !a.isClosed() {
 		t.Errorf("driver not closed by the endpoint")
 	}
@@ -360,7 +360,7 @@ func TestCloseWhileTrafficFlows(t *testing.T) {
 		t.Errorf("WritePackets after Close succeeded")
 	}
 	pkt.DecRef()
-	ep.Wait() // returns: the loops are gone
+	within(t, 10*time.Second, "endpoint Wait after Close", ep.Wait)
 }
 
 // countingDispatcher is a stack that only counts what reaches it.
@@ -525,8 +525,8 @@ func TestDetachWhileDeliveryWaitsForStackLock(t *testing.T) {
 		t.Fatal("Attach(nil) waited for a poll loop blocked on the caller's lock")
 	}
 	stackMu.Unlock()
-	ep.Close()
-	ep.Wait()
+	within(t, 10*time.Second, "Close", ep.Close)
+	within(t, 10*time.Second, "Wait", ep.Wait)
 	if !n.isClosed() {
 		t.Errorf("driver not closed")
 	}
@@ -549,7 +549,12 @@ func TestCloseIsBounded(t *testing.T) {
 	stackMu.Lock()
 	ep.Attach(d)
 	n.inject(udpFrame([6]byte{2, 0, 0, 0, 0, 9}, n.MAC(), addrB.Addr(), addrA.Addr(), 9, []byte{1}, false))
-	<-d.entered
+	select {
+	case <-d.entered:
+	case <-time.After(10 * time.Second):
+		stackMu.Unlock()
+		t.Fatal("frame never delivered")
+	}
 	closed := make(chan struct{})
 	go func() {
 		ep.Close()
@@ -568,6 +573,6 @@ func TestCloseIsBounded(t *testing.T) {
 		t.Errorf("close_stuck = %d, want 1", stat(t, ep, "close_stuck"))
 	}
 	stackMu.Unlock()
-	ep.Wait()
+	within(t, 10*time.Second, "Wait", ep.Wait)
 	eventually(t, "driver closed after the loop ended", n.isClosed)
 }
