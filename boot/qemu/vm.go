@@ -13,7 +13,9 @@ import (
 // VM is a running QEMU.
 type VM struct {
 	Console *Console
-	Start   time.Time // when QEMU was started
+	// Input types on the serial console (QEMU's standard input).
+	Input io.WriteCloser
+	Start time.Time // when QEMU was started
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -42,15 +44,18 @@ func (c Config) binary() string {
 	return Binary
 }
 
-// Start boots c with no input and its console collected, copied to echo
-// (nil: nowhere). Stop it with Stop.
+// Start boots c with its console collected, copied to echo (nil:
+// nowhere), and typed on through VM.Input. Stop it with Stop.
 func Start(c Config, echo io.Writer) (*VM, error) {
 	args, err := c.Args()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(c.binary(), args...)
-	cmd.Stdin = nil // /dev/null
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
@@ -60,7 +65,7 @@ func Start(c Config, echo io.Writer) (*VM, error) {
 	// QEMU ourselves. If we die first (a test binary killed at its
 	// timeout), the kernel stops it for us.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	vm := &VM{cmd: cmd, done: make(chan struct{})}
+	vm := &VM{cmd: cmd, done: make(chan struct{}), Input: in}
 	vm.Start = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("qemu: starting %s: %w", c.binary(), err)
