@@ -1,7 +1,6 @@
 package e1000e
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 // errRingFull stops a batch: the packet was not taken.
@@ -203,7 +201,7 @@ func (d *Device) bounceCopy(i int, b []byte, dcmd, popts uint8) (int, error) {
 // space, then the payload mapped in place.
 func (d *Device) queueTSO(p *nic.TxPacket) error {
 	tx := d.tx
-	plan, err := d.plan(p)
+	plan, err := gso.ForPacket(p, int(d.mtu.Load()), txBounceLen)
 	if err != nil {
 		return err
 	}
@@ -211,34 +209,20 @@ func (d *Device) queueTSO(p *nic.TxPacket) error {
 	if hl > 255 || hl > tx.BounceLen() {
 		return fmt.Errorf("headers of %d bytes too long for TSO", hl)
 	}
-	hdr := plan.Header()
-	ip := hdr[plan.L2Len:]
-	tcp := ip[plan.L3Len:]
 	l4 := plan.L2Len + plan.L3Len
 	ctx := txContext{
 		tucss: uint8(l4), tucso: uint8(l4 + 16),
 		paylen: uint32(plan.Payload()), hdrlen: uint8(hl), mss: uint16(plan.MSS),
 		tucmd: TXD_CMD_TSE | TXD_CMD_TCP,
 	}
-	// The hardware fills lengths and checksums per segment: it wants IP
-	// length and checksum zero and the TCP checksum seeded with the
-	// pseudo-header sum without a length.
-	var pseudo uint16
 	popts := uint8(TXD_POPTS_TXSM)
 	if plan.Type == nic.GSOTCPv4 {
 		ctx.ipcss, ctx.ipcso, ctx.ipcse = uint8(plan.L2Len), uint8(plan.L2Len+10), uint16(l4-1)
 		ctx.tucmd |= TXD_CMD_IP
 		popts |= TXD_POPTS_IXSM
-		binary.BigEndian.PutUint16(ip[2:], 0)
-		binary.BigEndian.PutUint16(ip[10:], 0)
-		pseudo = checksum.Checksum(ip[12:20], 0)
 	} else {
 		ctx.ipcss = uint8(plan.L2Len)
-		binary.BigEndian.PutUint16(ip[4:], 0)
-		pseudo = checksum.Checksum(ip[8:40], 0)
 	}
-	pseudo = checksum.Combine(pseudo, 6) // protocol TCP
-	binary.BigEndian.PutUint16(tcp[16:], pseudo)
 
 	i, err := d.claim()
 	if err != nil {
@@ -249,7 +233,7 @@ func (d *Device) queueTSO(p *nic.TxPacket) error {
 		return err
 	}
 	b, addr := tx.Bounce(i)
-	copy(b, hdr)
+	copy(b, plan.TSOHeader())
 	encodeTxData(tx.Descs.At(i), uint64(addr), hl, TXD_CMD_TSE|TXD_CMD_IFCS, popts)
 	if err := d.queueData(&p.Data, hl, TXD_CMD_TSE, popts); err != nil {
 		return err
@@ -264,7 +248,7 @@ func (d *Device) queueTSO(p *nic.TxPacket) error {
 // bounce slot, checksums and all: TSO went off after the stack chose GSO.
 func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
 	tx := d.tx
-	plan, err := d.plan(p)
+	plan, err := gso.ForPacket(p, int(d.mtu.Load()), txBounceLen)
 	if err != nil {
 		return err
 	}
@@ -293,21 +277,6 @@ func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
 	tx.Stats.Frames.Add(uint64(plan.Segments))
 	tx.Commit(&p.Data)
 	return nil
-}
-
-// plan checks a GSO packet against the MTU and parses its headers.
-func (d *Device) plan(p *nic.TxPacket) (*gso.Plan, error) {
-	plan, err := gso.NewPlan(&p.Data, p.GSO, int(p.MSS), int(p.L3Len), int(p.L4Len))
-	if err != nil {
-		return nil, err
-	}
-	if seg := plan.L3Len + plan.L4Len + plan.MSS; seg > int(d.mtu.Load()) {
-		return nil, fmt.Errorf("mss %d makes %d-byte IP packets, above mtu %d", plan.MSS, seg, d.mtu.Load())
-	}
-	if plan.Segments > 1 && plan.HeaderLen()+plan.MSS > txBounceLen {
-		return nil, fmt.Errorf("segments of %d bytes exceed bounce space", plan.HeaderLen()+plan.MSS)
-	}
-	return plan, nil
 }
 
 // Reclaim implements nic.Queue.

@@ -198,3 +198,41 @@ func InsertChecksum(frame []byte, start, offset int) error {
 // Header returns the packet's headers, L2 to L4, as read by NewPlan. The
 // slice is the plan's own copy; callers may modify it.
 func (p *Plan) Header() []byte { return p.hdr[:p.HeaderLen()] }
+
+// ForPacket plans a GSO packet handed to a driver: its headers checked,
+// each segment's IP packet within mtu and, when it splits, each segment's
+// frame within room, the bounce space a segment is built or sent from.
+func ForPacket(p *nic.TxPacket, mtu, room int) (*Plan, error) {
+	plan, err := NewPlan(&p.Data, p.GSO, int(p.MSS), int(p.L3Len), int(p.L4Len))
+	if err != nil {
+		return nil, err
+	}
+	if seg := plan.L3Len + plan.L4Len + plan.MSS; seg > mtu {
+		return nil, fmt.Errorf("mss %d makes %d-byte IP packets, above mtu %d", plan.MSS, seg, mtu)
+	}
+	if plan.Segments > 1 && plan.HeaderLen()+plan.MSS > room {
+		return nil, fmt.Errorf("segments of %d bytes exceed bounce space", plan.HeaderLen()+plan.MSS)
+	}
+	return plan, nil
+}
+
+// TSOHeader returns the headers as TSO hardware wants them, which fills in
+// lengths and checksums per segment: IP length (and the IPv4 checksum)
+// zero, the TCP checksum seeded with the pseudo-header sum taken without a
+// length.
+func (p *Plan) TSOHeader() []byte {
+	hdr := p.Header()
+	ip := hdr[p.L2Len:]
+	tcp := ip[p.L3Len:]
+	var pseudo uint16
+	if p.Type == nic.GSOTCPv4 {
+		binary.BigEndian.PutUint16(ip[2:], 0)
+		binary.BigEndian.PutUint16(ip[10:], 0)
+		pseudo = checksum.Checksum(ip[12:20], 0)
+	} else {
+		binary.BigEndian.PutUint16(ip[4:], 0)
+		pseudo = checksum.Checksum(ip[8:40], 0)
+	}
+	binary.BigEndian.PutUint16(tcp[16:], checksum.Combine(pseudo, protoTCP))
+	return hdr
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 // errRingFull stops a batch: the packet was not taken.
@@ -210,7 +209,7 @@ func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint32, payle
 // payload mapped in place.
 func (q *queue) queueTSO(p *nic.TxPacket) error {
 	tx := q.tx
-	plan, err := q.plan(p)
+	plan, err := gso.ForPacket(p, q.d.MTU(), txBounceLen)
 	if err != nil {
 		return err
 	}
@@ -218,26 +217,12 @@ func (q *queue) queueTSO(p *nic.TxPacket) error {
 	if hl > tx.BounceLen() || plan.L3Len > advdesc.MaxIPLen {
 		return fmt.Errorf("headers of %d bytes too long for TSO", hl)
 	}
-	hdr := plan.Header()
-	ip := hdr[plan.L2Len:]
-	tcp := ip[plan.L3Len:]
 	ctx := advdesc.Context{MACLen: plan.L2Len, IPLen: plan.L3Len, TUCMD: advdesc.TXD_TUCMD_L4T_TCP, L4Len: plan.L4Len, MSS: plan.MSS}
-	// The device fills in lengths and checksums per segment: IP length
-	// and checksum zero, TCP checksum seeded with the pseudo-header sum
-	// taken without a length.
-	var pseudo uint16
 	popts := uint32(advdesc.TXD_POPTS_TXSM)
 	if plan.Type == nic.GSOTCPv4 {
 		ctx.TUCMD |= advdesc.TXD_TUCMD_IPV4
 		popts |= advdesc.TXD_POPTS_IXSM
-		binary.BigEndian.PutUint16(ip[2:], 0)
-		binary.BigEndian.PutUint16(ip[10:], 0)
-		pseudo = checksum.Checksum(ip[12:20], 0)
-	} else {
-		binary.BigEndian.PutUint16(ip[4:], 0)
-		pseudo = checksum.Checksum(ip[8:40], 0)
 	}
-	binary.BigEndian.PutUint16(tcp[16:], checksum.Combine(pseudo, 6))
 
 	i, err := q.claim()
 	if err != nil {
@@ -248,7 +233,7 @@ func (q *queue) queueTSO(p *nic.TxPacket) error {
 		return err
 	}
 	b, addr := tx.Bounce(i)
-	copy(b, hdr)
+	copy(b, plan.TSOHeader())
 	advdesc.EncodeData(tx.Descs.At(i), uint64(addr), hl, advdesc.TXD_DCMD_TSE|advdesc.TXD_DCMD_IFCS, popts, plan.Payload())
 	if err := q.queueData(&p.Data, hl, advdesc.TXD_DCMD_TSE, 0, 0); err != nil {
 		return err
@@ -263,7 +248,7 @@ func (q *queue) queueTSO(p *nic.TxPacket) error {
 // slot: TSO went off after the stack chose GSO.
 func (q *queue) queueSoftGSO(p *nic.TxPacket) error {
 	tx := q.tx
-	plan, err := q.plan(p)
+	plan, err := gso.ForPacket(p, q.d.MTU(), txBounceLen)
 	if err != nil {
 		return err
 	}
@@ -290,22 +275,6 @@ func (q *queue) queueSoftGSO(p *nic.TxPacket) error {
 	tx.Stats.Frames.Add(uint64(plan.Segments))
 	tx.Commit(&p.Data)
 	return nil
-}
-
-// plan checks a GSO packet against the MTU and parses its headers.
-func (q *queue) plan(p *nic.TxPacket) (*gso.Plan, error) {
-	plan, err := gso.NewPlan(&p.Data, p.GSO, int(p.MSS), int(p.L3Len), int(p.L4Len))
-	if err != nil {
-		return nil, err
-	}
-	mtu := q.d.MTU()
-	if seg := plan.L3Len + plan.L4Len + plan.MSS; seg > mtu {
-		return nil, fmt.Errorf("mss %d makes %d-byte IP packets, above mtu %d", plan.MSS, seg, mtu)
-	}
-	if plan.Segments > 1 && plan.HeaderLen()+plan.MSS > txBounceLen {
-		return nil, fmt.Errorf("segments of %d bytes exceed bounce space", plan.HeaderLen()+plan.MSS)
-	}
-	return plan, nil
 }
 
 // sendCopy queues one frame copied into bounce space (a program's TX
