@@ -55,15 +55,19 @@ func (s *Shell) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	if prompt == "" {
 		prompt = "ether9% "
 	}
-	var line []byte
+	var line, ahead []byte // ahead: keys typed while a command ran
 	io.WriteString(out, prompt)
 	for {
 		var c byte
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case c, ok = <-keys:
+		ok := true
+		if len(ahead) > 0 {
+			c, ahead = ahead[0], ahead[1:]
+		} else {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case c, ok = <-keys:
+			}
 		}
 		if !ok {
 			if err := <-readErr; !errors.Is(err, io.EOF) {
@@ -74,7 +78,7 @@ func (s *Shell) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		switch c {
 		case '\r', '\n':
 			io.WriteString(out, "\r\n")
-			s.runLine(ctx, string(line), out, keys)
+			ahead = append(ahead, s.runLine(ctx, string(line), out, keys)...)
 			line = line[:0]
 			io.WriteString(out, prompt)
 		case backspace, del:
@@ -103,9 +107,8 @@ func (s *Shell) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 // runLine runs one command; a ^C typed meanwhile cancels it. Other keys
-// typed while it runs are dropped, as a serial terminal user expects of a
-// busy console.
-func (s *Shell) runLine(ctx context.Context, line string, out io.Writer, keys <-chan byte) {
+// typed while it runs are returned, to be read as the next input.
+func (s *Shell) runLine(ctx context.Context, line string, out io.Writer, keys <-chan byte) (ahead []byte) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -119,16 +122,19 @@ func (s *Shell) runLine(ctx context.Context, line string, out io.Writer, keys <-
 	for {
 		select {
 		case <-done:
-			return
+			return ahead
 		case c, ok := <-keys:
 			if !ok {
 				<-done
-				return
+				return ahead
 			}
 			if c == ctrlC {
 				cancel()
 				io.WriteString(out, "^C\r\n")
+				ahead = ahead[:0] // ^C also discards what was typed ahead
+				continue
 			}
+			ahead = append(ahead, c)
 		}
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 
+	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/ns"
 	"github.com/ether9/ether9/ns/bind"
 	"github.com/ether9/ether9/ns/ninep"
@@ -84,4 +87,29 @@ func (s *System) serve9P(ctx context.Context) error {
 		return fmt.Errorf("9p: %w", err)
 	}
 	return nil
+}
+
+// nsCounters reads the numeric "name<sep>value" lines of a namespace file;
+// lines whose value is not a number (a mode) are left out.
+func (s *System) nsCounters(p, sep string) []status.Counter {
+	if s.ns == nil {
+		return nil
+	}
+	text, err := s.ns.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	var out []status.Counter
+	for _, l := range strings.Split(text, "\n") {
+		k, v, ok := strings.Cut(l, sep)
+		if !ok {
+			continue
+		}
+		x, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, status.Counter{Name: k, Value: x})
+	}
+	return out
 }

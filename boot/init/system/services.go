@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -64,8 +65,12 @@ func (s *System) serveHTTP(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen :%d: %w", s.opt.HTTPPort, err)
 	}
+	// The summary page and, under /ns/, every file of the namespace.
+	mux := http.NewServeMux()
+	mux.Handle("/", status.Handler(s.Snapshot, s.Ctl))
+	mux.Handle("/ns/", s.ns.Handler("/ns"))
 	srv := &http.Server{
-		Handler:           status.Handler(s.Snapshot, s.Ctl),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
@@ -113,24 +118,29 @@ func (s *System) reportFaults() {
 func (s *System) Snapshot() status.Snapshot {
 	snap := status.Snapshot{Uptime: s.Uptime(), Platform: s.plat.Name}
 	if u := s.unit; u != nil {
-		st := u.Stats()
-		ctr := func(name string, v uint64) status.Counter { return status.Counter{Name: name, Value: v} }
+		// The counters and faults are the namespace's files, so the page
+		// and /dev/iommu agree by construction.
+		m, _ := u.Mode()
 		io := &status.IOMMU{
 			Translation: u.Enabled(),
 			Levels:      u.Levels(),
-			Mode:        st.Mode.String(),
-			FaultCount:  st.Faults,
-			Counters: []status.Counter{
-				ctr("maps", st.Maps), ctr("unmaps", st.Unmaps),
-				ctr("inv-page", st.PageInvalidations), ctr("inv-domain", st.DomainInvalidations),
-				ctr("inv-global", st.GlobalInvalidations), ctr("inv-context", st.ContextInvalidations),
-				ctr("fault-overflows", st.FaultOverflows), ctr("domains", uint64(st.Domains)),
-				ctr("table-pages", uint64(st.TablePages)), ctr("mapped-pages", uint64(st.MappedPages)),
-				ctr("pending", uint64(st.Pending)), ctr("iova-bytes", st.IOVAInUse),
-			},
+			Mode:        m.String(),
 		}
-		for _, f := range u.Faults() {
-			io.Faults = append(io.Faults, f.String())
+		for _, c := range s.nsCounters("/dev/iommu/stats", " ") {
+			switch c.Name {
+			case "faults":
+				io.FaultCount = c.Value
+			case "batch":
+			default:
+				io.Counters = append(io.Counters, c)
+			}
+		}
+		if f, err := s.ns.ReadFile("/dev/iommu/faults"); err == nil {
+			for _, l := range strings.Split(strings.TrimSpace(f), "\n") {
+				if l != "" {
+					io.Faults = append(io.Faults, l)
+				}
+			}
 		}
 		snap.IOMMU = io
 	}
@@ -159,9 +169,7 @@ func (s *System) Snapshot() status.Snapshot {
 				}
 			}
 		}
-		for _, c := range p.NIC.Stats() {
-			n.Counters = append(n.Counters, status.Counter{Name: c.Name, Value: c.Value})
-		}
+		n.Counters = append(n.Counters, s.nsCounters("/net/"+p.NIC.Name()+"/stats", ": ")...)
 		snap.NICs = append(snap.NICs, n)
 	}
 	return snap
