@@ -25,7 +25,11 @@ func main() {
 	}
 	flag.Parse()
 	if err := run(*addr, *timeout, flag.Args()); err != nil {
-		fmt.Fprintf(os.Stderr, "9p: %v\n", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "9p: ") {
+			msg = "9p: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
