@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/advtx"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ type queue struct {
 
 	txMu    sync.Mutex
 	tx      *ring.TxRing
+	txw     advtx.Writer
 	txFrame []uint64 // zero-copy TX: frame address+1 held by descriptor i
 	txSock  *xsk.Socket
 	txDirty bool // descriptors queued since the last doorbell
@@ -56,7 +58,9 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		rx.Close()
 		return nil, err
 	}
-	return &queue{d: d, idx: idx, rx: rx, tx: tx, txFrame: make([]uint64, txDescs)}, nil
+	q := &queue{d: d, idx: idx, rx: rx, tx: tx, txFrame: make([]uint64, txDescs)}
+	q.txw = advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso}
+	return q, nil
 }
 
 func (q *queue) free() {

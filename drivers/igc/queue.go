@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/advtx"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -31,6 +32,7 @@ type queue struct {
 
 	txMu    sync.Mutex
 	tx      *ring.TxRing
+	txw     advtx.Writer
 	txDirty bool // descriptors queued since the last doorbell
 	txDone  bool // closed: refuse TX
 }
@@ -47,7 +49,9 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		rx.close()
 		return nil, err
 	}
-	return &queue{d: d, idx: idx, rx: rx, tx: tx}, nil
+	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
+	q.txw = advtx.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso}
+	return q, nil
 }
 
 func (q *queue) free() {

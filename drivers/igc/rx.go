@@ -10,6 +10,14 @@ import (
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
+// EtherTypes the receive path looks through.
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86dd
+	etherTypeVLAN = 0x8100
+	etherTypeQinQ = 0x88a8
+)
+
 // Poll implements nic.Queue: it cleans up to budget completed RX
 // descriptors, runs the queue's packet program if one is attached, builds
 // or constructs each frame passed to the stack, re-arms the ring and
