@@ -44,6 +44,24 @@ func counters(t *testing.T, n *ns.Namespace, p string) map[string]uint64 {
 	return out
 }
 
+// settled reads the stats once the receive path is quiet: the counters
+// of one file are read one after another, so a frame in flight could be
+// counted in one and not yet in the next.
+func settled(t *testing.T, n *ns.Namespace) map[string]uint64 {
+	t.Helper()
+	prev := counters(t, n, "/net/ether0/stats")
+	for i := 0; i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		cur := counters(t, n, "/net/ether0/stats")
+		if cur["rx_frames"] == prev["rx_frames"] && cur["rx_copybreak"]+cur["rx_handoff"] == prev["rx_copybreak"]+prev["rx_handoff"] {
+			return cur
+		}
+		prev = cur
+	}
+	t.Fatal("receive counters never settled")
+	return nil
+}
+
 func start(t *testing.T, nineP string) *simhost.Host {
 	t.Helper()
 	opt := system.DefaultOptions()
@@ -101,9 +119,9 @@ func TestCopybreakThroughNamespace(t *testing.T) {
 	if err := n.WriteFile("/net/ether0/ctl", "copybreak 0"); err != nil {
 		t.Fatal(err)
 	}
-	before := counters(t, n, "/net/ether0/stats")
+	before := settled(t, n)
 	fetch(t, h, 256<<10)
-	mid := counters(t, n, "/net/ether0/stats")
+	mid := settled(t, n)
 	if d := mid["rx_copybreak"] - before["rx_copybreak"]; d != 0 {
 		t.Errorf("copybreak 0: %d frames copied", d)
 	}
@@ -115,7 +133,7 @@ func TestCopybreakThroughNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetch(t, h, 256<<10)
-	after := counters(t, n, "/net/ether0/stats")
+	after := settled(t, n)
 	if after["copybreak"] != 2048 {
 		t.Errorf("copybreak counter %d", after["copybreak"])
 	}

@@ -6,9 +6,11 @@ package ninep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"net"
 	"path"
+	"time"
 
 	"github.com/hugelgupf/p9/fsimpl/readdir"
 	"github.com/hugelgupf/p9/fsimpl/templatefs"
@@ -37,12 +39,43 @@ func New(n *ns.Namespace, writable bool) *Server {
 
 // Serve accepts connections on l until ctx is done or l fails.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	return s.srv.ServeContext(ctx, l)
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("9p: accept: %w", err)
+		}
+		go s.ServeConn(c)
+	}
 }
 
 // ServeConn serves one connection until it closes.
 func (s *Server) ServeConn(c net.Conn) error {
-	return s.srv.Handle(c, c)
+	r := &lingerReader{Conn: c}
+	return s.srv.Handle(r, c)
+}
+
+// lingerReader holds back the read error that ends a connection for a
+// moment. The p9 server starts a receiving goroutine per request, and that
+// goroutine registers with the connection's WaitGroup only once it runs;
+// the goroutine that sees the end of the stream first waits on that group
+// at once. The pause lets late starters register before the wait begins.
+type lingerReader struct{ net.Conn }
+
+const linger = 20 * time.Millisecond
+
+func (l *lingerReader) Read(p []byte) (int, error) {
+	n, err := l.Conn.Read(p)
+	if err != nil {
+		time.Sleep(linger)
+	}
+	return n, err
 }
 
 type attacher struct{ n *ns.Namespace }
