@@ -270,19 +270,7 @@ func (n *NIC) Reset() {
 
 // Regs returns BAR0 as a register window, for tests that drive the model
 // without a bus.
-func (n *NIC) Regs() kernel.Regs { return regWindow{n} }
-
-type regWindow struct{ n *NIC }
-
-func (w regWindow) Read32(off uint32) uint32     { return w.n.read32(off) }
-func (w regWindow) Write32(off uint32, v uint32) { w.n.write32(off, v) }
-func (w regWindow) Read64(off uint32) uint64 {
-	return uint64(w.n.read32(off)) | uint64(w.n.read32(off+4))<<32
-}
-func (w regWindow) Write64(off uint32, v uint64) {
-	w.n.write32(off, uint32(v))
-	w.n.write32(off+4, uint32(v>>32))
-}
+func (n *NIC) Regs() kernel.Regs { return nicmodel.Window(n.read32, n.write32) }
 
 func (n *NIC) read32(off uint32) uint32 {
 	if off%4 != 0 || off >= mmioSize {
@@ -440,36 +428,11 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
 	return false
 }
 
-func (n *NIC) readStatLocked(off uint32) uint32 {
-	r := &n.regs
-	v := r[off/4]
-	switch off {
-	case GORCL, GOTCL, TORL, TOTL:
-		// The low half of a 64-bit counter; reading the high half
-		// clears both.
-	case GORCH, GOTCH, TORH, TOTH:
-		r[off/4], r[off/4-1] = 0, 0
-	default:
-		r[off/4] = 0
-	}
-	return v
-}
+// readStatLocked reads a statistic; statistics clear on read.
+func (n *NIC) readStatLocked(off uint32) uint32 { return nicmodel.ReadStat(n.regs[:], off) }
 
-// statLocked adds to a 32-bit statistic; the counters stick at their
-// maximum rather than wrap.
-func (n *NIC) statLocked(off uint32, d uint32) {
-	v := n.regs[off/4]
-	if v+d < v {
-		v = ^uint32(0)
-	} else {
-		v += d
-	}
-	n.regs[off/4] = v
-}
+// statLocked adds to a 32-bit statistic, which sticks at its maximum.
+func (n *NIC) statLocked(off uint32, d uint32) { nicmodel.AddStat(n.regs[:], off, uint64(d)) }
 
 // stat64Locked adds to a 64-bit statistic held in a low/high pair.
-func (n *NIC) stat64Locked(lo uint32, d uint64) {
-	v := uint64(n.regs[lo/4]) | uint64(n.regs[lo/4+1])<<32
-	v += d
-	n.regs[lo/4], n.regs[lo/4+1] = uint32(v), uint32(v>>32)
-}
+func (n *NIC) stat64Locked(lo uint32, d uint64) { nicmodel.AddStat64(n.regs[:], lo, d) }

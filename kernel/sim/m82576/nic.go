@@ -250,19 +250,7 @@ func (n *NIC) resetLocked() {
 
 // Regs returns BAR0 as a register window, for tests that drive the model
 // without a bus.
-func (n *NIC) Regs() kernel.Regs { return regWindow{n} }
-
-type regWindow struct{ n *NIC }
-
-func (w regWindow) Read32(off uint32) uint32     { return w.n.read32(off) }
-func (w regWindow) Write32(off uint32, v uint32) { w.n.write32(off, v) }
-func (w regWindow) Read64(off uint32) uint64 {
-	return uint64(w.n.read32(off)) | uint64(w.n.read32(off+4))<<32
-}
-func (w regWindow) Write64(off uint32, v uint64) {
-	w.n.write32(off, uint32(v))
-	w.n.write32(off+4, uint32(v>>32))
-}
+func (n *NIC) Regs() kernel.Regs { return nicmodel.Window(n.read32, n.write32) }
 
 // canonical folds the aliases onto one offset: queues 0-3 also answer at
 // 0x2800 (RX) and 0x3800 (TX), 0x100 apart, and the interrupt registers
@@ -474,31 +462,11 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 // allQueues asks kickTx to look at every queue.
 const allQueues = ^uint32(0)
 
-// readStatLocked implements read-to-clear; reading the high half of a
-// 64-bit counter clears both halves.
-func (n *NIC) readStatLocked(off uint32) uint32 {
-	r := n.regs
-	v := r[off/4]
-	switch off {
-	case GORCL, GOTCL, TORL, TOTL:
-	case GORCH, GOTCH, TORH, TOTH:
-		r[off/4], r[off/4-1] = 0, 0
-	default:
-		r[off/4] = 0
-	}
-	return v
-}
+// readStatLocked reads a statistic; statistics clear on read.
+func (n *NIC) readStatLocked(off uint32) uint32 { return nicmodel.ReadStat(n.regs[:], off) }
 
-// statLocked adds to a 32-bit statistic; counters stick at their maximum
-// rather than wrap.
-func (n *NIC) statLocked(off uint32, d uint64) {
-	v := uint64(n.regs[off/4]) + d
-	n.regs[off/4] = uint32(min(v, 0xffffffff))
-}
+// statLocked adds to a 32-bit statistic, which sticks at its maximum.
+func (n *NIC) statLocked(off uint32, d uint64) { nicmodel.AddStat(n.regs[:], off, d) }
 
 // stat64Locked adds to a 64-bit statistic held in a low/high pair.
-func (n *NIC) stat64Locked(lo uint32, d uint64) {
-	v := uint64(n.regs[lo/4]) | uint64(n.regs[lo/4+1])<<32
-	v += d
-	n.regs[lo/4], n.regs[lo/4+1] = uint32(v), uint32(v>>32)
-}
+func (n *NIC) stat64Locked(lo uint32, d uint64) { nicmodel.AddStat64(n.regs[:], lo, d) }

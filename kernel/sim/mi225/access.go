@@ -1,5 +1,7 @@
 package mi225
 
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
 // queueReg splits an offset in the per-queue blocks into the queue-0
 // register and the queue number.
 func queueReg(off uint32) (reg uint32, q int, ok bool) {
@@ -96,33 +98,14 @@ func (n *NIC) statusLocked() uint32 {
 	return s
 }
 
-// readStatLocked reads a statistic. Statistics clear on read; a 64-bit
-// counter is read low half first, and reading the high half clears both.
-func (n *NIC) readStatLocked(off uint32) uint32 {
-	r := n.regs
-	v := r[off/4]
-	switch off {
-	case GORCL, GOTCL, TORL, TOTL:
-	case GORCH, GOTCH, TORH, TOTH:
-		r[off/4], r[off/4-1] = 0, 0
-	default:
-		r[off/4] = 0
-	}
-	return v
-}
+// readStatLocked reads a statistic; statistics clear on read.
+func (n *NIC) readStatLocked(off uint32) uint32 { return nicmodel.ReadStat(n.regs[:], off) }
 
 // statLocked adds to a 32-bit statistic, which sticks at its maximum.
-func (n *NIC) statLocked(off uint32, d uint64) {
-	v := uint64(n.regs[off/4]) + d
-	n.regs[off/4] = uint32(min(v, 0xffffffff))
-}
+func (n *NIC) statLocked(off uint32, d uint64) { nicmodel.AddStat(n.regs[:], off, d) }
 
 // stat64Locked adds to a 64-bit statistic held in a low/high pair.
-func (n *NIC) stat64Locked(lo uint32, d uint64) {
-	v := uint64(n.regs[lo/4]) | uint64(n.regs[lo/4+1])<<32
-	v += d
-	n.regs[lo/4], n.regs[lo/4+1] = uint32(v), uint32(v>>32)
-}
+func (n *NIC) stat64Locked(lo uint32, d uint64) { nicmodel.AddStat64(n.regs[:], lo, d) }
 
 func (n *NIC) write32(off, v uint32) {
 	if off%4 != 0 || off >= regFileSize {

@@ -286,16 +286,4 @@ func (n *NIC) Reset() {
 
 // Regs returns BAR0 as a register window, for tests that drive the model
 // without a bus.
-func (n *NIC) Regs() kernel.Regs { return regWindow{n} }
-
-type regWindow struct{ n *NIC }
-
-func (w regWindow) Read32(off uint32) uint32     { return w.n.read32(off) }
-func (w regWindow) Write32(off uint32, v uint32) { w.n.write32(off, v) }
-func (w regWindow) Read64(off uint32) uint64 {
-	return uint64(w.n.read32(off)) | uint64(w.n.read32(off+4))<<32
-}
-func (w regWindow) Write64(off uint32, v uint64) {
-	w.n.write32(off, uint32(v))
-	w.n.write32(off+4, uint32(v>>32))
-}
+func (n *NIC) Regs() kernel.Regs { return nicmodel.Window(n.read32, n.write32) }
