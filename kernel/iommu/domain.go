@@ -18,6 +18,8 @@ type Domain struct {
 	iova   *iovaSpace
 	maps   map[kernel.DMAAddr]*mapping // by the address Map returned
 	sorted []*mapping                  // by IOVA, for syncs of part of a mapping
+	holes  map[uint64]uint64           // reserved, never-mapped IOVA ranges: start to size
+	faults uint64                      // fault records read for this source
 }
 
 var _ kernel.DMA = (*Domain)(nil)

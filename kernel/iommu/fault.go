@@ -97,6 +97,9 @@ func (u *Unit) pollFaults() int {
 		}
 		u.faultLog = append(u.faultLog, f)
 		u.stats.Faults++
+		if d, ok := u.domains[f.Source]; ok {
+			d.faults++
+		}
 		n++
 	}
 	if fsts&fstsPFO != 0 {
@@ -104,4 +107,15 @@ func (u *Unit) pollFaults() int {
 		u.regs.Write32(regFSTS, fstsPFO)
 	}
 	return n
+}
+
+// DMAFaults reads the fault recording registers and returns how many
+// faults the unit has recorded for this domain's device so far. A driver
+// compares it across a poll: a NIC marks a descriptor done even when the
+// unit refused its data write.
+func (d *Domain) DMAFaults() uint64 {
+	d.u.mu.Lock()
+	defer d.u.mu.Unlock()
+	d.u.pollFaults()
+	return d.faults
 }
