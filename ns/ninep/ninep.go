@@ -39,10 +39,8 @@ func New(n *ns.Namespace, writable bool) *Server {
 
 // Serve accepts connections on l until ctx is done or l fails.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	go func() {
-		<-ctx.Done()
-		l.Close()
-	}()
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
 	for {
 		c, err := l.Accept()
 		if err != nil {
