@@ -148,12 +148,7 @@ func (d *Device) up() {
 func (d *Device) setupRx() {
 	r := d.regs
 	r.Write32(RCTL, 0)
-	a := uint64(d.rx.Descs.Addr())
-	r.Write32(RDBAL, uint32(a))
-	r.Write32(RDBAH, uint32(a>>32))
-	r.Write32(RDLEN, uint32(d.rx.Descs.Bytes()))
-	r.Write32(RDH, 0)
-	r.Write32(RDT, 0)
+	d.rx.Descs.Program(r, RDBAL)
 	r.Write32(RDTR, 0)
 	r.Write32(RADV, 0)
 	r.Write32(RFCTL, r.Read32(RFCTL)|RFCTL_EXSTEN)
@@ -185,13 +180,8 @@ func (d *Device) rctlFor(mtu int) uint32 {
 
 func (d *Device) setupTx() {
 	r := d.regs
-	a := uint64(d.tx.Descs.Addr())
 	r.Write32(TCTL, 0)
-	r.Write32(TDBAL, uint32(a))
-	r.Write32(TDBAH, uint32(a>>32))
-	r.Write32(TDLEN, uint32(d.tx.Descs.Bytes()))
-	r.Write32(TDH, 0)
-	r.Write32(TDT, 0)
+	d.tx.Descs.Program(r, TDBAL)
 	r.Write32(TIPG, tipgCopper)
 	r.Write32(TIDV, 0)
 	r.Write32(TADV, 0)

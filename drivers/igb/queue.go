@@ -93,17 +93,12 @@ func (q *queue) startRx() error {
 	r := q.d.regs
 	n := q.idx
 	descs := q.rx.Descs
-	a := uint64(descs.Addr())
-	r.Write32(qreg(RDBAL, n), uint32(a))
-	r.Write32(qreg(RDBAH, n), uint32(a>>32))
-	r.Write32(qreg(RDLEN, n), uint32(descs.Bytes()))
+	descs.Program(r, qreg(RDBAL, n))
 	bsize := uint32(ring.HalfPage / 1024)
 	if q.zc != nil {
 		bsize = uint32(q.zc.umem.FrameSize / 1024)
 	}
 	r.Write32(qreg(SRRCTL, n), bsize<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
-	r.Write32(qreg(RDH, n), 0)
-	r.Write32(qreg(RDT, n), 0)
 	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|1<<XDCTL_WTHRESH_SHIFT)
 	if err := q.setEnable(RXDCTL, true); err != nil {
 		return err
@@ -138,12 +133,7 @@ func (q *queue) startTx() error {
 func (q *queue) startTxLocked() error {
 	r := q.d.regs
 	n := q.idx
-	a := uint64(q.tx.Descs.Addr())
-	r.Write32(qreg(TDBAL, n), uint32(a))
-	r.Write32(qreg(TDBAH, n), uint32(a>>32))
-	r.Write32(qreg(TDLEN, n), uint32(q.tx.Descs.Bytes()))
-	r.Write32(qreg(TDH, n), 0)
-	r.Write32(qreg(TDT, n), 0)
+	q.tx.Descs.Program(r, qreg(TDBAL, n))
 	q.txDirty = false
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)

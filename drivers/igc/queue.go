@@ -87,18 +87,13 @@ func (q *queue) setEnable(reg uint32, on bool) error {
 func (q *queue) startRx() error {
 	r, n := q.d.regs, q.idx
 	descs := q.rx.Descs
-	a := uint64(descs.Addr())
 	if err := q.rx.reset(q.layout()); err != nil {
 		return fmt.Errorf("igc: rx queue %d: %w", n, err)
 	}
-	r.Write32(qreg(RDBAL, n), uint32(a))
-	r.Write32(qreg(RDBAH, n), uint32(a>>32))
-	r.Write32(qreg(RDLEN, n), uint32(descs.Bytes()))
+	descs.Program(r, qreg(RDBAL, n))
 	// The buffer is 2 KiB; with the build layout the frame starts
 	// rxHeadroom in, and RLPML keeps it inside the half.
 	r.Write32(qreg(SRRCTL, n), uint32(rxBufLen/1024)<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
-	r.Write32(qreg(RDH, n), 0)
-	r.Write32(qreg(RDT, n), 0)
 	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|4<<XDCTL_WTHRESH_SHIFT)
 	if err := q.setEnable(RXDCTL, true); err != nil {
 		return err
@@ -161,12 +156,7 @@ func (q *queue) startTx() error {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	r, n := q.d.regs, q.idx
-	a := uint64(q.tx.Descs.Addr())
-	r.Write32(qreg(TDBAL, n), uint32(a))
-	r.Write32(qreg(TDBAH, n), uint32(a>>32))
-	r.Write32(qreg(TDLEN, n), uint32(q.tx.Descs.Bytes()))
-	r.Write32(qreg(TDH, n), 0)
-	r.Write32(qreg(TDT, n), 0)
+	q.tx.Descs.Program(r, qreg(TDBAL, n))
 	q.txDirty = false
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igc %s: queue %d: %w", q.d.name, q.idx, err)

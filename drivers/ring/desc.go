@@ -78,3 +78,23 @@ func (d *Descs) Free() error {
 	}
 	return nil
 }
+
+// Ring registers, as offsets from a queue's base-address-low register:
+// every Intel gigabit queue lays them out the same way.
+const (
+	regBAH = 0x04
+	regLEN = 0x08
+	regH   = 0x10
+	regT   = 0x18
+)
+
+// Program points the device's queue whose base-address-low register is
+// bal at the ring: base address, length in bytes, head and tail zero.
+func (d *Descs) Program(r kernel.Regs, bal uint32) {
+	a := uint64(d.Addr())
+	r.Write32(bal, uint32(a))
+	r.Write32(bal+regBAH, uint32(a>>32))
+	r.Write32(bal+regLEN, uint32(d.Bytes()))
+	r.Write32(bal+regH, 0)
+	r.Write32(bal+regT, 0)
+}
