@@ -21,6 +21,8 @@ const maxCopybreak = rxBufSize
 //	addmulti MAC           pass frames to the group MAC (counted)
 //	remmulti MAC           undo one addmulti
 //	allmulti on|off        pass every multicast frame
+//	debug inject-unmapped-rx  point the next armed RX descriptor at an
+//	                       unmapped IOVA (see debugCtl)
 //
 // A bad command changes nothing.
 func (d *Device) Ctl(cmd string) error {
@@ -72,8 +74,10 @@ func (d *Device) Ctl(cmd string) error {
 			return d.SetAllMulticast(f[1] == "on")
 		}
 		return fmt.Errorf("e1000e %s: allmulti %q: want on or off", d.name, f[1])
+	case "debug":
+		return d.debugCtl(f[1])
 	default:
-		return fmt.Errorf("e1000e %s: unknown ctl %q (copybreak, copybreak-mode, tso, mtu, addmulti, remmulti, allmulti)", d.name, f[0])
+		return fmt.Errorf("e1000e %s: unknown ctl %q (copybreak, copybreak-mode, tso, mtu, addmulti, remmulti, allmulti, debug)", d.name, f[0])
 	}
 	return nil
 }

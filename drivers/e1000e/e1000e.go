@@ -49,6 +49,7 @@ type Device struct {
 	rxHeld      []*nic.RxPacket
 	rxDeliver   func(*nic.RxPacket)
 	rxFaults    uint64 // DMA faults seen at the last poll
+	inject      rxInject
 	rxMu        sync.Mutex
 	tx          *ring.TxRing
 	txMu        sync.Mutex
@@ -257,7 +258,7 @@ func (d *Device) Close() error {
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
 	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
 	d.rxMu.Lock()
-	errRx := d.rx.Close()
+	errRx := errors.Join(d.rx.Close(), d.closeInject())
 	d.rxMu.Unlock()
 	d.txMu.Lock()
 	errTx := d.tx.Close()

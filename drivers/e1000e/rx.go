@@ -34,7 +34,8 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	}
 	delivered := 0
 	for cleaned := 0; cleaned < budget && rx.Armed() > 0; cleaned++ {
-		desc := rx.Descs.At(rx.Clean())
+		i := rx.Clean()
+		desc := rx.Descs.At(i)
 		wb := decodeRx(desc)
 		if !wb.done() {
 			break
@@ -62,12 +63,13 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		}
 		// Clear the write-back so a stale DD is never read again.
 		encodeRxRead(desc, 0)
+		d.cleanedRx(i)
 		rx.Advance()
 	}
 	if fc != nil {
 		delivered = d.releaseRx(fc.DMAFaults())
 	}
-	if rx.Refill(d.writeRx) {
+	if rx.Refill(d.armRx) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
 	}
 	return delivered
@@ -89,13 +91,16 @@ func (d *Device) holdRx(deliver func(*nic.RxPacket)) func(*nic.RxPacket) {
 
 // releaseRx delivers the held frames, or, if the fault count moved since
 // the last poll, drops them all: any of them may hold what the buffer had
-// before, not what the wire carried.
+// before, not what the wire carried. A fault seen in a poll with no frames
+// stays pending for the next frames: the device may record the fault
+// before it writes the descriptor back.
 func (d *Device) releaseRx(faults uint64) int {
 	held := d.rxHeld
 	d.rxHeld = d.rxHeld[:0]
 	deliver := d.rxDeliver
 	d.rxDeliver = nil
-	if faults != d.rxFaults {
+	if faults != d.rxFaults && len(held) > 0 {
+		d.logf("%s: rx: dma fault: dropped %d frames (faults %d, were %d)", d.name, len(held), faults, d.rxFaults)
 		d.rxFaults = faults
 		for _, p := range held {
 			p.Data.Release()
