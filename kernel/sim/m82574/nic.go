@@ -125,7 +125,7 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 		if kib <= 0 {
 			kib = 256
 		}
-		n.pb = newPacketBuffer(kib << 10)
+		n.pb = nicmodel.NewPacketBuffer[struct{}](kib << 10)
 	}
 	n.cable.speed = 1000
 	n.loadNVM()
@@ -250,7 +250,7 @@ func (n *NIC) resetLocked() {
 	n.rxRingGen++
 	n.rx.fault = RxFault{}
 	if n.pb != nil {
-		n.pb.reset()
+		n.pb.Reset()
 	}
 	n.counters.Resets++
 	n.linkWas = linkState{} // the MAC relearns the link: LSC follows if it is up

@@ -51,7 +51,7 @@ func (n *NIC) receive(frame []byte) {
 		return
 	}
 	if n.pb != nil {
-		if !n.pb.push(frame) {
+		if !n.pb.Push(frame, struct{}{}) {
 			n.mu.Lock()
 			n.statLocked(MPC, 1)
 			n.counters.RxNoDescriptor++

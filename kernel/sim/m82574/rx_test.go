@@ -376,7 +376,7 @@ func TestRxNoAllocations(t *testing.T) {
 // a full buffer misses them (MPC).
 func TestRxPacketBuffer(t *testing.T) {
 	r := newRig(t, M82574L)
-	r.nic.pb = newPacketBuffer(4 << 10) // as Options{DeferRx: true, RxBufferKiB: 4}
+	r.nic.pb = nicmodel.NewPacketBuffer[struct{}](4 << 10) // as Options{DeferRx: true, RxBufferKiB: 4}
 	r.setupRx(rctlBase, true)
 	before := r.irq.Raised()
 	f := udp4(ourMAC, payloadBytes(958, 1)) // 1000 bytes

@@ -125,7 +125,7 @@ func TestConcurrentQueues(t *testing.T) {
 	}()
 	wg.Wait()
 	c := r.nic.Counters()
-	if held := uint64(r.nic.pb.len()); c.RxFrames+c.RxMissed+held != frames {
+	if held := uint64(r.nic.pb.Len()); c.RxFrames+c.RxMissed+held != frames {
 		t.Errorf("received %d + missed %d + held %d, want %d", c.RxFrames, c.RxMissed, held, frames)
 	}
 	if c.TxFrames != queues*frames/10 {
@@ -151,14 +151,14 @@ func TestDeferRx(t *testing.T) {
 	copy(f, peerMAC[:])
 	before := m.IRQ(nicAddr).Raised()
 	r.inject(f)
-	if n.Counters().RxFrames != 0 || n.pb.len() != 1 {
+	if n.Counters().RxFrames != 0 || n.pb.Len() != 1 {
 		t.Fatalf("frame written before the driver looked: %+v", n.Counters())
 	}
 	if m.IRQ(nicAddr).Raised() == before {
 		t.Error("no wake-up for a waiting frame")
 	}
 	r.regs.Read32(TDH) // not a receive register
-	if n.pb.len() != 1 {
+	if n.pb.Len() != 1 {
 		t.Error("a transmit register drained the buffer")
 	}
 	r.regs.Read32(ICR)

@@ -133,7 +133,7 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	case kib == 0:
 		kib = 64
 	}
-	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: newPacketBuffer(kib << 10)}
+	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: nicmodel.NewPacketBuffer[rxSetup](kib << 10)}
 	n.loadNVM()
 	n.phy.reset()
 	n.initConfig()
@@ -241,7 +241,7 @@ func (n *NIC) resetLocked() {
 	for q := range n.tx {
 		n.tx[q].reset()
 	}
-	n.pb.reset()
+	n.pb.Reset()
 	n.rssTable = nil
 	n.counters.Resets++
 	n.linkUp, n.speed = false, 0 // the MAC relearns the link: LSC follows if it is up

@@ -62,7 +62,7 @@ func (n *NIC) receive(frame []byte) {
 	}
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
-	if n.pb.len() > 0 {
+	if n.pb.Len() > 0 {
 		n.rxHold(frame, &s) // frames leave the buffer in order
 		return
 	}
@@ -76,7 +76,7 @@ func (n *NIC) receive(frame []byte) {
 // held in the packet buffer until software returns descriptors.
 func (n *NIC) rxNoRoom(frame []byte, s *rxSetup, arriving bool) (held bool) {
 	n.mu.Lock()
-	if arriving || !n.pb.starved {
+	if arriving || !n.pb.Starved {
 		n.counters.RxNoDescriptor++
 		n.statLocked(RNBC, 1)
 	}
@@ -89,13 +89,15 @@ func (n *NIC) rxNoRoom(frame []byte, s *rxSetup, arriving bool) (held bool) {
 		return !drop
 	}
 	n.rxHold(frame, s) // the buffer was empty: it is the head, already counted
-	n.pb.starved = true
+	n.pb.Starved = true
 	return true
 }
 
 // rxHold puts a frame in the packet buffer; a full buffer misses it (MPC).
 func (n *NIC) rxHold(frame []byte, s *rxSetup) {
-	if n.pb.push(frame, s) {
+	held := *s
+	held.pkt = packet{} // it points into the sender's frame; parsed again at drain
+	if n.pb.Push(frame, held) {
 		return
 	}
 	n.mu.Lock()

@@ -149,8 +149,8 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 	ethHdr(l2, 0x88b5)
 	r.inject(l2) // queue 1 has room, but waits behind it
 	c := r.nic.Counters()
-	if c.RxQueue[0] != 1 || c.RxQueue[1] != 0 || c.RxNoDescriptor != 1 || r.nic.pb.len() != 2 {
-		t.Fatalf("counters %+v, %d held", c, r.nic.pb.len())
+	if c.RxQueue[0] != 1 || c.RxQueue[1] != 0 || c.RxNoDescriptor != 1 || r.nic.pb.Len() != 2 {
+		t.Fatalf("counters %+v, %d held", c, r.nic.pb.Len())
 	}
 	if got, _, ok := r.takeRx(0); !ok || !bytes.Equal(got, big(1)) {
 		t.Fatal("first frame wrong")
@@ -175,12 +175,12 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 	if c.RxMissed == 0 || uint64(g.Read32(MPC)) != c.RxMissed || g.Read32(ICR)&IntRXMiss == 0 {
 		t.Errorf("overflow: %+v", c)
 	}
-	if held := r.nic.pb.len(); held*1446 > 64<<10 || held+int(c.RxMissed) != 60 {
+	if held := r.nic.pb.Len(); held*1446 > 64<<10 || held+int(c.RxMissed) != 60 {
 		t.Errorf("%d held + %d missed, want 60 within 64 KiB", held, c.RxMissed)
 	}
 	// A reset empties the buffer.
 	g.Write32(CTRL, CtrlRST)
-	if r.nic.pb.len() != 0 {
+	if r.nic.pb.Len() != 0 {
 		t.Error("reset kept held frames")
 	}
 }

@@ -146,7 +146,7 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 		if kib <= 0 {
 			kib = 256
 		}
-		n.pb = newPacketBuffer(kib << 10)
+		n.pb = nicmodel.NewPacketBuffer[rxAdmit](kib << 10)
 	}
 	n.nvm = buildNVM(part, n.mac)
 	n.cable = linkState{speed: part.MaxMbps}
@@ -266,7 +266,7 @@ func (n *NIC) resetLocked() {
 	n.tx.reset()
 	n.rx.starved = false
 	if n.pb != nil {
-		n.pb.reset()
+		n.pb.Reset()
 	}
 	n.counters.Resets++
 	n.link = linkState{} // the MAC relearns the link: LSC follows if it is up

@@ -58,7 +58,7 @@ func (n *NIC) receive(frame []byte) {
 		return
 	}
 	if n.pb != nil {
-		if !n.pb.push(frame, a) {
+		if !n.pb.Push(frame, a) {
 			n.statLocked(MPC, 1)
 			n.counters.RxNoDescriptor++
 			n.otherCauseLocked(IntRXO)
