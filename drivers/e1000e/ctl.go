@@ -21,12 +21,18 @@ const maxCopybreak = rxBufSize
 //	addmulti MAC           pass frames to the group MAC (counted)
 //	remmulti MAC           undo one addmulti
 //	allmulti on|off        pass every multicast frame
+//	promiscuous on|off     pass every frame (RCTL.UPE and MPE)
+//	rxring N, txring N     resize a ring at run time (a multiple of 8, 64..4096)
+//	reset                  reset the controller and bring it up as it was
 //	debug inject-unmapped-rx  point the next armed RX descriptor at an
 //	                       unmapped IOVA (see debugCtl)
 //
 // A bad command changes nothing.
 func (d *Device) Ctl(cmd string) error {
 	f := strings.Fields(cmd)
+	if len(f) == 1 && f[0] == "reset" {
+		return d.Reset()
+	}
 	if len(f) != 2 {
 		return fmt.Errorf("e1000e %s: ctl %q: want a command and one argument", d.name, cmd)
 	}
@@ -36,13 +42,17 @@ func (d *Device) Ctl(cmd string) error {
 		if err != nil || n < 0 || n > maxCopybreak {
 			return fmt.Errorf("e1000e %s: copybreak %q: want 0..%d", d.name, f[1], maxCopybreak)
 		}
+		d.rxMu.Lock()
 		d.rx.SetCopybreak(n)
+		d.rxMu.Unlock()
 	case "copybreak-mode":
 		m, err := ring.ParseMode(f[1])
 		if err != nil {
 			return fmt.Errorf("e1000e %s: %w", d.name, err)
 		}
+		d.rxMu.Lock()
 		d.rx.SetMode(m)
+		d.rxMu.Unlock()
 	case "tso":
 		m, err := ParseTSOMode(f[1])
 		if err != nil {
@@ -74,10 +84,25 @@ func (d *Device) Ctl(cmd string) error {
 			return d.SetAllMulticast(f[1] == "on")
 		}
 		return fmt.Errorf("e1000e %s: allmulti %q: want on or off", d.name, f[1])
+	case "promiscuous":
+		switch f[1] {
+		case "on", "off":
+			return d.SetPromiscuous(f[1] == "on")
+		}
+		return fmt.Errorf("e1000e %s: promiscuous %q: want on or off", d.name, f[1])
+	case "rxring", "txring":
+		n, err := strconv.Atoi(f[1])
+		if err != nil {
+			return fmt.Errorf("e1000e %s: %s %q: not a number", d.name, f[0], f[1])
+		}
+		if f[0] == "rxring" {
+			return d.SetRxRing(n)
+		}
+		return d.SetTxRing(n)
 	case "debug":
 		return d.debugCtl(f[1])
 	default:
-		return fmt.Errorf("e1000e %s: unknown ctl %q (copybreak, copybreak-mode, tso, mtu, addmulti, remmulti, allmulti, debug)", d.name, f[0])
+		return fmt.Errorf("e1000e %s: unknown ctl %q (copybreak, copybreak-mode, tso, mtu, addmulti, remmulti, allmulti, promiscuous, rxring, txring, reset, debug)", d.name, f[0])
 	}
 	return nil
 }

@@ -50,12 +50,15 @@ type Device struct {
 	rxDeliver   func(*nic.RxPacket)
 	rxFaults    uint64 // DMA faults seen at the last poll
 	inject      rxInject
-	rxMu        sync.Mutex
+	rxMu        sync.Mutex // the RX ring, its pointer and rxRetired
+	rxRetired   retired
 	tx          *ring.TxRing
-	txMu        sync.Mutex
+	txMu        sync.Mutex // the TX ring, its pointer and txRetired
+	txRetired   retired
 	mtu         atomic.Int32
-	rctl        uint32     // RCTL as programmed, without LPE and MPE
+	rctl        uint32     // RCTL as programmed, without LPE, UPE and MPE
 	filterMu    sync.Mutex // serialises RCTL and MTA writes after probe
+	rxStopped   bool       // RCTL.EN held off while the RX ring is rebuilt; filterMu
 	mc          multicast
 	linkMu      sync.Mutex
 	link        atomic.Pointer[nic.Link]
@@ -123,12 +126,17 @@ func probe(dev *nic.Device) (*Device, error) {
 		d.rxFaults = fc.DMAFaults()
 	}
 	d.hw.Init(nicstat.Table())
+	d.rxMu.Lock()
+	d.txMu.Lock()
 	d.up()
+	d.txMu.Unlock()
+	d.rxMu.Unlock()
 	d.logf("%s: %s (%s) %04x:%04x mac %x link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, *d.link.Load())
 	return d, nil
 }
 
-// up programs the rings, filters and link and enables RX and TX.
+// up programs the rings, filters and link and enables RX and TX. rxMu and
+// txMu are held.
 func (d *Device) up() {
 	r := d.regs
 	d.filterMu.Lock()
@@ -146,6 +154,7 @@ func (d *Device) up() {
 	d.updateLink()
 }
 
+// setupRx programs and arms the RX ring; rxMu is held.
 func (d *Device) setupRx() {
 	r := d.regs
 	r.Write32(RCTL, 0)
@@ -154,31 +163,39 @@ func (d *Device) setupRx() {
 	r.Write32(RADV, 0)
 	r.Write32(RFCTL, r.Read32(RFCTL)|RFCTL_EXSTEN)
 	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL)
-	d.rxMu.Lock()
 	d.rx.Reset()
+	d.rxDiscard = false
 	d.rx.Refill(d.writeRx)
 	tail := d.rx.Tail()
-	d.rxMu.Unlock()
 	d.filterMu.Lock()
+	d.rxStopped = false
 	d.rctl = RCTL_EN | RCTL_BAM | RCTL_SECRC | RCTL_SZ_2048 | RCTL_RDMTS_HF | RCTL_MO_47_36
 	r.Write32(RCTL, d.rctlFor(int(d.mtu.Load())))
 	d.filterMu.Unlock()
 	r.Write32(RDT, uint32(tail))
 }
 
-// rctlFor is RCTL for mtu with the current multicast mode. filterMu is
-// held.
+// rctlFor is RCTL for mtu with the current filter modes: the one place
+// that decides UPE and MPE. Promiscuous passes every unicast and every
+// multicast frame; allmulti only the multicast ones. filterMu is held.
 func (d *Device) rctlFor(mtu int) uint32 {
 	v := d.rctl
 	if mtu > defaultMTU {
 		v |= RCTL_LPE
 	}
-	if d.mc.all {
+	if d.mc.all || d.mc.promisc {
 		v |= RCTL_MPE
+	}
+	if d.mc.promisc {
+		v |= RCTL_UPE
+	}
+	if d.rxStopped {
+		v &^= RCTL_EN
 	}
 	return v
 }
 
+// setupTx programs the TX ring, dropping whatever it held; txMu is held.
 func (d *Device) setupTx() {
 	r := d.regs
 	r.Write32(TCTL, 0)
@@ -187,9 +204,9 @@ func (d *Device) setupTx() {
 	r.Write32(TIDV, 0)
 	r.Write32(TADV, 0)
 	r.Write32(TXDCTL, TXDCTL_GRAN|TXDCTL_WTHRESH_1|TXDCTL_COUNT_DESC)
-	d.txMu.Lock()
-	d.tx.Reset()
-	d.txMu.Unlock()
+	if err := d.tx.Reset(); err != nil {
+		d.logf("%s: tx ring reset: %v", d.name, err)
+	}
 	r.Write32(TCTL, TCTL_EN|TCTL_PSP|tctlCT<<TCTL_CT_SHIFT|tctlCOLD<<TCTL_COLD_SHIFT|TCTL_RTLC|TCTL_MULR)
 }
 
@@ -253,7 +270,7 @@ func (d *Device) Close() error {
 	}
 	r := d.regs
 	r.Write32(IMC, 0xffffffff)
-	r.Write32(RCTL, 0)
+	d.stopRx()
 	r.Write32(TCTL, 0)
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
 	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish

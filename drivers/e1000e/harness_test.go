@@ -51,6 +51,9 @@ func (f *regFile) Write32(off uint32, v uint32) {
 	f.writes[off]++
 	switch off {
 	case CTRL:
+		if v&CTRL_RST != 0 {
+			f.resetLocked()
+		}
 		v &^= CTRL_RST
 	case EERD:
 		if v&EERD_START != 0 {
@@ -66,6 +69,18 @@ func (f *regFile) Write32(off uint32, v uint32) {
 		return
 	}
 	f.r[off] = v
+}
+
+// resetLocked is CTRL.RST: every register back to zero but STATUS (the
+// link) and EECD, the station address reloaded from the NVM.
+func (f *regFile) resetLocked() {
+	status, eecd := f.r[STATUS], f.r[EECD]
+	clear(f.r)
+	f.r[STATUS], f.r[EECD] = status, eecd
+	if len(f.nvm) >= 3 && (f.nvm[0] != 0 || f.nvm[1] != 0 || f.nvm[2] != 0) {
+		f.r[RAL0] = uint32(f.nvm[0]) | uint32(f.nvm[1])<<16
+		f.r[RAH0] = uint32(f.nvm[2]) | RAH_AV
+	}
 }
 
 func (f *regFile) Read64(off uint32) uint64 {

@@ -18,8 +18,9 @@ func mtaHash(mac [6]byte) uint32 {
 
 // multicast is the driver's copy of the filter, guarded by Device.filterMu.
 type multicast struct {
-	groups map[[6]byte]int // group address -> adds outstanding
-	all    bool            // RCTL.MPE
+	groups  map[[6]byte]int // group address -> adds outstanding
+	all     bool            // allmulti: RCTL.MPE
+	promisc bool            // promiscuous: RCTL.UPE and MPE
 }
 
 // AddMulticast implements nic.MulticastFilter.
@@ -59,6 +60,17 @@ func (d *Device) SetAllMulticast(on bool) error {
 	d.filterMu.Lock()
 	defer d.filterMu.Unlock()
 	d.mc.all = on
+	d.regs.Write32(RCTL, d.rctlFor(int(d.mtu.Load())))
+	return nil
+}
+
+// SetPromiscuous passes every frame whatever its destination (RCTL.UPE
+// and MPE) or returns to the address, broadcast and multicast filters.
+// The allmulti setting is kept apart: promiscuous off restores it.
+func (d *Device) SetPromiscuous(on bool) error {
+	d.filterMu.Lock()
+	defer d.filterMu.Unlock()
+	d.mc.promisc = on
 	d.regs.Write32(RCTL, d.rctlFor(int(d.mtu.Load())))
 	return nil
 }

@@ -116,7 +116,13 @@ func (d *Device) readMAC(fn uint8) ([6]byte, error) {
 		}
 		m = ram
 	}
+	d.writeRAR0(m)
+	return m, nil
+}
+
+// writeRAR0 programs the station address into RAL0/RAH0 with the
+// address-valid bit.
+func (d *Device) writeRAR0(m [6]byte) {
 	d.regs.Write32(RAL0, uint32(m[0])|uint32(m[1])<<8|uint32(m[2])<<16|uint32(m[3])<<24)
 	d.regs.Write32(RAH0, uint32(m[4])|uint32(m[5])<<8|RAH_AV)
-	return m, nil
 }

@@ -17,13 +17,15 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	if d.closed.Load() {
 		return 0
 	}
-	if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
-		d.updateLink()
-	}
 	d.rxMu.Lock()
 	defer d.rxMu.Unlock()
 	if d.closed.Load() {
 		return 0 // closed while we waited for the ring
+	}
+	// ICR under rxMu: a reset or ring change never sees its causes read
+	// halfway through.
+	if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
+		d.updateLink()
 	}
 	rx := d.rx
 	fc, _ := d.dma.(faultCounter)

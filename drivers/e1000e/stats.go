@@ -2,17 +2,42 @@ package e1000e
 
 import "github.com/ether9/ether9/drivers/nic"
 
-// Stats implements nic.NIC: driver counters, then the device's.
+// Stats implements nic.NIC: driver counters (including those of rings a
+// resize replaced), then the device's.
 func (d *Device) Stats() []nic.Stat {
 	var out []nic.Stat
 	add := func(name string, v uint64) { out = append(out, nic.Stat{Name: name, Value: v}) }
-	d.rx.Stats.Each(add)
-	d.tx.Stats.Each(add)
+	d.rxMu.Lock()
+	d.rx.Stats.Each(func(name string, v uint64) { add(name, v+d.rxRetired[name]) })
+	copybreak := d.rx.Copybreak()
+	d.rxMu.Unlock()
+	d.txMu.Lock()
+	d.tx.Stats.Each(func(name string, v uint64) { add(name, v+d.txRetired[name]) })
+	d.txMu.Unlock()
 	add("link_changes", d.linkChanges.Load())
-	add("copybreak", uint64(d.rx.Copybreak()))
+	add("copybreak", uint64(copybreak))
+	d.deviceStats(add)
+	return out
+}
+
+// DeviceStats implements nic.DeviceStater: the device's statistics
+// registers alone, accumulated across reads (they clear when read) and
+// resets.
+func (d *Device) DeviceStats() []nic.Stat {
+	var out []nic.Stat
+	d.deviceStats(func(name string, v uint64) { out = append(out, nic.Stat{Name: name, Value: v}) })
+	return out
+}
+
+// deviceStats gathers the registers under rxMu, so never while Reset has
+// the device in CTRL.RST.
+func (d *Device) deviceStats(add func(string, uint64)) {
+	d.rxMu.Lock()
 	if !d.closed.Load() {
 		d.hw.Gather(d.regs)
 	}
+	d.rxMu.Unlock()
 	d.hw.Each(add)
-	return out
 }
+
+var _ nic.DeviceStater = (*Device)(nil)
