@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/nic"
@@ -252,6 +253,34 @@ func TestDeviceStatsAreRegistersOnly(t *testing.T) {
 	all := d.Stats()
 	if tail := all[len(all)-len(dev):]; !slices.Equal(tail, dev) {
 		t.Errorf("stats ends %v, want the device registers %v", tail, dev)
+	}
+	r.close(t)
+}
+
+// A software-GSO packet with more segments than a small ring holds is
+// refused with an error; it must not read as back-pressure, which would
+// stall the queue on it for ever.
+func TestSoftGSOLargerThanRing(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	for _, cmd := range []string{"tso off", "txring 64"} {
+		if err := d.Ctl(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _, _ := tcpFrame(false, 60000)
+	p.MSS = 536 // 112 segments
+	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil || !strings.Contains(err.Error(), "64-descriptor ring") {
+		t.Errorf("took %d, err %v", n, err)
+	}
+	p.Data.Release()
+	if d.tx.Stats.Full.Load() != 0 || d.tx.Stats.Drops.Load() != 1 || d.tx.InFlight() != 0 {
+		t.Errorf("full %d drops %d in flight %d", d.tx.Stats.Full.Load(), d.tx.Stats.Drops.Load(), d.tx.InFlight())
+	}
+	// At the full MSS it fits and goes.
+	p, _, _ = tcpFrame(false, 60000)
+	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+		t.Errorf("42 segments in a 64-descriptor ring: took %d, err %v", n, err)
 	}
 	r.close(t)
 }

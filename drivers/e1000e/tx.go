@@ -252,6 +252,11 @@ func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
 	if err != nil {
 		return err
 	}
+	if plan.Segments > tx.Descs.Len()-1 {
+		// Never fits however much is reclaimed (a small ring or MTU):
+		// an error, not back-pressure that would stall the queue.
+		return fmt.Errorf("%d segments, more than the %d-descriptor ring holds", plan.Segments, tx.Descs.Len())
+	}
 	if plan.Segments > tx.Free() {
 		return errRingFull
 	}
