@@ -44,30 +44,32 @@ type Device struct {
 	logf  func(string, ...any)
 	mac   [6]byte
 
-	rx          *ring.RxRing
-	rxDiscard   bool // inside a frame that spans buffers
-	rxHeld      []*nic.RxPacket
-	rxDeliver   func(*nic.RxPacket)
-	rxFaults    uint64 // DMA faults seen at the last poll
-	inject      rxInject
-	rxMu        sync.Mutex // the RX ring, its pointer and rxRetired
-	rxRetired   retired
-	tx          *ring.TxRing
-	txMu        sync.Mutex // the TX ring, its pointer and txRetired
-	txRetired   retired
-	mtu         atomic.Int32
-	rctl        uint32     // RCTL as programmed, without LPE, UPE and MPE
-	filterMu    sync.Mutex // serialises RCTL and MTA writes after probe
-	rxStopped   bool       // RCTL.EN held off while the RX ring is rebuilt; filterMu
-	mc          multicast
-	linkMu      sync.Mutex
-	link        atomic.Pointer[nic.Link]
-	tsoMode     atomic.Uint32
-	tso         atomic.Bool
-	tsoWhy      atomic.Pointer[string]
-	linkChanges atomic.Uint64
-	hw          nicstat.Hardware
-	closed      atomic.Bool
+	rx        *ring.RxRing
+	rxDiscard bool // inside a frame that spans buffers
+	rxHeld    []*nic.RxPacket
+	rxDeliver func(*nic.RxPacket)
+	rxFaults  uint64 // DMA faults seen at the last poll
+	inject    rxInject
+	rxMu      sync.Mutex // the RX ring, its pointer and rxRetired
+	rxRetired retired
+	// rxReconfigDrops counts frames lost to a ring change or reset.
+	rxReconfigDrops atomic.Uint64
+	tx              *ring.TxRing
+	txMu            sync.Mutex // the TX ring, its pointer and txRetired
+	txRetired       retired
+	mtu             atomic.Int32
+	rctl            uint32     // RCTL as programmed, without LPE, UPE and MPE
+	filterMu        sync.Mutex // serialises RCTL and MTA writes after probe
+	rxStopped       bool       // RCTL.EN held off while the RX ring is rebuilt; filterMu
+	mc              multicast
+	linkMu          sync.Mutex
+	link            atomic.Pointer[nic.Link]
+	tsoMode         atomic.Uint32
+	tso             atomic.Bool
+	tsoWhy          atomic.Pointer[string]
+	linkChanges     atomic.Uint64
+	hw              nicstat.Hardware
+	closed          atomic.Bool
 }
 
 var _ nic.NIC = (*Device)(nil)

@@ -68,6 +68,7 @@ func (d *Device) SetRxRing(n int) error {
 
 	d.stopRx()
 	d.clock.Sleep(dmaSettle)
+	d.dropUnpolled()
 	old := d.rx
 	old.Stats.Each(d.rxRetired.add)
 	errOld := errors.Join(old.Close(), d.closeInject())
@@ -133,6 +134,10 @@ func (d *Device) Reset() error {
 		return fmt.Errorf("e1000e %s: reset: device closed", d.name)
 	}
 	d.hw.Gather(d.regs)
+	d.regs.Write32(RCTL, 0)
+	d.regs.Read32(STATUS)
+	d.clock.Sleep(dmaSettle)
+	d.dropUnpolled()
 	if err := d.reset(); err != nil {
 		return fmt.Errorf("e1000e %s: reset: %w", d.name, err)
 	}
@@ -155,4 +160,21 @@ func (r *retired) add(name string, v uint64) {
 		*r = make(retired)
 	}
 	(*r)[name] += v
+}
+
+// dropUnpolled counts the frames the device wrote back that no poll took
+// before the ring was torn down or reset. rxMu is held and the receiver
+// is stopped.
+func (d *Device) dropUnpolled() {
+	rx := d.rx
+	n := 0
+	for i, k := rx.Clean(), 0; k < rx.Armed(); i, k = rx.Descs.Next(i), k+1 {
+		if decodeRx(rx.Descs.At(i)).done() {
+			n++
+		}
+	}
+	if n > 0 {
+		d.rxReconfigDrops.Add(uint64(n))
+		d.logf("%s: rx: %d frames not yet polled dropped with the ring", d.name, n)
+	}
 }

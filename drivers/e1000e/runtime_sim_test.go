@@ -130,6 +130,9 @@ func TestSimRingResize(t *testing.T) {
 			if got := mc.stat(t, "rx_frames"); got < received {
 				t.Errorf("rx_frames went back from %d to %d", received, got)
 			}
+			if got := mc.stat(t, "rx_drop_reconfig"); got != 1 {
+				t.Errorf("rx_drop_reconfig %d, want the 1 frame left unpolled", got)
+			}
 			traffic("512 rx, 64 tx", 600)
 			if err := mc.nic.Ctl("rxring 128"); err != nil {
 				t.Fatal(err)
@@ -183,8 +186,12 @@ func TestSimReset(t *testing.T) {
 	}
 	countedBefore := gprc()
 	resets := mc.model.Counters().Resets
+	mc.wire.B().Send(mc.frame(300, 9)) // still unpolled at the reset
 	if err := mc.nic.Ctl("reset"); err != nil {
 		t.Fatal(err)
+	}
+	if got := mc.stat(t, "rx_drop_reconfig"); got != 1 {
+		t.Errorf("rx_drop_reconfig %d, want the 1 frame left unpolled", got)
 	}
 	if got := mc.model.Counters().Resets; got != resets+1 {
 		t.Fatalf("model saw %d resets, want %d", got-resets, 1)
@@ -239,13 +246,18 @@ func TestSimControlUnderTraffic(t *testing.T) {
 	var received atomic.Uint64
 	var wg sync.WaitGroup
 	wg.Add(3)
+	// The far end sends from the polling goroutine: device and driver
+	// share descriptor memory with no lock, as on hardware, so only the
+	// driver's own state is left to race. A frame's DMA is over before a
+	// command's settle time is (wireMu): the model's DMA takes no
+	// virtual time, on hardware it takes microseconds.
+	var wireMu sync.Mutex
 	go func() {
-		// The far end sends from the polling goroutine: device and
-		// driver share descriptor memory with no lock, as on hardware,
-		// so only the driver's own state is left to race.
 		defer wg.Done()
 		for k := 0; !stop.Load(); k++ {
+			wireMu.Lock()
 			mc.wire.B().Send(mc.frame(60+k%1400, byte(k)))
+			wireMu.Unlock()
 			n := mc.q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
 			received.Add(uint64(n))
 			runtime.Gosched()
@@ -276,7 +288,10 @@ func TestSimControlUnderTraffic(t *testing.T) {
 	cmds := []string{"rxring 128", "txring 64", "promiscuous on", "reset", "rxring 1024", "promiscuous off", "txring 512", "reset", "rxring 256", "txring 256"}
 	for k := range 40 {
 		runtime.Gosched()
-		if err := mc.nic.Ctl(cmds[k%len(cmds)]); err != nil {
+		wireMu.Lock()
+		err := mc.nic.Ctl(cmds[k%len(cmds)])
+		wireMu.Unlock()
+		if err != nil {
 			t.Errorf("%q: %v", cmds[k%len(cmds)], err)
 		}
 	}
@@ -290,6 +305,9 @@ func TestSimControlUnderTraffic(t *testing.T) {
 	want := mc.frame(1514, 7)
 	if got := mc.deliver(t, want); got != 1 {
 		t.Errorf("after the commands: %d frames received", got)
+	}
+	if f := mc.unit.Faults(); len(f) != 0 {
+		t.Errorf("VT-d faults: %v", f)
 	}
 	mc.close(t)
 }

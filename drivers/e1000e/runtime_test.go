@@ -95,6 +95,8 @@ func TestRingResize(t *testing.T) {
 		t.Fatalf("transmit: %d %v", n, err)
 	}
 	d.Ctl("promiscuous on")
+	// Written back but not polled when the ring goes: counted as lost.
+	r.complete(t, d.rx.Clean(), bytes.Repeat([]byte{8}, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
 	packets := func() uint64 {
 		for _, s := range d.Stats() {
 			if s.Name == "rx_frames" {
@@ -126,6 +128,9 @@ func TestRingResize(t *testing.T) {
 	}
 	if got := packets(); got != before {
 		t.Errorf("rx_frames %d after resize, was %d", got, before)
+	}
+	if got := d.rxReconfigDrops.Load(); got != 1 {
+		t.Errorf("rx_drop_reconfig %d, want 1", got)
 	}
 	// The new ring receives, at its last descriptor too.
 	for i := range 511 {
