@@ -134,12 +134,10 @@ func (d *Device) Reset() error {
 		return fmt.Errorf("e1000e %s: reset: device closed", d.name)
 	}
 	d.hw.Gather(d.regs)
-	d.regs.Write32(RCTL, 0)
-	d.regs.Read32(STATUS)
-	d.clock.Sleep(dmaSettle)
+	err := d.reset() // stops RX and TX and lets their DMA land first
 	d.dropUnpolled()
-	if err := d.reset(); err != nil {
-		return fmt.Errorf("e1000e %s: reset: %w", d.name, err)
+	if err != nil {
+		return fmt.Errorf("reset: %w", err) // err names the device
 	}
 	if err := d.closeInject(); err != nil {
 		d.logf("%s: reset: %v", d.name, err)
