@@ -193,4 +193,3 @@ func TestInjectRefusedWithoutIOMMU(t *testing.T) {
 	}
 	mc.close(t)
 }
-
