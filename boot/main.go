@@ -36,6 +36,7 @@ type options struct {
 	appendTo string
 	outDir   string
 	selftest bool
+	xdp      bool
 	timeout  time.Duration
 	initPkg  string
 }
@@ -55,6 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.appendTo, "append", "", "extra kernel command line, e.g. ether9.ip=10.0.2.15/24")
 	fs.StringVar(&o.outDir, "o", "", "write vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
+	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
 	fs.Usage = func() {
@@ -76,6 +78,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.port < 0 || o.port > 65535 || o.ninePort < 0 || o.ninePort > 65535 {
 		return o, fmt.Errorf("ports are 0..65535")
 	}
+	if o.xdp && (o.selftest || o.outDir != "" || o.machine != "qemu") {
+		return o, fmt.Errorf("-xdp runs alone in QEMU: not with -selftest, -o or -machine sim")
+	}
 	if o.selftest && o.outDir != "" {
 		return o, fmt.Errorf("-selftest and -o do not go together: -o boots nothing")
 	}
@@ -95,6 +100,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	switch {
+	case o.xdp:
+		t, err := xdpBoot(ctx, o, stderr)
+		if t != nil {
+			t.print(stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "boot: %v\n", err)
+			return 1
+		}
+		return 0
 	case o.selftest:
 		if o.machine == "sim" {
 			err = runSim(ctx, o, stdout, stderr)

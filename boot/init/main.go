@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/ether9/ether9/boot/init/system"
@@ -53,12 +54,26 @@ func run(con *console) error {
 	if err != nil {
 		con.logf("%v", err)
 	}
+	xdp, xdpOn := xdpMode(cmdline)
 	for _, u := range opt.Unknown {
+		if xdpOn && strings.HasPrefix(u, "xdp") {
+			continue
+		}
 		con.logf("cmdline: unknown parameter ether9.%s ignored", u)
 	}
 	plat, err := newPlatform(con)
 	if err != nil {
 		return err
+	}
+	if xdpOn {
+		// The zero-copy programs own both hub NICs; the machine powers
+		// off when they are done.
+		if err := runXDP(con, plat, xdp); err != nil {
+			con.logf("xdp: FAIL: %v", err)
+		} else {
+			con.logf("xdp: done")
+		}
+		halt(con)
 	}
 	sys, err := system.Start(context.Background(), plat, opt, con.logf)
 	if err != nil {
