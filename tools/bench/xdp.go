@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/ether9/ether9/tools/xdp"
@@ -20,8 +22,12 @@ func runXDP(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("xdp", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "short runs")
 	dur := fs.Duration("time", 2*time.Second, "measured time per cell")
+	inQEMU := fs.Bool("qemu", false, "run the programs inside QEMU instead, two igb NICs on a hub (go run ./boot -xdp)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *inQEMU {
+		return runXDPQEMU(out)
 	}
 	if *quick {
 		*dur = 300 * time.Millisecond
@@ -56,5 +62,16 @@ func runXDP(args []string, out io.Writer) error {
 		return fmt.Errorf("netstack rxdrop at 64 B measured nothing")
 	}
 	fmt.Fprintf(out, "\nratio: %.2f\n", zc/base)
+	return nil
+}
+
+// runXDPQEMU runs the boot command's -xdp mode, which builds the image,
+// boots it and prints the guest's table.
+func runXDPQEMU(out io.Writer) error {
+	cmd := exec.Command("go", "run", "./boot", "-xdp")
+	cmd.Stdout, cmd.Stderr = out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go run ./boot -xdp: %w", err)
+	}
 	return nil
 }
