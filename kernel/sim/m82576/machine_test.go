@@ -134,7 +134,8 @@ func TestConcurrentQueues(t *testing.T) {
 }
 
 // With DeferRx a frame waits in the packet buffer until the driver looks
-// at the receive path, and then lands on the driver's goroutine.
+// at its queue, and then lands on the driver's goroutine. The interrupt
+// registers, and another queue's registers, leave it waiting.
 func TestDeferRx(t *testing.T) {
 	r := newRig(t)
 	m := r.m
@@ -147,24 +148,74 @@ func TestDeferRx(t *testing.T) {
 	n.Attach(r.w.A()) // replaces the plugged model on the wire
 	r.regs.Write32(CTRL, CtrlSLU)
 	r.setupRx(0, 8, 2048)
+	r.setupRx(1, 8, 2048)
+	r.regs.Write32(IMS, IntRXDW)
+	const steered = 0x88b5
+	r.regs.Write32(ETQF0, steered|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
+
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("later"))
 	copy(f, peerMAC[:])
+	g := make([]byte, 60)
+	copy(g, peerMAC[:])
+	g[12], g[13] = steered>>8, steered&0xff
 	before := m.IRQ(nicAddr).Raised()
 	r.inject(f)
-	if n.Counters().RxFrames != 0 || n.pb.Len() != 1 {
-		t.Fatalf("frame written before the driver looked: %+v", n.Counters())
+	r.inject(g)
+	if n.Counters().RxFrames != 0 || n.pbq[0].Len() != 1 || n.pbq[1].Len() != 1 {
+		t.Fatalf("frames written before the driver looked: %+v", n.Counters())
 	}
 	if m.IRQ(nicAddr).Raised() == before {
 		t.Error("no wake-up for a waiting frame")
 	}
-	r.regs.Read32(TDH) // not a receive register
-	if n.pb.Len() != 1 {
-		t.Error("a transmit register drained the buffer")
+	for _, off := range []uint32{TDH, ICR, EICR, STATUS} {
+		r.regs.Read32(off)
 	}
-	r.regs.Read32(ICR)
+	r.regs.Write32(IMS, IntRXDW)
+	r.regs.Write32(EIMS, 1)
+	if n.Counters().RxFrames != 0 {
+		t.Fatal("a transmit or interrupt register wrote a ring")
+	}
+
+	r.regs.Read32(RDH) // queue 0 only
 	if got, _, ok := r.takeRx(0); !ok || !bytes.Equal(got, f) {
-		t.Error("frame not delivered after ICR read")
+		t.Error("queue 0's frame not delivered after its RDH read")
 	}
+	if n.pbq[1].Len() != 1 || n.Counters().RxQueue[1] != 0 {
+		t.Error("queue 0's access wrote queue 1's ring")
+	}
+	if r.regs.Read32(ICR)&IntRXDW == 0 {
+		t.Error("no RXDW cause for the written frame")
+	}
+	r.regs.Write32(RDT+queueSize, 7) // tail unchanged: still moves the waiting frame
+	if got, wb, ok := r.takeRx(1); !ok || !bytes.Equal(got, g) || wb.info&PktL2 == 0 {
+		t.Error("queue 1's frame not delivered after its RDT write")
+	}
+	if n.deferred.Load() != 0 {
+		t.Errorf("%d bytes still counted as waiting", n.deferred.Load())
+	}
+
+	// A full buffer misses the frame and gives its room back.
+	small, err := New(Options{MAC: peerMAC, DeferRx: true, RxBufferKiB: 1}, m.Port(nicAddr), m.IRQ(nicAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.nic, r.regs = small, small.Regs()
+	small.Attach(r.w.A())
+	r.regs.Write32(CTRL, CtrlSLU)
+	r.rx[0].next = 0
+	r.setupRx(0, 8, 2048)
+	big := make([]byte, 600)
+	copy(big, f)
+	r.inject(big)
+	r.inject(big)
+	if c := small.Counters(); c.RxMissed != 1 || small.pbq[0].Len() != 1 || small.deferred.Load() != 600 {
+		t.Errorf("1 KiB buffer: missed %d, waiting %d (%d bytes), want 1, 1 (600)", c.RxMissed, small.pbq[0].Len(), small.deferred.Load())
+	}
+	r.regs.Write32(RXDCTL, RxdctlEnable)
+	if _, _, ok := r.takeRx(0); !ok || small.deferred.Load() != 0 {
+		t.Error("the held frame was not delivered after an RXDCTL write")
+	}
+
 	if _, err := New(Options{RxBufferKiB: -1}, m.Port(nicAddr), m.IRQ(nicAddr)); err == nil {
 		t.Error("negative packet buffer accepted")
 	}

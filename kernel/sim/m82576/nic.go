@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
@@ -43,11 +44,12 @@ type Options struct {
 	// MAC is the address stored in the NVM; zero gives 52:54:00:12:34:56.
 	MAC [6]byte
 	// DeferRx keeps every frame from the wire in the receive packet
-	// buffer until the driver next touches the receive path (reads ICR,
-	// EICR, a queue's RDH, RDT or RXDCTL, or writes RDT, RXDCTL or an
-	// interrupt mask), which writes it to its ring on that goroutine.
-	// Without it a frame is written on the sender's goroutine as it
-	// arrives, and waits only while its queue is out of descriptors.
+	// buffer until the driver next touches its queue (reads RDH, RDT or
+	// RXDCTL, or writes RDT or RXDCTL of that queue), which writes it to
+	// the queue's ring on that goroutine; the interrupt registers never
+	// write a ring. Without it a frame is written on the sender's
+	// goroutine as it arrives, and waits only while its queue is out of
+	// descriptors.
 	DeferRx bool
 	// RxBufferKiB sizes the packet buffer; 0 means 64 (the 82576's
 	// RXPBS default), or 256 with DeferRx, which drains only when the
@@ -110,6 +112,12 @@ type NIC struct {
 	rxMu sync.Mutex // the RX engine; taken before mu
 	rx   rxEngine
 	pb   *packetBuffer
+
+	// With DeferRx: each queue's waiting frames, in arrival order, and
+	// the bytes they hold of the buffer's pbLimit.
+	pbq      [numQueues]*packetBuffer
+	deferred atomic.Int64
+	pbLimit  int64
 }
 
 // New returns a model with its registers at their power-on values and no
@@ -134,6 +142,12 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 		kib = 64
 	}
 	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: nicmodel.NewPacketBuffer[rxSetup](kib << 10)}
+	n.pbLimit = int64(kib << 10)
+	if opt.DeferRx {
+		for q := range n.pbq {
+			n.pbq[q] = nicmodel.NewPacketBuffer[rxSetup](kib << 10)
+		}
+	}
 	n.loadNVM()
 	n.phy.reset()
 	n.initConfig()
@@ -242,6 +256,12 @@ func (n *NIC) resetLocked() {
 		n.tx[q].reset()
 	}
 	n.pb.Reset()
+	for _, pb := range n.pbq {
+		if pb != nil {
+			pb.Reset()
+		}
+	}
+	n.deferred.Store(0)
 	n.rssTable = nil
 	n.counters.Resets++
 	n.linkUp, n.speed = false, 0 // the MAC relearns the link: LSC follows if it is up
@@ -281,9 +301,7 @@ func (n *NIC) read32(off uint32) uint32 {
 		return 0
 	}
 	off = canonical(off)
-	if drainsOnRead(off) {
-		n.drainRx()
-	}
+	n.rxAccess(off, false)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.readLocked(off)
@@ -351,9 +369,7 @@ func (n *NIC) write32(off, v uint32) {
 		return
 	}
 	off = canonical(off)
-	if drainsOnWrite(off) {
-		defer n.drainRx() // after the write: a new RDT may make room
-	}
+	defer n.rxAccess(off, true) // after the write: a new RDT may make room
 	if off == CTRL && v&(CtrlRST|CtrlDevRST) != 0 {
 		n.Reset()
 		return

@@ -4,39 +4,67 @@ import "github.com/ether9/ether9/kernel/sim/nicmodel"
 
 // packetBuffer is the receive packet buffer: frames that passed the
 // filters and were steered to a queue wait here, in arrival order, while
-// their queue has no free descriptors (and SRRCTL.Drop_En is clear) or,
-// with Options.DeferRx, until the driver next touches the receive path.
-// Draining happens on the goroutine that touched the registers, so the
-// DMA into a ring is ordered with that driver's reads of it, as one CPU
-// observes its device. A frame that finds the buffer full is missed.
+// their queue has no free descriptors (and SRRCTL.Drop_En is clear). With
+// Options.DeferRx every frame waits, in its own queue's line, until the
+// driver next touches that queue's receive registers. Draining happens on
+// the goroutine that touched the registers, so the DMA into a ring is
+// ordered with that driver's reads of it, as one CPU observes its device.
+// A frame that finds the buffer full is missed.
 type packetBuffer = nicmodel.PacketBuffer[rxSetup]
 
 // drainRx moves waiting frames into their rings until the buffer is empty
 // or its oldest frame's queue is out of descriptors.
-func (n *NIC) drainRx() {
-	if n.pb.Len() == 0 {
+func (n *NIC) drainRx() { n.drain(n.pb) }
+
+// drainQueue moves queue q's deferred frames into its ring until none is
+// left or the queue is out of descriptors. Other queues' frames stay: a
+// queue's ring is written only on the goroutine that looks at that queue.
+func (n *NIC) drainQueue(q uint32) { n.drain(n.pbq[q]) }
+
+func (n *NIC) drain(pb *packetBuffer) {
+	if pb.Len() == 0 {
 		return
 	}
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
 	for {
-		h, ok := n.pb.Head()
+		h, ok := pb.Head()
 		if !ok {
 			return
 		}
 		h.Meta.pkt = parse(h.Frame, h.Meta.vet)
-		if n.rxTry(h.Frame, &h.Meta) == rxNoRoom && n.rxNoRoom(h.Frame, &h.Meta, false) {
-			n.pb.Starved = true
+		if n.rxTry(h.Frame, &h.Meta) == rxNoRoom && n.rxNoRoom(pb, h.Frame, &h.Meta, false) {
+			pb.Starved = true
 			return
 		}
-		n.pb.Pop()
+		if pb != n.pb {
+			n.deferred.Add(-int64(len(h.Frame)))
+		}
+		pb.Pop()
 	}
 }
 
-// The receive path's registers: an access to one of them moves waiting
-// frames into the rings, before a read and after a write. Other registers
-// leave the buffer alone, so a transmit or statistics thread never writes
-// a ring the receive thread reads.
+// rxAccess moves waiting frames into the rings for an access to the
+// register at off: before a read, after a write. With DeferRx only queue
+// N's RDH, RDT and RXDCTL move queue N's frames; the interrupt registers
+// never write a ring. Otherwise any receive path register drains the one
+// buffer in arrival order. Other registers leave the buffer alone, so a
+// transmit or statistics thread never writes a ring a receive thread
+// reads.
+func (n *NIC) rxAccess(off uint32, write bool) {
+	if !n.opt.DeferRx {
+		if write && drainsOnWrite(off) || !write && drainsOnRead(off) {
+			n.drainRx()
+		}
+		return
+	}
+	if q, reg, ok := queueReg(off, RDBAL); ok && (reg == RDT || reg == RXDCTL || !write && reg == RDH) {
+		n.drainQueue(q)
+	}
+}
+
+// The receive path's registers of the one buffer: queue registers and the
+// interrupt causes.
 func drainsOnRead(off uint32) bool {
 	if _, reg, ok := queueReg(off, RDBAL); ok {
 		return reg == RDH || reg == RDT || reg == RXDCTL

@@ -67,16 +67,16 @@ func (n *NIC) receive(frame []byte) {
 		return
 	}
 	if n.rxTry(frame, &s) == rxNoRoom {
-		n.rxNoRoom(frame, &s, true)
+		n.rxNoRoom(n.pb, frame, &s, true)
 	}
 }
 
 // rxNoRoom handles a frame whose queue had too few descriptors: it is
 // counted in RNBC once, then dropped (SRRCTL.Drop_En, counted in RQDPC) or
 // held in the packet buffer until software returns descriptors.
-func (n *NIC) rxNoRoom(frame []byte, s *rxSetup, arriving bool) (held bool) {
+func (n *NIC) rxNoRoom(pb *packetBuffer, frame []byte, s *rxSetup, arriving bool) (held bool) {
 	n.mu.Lock()
-	if arriving || !n.pb.Starved {
+	if arriving || !pb.Starved {
 		n.counters.RxNoDescriptor++
 		n.statLocked(RNBC, 1)
 	}
@@ -89,16 +89,23 @@ func (n *NIC) rxNoRoom(frame []byte, s *rxSetup, arriving bool) (held bool) {
 		return !drop
 	}
 	n.rxHold(frame, s) // the buffer was empty: it is the head, already counted
-	n.pb.Starved = true
+	pb.Starved = true
 	return true
 }
 
-// rxHold puts a frame in the packet buffer; a full buffer misses it (MPC).
+// rxHold puts a frame in the packet buffer (with DeferRx, in its queue's
+// line); a full buffer misses it (MPC).
 func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 	held := *s
 	held.pkt = packet{} // it points into the sender's frame; parsed again at drain
-	if n.pb.Push(frame, held) {
+	if !n.opt.DeferRx {
+		if n.pb.Push(frame, held) {
+			return
+		}
+	} else if l := int64(len(frame)); n.deferred.Add(l) <= n.pbLimit && n.pbq[s.q].Push(frame, held) {
 		return
+	} else {
+		n.deferred.Add(-l)
 	}
 	n.mu.Lock()
 	n.counters.RxMissed++
