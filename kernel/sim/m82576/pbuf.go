@@ -32,8 +32,10 @@ func (n *NIC) drain(pb *packetBuffer) {
 		if !ok {
 			return
 		}
-		h.Meta.pkt = parse(h.Frame, h.Meta.vet)
-		if n.rxTry(h.Frame, &h.Meta) == rxNoRoom && n.rxNoRoom(pb, h.Frame, &h.Meta, false) {
+		// A copy: the held entry is shared with Push, which may move it.
+		meta := h.Meta
+		meta.pkt = parse(h.Frame, meta.vet)
+		if n.rxTry(h.Frame, &meta) == rxNoRoom && n.rxNoRoom(pb, h.Frame, &meta, false) {
 			pb.Starved = true
 			return
 		}
