@@ -1,14 +1,22 @@
 package m82576
 
-// Interrupts (datasheet 7.3). Queue events set the legacy cause in ICR
-// (RXDW, TXDW) and the EICR bit their IVAR entry names; the other causes
-// (link, missed packets) set ICR and, when enabled in IMS, the "other"
-// bit of EICR: bit 31 outside MSI-X mode, the vector IVAR_MISC names in
-// it. The line is raised when an enabled cause is pending. In MSI-X mode
-// (GPIE.Multiple_MSIX) a vector firing clears its EICR bit when EIAC asks
-// and masks it in EIMS when EIAM and GPIE.EIAME ask.
+// Interrupts (datasheet 7.3). A queue event sets its legacy cause in ICR
+// (RXDW, TXDW) and the EICR bit its IVAR entry names, if the entry's
+// valid bit is set: IVAR maps queues to EICR bits in every mode. Other
+// causes (link, missed packets) latch in ICR; when one becomes pending
+// with its IMS bit set it sets the "other" EICR bit: bit 31 outside
+// MSI-X mode, the vector IVAR_MISC names in MSI-X mode.
+//
+// Outside MSI-X mode the one line is asserted while an enabled cause is
+// pending (ICR&IMS or EICR&EIMS). In MSI-X mode (GPIE.Multiple_MSIX) a
+// vector fires when its EICR bit and its EIMS bit are both set; firing
+// clears the EICR bit if EIAC says so and masks the vector in EIMS if
+// EIAM and GPIE.EIAME say so, so a vector fires once per re-arm. Every
+// vector is delivered on the machine's one interrupt line.
 
-// ivarEntry returns the IVAR byte for RX (or TX) queue q.
+// ivarEntry returns the IVAR byte for RX (or TX) queue q: IVAR(q mod 8),
+// bits 7:0 (RX) and 15:8 (TX) for queues 0-7, bits 23:16 and 31:24 for
+// queues 8-15.
 func (n *NIC) ivarEntry(q uint32, tx bool) uint32 {
 	reg := n.regs[IVAR0/4+q%8]
 	shift := q / 8 * 16
@@ -16,6 +24,18 @@ func (n *NIC) ivarEntry(q uint32, tx bool) uint32 {
 		shift += 8
 	}
 	return reg >> shift & 0xff
+}
+
+// queuesOnLocked returns, one bit per queue, the RX queues whose IVAR
+// entry is valid and names one of the EICR bits in vectors.
+func (n *NIC) queuesOnLocked(vectors uint32) uint32 {
+	var qs uint32
+	for q := range uint32(numQueues) {
+		if e := n.ivarEntry(q, false); e&IvarValid != 0 && vectors&(1<<(e&ivarVectorMsk)) != 0 {
+			qs |= 1 << q
+		}
+	}
+	return qs
 }
 
 // queueCauseLocked signals a descriptor write-back on queue q.
@@ -33,36 +53,62 @@ func (n *NIC) queueCauseLocked(q uint32, tx bool) {
 
 // otherCauseLocked latches non-queue causes in ICR.
 func (n *NIC) otherCauseLocked(bits uint32) {
-	n.regs[ICR/4] |= bits
+	r := n.regs
+	if bits&^r[ICR/4]&r[IMS/4] != 0 {
+		n.otherVectorLocked()
+	}
+	r[ICR/4] |= bits
+	n.assertLocked()
+}
+
+// otherVectorLocked sets the EICR bit that stands for the ICR causes.
+func (n *NIC) otherVectorLocked() {
+	r := n.regs
+	if !n.msixLocked() {
+		r[EICR/4] |= EicrOther
+		return
+	}
+	if e := r[IVAR_MISC/4] >> 8 & 0xff; e&IvarValid != 0 {
+		r[EICR/4] |= 1 << (e & ivarVectorMsk)
+	}
+}
+
+// setIMSLocked enables ICR causes; one already pending signals at once.
+func (n *NIC) setIMSLocked(v uint32) {
+	r := n.regs
+	v &= intCauses
+	if r[ICR/4]&v&^r[IMS/4] != 0 {
+		n.otherVectorLocked()
+	}
+	r[IMS/4] |= v
 	n.assertLocked()
 }
 
 func (n *NIC) msixLocked() bool { return n.regs[GPIE/4]&GpieMultiMSI != 0 }
 
-// assertLocked raises the line if an enabled cause is pending.
+// assertLocked delivers what is pending and enabled.
 func (n *NIC) assertLocked() {
 	r := n.regs
-	if r[ICR/4]&r[IMS/4]&intCauses != 0 {
-		if n.msixLocked() {
-			if e := r[IVAR_MISC/4] >> 8 & 0xff; e&IvarValid != 0 {
-				r[EICR/4] |= 1 << (e & ivarVectorMsk)
-			}
-		} else {
-			r[EICR/4] |= EicrOther
-		}
-	}
-	fire := r[EICR/4] & r[EIMS/4]
-	if fire == 0 && r[ICR/4]&r[IMS/4]&intCauses == 0 {
-		r[ICR/4] &^= IntAsserted
-		return
-	}
-	r[ICR/4] |= IntAsserted
 	if n.msixLocked() {
+		fire := r[EICR/4] & r[EIMS/4]
+		if fire == 0 {
+			return
+		}
 		r[EICR/4] &^= fire & r[EIAC/4]
 		if r[GPIE/4]&GpieEIAME != 0 {
 			r[EIMS/4] &^= fire & r[EIAM/4]
 		}
+		n.irq.Raise()
+		return
 	}
+	if r[ICR/4]&r[IMS/4]&intCauses != 0 {
+		r[EICR/4] |= EicrOther
+	}
+	if r[EICR/4]&r[EIMS/4] == 0 && r[ICR/4]&r[IMS/4]&intCauses == 0 {
+		r[ICR/4] &^= IntAsserted
+		return
+	}
+	r[ICR/4] |= IntAsserted
 	n.irq.Raise()
 }
 

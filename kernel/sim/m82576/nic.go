@@ -15,6 +15,9 @@
 // queue is out of descriptors unless SRRCTL.Drop_En says drop), and the
 // statistics registers.
 //
+// Interrupts follow the datasheet's cause mapping (IVAR, EICR, EIMS,
+// EIAC, EIAM, GPIE; see irq.go), all vectors delivered on one line.
+//
 // What is not modelled: interrupt moderation (EITR is stored; causes are
 // signalled at once), flow control, header split, VMDq replication and
 // the virtual functions, time sync, manageability and wake-up.
@@ -45,11 +48,11 @@ type Options struct {
 	MAC [6]byte
 	// DeferRx keeps every frame from the wire in the receive packet
 	// buffer until the driver next touches its queue (reads RDH, RDT or
-	// RXDCTL, or writes RDT or RXDCTL of that queue), which writes it to
-	// the queue's ring on that goroutine; the interrupt registers never
-	// write a ring. Without it a frame is written on the sender's
-	// goroutine as it arrives, and waits only while its queue is out of
-	// descriptors.
+	// RXDCTL, writes RDT or RXDCTL of that queue, or writes EIMS with the
+	// bit the queue's IVAR entry names, arming its interrupt), which
+	// writes it to the queue's ring on that goroutine. Without it a frame
+	// is written on the sender's goroutine as it arrives, and waits only
+	// while its queue is out of descriptors.
 	DeferRx bool
 	// RxBufferKiB sizes the packet buffer; 0 means 64 (the 82576's
 	// RXPBS default), or 256 with DeferRx, which drains only when the
@@ -376,9 +379,21 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	n.mu.Lock()
 	kick, q := n.writeLocked(off, v)
+	var armed uint32
+	if off == EIMS && n.opt.DeferRx {
+		armed = n.queuesOnLocked(v)
+	}
 	n.mu.Unlock()
 	if kick {
 		n.kickTx(q)
+	}
+	// With DeferRx, arming a queue's vector is when its waiting frames
+	// land: the driver's idle poll loop writes EIMS on its own goroutine
+	// just before it sleeps.
+	for q := range uint32(numQueues) {
+		if armed&(1<<q) != 0 {
+			n.drainQueue(q)
+		}
 	}
 }
 
@@ -445,8 +460,7 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 	case off == ICS:
 		n.otherCauseLocked(v & intCauses)
 	case off == IMS:
-		r[IMS/4] |= v & intCauses
-		n.assertLocked()
+		n.setIMSLocked(v)
 	case off == IMC:
 		r[IMS/4] &^= v
 	case off == EICR:
