@@ -60,13 +60,8 @@ type Counters struct {
 	RxBadSize      uint64 // dropped as undersized or oversized
 	RxOff          uint64 // arrived while the receiver or link was off
 	RxDMAFaults    uint64 // DMA writes the IOMMU refused
-	TxPackets      uint64 // packets taken from the ring (a TSO packet is one)
-	TxFrames       uint64 // frames put on the wire
-	TxTSO          uint64 // packets segmented
-	TxNoLink       uint64 // frames dropped because the link was down
-	TxDMAFaults    uint64 // DMA reads the IOMMU refused
-	TxBadDesc      uint64 // descriptors with an unknown type or bad offload set-up
-	Resets         uint64
+	nicmodel.TxCounters
+	Resets uint64
 }
 
 // NIC is one controller.
@@ -245,7 +240,8 @@ func (n *NIC) resetLocked() {
 	r[MDIC/4] = MdicReady
 	r[RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
 	r[RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | RahAV
-	n.tx = txEngine{pkt: n.tx.pkt[:0], seg: n.tx.seg, tag: n.tx.tag}
+	n.tx = txEngine{TxQueue: n.tx.TxQueue}
+	n.tx.Reset()
 	n.rx.pending = n.rx.pending[:0]
 	n.rxRingGen++
 	n.rx.fault = RxFault{}

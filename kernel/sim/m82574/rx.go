@@ -137,7 +137,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	off.errors |= s.fault.Errors
 
 	ext := s.rfctl&RfctlEXSTEN != 0
-	e.wb = grow(e.wb, int(need)*descLen)
+	e.wb = nicmodel.Grow(e.wb, int(need)*descLen)
 	var faults uint64
 	for j := range need {
 		slot := (s.head + j) % s.count

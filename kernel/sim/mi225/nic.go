@@ -73,15 +73,10 @@ type Counters struct {
 	RxOff          uint64 // arrived while the receiver, its queue or the link was off
 	RxUnsupported  uint64 // dropped: the queue's descriptor type is not modelled
 	RxDMAFaults    uint64 // DMA accesses the IOMMU refused
-	TxPackets      uint64 // packets taken from a ring (a TSO packet is one)
-	TxFrames       uint64 // frames put on the wire
-	TxTSO          uint64 // packets segmented
-	TxNoLink       uint64 // frames dropped because the link was down
-	TxDMAFaults    uint64 // DMA accesses the IOMMU refused
-	TxBadDesc      uint64 // descriptors or offload set-ups the hardware cannot use
-	Resets         uint64
-	Vectors        [msixVectors]uint64 // MSI-X messages per vector
-	Interrupts     uint64              // assertions of the line in MSI or INTx mode
+	nicmodel.TxCounters
+	Resets     uint64
+	Vectors    [msixVectors]uint64 // MSI-X messages per vector
+	Interrupts uint64              // assertions of the line in MSI or INTx mode
 }
 
 // NIC is one controller.

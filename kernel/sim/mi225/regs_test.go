@@ -2,6 +2,8 @@ package mi225
 
 import (
 	"testing"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 func TestStatusSpeedEncoding(t *testing.T) {
@@ -335,7 +337,7 @@ func TestStatisticsClearOnRead(t *testing.T) {
 	if lo := r.regs.Read32(GORCL); lo != 0 {
 		t.Fatalf("GORCL %d after reading GORCH, want 0", lo)
 	}
-	bin := PRC64 + 4*uint32(sizeBin(len(f)+fcsLen))
+	bin := PRC64 + 4*uint32(nicmodel.SizeBin(len(f)+fcsLen))
 	if v := r.regs.Read32(bin); v != 3 {
 		t.Fatalf("size bin %#x = %d, want 3", bin, v)
 	}

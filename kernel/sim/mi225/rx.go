@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
+
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 const (
-	minFrame    = 60 // without FCS
-	fcsLen      = 4
+	minFrame    = nicmodel.MinFrame // without FCS
+	fcsLen      = nicmodel.FCSLen
 	maxStdFrame = 1518 // with FCS, untagged, without RCTL.LPE
 	maxRxDescs  = 64   // descriptors one frame may span
 	rxPrefetch  = 16   // descriptors fetched per DMA read
@@ -378,13 +380,13 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	n.statLocked(GPRC, 1)
 	n.stat64Locked(GORCL, l)
 	switch {
-	case isBroadcast(frame):
+	case nicmodel.IsBroadcast(frame):
 		n.statLocked(BPRC, 1)
 	case frame[0]&1 != 0:
 		n.statLocked(MPRC, 1)
 	}
 	if l <= 1522 {
-		n.statLocked(PRC64+4*uint32(sizeBin(int(l))), 1)
+		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
 	}
 	n.queueEventLocked(ring.q, false)
 	return true
@@ -485,26 +487,4 @@ type rxPrefetchState struct {
 	gen           uint64
 	start, n, off uint32 // ring index of the next one, how many are left, where it is in buf
 	buf           [rxPrefetch * descLen]byte
-}
-
-func isBroadcast(f []byte) bool {
-	return f[0]&f[1]&f[2]&f[3]&f[4]&f[5] == 0xff
-}
-
-// sizeBin is the PRC/PTC bin of a length with FCS: 64, 65-127, 128-255,
-// 256-511, 512-1023, 1024-1522.
-func sizeBin(l int) int {
-	switch {
-	case l <= 64:
-		return 0
-	case l <= 127:
-		return 1
-	case l <= 255:
-		return 2
-	case l <= 511:
-		return 3
-	case l <= 1023:
-		return 4
-	}
-	return 5
 }
