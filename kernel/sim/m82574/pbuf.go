@@ -29,7 +29,7 @@ func (n *NIC) drainRx() {
 			if !n.pb.Starved {
 				n.pb.Starved = true
 				n.mu.Lock()
-				n.statLocked(RNBC, 1)
+				n.statLocked(nicmodel.RNBC, 1)
 				n.mu.Unlock()
 			}
 			return

@@ -79,7 +79,7 @@ func TestResetReloadsMACAndClears(t *testing.T) {
 	if v := r.regs.Read32(CTRL); v&CtrlRST != 0 {
 		t.Fatalf("CTRL.RST did not self-clear: %#x", v)
 	}
-	for _, reg := range []uint32{RCTL, RDLEN, RDT, IMS, MTA, GPRC, TPR} {
+	for _, reg := range []uint32{RCTL, RDLEN, RDT, IMS, MTA, nicmodel.GPRC, nicmodel.TPR} {
 		if v := r.regs.Read32(reg); v != 0 {
 			t.Errorf("register %#x is %#x after reset, want 0", reg, v)
 		}
@@ -293,34 +293,34 @@ func TestStatisticsReadToClear(t *testing.T) {
 		r.w.B().Send(f)
 		r.regs.Write32(RDT, (r.regs.Read32(RDT)+1)%uint32(ringSize))
 	}
-	if v := r.regs.Read32(GPRC); v != frames {
-		t.Fatalf("GPRC %d, want %d", v, frames)
+	if v := r.regs.Read32(nicmodel.GPRC); v != frames {
+		t.Fatalf("nicmodel.GPRC %d, want %d", v, frames)
 	}
-	if v := r.regs.Read32(GPRC); v != 0 {
-		t.Fatalf("GPRC %d after a read, want 0", v)
+	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
+		t.Fatalf("nicmodel.GPRC %d after a read, want 0", v)
 	}
 	octets := uint32(frames * (len(f) + fcsLen))
-	if lo := r.regs.Read32(GORCL); lo != octets {
-		t.Fatalf("GORCL %d, want %d", lo, octets)
+	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
+		t.Fatalf("nicmodel.GORCL %d, want %d", lo, octets)
 	}
-	if lo := r.regs.Read32(GORCL); lo != octets {
-		t.Fatal("reading GORCL alone cleared it")
+	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
+		t.Fatal("reading nicmodel.GORCL alone cleared it")
 	}
-	if hi := r.regs.Read32(GORCH); hi != 0 {
-		t.Fatalf("GORCH %d", hi)
+	if hi := r.regs.Read32(nicmodel.GORCH); hi != 0 {
+		t.Fatalf("nicmodel.GORCH %d", hi)
 	}
-	if lo := r.regs.Read32(GORCL); lo != 0 {
-		t.Fatalf("GORCL %d after reading GORCH, want 0", lo)
+	if lo := r.regs.Read32(nicmodel.GORCL); lo != 0 {
+		t.Fatalf("nicmodel.GORCL %d after reading nicmodel.GORCH, want 0", lo)
 	}
-	if v := r.regs.Read32(TPR); v != frames {
-		t.Fatalf("TPR %d", v)
+	if v := r.regs.Read32(nicmodel.TPR); v != frames {
+		t.Fatalf("nicmodel.TPR %d", v)
 	}
-	if v := r.regs.Read32(PRC255); v != frames { // 242 + FCS
-		t.Fatalf("PRC255 %d", v)
+	if v := r.regs.Read32(nicmodel.PRC255); v != frames { // 242 + FCS
+		t.Fatalf("nicmodel.PRC255 %d", v)
 	}
-	r.regs.Write32(MPC, 1234)
-	if v := r.regs.Read32(MPC); v != 0 {
-		t.Fatalf("MPC %d: statistics are read-only", v)
+	r.regs.Write32(nicmodel.MPC, 1234)
+	if v := r.regs.Read32(nicmodel.MPC); v != 0 {
+		t.Fatalf("nicmodel.MPC %d: statistics are read-only", v)
 	}
 }
 

@@ -53,7 +53,7 @@ func (n *NIC) receive(frame []byte) {
 	if n.pb != nil {
 		if !n.pb.Push(frame, struct{}{}) {
 			n.mu.Lock()
-			n.statLocked(MPC, 1)
+			n.statLocked(nicmodel.MPC, 1)
 			n.counters.RxNoDescriptor++
 			n.causeLocked(IntRXO)
 			n.mu.Unlock()
@@ -66,8 +66,8 @@ func (n *NIC) receive(frame []byte) {
 	defer n.rxMu.Unlock()
 	if !n.rxFrame(frame) {
 		n.mu.Lock()
-		n.statLocked(MPC, 1)
-		n.statLocked(RNBC, 1)
+		n.statLocked(nicmodel.MPC, 1)
+		n.statLocked(nicmodel.RNBC, 1)
 		n.counters.RxNoDescriptor++
 		n.causeLocked(IntRXO)
 		n.mu.Unlock()
@@ -180,16 +180,16 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	n.counters.RxFrames++
 	n.counters.RxDMAFaults += faults
 	l := len(frame) + fcsLen
-	n.statLocked(GPRC, 1)
-	n.stat64Locked(GORCL, uint64(l))
+	n.statLocked(nicmodel.GPRC, 1)
+	n.stat64Locked(nicmodel.GORCL, uint64(l))
 	switch {
 	case nicmodel.IsBroadcast(frame):
-		n.statLocked(BPRC, 1)
+		n.statLocked(nicmodel.BPRC, 1)
 	case frame[0]&1 != 0:
-		n.statLocked(MPRC, 1)
+		n.statLocked(nicmodel.MPRC, 1)
 	}
 	if l <= 1522 {
-		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(l)), 1)
+		n.statLocked(nicmodel.PRC64+4*uint32(nicmodel.SizeBin(l)), 1)
 	}
 	causes := uint32(IntRXT0 | IntRXQ0)
 	if free-need <= s.count>>(1+s.rctl>>RctlRDMTSh&3) {
@@ -241,8 +241,8 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 		return false
 	}
 	l := len(f) + fcsLen
-	n.statLocked(TPR, 1)
-	n.stat64Locked(TORL, uint64(l))
+	n.statLocked(nicmodel.TPR, 1)
+	n.stat64Locked(nicmodel.TORL, uint64(l))
 	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == uint16(r[VET/4])
 	limit := maxFrame
 	if rctl&RctlLPE != 0 {
@@ -253,11 +253,11 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 	}
 	switch {
 	case l < minFrameFCS:
-		n.statLocked(RUC, 1)
+		n.statLocked(nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return false
 	case l > limit:
-		n.statLocked(ROC, 1)
+		n.statLocked(nicmodel.ROC, 1)
 		n.counters.RxBadSize++
 		return false
 	}

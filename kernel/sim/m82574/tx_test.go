@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -44,11 +45,11 @@ func TestTxLegacyPlain(t *testing.T) {
 	if icr := r.regs.Read32(ICR); icr&(IntTXDW|IntTXQE) != IntTXDW|IntTXQE {
 		t.Fatalf("ICR %#x, want TXDW and TXQE", icr)
 	}
-	if g := r.regs.Read32(GPTC); g != 1 {
-		t.Fatalf("GPTC %d", g)
+	if g := r.regs.Read32(nicmodel.GPTC); g != 1 {
+		t.Fatalf("nicmodel.GPTC %d", g)
 	}
-	if o := r.regs.Read32(GOTCL); o != uint32(len(f)+fcsLen) {
-		t.Fatalf("GOTCL %d, want %d", o, len(f)+fcsLen)
+	if o := r.regs.Read32(nicmodel.GOTCL); o != uint32(len(f)+fcsLen) {
+		t.Fatalf("nicmodel.GOTCL %d, want %d", o, len(f)+fcsLen)
 	}
 
 	// A short frame is padded to 60 bytes (TCTL.PSP).
@@ -235,11 +236,11 @@ func testTSO(t *testing.T, pers Personality, tc tsoCase) {
 	if !bytes.Equal(got, payload) {
 		t.Fatal("reassembled payload differs")
 	}
-	if n := r.regs.Read32(TSCTC); n != 1 {
-		t.Fatalf("TSCTC %d, want 1", n)
+	if n := r.regs.Read32(nicmodel.TSCTC); n != 1 {
+		t.Fatalf("nicmodel.TSCTC %d, want 1", n)
 	}
-	if n := r.regs.Read32(GPTC); n != uint32(want) {
-		t.Fatalf("GPTC %d, want %d", n, want)
+	if n := r.regs.Read32(nicmodel.GPTC); n != uint32(want) {
+		t.Fatalf("nicmodel.GPTC %d, want %d", n, want)
 	}
 }
 
@@ -256,8 +257,8 @@ func TestTxTSOBadContext(t *testing.T) {
 	if out := r.sent(); len(out) != 0 {
 		t.Fatalf("%d frames sent from a TSO packet with MSS 0", len(out))
 	}
-	if n := r.regs.Read32(TSCTFC); n != 1 {
-		t.Fatalf("TSCTFC %d", n)
+	if n := r.regs.Read32(nicmodel.TSCTFC); n != 1 {
+		t.Fatalf("nicmodel.TSCTFC %d", n)
 	}
 	if r.txDesc(d)[12]&TxdStaDD == 0 {
 		t.Fatal("descriptor not completed")

@@ -1,5 +1,7 @@
 package m82576
 
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
 // Register offsets in BAR0 and their bits (82576 datasheet section 8).
 // Queue registers are given for queue 0; queue n is 0x40*n further on.
 const (
@@ -82,35 +84,23 @@ const (
 	PQGOTC = 0x10034
 )
 
-// Statistics registers (read to clear).
+// Statistics registers (read to clear) are at the family's offsets
+// (nicmodel); these are the receive statistics by the names the receive
+// path counts them under.
 const (
-	CRCERRS = 0x04000
-	MPC     = 0x04010
-	PRC64   = 0x0405c // PRC64..PRC1522 4 bytes apart
-	GPRC    = 0x04074
-	BPRC    = 0x04078
-	MPRC    = 0x0407c
-	GPTC    = 0x04080
-	GORCL   = 0x04088
-	GORCH   = 0x0408c
-	GOTCL   = 0x04090
-	GOTCH   = 0x04094
-	RNBC    = 0x040a0
-	RUC     = 0x040a4
-	ROC     = 0x040ac
-	TORL    = 0x040c0
-	TORH    = 0x040c4
-	TOTL    = 0x040c8
-	TOTH    = 0x040cc
-	TPR     = 0x040d0
-	TPT     = 0x040d4
-	PTC64   = 0x040d8 // PTC64..PTC1522 4 bytes apart
-	MPTC    = 0x040f0
-	BPTC    = 0x040f4
-	TSCTC   = 0x040f8
-	TSCTFC  = 0x040fc
+	MPC   = nicmodel.MPC
+	PRC64 = nicmodel.PRC64 // PRC64..PRC1522 4 bytes apart
+	GPRC  = nicmodel.GPRC
+	BPRC  = nicmodel.BPRC
+	MPRC  = nicmodel.MPRC
+	GORCL = nicmodel.GORCL
+	RNBC  = nicmodel.RNBC
+	RUC   = nicmodel.RUC
+	ROC   = nicmodel.ROC
+	TORL  = nicmodel.TORL
+	TPR   = nicmodel.TPR
 
-	statsFirst = 0x04000
+	statsFirst = nicmodel.CRCERRS
 	statsLast  = 0x04124
 )
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -91,7 +92,7 @@ func TestTxChecksumOffload(t *testing.T) {
 	}
 	ip6 := header.IPv6(out[2][14:])
 	checkTCP(t, ip6.SourceAddress(), ip6.DestinationAddress(), ip6.Payload())
-	if r.nic.Counters().TxQueue[2] != 3 || r.regs.Read32(GPTC) != 3 {
+	if r.nic.Counters().TxQueue[2] != 3 || r.regs.Read32(nicmodel.GPTC) != 3 {
 		t.Errorf("counters %+v", r.nic.Counters())
 	}
 }
@@ -185,8 +186,8 @@ func TestTxTSO(t *testing.T) {
 				t.Error("reassembled payload differs")
 			}
 			g := r.regs
-			if g.Read32(TSCTC) != 1 || g.Read32(GPTC) != uint32(want) || r.nic.Counters().TxPackets != 1 {
-				t.Errorf("TSCTC/GPTC/packets wrong: %+v", r.nic.Counters())
+			if g.Read32(nicmodel.TSCTC) != 1 || g.Read32(nicmodel.GPTC) != uint32(want) || r.nic.Counters().TxPackets != 1 {
+				t.Errorf("nicmodel.TSCTC/nicmodel.GPTC/packets wrong: %+v", r.nic.Counters())
 			}
 			// The last descriptor reports done.
 			d := r.tx[0].ring.Buf[(len(ds)-1)*descLen:]
@@ -213,8 +214,8 @@ func TestTxBadTSO(t *testing.T) {
 	if out := r.sent(); len(out) != 0 {
 		t.Errorf("%d frames from bad TSO set-ups", len(out))
 	}
-	if v := r.regs.Read32(TSCTFC); v != 3 {
-		t.Errorf("TSCTFC %d, want 3", v)
+	if v := r.regs.Read32(nicmodel.TSCTFC); v != 3 {
+		t.Errorf("nicmodel.TSCTFC %d, want 3", v)
 	}
 	if r.regs.Read32(TDH) != 6 {
 		t.Error("bad descriptors not consumed")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
@@ -53,8 +54,8 @@ func TestDeferRxWaitsForTheDriver(t *testing.T) {
 	if v := r.regs.Read32(ICR); v&IntRXO == 0 { // this read drains the three
 		t.Fatalf("ICR %#x, want RXO for the missed frames", v)
 	}
-	if v := r.regs.Read32(MPC); v != 6 {
-		t.Fatalf("MPC %d, want 6", v)
+	if v := r.regs.Read32(nicmodel.MPC); v != 6 {
+		t.Fatalf("nicmodel.MPC %d, want 6", v)
 	}
 	if c := r.nic.Counters(); c.RxFrames != 3 {
 		t.Fatalf("%d frames in the ring after a register read, want 3", c.RxFrames)
@@ -79,8 +80,8 @@ func TestDeferRxHoldsAFrameUntilDescriptorsReturn(t *testing.T) {
 		t.Fatalf("counters %+v, want 7 frames and nothing dropped", c)
 	}
 	r.regs.Read32(ICR) // a second look does not count the waiting frame again
-	if v := r.regs.Read32(RNBC); v != 1 {
-		t.Fatalf("RNBC %d, want 1 for the frame waiting at the head", v)
+	if v := r.regs.Read32(nicmodel.RNBC); v != 1 {
+		t.Fatalf("nicmodel.RNBC %d, want 1 for the frame waiting at the head", v)
 	}
 	// The driver takes three and gives their slots back.
 	for i := range 3 {
@@ -120,7 +121,7 @@ func TestConcurrentTraffic(t *testing.T) {
 		for i := range 200 {
 			r.send(1, udpFrame(false, peerMAC, payloadBytes(100, byte(i)), true), nil, 0, 0)
 			r.kickTx(1)
-			r.regs.Read32(GPTC)
+			r.regs.Read32(nicmodel.GPTC)
 		}
 	}()
 	// The receiving driver: poll the head descriptor after a register

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
@@ -44,7 +45,7 @@ func TestTwoModelsOnOneWire(t *testing.T) {
 	if !bytes.Equal(got, payload) {
 		t.Fatal("payload changed on the way")
 	}
-	if tx, rx := a.regs.Read32(GPTC), b.regs.Read32(GPRC); tx != uint32(n) || rx != uint32(n) {
-		t.Fatalf("GPTC %d GPRC %d, want %d", tx, rx, n)
+	if tx, rx := a.regs.Read32(nicmodel.GPTC), b.regs.Read32(nicmodel.GPRC); tx != uint32(n) || rx != uint32(n) {
+		t.Fatalf("nicmodel.GPTC %d nicmodel.GPRC %d, want %d", tx, rx, n)
 	}
 }

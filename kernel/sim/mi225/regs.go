@@ -1,5 +1,7 @@
 package mi225
 
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
 // Register offsets in BAR0, from the I225 datasheet's register summary.
 const (
 	CTRL     = 0x00000
@@ -61,56 +63,13 @@ const (
 	regFileSize = 0x13000 // registers kept in the flat file (EERD is the highest)
 )
 
-// Statistics (8.19): clear on read, except where noted.
+// Statistics (8.19): clear on read. The family's common ones are
+// nicmodel's (the I225 has no TSCTFC); these are the I225's own.
 const (
-	CRCERRS  = 0x04000
-	ALGNERRC = 0x04004
-	RXERRC   = 0x0400c
-	MPC      = 0x04010
-	SCC      = 0x04014
-	ECOL     = 0x04018
-	MCC      = 0x0401c
-	LATECOL  = 0x04020
-	COLC     = 0x04028
-	RERC     = 0x0402c
-	DC       = 0x04030
-	TNCRS    = 0x04034
-	HTDPMC   = 0x0403c
-	RLEC     = 0x04040
-	XONRXC   = 0x04048
-	XONTXC   = 0x0404c
-	XOFFRXC  = 0x04050
-	XOFFTXC  = 0x04054
-	FCRUC    = 0x04058
-	PRC64    = 0x0405c // PRC64..PRC1522: six bins
-	PRC1522  = 0x04070
-	GPRC     = 0x04074
-	BPRC     = 0x04078
-	MPRC     = 0x0407c
-	GPTC     = 0x04080
-	GORCL    = 0x04088
-	GORCH    = 0x0408c
-	GOTCL    = 0x04090
-	GOTCH    = 0x04094
-	RNBC     = 0x040a0
-	RUC      = 0x040a4
-	RFC      = 0x040a8
-	ROC      = 0x040ac
-	RJC      = 0x040b0
-	TORL     = 0x040c0
-	TORH     = 0x040c4
-	TOTL     = 0x040c8
-	TOTH     = 0x040cc
-	TPR      = 0x040d0
-	TPT      = 0x040d4
-	PTC64    = 0x040d8 // PTC64..PTC1522: six bins
-	PTC1522  = 0x040ec
-	MPTC     = 0x040f0
-	BPTC     = 0x040f4
-	TSCTC    = 0x040f8
-	IAC      = 0x04100
-	statsLo  = CRCERRS
-	statsHi  = 0x04140
+	RERC    = 0x0402c
+	HTDPMC  = 0x0403c
+	statsLo = nicmodel.CRCERRS
+	statsHi = 0x04140
 )
 
 // CTRL bits.

@@ -61,7 +61,7 @@ func (n *NIC) receive(frame []byte) {
 	}
 	if n.pb != nil {
 		if !n.pb.Push(frame, a) {
-			n.statLocked(MPC, 1)
+			n.statLocked(nicmodel.MPC, 1)
 			n.counters.RxNoDescriptor++
 			n.otherCauseLocked(IntRXO)
 		}
@@ -137,8 +137,8 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 		return a
 	}
 	l := len(f) + fcsLen
-	n.statLocked(TPR, 1)
-	n.stat64Locked(TORL, uint64(l))
+	n.statLocked(nicmodel.TPR, 1)
+	n.stat64Locked(nicmodel.TORL, uint64(l))
 	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == uint16(r[VET/4])
 	limit := maxStdFrame
 	if a.rctl&RctlLPE != 0 {
@@ -151,11 +151,11 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 		n.counters.RxBadSize++
 		return a
 	case len(f) < minFrame && a.rctl&RctlSBP == 0:
-		n.statLocked(RUC, 1)
+		n.statLocked(nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return a
 	case l > limit:
-		n.statLocked(ROC, 1)
+		n.statLocked(nicmodel.ROC, 1)
 		n.counters.RxBadSize++
 		return a
 	}
@@ -272,7 +272,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if !e.starved {
-			n.statLocked(RNBC, 1) // once per frame, however long it waits
+			n.statLocked(nicmodel.RNBC, 1) // once per frame, however long it waits
 		}
 		switch {
 		case ring.srrctl&SrrctlDropEn != 0 || k > maxRxDescs:
@@ -281,7 +281,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 			e.starved = true
 			return false
 		default:
-			n.statLocked(MPC, 1)
+			n.statLocked(nicmodel.MPC, 1)
 			n.otherCauseLocked(IntRXO)
 		}
 		e.starved = false
@@ -377,16 +377,16 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	c.RxFrames++
 	c.RxDescriptors += uint64(k)
 	l := uint64(len(frame) + fcsLen)
-	n.statLocked(GPRC, 1)
-	n.stat64Locked(GORCL, l)
+	n.statLocked(nicmodel.GPRC, 1)
+	n.stat64Locked(nicmodel.GORCL, l)
 	switch {
 	case nicmodel.IsBroadcast(frame):
-		n.statLocked(BPRC, 1)
+		n.statLocked(nicmodel.BPRC, 1)
 	case frame[0]&1 != 0:
-		n.statLocked(MPRC, 1)
+		n.statLocked(nicmodel.MPRC, 1)
 	}
 	if l <= 1522 {
-		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
+		n.statLocked(nicmodel.PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
 	}
 	n.queueEventLocked(ring.q, false)
 	return true

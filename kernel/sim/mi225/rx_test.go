@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -118,8 +119,8 @@ func TestRxMultiBufferFrame(t *testing.T) {
 	if r.rxDesc(0, 3).status&RxdStaDD != 0 {
 		t.Fatal("a dropped frame wrote a descriptor")
 	}
-	if v := r.regs.Read32(RNBC); v != 1 {
-		t.Fatalf("RNBC %d, want 1", v)
+	if v := r.regs.Read32(nicmodel.RNBC); v != 1 {
+		t.Fatalf("nicmodel.RNBC %d, want 1", v)
 	}
 }
 
@@ -130,25 +131,25 @@ func TestRxSizeLimits(t *testing.T) {
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1473, 1), true)) // 1519: too long without LPE
 	short := ethernet(ourMAC, peerMAC, 0x88b5, 40)[:header.EthernetMinimumSize+30]
 	r.w.B().Send(short)
-	if v := r.regs.Read32(GPRC); v != 1 {
-		t.Fatalf("GPRC %d, want 1", v)
+	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
+		t.Fatalf("nicmodel.GPRC %d, want 1", v)
 	}
-	if v := r.regs.Read32(ROC); v != 1 {
-		t.Fatalf("ROC %d, want 1", v)
+	if v := r.regs.Read32(nicmodel.ROC); v != 1 {
+		t.Fatalf("nicmodel.ROC %d, want 1", v)
 	}
-	if v := r.regs.Read32(RUC); v != 1 {
-		t.Fatalf("RUC %d, want 1", v)
+	if v := r.regs.Read32(nicmodel.RUC); v != 1 {
+		t.Fatalf("nicmodel.RUC %d, want 1", v)
 	}
 	// RLPML bounds long frames with LPE.
 	r.regs.Write32(RLPML, 1600)
 	r.regs.Write32(RCTL, rctlStd|RctlEN|RctlLPE)
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1554, 1), true)) // 1596 + 4
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1555, 1), true)) // 1601
-	if v := r.regs.Read32(GPRC); v != 1 {
-		t.Fatalf("GPRC %d at RLPML, want 1", v)
+	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
+		t.Fatalf("nicmodel.GPRC %d at RLPML, want 1", v)
 	}
-	if v := r.regs.Read32(ROC); v != 1 {
-		t.Fatalf("ROC %d past RLPML, want 1", v)
+	if v := r.regs.Read32(nicmodel.ROC); v != 1 {
+		t.Fatalf("nicmodel.ROC %d past RLPML, want 1", v)
 	}
 }
 
@@ -165,15 +166,15 @@ func TestRxDropsWithoutDescriptors(t *testing.T) {
 			r.w.B().Send(f)
 		}
 		// Seven descriptors were free (RDT = size-1).
-		if v := r.regs.Read32(GPRC); v != 7 {
-			t.Fatalf("drop_en %v: GPRC %d, want 7", dropEn, v)
+		if v := r.regs.Read32(nicmodel.GPRC); v != 7 {
+			t.Fatalf("drop_en %v: nicmodel.GPRC %d, want 7", dropEn, v)
 		}
-		if v := r.regs.Read32(RNBC); v != 2 {
-			t.Fatalf("drop_en %v: RNBC %d, want 2", dropEn, v)
+		if v := r.regs.Read32(nicmodel.RNBC); v != 2 {
+			t.Fatalf("drop_en %v: nicmodel.RNBC %d, want 2", dropEn, v)
 		}
-		mpc, rqdpc := r.regs.Read32(MPC), r.regs.Read32(RQDPC)
+		mpc, rqdpc := r.regs.Read32(nicmodel.MPC), r.regs.Read32(RQDPC)
 		if dropEn && (rqdpc != 2 || mpc != 0) || !dropEn && (mpc != 2 || rqdpc != 0) {
-			t.Fatalf("drop_en %v: MPC %d RQDPC %d", dropEn, mpc, rqdpc)
+			t.Fatalf("drop_en %v: nicmodel.MPC %d RQDPC %d", dropEn, mpc, rqdpc)
 		}
 		if dropEn {
 			if v := r.regs.Read32(RQDPC); v != 2 {
@@ -270,7 +271,7 @@ func TestRxAddressFilters(t *testing.T) {
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	mcast := [6]byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
 	send := func(dst [6]byte) { r.w.B().Send(udpFrame(false, dst, payloadBytes(30, 1), true)) }
-	got := func() uint32 { return r.regs.Read32(GPRC) }
+	got := func() uint32 { return r.regs.Read32(nicmodel.GPRC) }
 
 	send(other)
 	send(bcast)
@@ -284,15 +285,15 @@ func TestRxAddressFilters(t *testing.T) {
 	}
 	r.regs.Write32(RCTL, RctlSECRC|RctlEN|RctlBAM)
 	send(bcast)
-	if v, b := got(), r.regs.Read32(BPRC); v != 1 || b != 1 {
-		t.Fatalf("broadcast with BAM: GPRC %d BPRC %d", v, b)
+	if v, b := got(), r.regs.Read32(nicmodel.BPRC); v != 1 || b != 1 {
+		t.Fatalf("broadcast with BAM: nicmodel.GPRC %d nicmodel.BPRC %d", v, b)
 	}
 	// The multicast table, hashed on bits 47:36 (MO 00).
 	h := uint32(mcast[4])>>4 | uint32(mcast[5])<<4
 	r.regs.Write32(MTA+4*(h>>5), 1<<(h&31))
 	send(mcast)
-	if v, m := got(), r.regs.Read32(MPRC); v != 1 || m != 1 {
-		t.Fatalf("multicast in MTA: GPRC %d MPRC %d", v, m)
+	if v, m := got(), r.regs.Read32(nicmodel.MPRC); v != 1 || m != 1 {
+		t.Fatalf("multicast in MTA: nicmodel.GPRC %d nicmodel.MPRC %d", v, m)
 	}
 	// A second exact address.
 	r.regs.Write32(RAL0+8, binary.LittleEndian.Uint32(other[:4]))
@@ -332,7 +333,7 @@ func TestRxVLANStripAndFilter(t *testing.T) {
 	plain := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
 	tagged := append(append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x20, 0x05), plain[12:]...)
 	r.w.B().Send(tagged)
-	if v := r.regs.Read32(GPRC); v != 0 {
+	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
 		t.Fatal("VLAN 5 passed an empty VLAN filter")
 	}
 	r.regs.Write32(VFTA, 1<<5)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -96,11 +97,11 @@ func TestTxChecksumInsertion(t *testing.T) {
 			if h := r.regs.Read32(TDH); h != 2 {
 				t.Fatalf("TDH %d, want 2", h)
 			}
-			if v := r.regs.Read32(GPTC); v != 1 {
-				t.Fatalf("GPTC %d", v)
+			if v := r.regs.Read32(nicmodel.GPTC); v != 1 {
+				t.Fatalf("nicmodel.GPTC %d", v)
 			}
-			if v := r.regs.Read32(GOTCL); v != uint32(len(f)+fcsLen) {
-				t.Fatalf("GOTCL %d, want %d", v, len(f)+fcsLen)
+			if v := r.regs.Read32(nicmodel.GOTCL); v != uint32(len(f)+fcsLen) {
+				t.Fatalf("nicmodel.GOTCL %d, want %d", v, len(f)+fcsLen)
 			}
 		})
 	}
@@ -183,11 +184,11 @@ func TestTxTSO(t *testing.T) {
 			if r.txStatus(0, last)&TxdStaDD == 0 {
 				t.Fatal("DD not written back")
 			}
-			if v := r.regs.Read32(TSCTC); v != 1 {
-				t.Fatalf("TSCTC %d, want 1", v)
+			if v := r.regs.Read32(nicmodel.TSCTC); v != 1 {
+				t.Fatalf("nicmodel.TSCTC %d, want 1", v)
 			}
-			if v := r.regs.Read32(GPTC); v != uint32(want) {
-				t.Fatalf("GPTC %d, want %d", v, want)
+			if v := r.regs.Read32(nicmodel.GPTC); v != uint32(want) {
+				t.Fatalf("nicmodel.GPTC %d, want %d", v, want)
 			}
 		})
 	}
