@@ -294,33 +294,33 @@ func TestStatisticsReadToClear(t *testing.T) {
 		r.regs.Write32(RDT, (r.regs.Read32(RDT)+1)%uint32(ringSize))
 	}
 	if v := r.regs.Read32(nicmodel.GPRC); v != frames {
-		t.Fatalf("nicmodel.GPRC %d, want %d", v, frames)
+		t.Fatalf("GPRC %d, want %d", v, frames)
 	}
 	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
-		t.Fatalf("nicmodel.GPRC %d after a read, want 0", v)
+		t.Fatalf("GPRC %d after a read, want 0", v)
 	}
 	octets := uint32(frames * (len(f) + fcsLen))
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
-		t.Fatalf("nicmodel.GORCL %d, want %d", lo, octets)
+		t.Fatalf("GORCL %d, want %d", lo, octets)
 	}
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
-		t.Fatal("reading nicmodel.GORCL alone cleared it")
+		t.Fatal("reading GORCL alone cleared it")
 	}
 	if hi := r.regs.Read32(nicmodel.GORCH); hi != 0 {
-		t.Fatalf("nicmodel.GORCH %d", hi)
+		t.Fatalf("GORCH %d", hi)
 	}
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != 0 {
-		t.Fatalf("nicmodel.GORCL %d after reading nicmodel.GORCH, want 0", lo)
+		t.Fatalf("GORCL %d after reading GORCH, want 0", lo)
 	}
 	if v := r.regs.Read32(nicmodel.TPR); v != frames {
-		t.Fatalf("nicmodel.TPR %d", v)
+		t.Fatalf("TPR %d", v)
 	}
 	if v := r.regs.Read32(nicmodel.PRC255); v != frames { // 242 + FCS
-		t.Fatalf("nicmodel.PRC255 %d", v)
+		t.Fatalf("PRC255 %d", v)
 	}
 	r.regs.Write32(nicmodel.MPC, 1234)
 	if v := r.regs.Read32(nicmodel.MPC); v != 0 {
-		t.Fatalf("nicmodel.MPC %d: statistics are read-only", v)
+		t.Fatalf("MPC %d: statistics are read-only", v)
 	}
 }
 

@@ -72,7 +72,7 @@ func TestRxExtendedWriteBack(t *testing.T) {
 		t.Fatalf("UDP: status/errors %#x", wb.stErr)
 	}
 	if n := r.regs.Read32(nicmodel.GPRC); n != 4 {
-		t.Fatalf("nicmodel.GPRC %d", n)
+		t.Fatalf("GPRC %d", n)
 	}
 }
 
@@ -157,7 +157,7 @@ func TestRxRingWrapAndDrops(t *testing.T) {
 		r.w.B().Send(f)
 	}
 	if mpc, rnbc := r.regs.Read32(nicmodel.MPC), r.regs.Read32(nicmodel.RNBC); mpc != 4 || rnbc != 4 {
-		t.Fatalf("nicmodel.MPC %d nicmodel.RNBC %d, want 4 drops", mpc, rnbc)
+		t.Fatalf("MPC %d RNBC %d, want 4 drops", mpc, rnbc)
 	}
 	if icr := r.regs.Read32(ICR); icr&(IntRXO|IntRXDMT0) != IntRXO|IntRXDMT0 {
 		t.Fatalf("ICR %#x, want RXO and RXDMT0", icr)
@@ -240,7 +240,7 @@ func TestRxSizeLimits(t *testing.T) {
 	r.w.B().Send(udp4(ourMAC, payloadBytes(1473, 0))) // 1515: oversize
 	r.w.B().Send(udp4(ourMAC, nil))                   // 42 bytes: a runt
 	if n, roc, ruc := r.nic.Counters().RxFrames, r.regs.Read32(nicmodel.ROC), r.regs.Read32(nicmodel.RUC); n != 1 || roc != 1 || ruc != 1 {
-		t.Fatalf("received %d, nicmodel.ROC %d, nicmodel.RUC %d; want 1, 1, 1", n, roc, ruc)
+		t.Fatalf("received %d, ROC %d, RUC %d; want 1, 1, 1", n, roc, ruc)
 	}
 	r.regs.Write32(RCTL, rctlBase|RctlEN|RctlLPE) // 2 KiB buffers, jumbo frames allowed
 	r.w.B().Send(udp4(ourMAC, payloadBytes(3000, 0)))
@@ -402,7 +402,7 @@ func TestRxPacketBuffer(t *testing.T) {
 	r.regs.Read32(ICR)
 	r.regs.Read32(ICR)
 	if rnbc, mpc := r.regs.Read32(nicmodel.RNBC), r.regs.Read32(nicmodel.MPC); rnbc != 1 || mpc != 2 {
-		t.Fatalf("nicmodel.RNBC %d nicmodel.MPC %d, want 1 (the starved head) and 2 (4 KiB hold 4 frames)", rnbc, mpc)
+		t.Fatalf("RNBC %d MPC %d, want 1 (the starved head) and 2 (4 KiB hold 4 frames)", rnbc, mpc)
 	}
 	// Returning descriptors lets the four waiting frames in, in order.
 	h := int(r.regs.Read32(RDH))

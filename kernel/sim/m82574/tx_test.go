@@ -46,10 +46,10 @@ func TestTxLegacyPlain(t *testing.T) {
 		t.Fatalf("ICR %#x, want TXDW and TXQE", icr)
 	}
 	if g := r.regs.Read32(nicmodel.GPTC); g != 1 {
-		t.Fatalf("nicmodel.GPTC %d", g)
+		t.Fatalf("GPTC %d", g)
 	}
 	if o := r.regs.Read32(nicmodel.GOTCL); o != uint32(len(f)+fcsLen) {
-		t.Fatalf("nicmodel.GOTCL %d, want %d", o, len(f)+fcsLen)
+		t.Fatalf("GOTCL %d, want %d", o, len(f)+fcsLen)
 	}
 
 	// A short frame is padded to 60 bytes (TCTL.PSP).
@@ -237,10 +237,10 @@ func testTSO(t *testing.T, pers Personality, tc tsoCase) {
 		t.Fatal("reassembled payload differs")
 	}
 	if n := r.regs.Read32(nicmodel.TSCTC); n != 1 {
-		t.Fatalf("nicmodel.TSCTC %d, want 1", n)
+		t.Fatalf("TSCTC %d, want 1", n)
 	}
 	if n := r.regs.Read32(nicmodel.GPTC); n != uint32(want) {
-		t.Fatalf("nicmodel.GPTC %d, want %d", n, want)
+		t.Fatalf("GPTC %d, want %d", n, want)
 	}
 }
 
@@ -258,7 +258,7 @@ func TestTxTSOBadContext(t *testing.T) {
 		t.Fatalf("%d frames sent from a TSO packet with MSS 0", len(out))
 	}
 	if n := r.regs.Read32(nicmodel.TSCTFC); n != 1 {
-		t.Fatalf("nicmodel.TSCTFC %d", n)
+		t.Fatalf("TSCTFC %d", n)
 	}
 	if r.txDesc(d)[12]&TxdStaDD == 0 {
 		t.Fatal("descriptor not completed")

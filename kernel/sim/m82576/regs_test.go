@@ -184,17 +184,17 @@ func TestStatisticsReadToClear(t *testing.T) {
 	}
 	g.Read32(nicmodel.GORCH)
 	if v := g.Read32(GORCL); v != 0 {
-		t.Errorf("GORCL %d after reading nicmodel.GORCH", v)
+		t.Errorf("GORCL %d after reading GORCH", v)
 	}
 	if v := g.Read32(PQGPRC); v != 3 {
 		t.Errorf("PQGPRC(0) %d", v)
 	}
 	if v := g.Read32(PRC64 + 8); v != 3 { // 128-255 bytes
-		t.Errorf("nicmodel.PRC255 %d", v)
+		t.Errorf("PRC255 %d", v)
 	}
 	g.Write32(nicmodel.GPTC, 5)
 	if v := g.Read32(nicmodel.GPTC); v != 0 {
-		t.Errorf("nicmodel.GPTC writable: %d", v)
+		t.Errorf("GPTC writable: %d", v)
 	}
 }
 

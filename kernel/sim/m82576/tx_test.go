@@ -187,7 +187,7 @@ func TestTxTSO(t *testing.T) {
 			}
 			g := r.regs
 			if g.Read32(nicmodel.TSCTC) != 1 || g.Read32(nicmodel.GPTC) != uint32(want) || r.nic.Counters().TxPackets != 1 {
-				t.Errorf("nicmodel.TSCTC/nicmodel.GPTC/packets wrong: %+v", r.nic.Counters())
+				t.Errorf("TSCTC/GPTC/packets wrong: %+v", r.nic.Counters())
 			}
 			// The last descriptor reports done.
 			d := r.tx[0].ring.Buf[(len(ds)-1)*descLen:]
@@ -215,7 +215,7 @@ func TestTxBadTSO(t *testing.T) {
 		t.Errorf("%d frames from bad TSO set-ups", len(out))
 	}
 	if v := r.regs.Read32(nicmodel.TSCTFC); v != 3 {
-		t.Errorf("nicmodel.TSCTFC %d, want 3", v)
+		t.Errorf("TSCTFC %d, want 3", v)
 	}
 	if r.regs.Read32(TDH) != 6 {
 		t.Error("bad descriptors not consumed")

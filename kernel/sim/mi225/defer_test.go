@@ -55,7 +55,7 @@ func TestDeferRxWaitsForTheDriver(t *testing.T) {
 		t.Fatalf("ICR %#x, want RXO for the missed frames", v)
 	}
 	if v := r.regs.Read32(nicmodel.MPC); v != 6 {
-		t.Fatalf("nicmodel.MPC %d, want 6", v)
+		t.Fatalf("MPC %d, want 6", v)
 	}
 	if c := r.nic.Counters(); c.RxFrames != 3 {
 		t.Fatalf("%d frames in the ring after a register read, want 3", c.RxFrames)
@@ -81,7 +81,7 @@ func TestDeferRxHoldsAFrameUntilDescriptorsReturn(t *testing.T) {
 	}
 	r.regs.Read32(ICR) // a second look does not count the waiting frame again
 	if v := r.regs.Read32(nicmodel.RNBC); v != 1 {
-		t.Fatalf("nicmodel.RNBC %d, want 1 for the frame waiting at the head", v)
+		t.Fatalf("RNBC %d, want 1 for the frame waiting at the head", v)
 	}
 	// The driver takes three and gives their slots back.
 	for i := range 3 {

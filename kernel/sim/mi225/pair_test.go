@@ -46,6 +46,6 @@ func TestTwoModelsOnOneWire(t *testing.T) {
 		t.Fatal("payload changed on the way")
 	}
 	if tx, rx := a.regs.Read32(nicmodel.GPTC), b.regs.Read32(nicmodel.GPRC); tx != uint32(n) || rx != uint32(n) {
-		t.Fatalf("nicmodel.GPTC %d nicmodel.GPRC %d, want %d", tx, rx, n)
+		t.Fatalf("GPTC %d GPRC %d, want %d", tx, rx, n)
 	}
 }

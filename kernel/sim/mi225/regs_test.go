@@ -194,7 +194,7 @@ func TestDeviceResetRestoresDefaults(t *testing.T) {
 		want uint32
 	}{
 		{"RCTL", RCTL, 0}, {"RDLEN0", RDLEN, 0}, {"RXDCTL0", RXDCTL, 0}, {"RAH1", RAH0 + 8, 0},
-		{"nicmodel.GPRC", nicmodel.GPRC, 0}, {"SRRCTL0", SRRCTL, 2 | 4<<SrrctlBSizeHdrShift},
+		{"GPRC", nicmodel.GPRC, 0}, {"SRRCTL0", SRRCTL, 2 | 4<<SrrctlBSizeHdrShift},
 		{"RAL0", RAL0, 0x22000002}, {"MDIC", MDIC, MdicReady}, {"VET", VET, 0x88a88100},
 	} {
 		if v := r.regs.Read32(c.off); v != c.want {
@@ -322,20 +322,20 @@ func TestStatisticsClearOnRead(t *testing.T) {
 	}
 	wantBytes := uint32(3 * (len(f) + fcsLen))
 	if v := r.regs.Read32(nicmodel.GPRC); v != 3 {
-		t.Fatalf("nicmodel.GPRC %d, want 3", v)
+		t.Fatalf("GPRC %d, want 3", v)
 	}
 	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
-		t.Fatalf("nicmodel.GPRC %d on the second read, want 0", v)
+		t.Fatalf("GPRC %d on the second read, want 0", v)
 	}
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != wantBytes {
-		t.Fatalf("nicmodel.GORCL %d, want %d", lo, wantBytes)
+		t.Fatalf("GORCL %d, want %d", lo, wantBytes)
 	}
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != wantBytes {
-		t.Fatal("reading nicmodel.GORCL alone cleared it")
+		t.Fatal("reading GORCL alone cleared it")
 	}
 	r.regs.Read32(nicmodel.GORCH)
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != 0 {
-		t.Fatalf("nicmodel.GORCL %d after reading nicmodel.GORCH, want 0", lo)
+		t.Fatalf("GORCL %d after reading GORCH, want 0", lo)
 	}
 	bin := nicmodel.PRC64 + 4*uint32(nicmodel.SizeBin(len(f)+fcsLen))
 	if v := r.regs.Read32(bin); v != 3 {
@@ -343,7 +343,7 @@ func TestStatisticsClearOnRead(t *testing.T) {
 	}
 	r.regs.Write32(nicmodel.TPR, 99)
 	if v := r.regs.Read32(nicmodel.TPR); v != 3 {
-		t.Fatalf("nicmodel.TPR %d: statistics are read-only", v)
+		t.Fatalf("TPR %d: statistics are read-only", v)
 	}
 }
 

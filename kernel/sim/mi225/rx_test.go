@@ -120,7 +120,7 @@ func TestRxMultiBufferFrame(t *testing.T) {
 		t.Fatal("a dropped frame wrote a descriptor")
 	}
 	if v := r.regs.Read32(nicmodel.RNBC); v != 1 {
-		t.Fatalf("nicmodel.RNBC %d, want 1", v)
+		t.Fatalf("RNBC %d, want 1", v)
 	}
 }
 
@@ -132,13 +132,13 @@ func TestRxSizeLimits(t *testing.T) {
 	short := ethernet(ourMAC, peerMAC, 0x88b5, 40)[:header.EthernetMinimumSize+30]
 	r.w.B().Send(short)
 	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
-		t.Fatalf("nicmodel.GPRC %d, want 1", v)
+		t.Fatalf("GPRC %d, want 1", v)
 	}
 	if v := r.regs.Read32(nicmodel.ROC); v != 1 {
-		t.Fatalf("nicmodel.ROC %d, want 1", v)
+		t.Fatalf("ROC %d, want 1", v)
 	}
 	if v := r.regs.Read32(nicmodel.RUC); v != 1 {
-		t.Fatalf("nicmodel.RUC %d, want 1", v)
+		t.Fatalf("RUC %d, want 1", v)
 	}
 	// RLPML bounds long frames with LPE.
 	r.regs.Write32(RLPML, 1600)
@@ -146,10 +146,10 @@ func TestRxSizeLimits(t *testing.T) {
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1554, 1), true)) // 1596 + 4
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1555, 1), true)) // 1601
 	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
-		t.Fatalf("nicmodel.GPRC %d at RLPML, want 1", v)
+		t.Fatalf("GPRC %d at RLPML, want 1", v)
 	}
 	if v := r.regs.Read32(nicmodel.ROC); v != 1 {
-		t.Fatalf("nicmodel.ROC %d past RLPML, want 1", v)
+		t.Fatalf("ROC %d past RLPML, want 1", v)
 	}
 }
 
@@ -167,14 +167,14 @@ func TestRxDropsWithoutDescriptors(t *testing.T) {
 		}
 		// Seven descriptors were free (RDT = size-1).
 		if v := r.regs.Read32(nicmodel.GPRC); v != 7 {
-			t.Fatalf("drop_en %v: nicmodel.GPRC %d, want 7", dropEn, v)
+			t.Fatalf("drop_en %v: GPRC %d, want 7", dropEn, v)
 		}
 		if v := r.regs.Read32(nicmodel.RNBC); v != 2 {
-			t.Fatalf("drop_en %v: nicmodel.RNBC %d, want 2", dropEn, v)
+			t.Fatalf("drop_en %v: RNBC %d, want 2", dropEn, v)
 		}
 		mpc, rqdpc := r.regs.Read32(nicmodel.MPC), r.regs.Read32(RQDPC)
 		if dropEn && (rqdpc != 2 || mpc != 0) || !dropEn && (mpc != 2 || rqdpc != 0) {
-			t.Fatalf("drop_en %v: nicmodel.MPC %d RQDPC %d", dropEn, mpc, rqdpc)
+			t.Fatalf("drop_en %v: MPC %d RQDPC %d", dropEn, mpc, rqdpc)
 		}
 		if dropEn {
 			if v := r.regs.Read32(RQDPC); v != 2 {
@@ -286,14 +286,14 @@ func TestRxAddressFilters(t *testing.T) {
 	r.regs.Write32(RCTL, RctlSECRC|RctlEN|RctlBAM)
 	send(bcast)
 	if v, b := got(), r.regs.Read32(nicmodel.BPRC); v != 1 || b != 1 {
-		t.Fatalf("broadcast with BAM: nicmodel.GPRC %d nicmodel.BPRC %d", v, b)
+		t.Fatalf("broadcast with BAM: GPRC %d BPRC %d", v, b)
 	}
 	// The multicast table, hashed on bits 47:36 (MO 00).
 	h := uint32(mcast[4])>>4 | uint32(mcast[5])<<4
 	r.regs.Write32(MTA+4*(h>>5), 1<<(h&31))
 	send(mcast)
 	if v, m := got(), r.regs.Read32(nicmodel.MPRC); v != 1 || m != 1 {
-		t.Fatalf("multicast in MTA: nicmodel.GPRC %d nicmodel.MPRC %d", v, m)
+		t.Fatalf("multicast in MTA: GPRC %d MPRC %d", v, m)
 	}
 	// A second exact address.
 	r.regs.Write32(RAL0+8, binary.LittleEndian.Uint32(other[:4]))

@@ -98,10 +98,10 @@ func TestTxChecksumInsertion(t *testing.T) {
 				t.Fatalf("TDH %d, want 2", h)
 			}
 			if v := r.regs.Read32(nicmodel.GPTC); v != 1 {
-				t.Fatalf("nicmodel.GPTC %d", v)
+				t.Fatalf("GPTC %d", v)
 			}
 			if v := r.regs.Read32(nicmodel.GOTCL); v != uint32(len(f)+fcsLen) {
-				t.Fatalf("nicmodel.GOTCL %d, want %d", v, len(f)+fcsLen)
+				t.Fatalf("GOTCL %d, want %d", v, len(f)+fcsLen)
 			}
 		})
 	}
@@ -185,10 +185,10 @@ func TestTxTSO(t *testing.T) {
 				t.Fatal("DD not written back")
 			}
 			if v := r.regs.Read32(nicmodel.TSCTC); v != 1 {
-				t.Fatalf("nicmodel.TSCTC %d, want 1", v)
+				t.Fatalf("TSCTC %d, want 1", v)
 			}
 			if v := r.regs.Read32(nicmodel.GPTC); v != uint32(want) {
-				t.Fatalf("nicmodel.GPTC %d, want %d", v, want)
+				t.Fatalf("GPTC %d, want %d", v, want)
 			}
 		})
 	}
