@@ -19,6 +19,10 @@ const (
 	holeEnd   = 0x1_0000_0000
 	lineSize  = 64 // cache line, the granule of FlushCache
 	maxAlloc  = 1 << 30
+
+	// recentSlots sizes find's cache, a power of two: a ring's buffers
+	// and descriptors each hit their own slot.
+	recentSlots = 1024
 )
 
 // span is one registered, physically contiguous piece of memory.
@@ -75,6 +79,7 @@ type Memory struct {
 	allocs   map[kernel.PhysAddr]*span
 	pins     map[uintptr]*pinning
 	flushed  map[kernel.PhysAddr]*[kernel.PageSize]byte // walker's view of flushed pages
+	recent   [recentSlots]*span                         // find's cache: the span last found in a page, by page number
 	errs     []error
 	stats    MemStats
 }
@@ -188,6 +193,9 @@ func (m *Memory) remove(s *span) {
 	}
 	for p := s.phys &^ (kernel.PageSize - 1); p < s.end(); p += kernel.PageSize {
 		delete(m.flushed, p)
+		if slot := recentSlot(p); m.recent[slot] == s {
+			m.recent[slot] = nil
+		}
 	}
 	m.stats.BytesRegistered -= uint64(len(s.cpu))
 }
@@ -202,10 +210,25 @@ func cmpAddr[T kernel.PhysAddr | uintptr](a, b T) int {
 	return 0
 }
 
+func recentSlot(p kernel.PhysAddr) int { return int(p/kernel.PageSize) & (recentSlots - 1) }
+
 // find returns the span holding physical address p.
 func (m *Memory) find(p kernel.PhysAddr) *span {
-	// The last span starting at or below p; a hand-written search, as
-	// every DMA and sync goes through here.
+	// Every DMA and sync comes here, mostly to a span it found before:
+	// try the one last found in p's page, then search.
+	slot := recentSlot(p)
+	if s := m.recent[slot]; s != nil && s.phys <= p && p < s.end() {
+		return s
+	}
+	s := m.search(p)
+	if s != nil {
+		m.recent[slot] = s
+	}
+	return s
+}
+
+// search finds the last span starting at or below p, if it holds p.
+func (m *Memory) search(p kernel.PhysAddr) *span {
 	lo, hi := 0, len(m.spans)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
