@@ -47,6 +47,8 @@ type Device struct {
 	dma   kernel.DMA
 	clock kernel.Clock
 	irq   kernel.Waiter
+	line  line   // irq shared by the queues' poll loops
+	other uint32 // EIMS bit of the other causes' vector
 	logf  func(string, ...any)
 	mac   [6]byte
 
@@ -99,6 +101,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.irq == nil {
 		d.irq = kernel.PollWaiter{}
 	}
+	d.line.w = d.irq
 	d.mtu.Store(defaultMTU)
 	d.link.Store(&nic.Link{})
 	d.tso.Store(true)
@@ -164,8 +167,7 @@ func (d *Device) up() error {
 		d.logf("%s: phy: %v", d.name, err)
 	}
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
-	r.Read32(ICR)
-	r.Write32(IMS, ICR_RXDW|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
+	d.setupInterrupts()
 	d.updateLink()
 	return nil
 }
@@ -247,6 +249,7 @@ func (d *Device) Close() error {
 	}
 	r := d.regs
 	r.Write32(IMC, 0xffffffff)
+	r.Write32(EIMC, 0xffffffff)
 	r.Write32(RCTL, 0)
 	r.Write32(TCTL, 0)
 	for _, q := range d.queues {

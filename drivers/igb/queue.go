@@ -43,6 +43,10 @@ type queue struct {
 	txSock  *xsk.Socket
 	txDirty bool // descriptors queued since the last doorbell
 	stopped bool // closed: refuse TX
+
+	eims   uint32        // EIMS bit(s) of the queue's vector
+	rearms atomic.Uint64 // idle re-arms of the vector
+	wakes  atomic.Uint64 // sleeps ended by an interrupt
 }
 
 var _ nic.Queue = (*queue)(nil)
@@ -165,16 +169,25 @@ func (q *queue) close() error {
 	return errors.Join(errs...)
 }
 
-// Wait implements nic.Queue. Before sleeping it reads (and so
-// acknowledges) the interrupt causes, acting on a link change; a busy
-// queue never gets here, so the read costs nothing per frame.
+// Wait implements nic.Queue. The queue is idle: it reads (and so
+// acknowledges) the other causes, acting on a link change, re-arms its
+// own vector and the other causes' in EIMS, and sleeps until an interrupt
+// or timeout. A busy queue never gets here, so its vector stays masked
+// and costs nothing per frame.
 func (q *queue) Wait(timeout time.Duration) bool {
 	d := q.d
 	if d.closed.Load() {
 		return false
 	}
+	mark := d.line.mark()
 	if d.regs.Read32(ICR)&ICR_LSC != 0 {
 		d.updateLink()
 	}
-	return d.irq.Wait(timeout)
+	d.regs.Write32(EIMS, q.eims|d.other)
+	q.rearms.Add(1)
+	if !d.line.wait(timeout, mark) {
+		return false
+	}
+	q.wakes.Add(1)
+	return true
 }

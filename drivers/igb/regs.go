@@ -220,3 +220,44 @@ const (
 	CRCERRS = nicstat.CRCERRS
 	TSCTFC  = nicstat.TSCTFC
 )
+
+// Extended interrupt registers (datasheet 7.3 and 8.8): queue and other
+// causes are routed to vectors (IVAR, or MSIXBM on the 82575), each
+// vector with its cause, mask and moderation registers.
+const (
+	EICS      = 0x01520
+	EIMS      = 0x01524
+	EIAC      = 0x0152c // auto-clear: a vector's EICR bit clears as it fires
+	EIAM      = 0x01530 // auto-mask: a vector's EIMS bit clears as it fires
+	MSIXBM0   = 0x01600 // 82575: MSIXBM(n) = MSIXBM0 + 4n, the causes of vector n
+	EITR0     = 0x01680 // EITR(n) = EITR0 + 4n
+	IVAR0     = 0x01700 // IVAR(n) = IVAR0 + 4n
+	IVAR_MISC = 0x01740
+)
+
+// GPIE bits (82576 and later).
+const (
+	GPIE_NSICR         = 1 << 0 // ICR reads clear whether or not an interrupt was asserted
+	GPIE_MULTIPLE_MSIX = 1 << 4
+	GPIE_EIAME         = 1 << 30 // EIAM applies when a vector fires
+	GPIE_PBA           = 1 << 31 // PBA support: MSI-X pending bits
+)
+
+// CTRL_EXT interrupt bits of the 82575, which has no GPIE.
+const (
+	CTRL_EXT_IRCA    = 1 << 0
+	CTRL_EXT_EIAME   = 1 << 24
+	CTRL_EXT_PBA_CLR = 1 << 31
+)
+
+// IVAR entries, EICR/EIMS cause bits of the 82575, and EITR.
+const (
+	IVAR_VALID = 0x80
+
+	EICR_RX_QUEUE0 = 1 << 0 // 82575: RX queue n is bit n
+	EICR_TX_QUEUE0 = 1 << 8 // 82575: TX queue n is bit 8+n
+	EICR_OTHER     = 1 << 31
+
+	EITR_INTERVAL_SHIFT = 2 // interval in microseconds, bits 14:2
+	EITR_INTERVAL_MASK  = 0x1fff << EITR_INTERVAL_SHIFT
+)

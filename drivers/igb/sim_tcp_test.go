@@ -1,5 +1,3 @@
-//go:build !race
-
 package igb_test
 
 import (
@@ -11,21 +9,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/drivers/igb"
+	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/m82576"
+	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 )
 
-// The 82576 model writes receive descriptors on the goroutine that puts a
-// frame on its wire (the other machine's transmitter), while this
-// machine's poll loops read them: real DMA, which the race detector
-// reports on the shared descriptor memory. This test therefore runs
-// without -race; the single-goroutine tests beside it run with it.
-
 // TCP between two machines: several connections spread over the RSS
-// queues, every byte checked, no fault, nothing left mapped.
+// queues, every byte checked, no fault, nothing left mapped. The models
+// defer receive DMA (DeferRx): a frame lands in its queue's ring when
+// that queue's poll loop re-arms its interrupt vector before sleeping, so
+// descriptor writes and reads are ordered on one goroutine, as interrupts
+// order them on real hardware, and the test runs under -race.
 func TestSimTCPOverRSSQueues(t *testing.T) {
 	for _, nc := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) {
@@ -33,8 +37,8 @@ func TestSimTCPOverRSSQueues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newHost(t, w.A(), 1, nc)
-			b := newHost(t, w.B(), 2, nc)
+			a := newDeferredHost(t, w.A(), 1, nc)
+			b := newDeferredHost(t, w.B(), 2, nc)
 			sa, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: a.nic, Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/24")}})
 			if err != nil {
 				t.Fatal(err)
@@ -131,6 +135,13 @@ func TestSimTCPOverRSSQueues(t *testing.T) {
 			if busy < 2 {
 				t.Errorf("frames arrived on %d RSS queue(s), want several", busy)
 			}
+			for q := 0; q < len(a.nic.Queues()); q++ {
+				frames := a.stat(t, fmt.Sprintf("q%d_rx_frames", q))
+				rearms, wakes := a.stat(t, fmt.Sprintf("q%d_irq_rearm", q)), a.stat(t, fmt.Sprintf("q%d_irq_wake", q))
+				if frames > 0 && (rearms == 0 || wakes == 0) {
+					t.Errorf("queue %d: %d frames with %d re-arms and %d interrupt wake-ups", q, frames, rearms, wakes)
+				}
+			}
 			if a.stat(t, "tx_tso")+b.stat(t, "tx_tso") == 0 {
 				t.Error("no TSO packet sent")
 			}
@@ -148,4 +159,47 @@ func closeStack(s *netstack.Stack) {
 		ep.Attach(nil) // stop the poll loops before RemoveNIC takes the stack lock
 	}
 	s.Close()
+}
+
+// newDeferredHost is a machine whose 82576 model defers receive DMA until
+// the driver arms the queue's vector (or touches its ring registers).
+func newDeferredHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *host {
+	t.Helper()
+	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: nonCoherent})
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	a := pci.Addr{Bus: 0, Dev: 3, Fn: 0}
+	model, err := m82576.Plug(m, a, m82576.Options{MAC: [6]byte{0x52, 0x54, 0, 0, 0, last}, DeferRx: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.Attach(end)
+	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := probe.Bind(probe.Platform{
+		Config: m.Bus,
+		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
+		IOMMU:  unit,
+		Memory: m.Mem,
+		Clock:  m.Clock,
+		IRQ:    func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	nics := res.NICs()
+	if len(nics) != 1 {
+		t.Fatalf("%d NICs", len(nics))
+	}
+	dev, ok := nics[0].(*igb.Device)
+	if !ok {
+		t.Fatalf("NIC is a %T", nics[0])
+	}
+	return &host{m: m, model: model, unit: unit, nic: dev, dev: dev}
 }

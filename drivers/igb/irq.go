@@ -1,0 +1,136 @@
+package igb
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ether9/ether9/kernel"
+)
+
+// Interrupts: queue pair n's RX and TX causes go to vector n, the other
+// causes (link) to the vector after the queues'. Every vector auto-clears
+// its cause and auto-masks itself as it fires (EIAC, EIAM with
+// GPIE.EIAME), so a queue that is busy polling gets no interrupts; when
+// its poll loop goes idle it re-arms its own vector in EIMS and sleeps.
+// EITR holds each vector to at most one interrupt per itrInterval.
+
+// itrInterval is the moderation interval of every vector: about 20000
+// interrupts a second, as Linux's igb starts with.
+const itrInterval = 50 * time.Microsecond
+
+// ivarSlot is where a MAC type keeps the IVAR entry of RX (or TX) queue q:
+// a register and the entry's bit offset in it.
+func ivarSlot(t MACType, q int, tx bool) (reg uint32, shift uint) {
+	if tx {
+		shift = 8
+	}
+	if t == Mac82576 {
+		// IVAR(q mod 8): queues 0-7 in bits 15:0, queues 8-15 in 31:16.
+		return IVAR0 + 4*uint32(q&7), shift + uint(q&8)<<1
+	}
+	// 82580 and later: IVAR(q/2), odd queues in bits 31:16.
+	return IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
+}
+
+// setupInterrupts routes the causes to vectors, sets moderation and
+// auto-clear/auto-mask, and arms every vector.
+func (d *Device) setupInterrupts() {
+	r := d.regs
+	other := len(d.queues)
+	var all uint32
+	if d.info.Type == Mac82575 {
+		// The 82575's EICR bits are causes; MSIXBM groups them into
+		// vectors.
+		r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_PBA_CLR|CTRL_EXT_EIAME|CTRL_EXT_IRCA)
+		for _, q := range d.queues {
+			q.eims = EICR_RX_QUEUE0<<q.idx | EICR_TX_QUEUE0<<q.idx
+			r.Write32(MSIXBM0+4*uint32(q.idx), q.eims)
+			all |= q.eims
+		}
+		d.other = EICR_OTHER
+		r.Write32(MSIXBM0+4*uint32(other), EICR_OTHER)
+	} else {
+		r.Write32(GPIE, GPIE_NSICR|GPIE_MULTIPLE_MSIX|GPIE_EIAME|GPIE_PBA)
+		var ivar [8]uint32
+		for _, q := range d.queues {
+			for _, tx := range []bool{false, true} {
+				reg, shift := ivarSlot(d.info.Type, q.idx, tx)
+				ivar[(reg-IVAR0)/4] |= (IVAR_VALID | uint32(q.idx)) << shift
+			}
+			q.eims = 1 << q.idx
+			all |= q.eims
+		}
+		for i, v := range ivar {
+			r.Write32(IVAR0+4*uint32(i), v)
+		}
+		r.Write32(IVAR_MISC, (IVAR_VALID|uint32(other))<<8)
+		d.other = 1 << other
+	}
+	all |= d.other
+	itr := uint32(itrInterval/time.Microsecond) << EITR_INTERVAL_SHIFT & EITR_INTERVAL_MASK
+	if d.info.Type == Mac82575 {
+		itr |= itr << 16 // the 82575 loads its counter from the upper half
+	}
+	for v := 0; v <= other; v++ {
+		r.Write32(EITR0+4*uint32(v), itr)
+	}
+	r.Write32(EIAC, all)
+	r.Write32(EIAM, all)
+	r.Read32(ICR)
+	r.Write32(IMS, ICR_LSC)
+	r.Write32(EIMS, all)
+}
+
+// line shares the device's one interrupt (kernel.Waiter) among the
+// queues' poll loops: one loop at a time sleeps on the Waiter, the others
+// wait for that sleep to end and share its result, so an interrupt wakes
+// every loop asleep when it came. A loop takes a mark before it re-arms
+// its vector and passes it to wait, which returns at once if an interrupt
+// was taken since: one that fired between the re-arm and the sleep is
+// not lost to another loop.
+type line struct {
+	w      kernel.Waiter
+	mu     sync.Mutex
+	raised uint64 // interrupts taken so far
+	sleep  *sleep // the sleep in progress, nil if none
+}
+
+type sleep struct {
+	done   chan struct{}
+	raised bool // set before done closes
+}
+
+// mark returns the count of interrupts taken, for wait.
+func (l *line) mark() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.raised
+}
+
+// wait sleeps until an interrupt is taken after mark or timeout passes.
+// A loop that joins another's sleep returns when that sleep ends, which
+// may be before or after its own timeout: either way it only polls again.
+func (l *line) wait(timeout time.Duration, mark uint64) bool {
+	l.mu.Lock()
+	if l.raised != mark {
+		l.mu.Unlock()
+		return true
+	}
+	if s := l.sleep; s != nil {
+		l.mu.Unlock()
+		<-s.done
+		return s.raised
+	}
+	s := &sleep{done: make(chan struct{})}
+	l.sleep = s
+	l.mu.Unlock()
+	s.raised = l.w.Wait(timeout)
+	l.mu.Lock()
+	if s.raised {
+		l.raised++
+	}
+	l.sleep = nil
+	l.mu.Unlock()
+	close(s.done)
+	return s.raised
+}
