@@ -1,18 +1,15 @@
 package m82574
 
 import (
-	"bytes"
 	"encoding/binary"
-	"sync"
 	"testing"
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -20,27 +17,25 @@ var (
 	nicAddr = pci.Addr{Dev: 2}
 	ourMAC  = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x01}
 	peerMAC = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x02}
-	srcIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
-	dstIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-	srcIP6  = tcpip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
-	dstIP6  = tcpip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2})
+	srcIP4  = nicmodeltest.IP4A
+	dstIP4  = nicmodeltest.IP4B
+	srcIP6  = nicmodeltest.IP6A
+	dstIP6  = nicmodeltest.IP6B
 )
 
 const ringSize = 16
 
-// rig is a machine with one model on its bus, a wire whose far end the
-// test holds, and a minimal hand-written driver: rings in coherent memory,
-// registers through the bus. With VT-d off, DMA addresses are physical.
+// rig is the shared test bench with this model on its bus and a minimal
+// hand-written driver: rings in coherent memory, registers through the
+// bus, DMA addresses physical.
 type rig struct {
-	t    *testing.T
+	*nicmodeltest.Bench
+	t    testing.TB
 	m    *sim.Machine
 	nic  *NIC
 	regs kernel.Regs
 	w    *wire.Wire
 	irq  *sim.IRQ
-
-	mu  sync.Mutex
-	out [][]byte // frames the model sent
 
 	rxRing, rxBufs kernel.Region
 	txRing, txBufs kernel.Region
@@ -48,55 +43,17 @@ type rig struct {
 	txTail         int
 }
 
-func newRig(t *testing.T, pers Personality) *rig {
+func newRig(t testing.TB, pers Personality) *rig {
 	t.Helper()
-	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Plug(m, nicAddr, Options{Personality: pers, MAC: ourMAC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory|sim.CmdIO|sim.CmdBusMaster); err != nil {
-		t.Fatal(err)
-	}
-	regs, err := m.Bus.Regs(nicAddr, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wire.New(wire.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, m: m, nic: n, regs: regs, w: w, irq: m.IRQ(nicAddr)}
-	w.B().Receive(func(f []byte) {
-		r.mu.Lock()
-		r.out = append(r.out, bytes.Clone(f))
-		r.mu.Unlock()
+	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true}, func(m *sim.Machine, a pci.Addr) (*NIC, error) {
+		return Plug(m, a, Options{Personality: pers, MAC: ourMAC})
 	})
-	n.Attach(w.A())
-	return r
+	return &rig{Bench: b, t: t, m: b.M, nic: n, regs: b.Regs, w: b.Wire, irq: b.M.IRQ(nicAddr)}
 }
 
-func (r *rig) alloc(size int) kernel.Region {
-	reg, err := r.m.Mem.Alloc(size, kernel.PageSize)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return reg
-}
+func (r *rig) alloc(size int) kernel.Region { return r.Alloc(size) }
+func (r *rig) sent() [][]byte               { return r.Sent() }
 
-func (r *rig) sent() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.out
-	r.out = nil
-	return out
-}
-
-// setupRx builds an RX ring of ringSize descriptors, each with a buffer of
-// bufSize bytes, hands all but one to the device and enables the receiver.
 func (r *rig) setupRx(rctl uint32, ext bool) {
 	r.bufSize = rxBufSize(rctl)
 	r.rxRing = r.alloc(ringSize * descLen)
@@ -178,69 +135,26 @@ func contextTx(c txContext) (d [descLen]byte) {
 	return d
 }
 
-// Packet builders, using gVisor's header package.
+// Packet builders, on the shared ones.
+
+func payloadBytes(n int, seed byte) []byte { return nicmodeltest.Payload(n, seed) }
 
 func ethernet(dst, src [6]byte, typ tcpip.NetworkProtocolNumber, payloadLen int) []byte {
-	f := make([]byte, header.EthernetMinimumSize, header.EthernetMinimumSize+payloadLen)
-	header.Ethernet(f).Encode(&header.EthernetFields{
-		SrcAddr: tcpip.LinkAddress(src[:]), DstAddr: tcpip.LinkAddress(dst[:]), Type: typ,
-	})
-	return f
+	return nicmodeltest.Ethernet(dst, src, typ, header.EthernetMinimumSize+payloadLen)
 }
 
-func payloadBytes(n int, seed byte) []byte {
-	p := make([]byte, n)
-	for i := range p {
-		p[i] = seed + byte(i*7)
-	}
-	return p
-}
-
-// tcp4 builds an Ethernet/IPv4/TCP frame. With complete the checksums are
-// final; otherwise the TCP checksum field holds the pseudo-header sum
-// (with length pseudoLen) and the IP checksum is zero, as a driver leaves
-// them for offload.
+// tcp4 builds an Ethernet/IPv4/TCP frame from the peer. With complete the
+// checksums are final; otherwise the TCP checksum field holds the
+// pseudo-header sum (with length pseudoLen) and the IP checksum is zero,
+// as a driver leaves them for offload.
 func tcp4(dst [6]byte, payload []byte, flags header.TCPFlags, complete bool, pseudoLen int) []byte {
-	const ipLen, tcpLen = header.IPv4MinimumSize, header.TCPMinimumSize
-	f := ethernet(dst, peerMAC, header.IPv4ProtocolNumber, ipLen+tcpLen+len(payload))
-	f = f[:header.EthernetMinimumSize+ipLen+tcpLen]
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
-	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(ipLen + tcpLen + len(payload)), ID: 0x1234, TTL: 64,
-		Protocol: uint8(header.TCPProtocolNumber), SrcAddr: srcIP4, DstAddr: dstIP4,
-	})
-	tcp := header.TCP(ip[ipLen:])
-	tcp.Encode(&header.TCPFields{
-		SrcPort: 40000, DstPort: 80, SeqNum: 1000, AckNum: 77,
-		DataOffset: tcpLen, Flags: flags, WindowSize: 65535,
-	})
-	f = append(f, payload...)
-	l4 := f[header.EthernetMinimumSize+ipLen:]
-	if complete {
-		ip.SetChecksum(^ip.CalculateChecksum())
-		s := header.PseudoHeaderChecksum(header.TCPProtocolNumber, srcIP4, dstIP4, uint16(len(l4)))
-		header.TCP(l4).SetChecksum(^checksum.Checksum(l4, s))
-	} else {
-		header.TCP(l4).SetChecksum(header.PseudoHeaderChecksum(header.TCPProtocolNumber, srcIP4, dstIP4, uint16(pseudoLen)))
-	}
-	return f
+	return nicmodeltest.Packet{
+		Dst: dst, Src: peerMAC, ID: 0x1234, Seq: 1000, Ack: 77, Flags: flags, Payload: payload,
+		Offload: !complete, PseudoLen: pseudoLen,
+	}.TCP()
 }
 
+// udp4 builds an Ethernet/IPv4/UDP frame from the peer, checksums final.
 func udp4(dst [6]byte, payload []byte) []byte {
-	const ipLen, udpLen = header.IPv4MinimumSize, header.UDPMinimumSize
-	f := ethernet(dst, peerMAC, header.IPv4ProtocolNumber, ipLen+udpLen+len(payload))
-	f = f[:header.EthernetMinimumSize+ipLen+udpLen]
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
-	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(ipLen + udpLen + len(payload)), ID: 7, TTL: 64,
-		Protocol: uint8(header.UDPProtocolNumber), SrcAddr: srcIP4, DstAddr: dstIP4,
-	})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	u := header.UDP(ip[ipLen:])
-	u.Encode(&header.UDPFields{SrcPort: 5000, DstPort: 53, Length: uint16(udpLen + len(payload))})
-	f = append(f, payload...)
-	l4 := f[header.EthernetMinimumSize+ipLen:]
-	s := header.PseudoHeaderChecksum(header.UDPProtocolNumber, srcIP4, dstIP4, uint16(len(l4)))
-	header.UDP(l4).SetChecksum(^checksum.Checksum(l4, s))
-	return f
+	return nicmodeltest.Packet{Dst: dst, Src: peerMAC, ID: 7, Payload: payload}.UDP()
 }

@@ -1,18 +1,15 @@
 package m82576
 
 import (
-	"bytes"
 	"encoding/binary"
-	"sync"
 	"testing"
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -20,25 +17,22 @@ var (
 	nicAddr = pci.Addr{Dev: 3}
 	ourMAC  = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x01}
 	peerMAC = [6]byte{0x02, 0x00, 0x00, 0xaa, 0xbb, 0x02}
-	srcIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-	dstIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
-	srcIP6  = tcpip.AddrFrom16([16]byte{0xfd, 15: 2})
-	dstIP6  = tcpip.AddrFrom16([16]byte{0xfd, 15: 1})
+	srcIP4  = nicmodeltest.IP4B
+	dstIP4  = nicmodeltest.IP4A
+	srcIP6  = nicmodeltest.IP6B
+	dstIP6  = nicmodeltest.IP6A
 )
 
-// rig is a machine with one model on its bus, a wire whose far end the
-// test holds, and a minimal hand-written driver: rings in coherent
-// memory, registers through the bus. VT-d is left off, so DMA addresses
-// are physical.
+// rig is the shared test bench with this model on its bus and a minimal
+// hand-written driver: rings in coherent memory, registers through the
+// bus, DMA addresses physical.
 type rig struct {
-	t    *testing.T
+	*nicmodeltest.Bench
+	t    testing.TB
 	m    *sim.Machine
 	nic  *NIC
 	regs kernel.Regs
 	w    *wire.Wire
-
-	mu  sync.Mutex
-	out [][]byte // frames the model sent
 
 	rx [numQueues]rxRing
 	tx [numQueues]txRingT
@@ -60,46 +54,15 @@ type txRingT struct {
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Plug(m, nicAddr, Options{MAC: ourMAC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory|sim.CmdIO|sim.CmdBusMaster); err != nil {
-		t.Fatal(err)
-	}
-	regs, err := m.Bus.Regs(nicAddr, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wire.New(wire.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{m: m, nic: n, regs: regs, w: w}
-	if tt, ok := t.(*testing.T); ok {
-		r.t = tt
-	}
-	w.B().Receive(func(f []byte) {
-		r.mu.Lock()
-		r.out = append(r.out, bytes.Clone(f))
-		r.mu.Unlock()
-	})
-	n.Attach(w.A())
-	regs.Write32(CTRL, regs.Read32(CTRL)|CtrlSLU)
-	return r
+	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true},
+		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, Options{MAC: ourMAC}) })
+	b.Regs.Write32(CTRL, b.Regs.Read32(CTRL)|CtrlSLU)
+	return &rig{Bench: b, t: t, m: b.M, nic: n, regs: b.Regs, w: b.Wire}
 }
 
-func (r *rig) alloc(size int) kernel.Region {
-	reg, err := r.m.Mem.Alloc(size, 4096)
-	if err != nil {
-		panic(err)
-	}
-	return reg
-}
+func (r *rig) alloc(size int) kernel.Region { return r.Alloc(size) }
+func (r *rig) sent() [][]byte               { return r.Sent() }
+func (r *rig) inject(f []byte)              { r.Inject(f) }
 
 // setupRx gives queue q a ring of size advanced one-buffer descriptors of
 // bufSize (a multiple of 1 KiB), all handed to the device but one.
@@ -213,80 +176,33 @@ func (r *rig) post(q uint32, ds ...txDesc) {
 	r.regs.Write32(TDT+q*queueSize, uint32(tr.tail))
 }
 
-func (r *rig) sent() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.out
-	r.out = nil
-	return out
-}
-
-// inject puts a frame on the wire towards the model.
-func (r *rig) inject(f []byte) { r.w.B().Send(f) }
-
-// Frame builders, with gVisor's header package; short frames are padded
-// to the 60-byte minimum as a sender does.
+// Frame builders, on the shared ones: from the peer to us, padded to the
+// 60-byte minimum as a sender does, checksums final.
 
 func ethHdr(b []byte, et tcpip.NetworkProtocolNumber) {
-	header.Ethernet(b).Encode(&header.EthernetFields{
-		SrcAddr: tcpip.LinkAddress(peerMAC[:]), DstAddr: tcpip.LinkAddress(ourMAC[:]), Type: et,
-	})
+	copy(b, nicmodeltest.Ethernet(ourMAC, peerMAC, et, 0))
 }
 
-// tcp4 builds an Ethernet/IPv4/TCP frame with correct checksums.
+// tcp4 builds an Ethernet/IPv4/TCP frame, ACK and PSH set.
 func tcp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
-	l := header.EthernetMinimumSize + header.IPv4MinimumSize + header.TCPMinimumSize + len(payload)
-	f := make([]byte, max(l, minFrame))
-	ethHdr(f, header.IPv4ProtocolNumber)
-	ip := header.IPv4(f[header.EthernetMinimumSize:l])
-	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(len(ip)), ID: 7, TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
-		SrcAddr: src, DstAddr: dst,
-	})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	tcp := header.TCP(ip.Payload())
-	tcp.Encode(&header.TCPFields{SrcPort: sport, DstPort: dport, SeqNum: 1000, AckNum: 1,
-		DataOffset: header.TCPMinimumSize, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 65535})
-	copy(tcp.Payload(), payload)
-	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))
-	tcp.SetChecksum(^checksum.Checksum(tcp, xsum))
-	return f
+	return nicmodeltest.Packet{
+		Dst: ourMAC, Src: peerMAC, SrcIP: src, DstIP: dst, SrcPort: sport, DstPort: dport,
+		ID: 7, Seq: 1000, Ack: 1, Flags: header.TCPFlagAck | header.TCPFlagPsh, Payload: payload, Pad: true,
+	}.TCP()
 }
 
-// udp4 builds an Ethernet/IPv4/UDP frame with correct checksums.
+// udp4 builds an Ethernet/IPv4/UDP frame.
 func udp4(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
-	l := header.EthernetMinimumSize + header.IPv4MinimumSize + header.UDPMinimumSize + len(payload)
-	f := make([]byte, max(l, minFrame))
-	ethHdr(f, header.IPv4ProtocolNumber)
-	ip := header.IPv4(f[header.EthernetMinimumSize:l])
-	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(len(ip)), ID: 9, TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
-		SrcAddr: src, DstAddr: dst,
-	})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	u := header.UDP(ip.Payload())
-	u.Encode(&header.UDPFields{SrcPort: sport, DstPort: dport, Length: uint16(len(u))})
-	copy(u.Payload(), payload)
-	xsum := header.PseudoHeaderChecksum(header.UDPProtocolNumber, src, dst, uint16(len(u)))
-	u.SetChecksum(^checksum.Checksum(u, xsum))
-	return f
+	return nicmodeltest.Packet{
+		Dst: ourMAC, Src: peerMAC, SrcIP: src, DstIP: dst, SrcPort: sport, DstPort: dport,
+		ID: 9, Payload: payload, Pad: true,
+	}.UDP()
 }
 
-// tcp6 builds an Ethernet/IPv6/TCP frame with a correct checksum.
+// tcp6 builds an Ethernet/IPv6/TCP frame, ACK set.
 func tcp6(src, dst tcpip.Address, sport, dport uint16, payload []byte) []byte {
-	l := header.EthernetMinimumSize + header.IPv6MinimumSize + header.TCPMinimumSize + len(payload)
-	f := make([]byte, max(l, minFrame))
-	ethHdr(f, header.IPv6ProtocolNumber)
-	ip := header.IPv6(f[header.EthernetMinimumSize:l])
-	ip.Encode(&header.IPv6Fields{
-		PayloadLength: uint16(header.TCPMinimumSize + len(payload)), TransportProtocol: header.TCPProtocolNumber,
-		HopLimit: 64, SrcAddr: src, DstAddr: dst,
-	})
-	tcp := header.TCP(ip.Payload())
-	tcp.Encode(&header.TCPFields{SrcPort: sport, DstPort: dport, SeqNum: 1000, AckNum: 1,
-		DataOffset: header.TCPMinimumSize, Flags: header.TCPFlagAck, WindowSize: 65535})
-	copy(tcp.Payload(), payload)
-	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))
-	tcp.SetChecksum(^checksum.Checksum(tcp, xsum))
-	return f
+	return nicmodeltest.Packet{
+		Dst: ourMAC, Src: peerMAC, V6: true, SrcIP: src, DstIP: dst, SrcPort: sport, DstPort: dport,
+		Seq: 1000, Ack: 1, Flags: header.TCPFlagAck, Payload: payload, Pad: true,
+	}.TCP()
 }

@@ -7,10 +7,7 @@ import (
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
-const (
-	minFrame    = nicmodel.MinFrame // without FCS
-	numContexts = 2                 // context slots per queue
-)
+const numContexts = 2 // context slots per queue
 
 // txContext is what an advanced context descriptor loads into its slot.
 type txContext struct {

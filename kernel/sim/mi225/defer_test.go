@@ -6,38 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
-	"github.com/ether9/ether9/kernel/sim/vtd"
-	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // newDeferRig is newRig with the model's packet buffer on.
 func newDeferRig(t testing.TB, kib int) *rig {
 	t.Helper()
-	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Plug(m, nicAddr, Options{Device: 0x125c, MAC: ourMAC, DeferRx: true, RxBufferKiB: kib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory|sim.CmdBusMaster); err != nil {
-		t.Fatal(err)
-	}
-	regs, err := m.Bus.Regs(nicAddr, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wire.New(wire.Options{SpeedMbps: 2500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, m: m, nic: n, regs: regs, w: w}
-	w.B().Receive(func(f []byte) {})
-	n.Attach(w.A())
-	return r
+	return plugRig(t, Options{Device: 0x125c, MAC: ourMAC, DeferRx: true, RxBufferKiB: kib})
 }
 
 func TestDeferRxWaitsForTheDriver(t *testing.T) {

@@ -1,18 +1,15 @@
 package mi225
 
 import (
-	"bytes"
 	"encoding/binary"
-	"sync"
 	"testing"
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -20,25 +17,20 @@ var (
 	nicAddr = pci.Addr{Dev: 3}
 	ourMAC  = [6]byte{0x02, 0x00, 0x00, 0x22, 0x50, 0x01}
 	peerMAC = [6]byte{0x02, 0x00, 0x00, 0x22, 0x50, 0x02}
-	srcIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
-	dstIP4  = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-	srcIP6  = tcpip.AddrFrom16([16]byte{0xfd, 15: 1})
-	dstIP6  = tcpip.AddrFrom16([16]byte{0xfd, 15: 2})
+	srcIP4  = nicmodeltest.IP4A
+	dstIP4  = nicmodeltest.IP4B
 )
 
-// rig is a machine with one model on its bus, a wire whose far end the
-// test holds, and a small hand-written driver: rings in coherent memory,
-// registers through the bus. VT-d is left off, so DMA addresses are
-// physical.
+// rig is the shared test bench with this model on its bus and a small
+// hand-written driver: rings in coherent memory, registers through the
+// bus, DMA addresses physical.
 type rig struct {
+	*nicmodeltest.Bench
 	t    testing.TB
 	m    *sim.Machine
 	nic  *NIC
 	regs kernel.Regs
 	w    *wire.Wire
-
-	mu  sync.Mutex
-	out [][]byte // frames the model sent
 
 	rx [Queues]rxRig
 	tx [Queues]txRig
@@ -58,50 +50,18 @@ const txSlot = 64 << 10
 
 func newRig(t testing.TB, dev uint16) *rig {
 	t.Helper()
-	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Plug(m, nicAddr, Options{Device: dev, MAC: ourMAC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory|sim.CmdBusMaster); err != nil {
-		t.Fatal(err)
-	}
-	regs, err := m.Bus.Regs(nicAddr, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wire.New(wire.Options{SpeedMbps: 2500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, m: m, nic: n, regs: regs, w: w}
-	w.B().Receive(func(f []byte) {
-		r.mu.Lock()
-		r.out = append(r.out, bytes.Clone(f))
-		r.mu.Unlock()
-	})
-	n.Attach(w.A())
-	return r
+	return plugRig(t, Options{Device: dev, MAC: ourMAC})
 }
 
-func (r *rig) alloc(size int) kernel.Region {
-	reg, err := r.m.Mem.Alloc(size, kernel.PageSize)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return reg
+func plugRig(t testing.TB, opt Options) *rig {
+	t.Helper()
+	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, Wire: wire.Options{SpeedMbps: 2500}},
+		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, opt) })
+	return &rig{Bench: b, t: t, m: b.M, nic: n, regs: b.Regs, w: b.Wire}
 }
 
-func (r *rig) sent() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.out
-	r.out = nil
-	return out
-}
+func (r *rig) alloc(size int) kernel.Region { return r.Alloc(size) }
+func (r *rig) sent() [][]byte               { return r.Sent() }
 
 // setupRx builds queue q's ring of size descriptors with packet buffers of
 // bufSize bytes (a multiple of 1 KiB) and 256-byte header buffers, hands
@@ -218,107 +178,30 @@ func ctxTx(macLen, ipLen int, vlan uint16, tucmd uint32, l4Len, mss int, idx uin
 	return d
 }
 
-// Packet builders, using gVisor's header package.
+// Packet builders, on the shared ones.
+
+func payloadBytes(n int, seed byte) []byte { return nicmodeltest.Payload(n, seed) }
 
 func ethernet(dst, src [6]byte, typ tcpip.NetworkProtocolNumber, capacity int) []byte {
-	f := make([]byte, header.EthernetMinimumSize, header.EthernetMinimumSize+capacity)
-	header.Ethernet(f).Encode(&header.EthernetFields{
-		SrcAddr: tcpip.LinkAddress(src[:]), DstAddr: tcpip.LinkAddress(dst[:]), Type: typ,
-	})
-	return f
+	return nicmodeltest.Ethernet(dst, src, typ, header.EthernetMinimumSize+capacity)
 }
 
-func payloadBytes(n int, seed byte) []byte {
-	p := make([]byte, n)
-	for i := range p {
-		p[i] = seed + byte(i*7)
-	}
-	return p
-}
-
-// tcpFrame builds Ethernet/IP/TCP. With complete the checksums are final;
-// otherwise the IPv4 checksum is zero and the TCP field holds the
-// pseudo-header sum over pseudoLen, as a driver leaves them for offload.
+// tcpFrame builds Ethernet/IP/TCP from the peer. With complete the
+// checksums are final; otherwise the IPv4 checksum is zero and the TCP
+// field holds the pseudo-header sum over pseudoLen, as a driver leaves
+// them for offload.
 func tcpFrame(v6 bool, dst [6]byte, payload []byte, flags header.TCPFlags, complete bool, pseudoLen int) []byte {
-	const tcpLen = header.TCPMinimumSize
-	var f []byte
-	var src, dstA tcpip.Address
-	ipLen := header.IPv4MinimumSize
-	if v6 {
-		ipLen = header.IPv6MinimumSize
-		src, dstA = srcIP6, dstIP6
-		f = ethernet(dst, peerMAC, header.IPv6ProtocolNumber, ipLen+tcpLen+len(payload))
-		f = f[:header.EthernetMinimumSize+ipLen]
-		header.IPv6(f[header.EthernetMinimumSize:]).Encode(&header.IPv6Fields{
-			PayloadLength: uint16(tcpLen + len(payload)), TransportProtocol: header.TCPProtocolNumber,
-			HopLimit: 64, SrcAddr: src, DstAddr: dstA,
-		})
-	} else {
-		src, dstA = srcIP4, dstIP4
-		f = ethernet(dst, peerMAC, header.IPv4ProtocolNumber, ipLen+tcpLen+len(payload))
-		f = f[:header.EthernetMinimumSize+ipLen]
-		ip := header.IPv4(f[header.EthernetMinimumSize:])
-		ip.Encode(&header.IPv4Fields{
-			TotalLength: uint16(ipLen + tcpLen + len(payload)), ID: 0x1234, TTL: 64,
-			Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dstA,
-		})
-		if complete {
-			ip.SetChecksum(^ip.CalculateChecksum())
-		}
-	}
-	f = f[:len(f)+tcpLen]
-	l4off := header.EthernetMinimumSize + ipLen
-	header.TCP(f[l4off:]).Encode(&header.TCPFields{
-		SrcPort: 40000, DstPort: 80, SeqNum: 1000, AckNum: 77,
-		DataOffset: tcpLen, Flags: flags, WindowSize: 65535,
-	})
-	f = append(f, payload...)
-	l4 := f[l4off:]
-	if complete {
-		s := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dstA, uint16(len(l4)))
-		header.TCP(l4).SetChecksum(^checksum.Checksum(l4, s))
-	} else {
-		header.TCP(l4).SetChecksum(header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dstA, uint16(pseudoLen)))
-	}
-	return f
+	return nicmodeltest.Packet{
+		Dst: dst, Src: peerMAC, V6: v6, ID: 0x1234, Seq: 1000, Ack: 77, Flags: flags, Payload: payload,
+		Offload: !complete, PseudoLen: pseudoLen,
+	}.TCP()
 }
 
-// udpFrame builds Ethernet/IP/UDP; complete as for tcpFrame.
+// udpFrame builds Ethernet/IP/UDP; complete as for tcpFrame, the
+// pseudo-header sum over the datagram's length.
 func udpFrame(v6 bool, dst [6]byte, payload []byte, complete bool) []byte {
-	const udpLen = header.UDPMinimumSize
-	var f []byte
-	var src, dstA tcpip.Address
-	ipLen := header.IPv4MinimumSize
-	if v6 {
-		ipLen = header.IPv6MinimumSize
-		src, dstA = srcIP6, dstIP6
-		f = ethernet(dst, peerMAC, header.IPv6ProtocolNumber, ipLen+udpLen+len(payload))
-		f = f[:header.EthernetMinimumSize+ipLen]
-		header.IPv6(f[header.EthernetMinimumSize:]).Encode(&header.IPv6Fields{
-			PayloadLength: uint16(udpLen + len(payload)), TransportProtocol: header.UDPProtocolNumber,
-			HopLimit: 64, SrcAddr: src, DstAddr: dstA,
-		})
-	} else {
-		src, dstA = srcIP4, dstIP4
-		f = ethernet(dst, peerMAC, header.IPv4ProtocolNumber, ipLen+udpLen+len(payload))
-		f = f[:header.EthernetMinimumSize+ipLen]
-		ip := header.IPv4(f[header.EthernetMinimumSize:])
-		ip.Encode(&header.IPv4Fields{
-			TotalLength: uint16(ipLen + udpLen + len(payload)), ID: 7, TTL: 64,
-			Protocol: uint8(header.UDPProtocolNumber), SrcAddr: src, DstAddr: dstA,
-		})
-		ip.SetChecksum(^ip.CalculateChecksum())
-	}
-	f = f[:len(f)+udpLen]
-	l4off := header.EthernetMinimumSize + ipLen
-	header.UDP(f[l4off:]).Encode(&header.UDPFields{SrcPort: 5000, DstPort: 53, Length: uint16(udpLen + len(payload))})
-	f = append(f, payload...)
-	l4 := f[l4off:]
-	s := header.PseudoHeaderChecksum(header.UDPProtocolNumber, src, dstA, uint16(len(l4)))
-	if complete {
-		header.UDP(l4).SetChecksum(^checksum.Checksum(l4, s))
-	} else {
-		header.UDP(l4).SetChecksum(s)
-	}
-	return f
+	return nicmodeltest.Packet{
+		Dst: dst, Src: peerMAC, V6: v6, ID: 7, Payload: payload,
+		Offload: !complete, PseudoLen: header.UDPMinimumSize + len(payload),
+	}.UDP()
 }

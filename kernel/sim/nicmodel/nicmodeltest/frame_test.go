@@ -1,0 +1,59 @@
+package nicmodeltest
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+func TestPacket(t *testing.T) {
+	mac := [6]byte{2, 0, 0, 0, 0, 1}
+	for _, v6 := range []bool{false, true} {
+		for _, udp := range []bool{false, true} {
+			p := Packet{Dst: mac, V6: v6, ID: 9, Seq: 5, Flags: header.TCPFlagAck, Payload: Payload(100, 1)}
+			build, proto, l4Len := p.TCP, header.TCPProtocolNumber, header.TCPMinimumSize
+			if udp {
+				build, proto, l4Len = p.UDP, header.UDPProtocolNumber, header.UDPMinimumSize
+			}
+			f := build()
+			ipLen := header.IPv4MinimumSize
+			src, dst := IP4A, IP4B
+			if v6 {
+				ipLen, src, dst = header.IPv6MinimumSize, IP6A, IP6B
+			}
+			if want := header.EthernetMinimumSize + ipLen + l4Len + 100; len(f) != want {
+				t.Fatalf("v6 %v udp %v: %d bytes, want %d", v6, udp, len(f), want)
+			}
+			ip := f[header.EthernetMinimumSize:]
+			if !v6 && !header.IPv4(ip).IsChecksumValid() {
+				t.Errorf("udp %v: IPv4 checksum invalid", udp)
+			}
+			l4 := ip[ipLen:]
+			if s := checksum.Checksum(l4, header.PseudoHeaderChecksum(proto, src, dst, uint16(len(l4)))); s != 0xffff {
+				t.Errorf("v6 %v udp %v: L4 checksum sums to %#x", v6, udp, s)
+			}
+
+			p.Offload, p.PseudoLen = true, 1234
+			if f = p.TCP(); udp {
+				f = p.UDP()
+			}
+			ip = f[header.EthernetMinimumSize:]
+			if !v6 && header.IPv4(ip).Checksum() != 0 {
+				t.Errorf("udp %v offload: IPv4 checksum %#x, want 0", udp, header.IPv4(ip).Checksum())
+			}
+			at := 16
+			if udp {
+				at = 6
+			}
+			if got, want := binary.BigEndian.Uint16(ip[ipLen+at:]), header.PseudoHeaderChecksum(proto, src, dst, 1234); got != want {
+				t.Errorf("v6 %v udp %v offload: L4 field %#x, want the pseudo-header sum %#x", v6, udp, got, want)
+			}
+		}
+	}
+	short := Packet{Dst: mac, Pad: true}.UDP()
+	if len(short) != 60 {
+		t.Errorf("padded frame of %d bytes", len(short))
+	}
+}
