@@ -21,47 +21,62 @@ var xdpHubMACs = []string{"02:00:00:00:00:0a", "02:00:00:00:00:0b"}
 var (
 	xdpTests = []string{"rxdrop", "txpush", "l2fwd"}
 	xdpPaths = []string{"netstack", "copy", "zero-copy"}
-	xdpCell  = regexp.MustCompile(`xdp: (rxdrop|txpush|l2fwd) (\d+) (netstack|copy|zero-copy) ([0-9.]+) kpps`)
+	xdpSizes = []int{64, 1500}
+	xdpCell  = regexp.MustCompile(`xdp: (rxdrop|txpush|l2fwd) (\d+) (netstack|copy|zero-copy) ([0-9.]+) kpps frames (\d+) late (\d+)`)
 	xdpRatio = regexp.MustCompile(`xdp: ratio ([0-9.]+)`)
 )
 
-// xdpTable is what the guest printed: kpps by "test size path".
+// xdpResult is one cell: its rate, the frames it counted, and those of
+// the second half of its run alone.
+type xdpResult struct {
+	kpps         float64
+	frames, late uint64
+}
+
+// xdpTable is what the guest printed: cells by "test size path".
 type xdpTable struct {
-	cells map[string]float64
-	size  int
+	cells map[string]xdpResult
 	ratio float64
 }
 
+func xdpKey(test string, size int, path string) string {
+	return fmt.Sprintf("%s %d %s", test, size, path)
+}
+
 func (t *xdpTable) print(w io.Writer) {
-	fmt.Fprintf(w, "xdp in QEMU (two igb on a hub, TCG), Kpps\n%d B     ", t.size)
-	for _, p := range xdpPaths {
-		fmt.Fprintf(w, " %10s", p)
-	}
-	fmt.Fprintln(w)
-	for _, tt := range xdpTests {
-		fmt.Fprintf(w, "%-8s", tt)
+	fmt.Fprintln(w, "xdp in QEMU (two igb on a hub, TCG), Kpps")
+	for _, size := range xdpSizes {
+		fmt.Fprintf(w, "%-8s", fmt.Sprintf("%d B", size))
 		for _, p := range xdpPaths {
-			fmt.Fprintf(w, " %10.1f", t.cells[fmt.Sprintf("%s %d %s", tt, t.size, p)])
+			fmt.Fprintf(w, " %10s", p)
 		}
 		fmt.Fprintln(w)
+		for _, tt := range xdpTests {
+			fmt.Fprintf(w, "%-8s", tt)
+			for _, p := range xdpPaths {
+				fmt.Fprintf(w, " %10.1f", t.cells[xdpKey(tt, size, p)].kpps)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	fmt.Fprintf(w, "ratio: %.2f\n", t.ratio)
 }
 
-// parseXDP reads the cells and the ratio from console lines; every test
-// and path must be there.
+// parseXDP reads the cells and the ratio from console lines; every test,
+// size and path must be there.
 func parseXDP(lines []string) (*xdpTable, error) {
-	t := &xdpTable{cells: map[string]float64{}}
+	t := &xdpTable{cells: map[string]xdpResult{}}
 	seenRatio := false
 	for _, l := range lines {
 		if m := xdpCell.FindStringSubmatch(l); m != nil {
-			size, _ := strconv.Atoi(m[2])
-			k, err := strconv.ParseFloat(m[4], 64)
-			if err != nil {
+			size, err1 := strconv.Atoi(m[2])
+			k, err2 := strconv.ParseFloat(m[4], 64)
+			frames, err3 := strconv.ParseUint(m[5], 10, 64)
+			late, err4 := strconv.ParseUint(m[6], 10, 64)
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
 				return nil, fmt.Errorf("xdp: line %q: %w", l, err)
 			}
-			t.size = size
-			t.cells[m[1]+" "+m[2]+" "+m[3]] = k
+			t.cells[xdpKey(m[1], size, m[3])] = xdpResult{kpps: k, frames: frames, late: late}
 		}
 		if m := xdpRatio.FindStringSubmatch(l); m != nil {
 			r, err := strconv.ParseFloat(m[1], 64)
@@ -72,10 +87,12 @@ func parseXDP(lines []string) (*xdpTable, error) {
 		}
 	}
 	var errs []error
-	for _, tt := range xdpTests {
-		for _, p := range xdpPaths {
-			if _, ok := t.cells[fmt.Sprintf("%s %d %s", tt, t.size, p)]; !ok {
-				errs = append(errs, fmt.Errorf("xdp: no %s %s cell", tt, p))
+	for _, size := range xdpSizes {
+		for _, tt := range xdpTests {
+			for _, p := range xdpPaths {
+				if _, ok := t.cells[xdpKey(tt, size, p)]; !ok {
+					errs = append(errs, fmt.Errorf("xdp: no %s %d %s cell", tt, size, p))
+				}
 			}
 		}
 	}

@@ -16,7 +16,16 @@ const (
 
 // Steer implements xsk.Binder: an EtherType filter (ETQF) or a UDP
 // destination port 2-tuple filter (TTQF, IMIR, IMIREXT) sends matching
-// frames to queue q ahead of RSS.
+// frames to queue q ahead of RSS, as the 82576 datasheet describes.
+//
+// QEMU's igb (hw/net/igb_core.c, QEMU 10.0) implements neither: outside
+// VMDq mode igb_receive_assign picks the queue with
+// "queues = BIT(rss_info->queue);" alone; its ETQF loop only records the
+// matching filter's index for the descriptor's packet type and the 1588
+// timestamp, and TTQF, IMIR and IMIREXT have no entry in
+// igb_macreg_writeops, so their writes are discarded. Both filters are
+// accepted there and steer nothing; only RSS places a flow on a queue
+// (boot/init/xdp.go picks a source port by its Toeplitz hash).
 func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 	if q < 0 || q >= len(d.queues) {
 		return -1, fmt.Errorf("igb %s: steer %v to queue %d: %w", d.name, f, q, xsk.ErrNoQueue)

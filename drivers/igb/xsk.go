@@ -131,6 +131,7 @@ func (d *Device) Bind(qi int, s *xsk.Socket, m xsk.Mode) error {
 	q.txSock = s
 	q.sock.Store(s)
 	s.SetPoller(q.pollSocket)
+	s.SetWaiter(q.Wait)
 	d.logf("%s: queue %d bound to a socket (%v, %d frames)", d.name, qi, m, s.Umem.Frames())
 	return nil
 }
@@ -171,6 +172,7 @@ func (q *queue) detachLocked(restart bool) error {
 	}
 	d := q.d
 	s.SetPoller(nil)
+	s.SetWaiter(nil)
 	var errs []error
 	if q.zcTx > 0 && !q.stopped {
 		d.waitFor(10*time.Millisecond, func() bool {

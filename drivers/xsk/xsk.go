@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Desc is one RX or TX ring entry: a frame's offset in the UMEM and the
@@ -151,6 +152,7 @@ type Socket struct {
 	Stats Stats
 
 	poll atomic.Pointer[func(budget int) int]
+	wait atomic.Pointer[func(timeout time.Duration) bool]
 }
 
 // NewSocket returns a socket over u with RX and TX rings of n entries.
@@ -189,6 +191,32 @@ func (s *Socket) Poll(budget int) int {
 		return 0
 	}
 	return (*f)(budget)
+}
+
+// SetWaiter is called by a driver when it binds the socket (nil when it
+// unbinds): Wait sleeps through it until the queue may have work.
+func (s *Socket) SetWaiter(f func(timeout time.Duration) bool) {
+	if f == nil {
+		s.wait.Store(nil)
+		return
+	}
+	s.wait.Store(&f)
+}
+
+// Wait gives up the CPU until the bound queue may have work (its interrupt,
+// or polling where the platform has none) or timeout passes, the way an
+// AF_XDP program sleeps in poll(2). An application that polls its own
+// queue calls it when a Poll found nothing to do: a loop that spins
+// instead takes the CPU from the sockets and the sender that do have
+// work, and on a machine with one CPU the whole machine then moves one
+// ring per scheduling slice. It returns at once, false, when the socket is
+// not bound.
+func (s *Socket) Wait(timeout time.Duration) bool {
+	f := s.wait.Load()
+	if f == nil {
+		return false
+	}
+	return (*f)(timeout)
 }
 
 // Verdict is a packet program's decision.

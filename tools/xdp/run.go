@@ -212,13 +212,15 @@ func startQueue(r *Rig, c Config) (func() uint64, func() error, error) {
 }
 
 // app is the application's loop, on one goroutine that also drives the
-// queue (Socket.Poll), like an AF_XDP program in busy-poll mode.
+// queue (Socket.Poll), like an AF_XDP program in busy-poll mode; a round
+// that moves nothing gives the CPU away (xsk.Idler) instead of spinning.
 func app(s *xsk.Socket, c Config, free []uint64, n *atomic.Uint64, done *atomic.Bool) {
 	const batch = 64
+	idle := xsk.Idler{Socket: s, Spins: 16, Sleep: time.Millisecond}
 	descs := make([]xsk.Desc, batch)
 	addrs := make([]uint64, batch)
 	for !done.Load() {
-		s.Poll(batch)
+		worked := s.Poll(batch) > 0
 		switch c.Test {
 		case RxDrop:
 			k := s.RX.ConsumeBatch(descs)
@@ -227,6 +229,7 @@ func app(s *xsk.Socket, c Config, free []uint64, n *atomic.Uint64, done *atomic.
 			}
 			s.Umem.Fill.ProduceBatch(addrs[:k])
 			n.Add(uint64(k))
+			worked = worked || k > 0
 		case TxPush:
 			k := s.Umem.Comp.ConsumeBatch(addrs)
 			free = append(free, addrs[:k]...)
@@ -236,16 +239,19 @@ func app(s *xsk.Socket, c Config, free []uint64, n *atomic.Uint64, done *atomic.
 			}
 			sent := s.TX.ProduceBatch(descs[:m])
 			free = free[sent:]
+			worked = worked || k > 0 || sent > 0
 		case L2Fwd:
 			k := s.Umem.Comp.ConsumeBatch(addrs)
 			s.Umem.Fill.ProduceBatch(addrs[:k])
-			k = min(s.RX.Len(), s.TX.Free())
-			k = s.RX.ConsumeBatch(descs[:min(k, batch)])
-			for i := 0; i < k; i++ {
+			r := min(s.RX.Len(), s.TX.Free())
+			r = s.RX.ConsumeBatch(descs[:min(r, batch)])
+			for i := 0; i < r; i++ {
 				swapMAC(s.Umem.Bytes(descs[i].Addr, int(descs[i].Len)))
 			}
-			s.TX.ProduceBatch(descs[:k])
+			s.TX.ProduceBatch(descs[:r])
+			worked = worked || k > 0 || r > 0
 		}
+		idle.Round(worked)
 	}
 }
 
