@@ -46,8 +46,7 @@ type Device struct {
 	regs  kernel.Regs
 	dma   kernel.DMA
 	clock kernel.Clock
-	irq   kernel.Waiter
-	line  line   // irq shared by the queues' poll loops
+	line  line   // the device's interrupt, shared by the queues' poll loops
 	other uint32 // EIMS bit of the other causes' vector
 	logf  func(string, ...any)
 	mac   [6]byte
@@ -93,15 +92,14 @@ func probe(dev *nic.Device) (*Device, error) {
 	}
 	d := &Device{
 		name: dev.Name, id: id, info: info, fn: dev.Func.Addr.Fn,
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Logf,
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, line: line{w: dev.IRQ}, logf: dev.Logf,
 	}
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
-	if d.irq == nil {
-		d.irq = kernel.PollWaiter{}
+	if d.line.w == nil {
+		d.line.w = kernel.PollWaiter{}
 	}
-	d.line.w = d.irq
 	d.mtu.Store(defaultMTU)
 	d.link.Store(&nic.Link{})
 	d.tso.Store(true)
