@@ -128,7 +128,7 @@ const (
 	StatusGIOME   = 1 << 19 // GIO master enable status
 )
 
-// EECD bits.
+// EECD bits; EERD is the family's (nicmodel).
 const (
 	EecdSK     = 1 << 0
 	EecdCS     = 1 << 1
@@ -139,14 +139,6 @@ const (
 	EecdPres   = 1 << 8
 	EecdAutoRd = 1 << 9
 	EecdSizeSh = 11 // NVM word size = 1 << (field + 6)
-)
-
-// EERD fields.
-const (
-	EerdStart  = 1 << 0
-	EerdDone   = 1 << 1
-	EerdAddrSh = 2
-	EerdDataSh = 16
 )
 
 // CTRL_EXT bits.

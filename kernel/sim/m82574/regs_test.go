@@ -98,12 +98,12 @@ func TestResetReloadsMACAndClears(t *testing.T) {
 func TestNVMThroughEERD(t *testing.T) {
 	r := newRig(t, M82574L)
 	read := func(w uint32) uint16 {
-		r.regs.Write32(EERD, w<<EerdAddrSh|EerdStart)
+		r.regs.Write32(EERD, w<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
 		v := r.regs.Read32(EERD)
-		if v&EerdDone == 0 {
+		if v&nicmodel.EerdDone == 0 {
 			t.Fatalf("EERD word %#x not done: %#x", w, v)
 		}
-		return uint16(v >> EerdDataSh)
+		return uint16(v >> nicmodel.EerdDataSh)
 	}
 	var got [6]byte
 	for i := range 3 {
@@ -113,11 +113,11 @@ func TestNVMThroughEERD(t *testing.T) {
 		t.Fatalf("NVM MAC %x, want %x", got, ourMAC)
 	}
 	var sum uint16
-	for w := range uint32(NvmChecksum + 1) {
+	for w := range uint32(nicmodel.NVMChecksumWord + 1) {
 		sum += read(w)
 	}
-	if sum != NvmSum {
-		t.Fatalf("NVM words 0..0x3f sum to %#x, want %#x", sum, NvmSum)
+	if sum != nicmodel.NVMSum {
+		t.Fatalf("NVM words 0..0x3f sum to %#x, want %#x", sum, nicmodel.NVMSum)
 	}
 	if d := read(NvmDeviceID); d != 0x10d3 {
 		t.Fatalf("NVM device id %#x", d)
@@ -128,8 +128,8 @@ func TestNVMThroughEERD(t *testing.T) {
 
 	// The I219 keeps its NVM in the platform flash: no EERD.
 	i := newRig(t, I219LM)
-	i.regs.Write32(EERD, EerdStart)
-	if v := i.regs.Read32(EERD); v&EerdDone != 0 {
+	i.regs.Write32(EERD, nicmodel.EerdStart)
+	if v := i.regs.Read32(EERD); v&nicmodel.EerdDone != 0 {
 		t.Fatalf("I219 EERD completed: %#x", v)
 	}
 	if m := mac(i); m != ourMAC {

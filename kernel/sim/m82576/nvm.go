@@ -1,45 +1,33 @@
 package m82576
 
-import "encoding/binary"
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
 
-// The NVM: 256 words, the first 64 covered by the checksum in word 0x3f
-// (the sum of words 0x00-0x3f is 0xbaba). Words 0-2 hold the MAC address.
+// The NVM: 256 words, the address and the checksum where the family keeps
+// them, and the PCI identity.
 const (
-	nvmWords    = 256
-	nvmChecksum = 0x3f
-	nvmSum      = 0xbaba
-	nvmSubDev   = 0x0b
-	nvmSubVen   = 0x0c
-	nvmDevID    = 0x0d
-	nvmVenID    = 0x0e
+	nvmWords  = 256
+	nvmSubDev = 0x0b
+	nvmSubVen = 0x0c
+	nvmDevID  = 0x0d
+	nvmVenID  = 0x0e
 )
 
 func (n *NIC) loadNVM() {
-	for i := range 3 {
-		n.nvm[i] = binary.LittleEndian.Uint16(n.mac[2*i:])
-	}
+	nicmodel.PutNVMMAC(n.nvm[:], n.mac)
 	n.nvm[nvmSubDev] = subDevice
 	n.nvm[nvmSubVen] = subVendor
 	n.nvm[nvmDevID] = deviceID
 	n.nvm[nvmVenID] = vendorID
-	var sum uint16
-	for _, w := range n.nvm[:nvmChecksum] {
-		sum += w
-	}
-	n.nvm[nvmChecksum] = nvmSum - sum
+	nicmodel.SetNVMChecksum(n.nvm[:])
 }
 
-// eerdLocked runs an EERD read: START with a word address; the word comes
-// back in the data field with DONE. The read completes at once.
+// eerdLocked runs an EERD read; it completes at once. Words past the NVM
+// read all ones.
 func (n *NIC) eerdLocked(v uint32) {
-	if v&EerdStart == 0 {
-		n.regs[EERD/4] = v &^ EerdDone
-		return
-	}
-	addr := v >> EerdAddrSh & EerdAddrMax
-	data := uint32(0xffff)
-	if addr < nvmWords {
-		data = uint32(n.nvm[addr])
-	}
-	n.regs[EERD/4] = data<<EerdDataSh | addr<<EerdAddrSh | EerdDone
+	n.regs[EERD/4] = nicmodel.EERD(v, func(addr uint32) uint16 {
+		if addr < nvmWords {
+			return n.nvm[addr]
+		}
+		return 0xffff
+	})
 }

@@ -139,7 +139,7 @@ const (
 	StatusPFRstDone = 1 << 21
 )
 
-// EECD and EERD bits.
+// EECD bits; EERD is the family's (nicmodel).
 const (
 	EecdSK     = 1 << 0
 	EecdCS     = 1 << 1
@@ -149,12 +149,6 @@ const (
 	EecdPres   = 1 << 8
 	EecdAutoRd = 1 << 9
 	EecdSizeSh = 11
-
-	EerdStart   = 1 << 0
-	EerdDone    = 1 << 1
-	EerdAddrSh  = 2
-	EerdAddrMax = 0x3fff
-	EerdDataSh  = 16
 )
 
 // CTRL_EXT bits.

@@ -66,20 +66,20 @@ func TestResetAndNVM(t *testing.T) {
 		t.Errorf("RAH0 %#x", v)
 	}
 	var sum uint16
-	for a := range uint32(nvmChecksum + 1) {
-		g.Write32(EERD, a<<EerdAddrSh|EerdStart)
+	for a := range uint32(nicmodel.NVMChecksumWord + 1) {
+		g.Write32(EERD, a<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
 		v := g.Read32(EERD)
-		if v&EerdDone == 0 {
+		if v&nicmodel.EerdDone == 0 {
 			t.Fatalf("EERD word %d not done: %#x", a, v)
 		}
-		w := uint16(v >> EerdDataSh)
+		w := uint16(v >> nicmodel.EerdDataSh)
 		if a < 3 && w != uint16(ourMAC[2*a])|uint16(ourMAC[2*a+1])<<8 {
 			t.Errorf("NVM word %d = %#x", a, w)
 		}
 		sum += w
 	}
-	if sum != nvmSum {
-		t.Errorf("NVM checksum %#x, want %#x", sum, nvmSum)
+	if sum != nicmodel.NVMSum {
+		t.Errorf("NVM checksum %#x, want %#x", sum, nicmodel.NVMSum)
 	}
 	if v := g.Read32(EECD); v&(EecdPres|EecdAutoRd) != EecdPres|EecdAutoRd {
 		t.Errorf("EECD %#x", v)

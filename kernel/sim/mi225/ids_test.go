@@ -4,16 +4,17 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/pci"
 )
 
 func eerd(r *rig, word uint32) uint16 {
-	r.regs.Write32(EERD, word<<EerdAddrShift|EerdStart)
+	r.regs.Write32(EERD, word<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
 	v := r.regs.Read32(EERD)
-	if v&EerdDone == 0 {
+	if v&nicmodel.EerdDone == 0 {
 		r.t.Fatalf("EERD word %#x: DONE not set (%#x)", word, v)
 	}
-	return uint16(v >> EerdDataShift)
+	return uint16(v >> nicmodel.EerdDataSh)
 }
 
 func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
@@ -49,7 +50,7 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 				if rah&RahAV != 0 || ral != 0 {
 					t.Fatalf("blank NVM: RAL0 %#x RAH0 %#x, want no valid address", ral, rah)
 				}
-				if w0 != 0xffff || w1 != 0xffff || w2 != 0xffff || eerd(r, nvmChecksumAt) != 0xffff {
+				if w0 != 0xffff || w1 != 0xffff || w2 != 0xffff || eerd(r, nicmodel.NVMChecksumWord) != 0xffff {
 					t.Fatalf("blank NVM reads %04x %04x %04x, want all ones", w0, w1, w2)
 				}
 				if r.regs.Read32(EECD)&EecdFlashDet != 0 {
@@ -71,11 +72,11 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 				t.Fatalf("NVM words 0-2 give %x, want %x", nv, ourMAC)
 			}
 			var sum uint16
-			for w := uint32(0); w <= nvmChecksumAt; w++ {
+			for w := uint32(0); w <= nicmodel.NVMChecksumWord; w++ {
 				sum += eerd(r, w)
 			}
-			if sum != nvmChecksumSum {
-				t.Fatalf("NVM checksum sum %#04x, want %#04x", sum, nvmChecksumSum)
+			if sum != nicmodel.NVMSum {
+				t.Fatalf("NVM checksum sum %#04x, want %#04x", sum, nicmodel.NVMSum)
 			}
 		})
 	}

@@ -104,16 +104,12 @@ const (
 	StatusSpeed2500  = 1 << 22
 )
 
-// EECD and EERD bits.
+// EECD bits; EERD is the family's (nicmodel).
 const (
-	EecdPres      = 1 << 8
-	EecdAutoRd    = 1 << 9
-	EecdFlashDet  = 1 << 19
-	EecdSec1Val   = 1 << 25
-	EerdStart     = 1 << 0
-	EerdDone      = 1 << 1
-	EerdAddrShift = 2
-	EerdDataShift = 16
+	EecdPres     = 1 << 8
+	EecdAutoRd   = 1 << 9
+	EecdFlashDet = 1 << 19
+	EecdSec1Val  = 1 << 25
 )
 
 // CTRL_EXT bits.
