@@ -3,11 +3,9 @@ package igb
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/drivers/xsk"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
@@ -228,52 +226,6 @@ func TestRxBadWritebacksRecycle(t *testing.T) {
 	}
 	if m, u := q.rx.Mapped(), r.stat(t, "rx_unmaps"); m < rxDescs-1 || u != 0 {
 		t.Errorf("%d pages mapped, %d unmapped: bad frames must recycle", m, u)
-	}
-}
-
-func TestSteerFilters(t *testing.T) {
-	r := newRig(t)
-	defer r.close(t)
-	s, err := r.d.Steer(xsk.Filter{EtherType: 0x88b5}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := r.regs.get(ETQF + uint32(4*s)); v != 0x88b5|3<<16|ETQF_FILTER_ENABLE|ETQF_QUEUE_ENABLE {
-		t.Errorf("ETQF %#x", v)
-	}
-	u, err := r.d.Steer(xsk.Filter{UDPPort: 4791}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := uint32(4 * (u - slotTwoTuple))
-	if v := r.regs.get(TTQF + i); v != protoUDP|TTQF_QUEUE_ENABLE|2<<16 {
-		t.Errorf("TTQF %#x", v)
-	}
-	if v := r.regs.get(IMIR + i); v&0xffff != 4791 || v&IMIR_PORT_BP != 0 {
-		t.Errorf("IMIR %#x", v)
-	}
-	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1}, 9); !errors.Is(err, xsk.ErrNoQueue) {
-		t.Errorf("steer to queue 9: %v", err)
-	}
-	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1, EtherType: 2}, 0); err == nil {
-		t.Error("filter with two conditions accepted")
-	}
-	for k := 1; k < ttqfCount; k++ {
-		if _, err := r.d.Steer(xsk.Filter{UDPPort: uint16(k)}, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := r.d.Steer(xsk.Filter{UDPPort: 99}, 0); err == nil {
-		t.Error("ninth 2-tuple filter accepted")
-	}
-	if err := r.d.Unsteer(u); err != nil || r.regs.get(TTQF+i) != 0 {
-		t.Errorf("unsteer: %v, TTQF %#x", err, r.regs.get(TTQF+i))
-	}
-	if err := r.d.Unsteer(u); err == nil {
-		t.Error("double unsteer accepted")
-	}
-	if err := r.d.Unsteer(s); err != nil || r.regs.get(ETQF+uint32(4*s)) != 0 {
-		t.Errorf("unsteer ethertype: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/ether9/ether9/drivers/xsk"
 )
@@ -14,9 +15,32 @@ const (
 	slotTwoTuple = etqfCount
 )
 
+// On the 82576 the queue filter register at TTQF's offset is FTQF, a
+// 5-tuple filter (the 82580 and later parts put their 2-tuple TTQF there):
+// it compares the IPv4 source address (SAQF), destination address (DAQF)
+// and source port (SPQF) too, unless these bits bypass them. On TTQF they
+// are reserved.
+const (
+	FTQF_MASK_SOURCE_ADDR_BP = 1 << 29
+	FTQF_MASK_DEST_ADDR_BP   = 1 << 30
+	FTQF_MASK_SOURCE_PORT_BP = 1 << 31
+)
+
+// portOnly is, per MAC type, what the queue filter register needs beyond
+// protocol, queue and enable so that it compares protocol and destination
+// port alone.
+var portOnly = map[MACType]uint32{
+	Mac82576: FTQF_MASK_SOURCE_ADDR_BP | FTQF_MASK_DEST_ADDR_BP | FTQF_MASK_SOURCE_PORT_BP,
+}
+
+// imirPort is the IMIR destination port field for port: the port as it
+// appears on the wire, its first byte in the register's low byte.
+func imirPort(port uint16) uint32 { return uint32(bits.ReverseBytes16(port)) }
+
 // Steer implements xsk.Binder: an EtherType filter (ETQF) or a UDP
-// destination port 2-tuple filter (TTQF, IMIR, IMIREXT) sends matching
-// frames to queue q ahead of RSS, as the 82576 datasheet describes.
+// destination port filter (TTQF, or the 82576's FTQF with its address and
+// source port bypassed; IMIR, IMIREXT) sends matching frames to queue q
+// ahead of RSS.
 //
 // QEMU's igb (hw/net/igb_core.c, QEMU 10.0) implements neither: outside
 // VMDq mode igb_receive_assign picks the queue with
@@ -56,9 +80,9 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 		if !d.ttqf[i] {
 			d.ttqf[i] = true
 			off := uint32(4 * i)
-			r.Write32(IMIR+off, uint32(f.UDPPort)|7<<IMIR_PRIORITY_SHIFT)
+			r.Write32(IMIR+off, imirPort(f.UDPPort)|7<<IMIR_PRIORITY_SHIFT)
 			r.Write32(IMIREXT+off, IMIREXT_SIZE_BP|IMIREXT_CTRL_BP)
-			r.Write32(TTQF+off, protoUDP|TTQF_QUEUE_ENABLE|uint32(q)<<TTQF_QUEUE_SHIFT&TTQF_QUEUE_MASK)
+			r.Write32(TTQF+off, protoUDP|portOnly[d.info.Type]|TTQF_QUEUE_ENABLE|uint32(q)<<TTQF_QUEUE_SHIFT&TTQF_QUEUE_MASK)
 			return slotTwoTuple + i, nil
 		}
 	}

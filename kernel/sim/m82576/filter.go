@@ -60,26 +60,57 @@ func (n *NIC) etqfLocked(p *packet) (idx int, queue uint32, steer, match bool) {
 	return 0, 0, false, false
 }
 
-// twoTupleLocked matches the 2-tuple filters (TTQF with IMIR and IMIREXT):
-// L4 protocol, destination port, a size bound and TCP flags, each of which
-// can be bypassed. Of the matching filters with queue enable set, the one
-// with the highest IMIR priority wins, the lowest index among equals.
-func (n *NIC) twoTupleLocked(p *packet, frameLen int) (queue uint32, ok bool) {
-	if p.l4 == nil {
+// The 82576's L4 queue filters are 5-tuple filters (FTQF; the 82580 and
+// later parts put 2-tuple TTQF filters at the same offsets): protocol,
+// IPv4 source and destination address, source and destination port, each
+// compared unless its FTQF mask bit bypasses it. SAQF, DAQF, SPQF and
+// IMIR's port field hold their values as they appear on the wire, the
+// first byte in the register's low byte; IMIR and IMIREXT add the
+// priority, a size bound and TCP flags.
+const (
+	SAQF0 = 0x05980 // SAQF(n) = SAQF0 + 4n, n < 8
+	DAQF0 = 0x059a0
+	SPQF0 = 0x059c0
+	FTQF0 = 0x059e0
+
+	FtqfProtoMask   = 0xff
+	FtqfQueueEn     = 1 << 8
+	FtqfQueueSh     = 16
+	ftqfQueueMk     = 0x7
+	FtqfMaskProto   = 1 << 28 // set: the protocol is not compared
+	FtqfMaskSrcAddr = 1 << 29 // set: SAQF is not compared
+	FtqfMaskDstAddr = 1 << 30 // set: DAQF is not compared
+	FtqfMaskSrcPort = 1 << 31 // set: SPQF is not compared
+
+	SpqfPortMask = 0xffff
+	numFTQF      = 8
+)
+
+// fiveTupleLocked matches the 5-tuple filters against an IPv4 TCP or UDP
+// frame. Of the matching filters with queue enable set, the one with the
+// highest IMIR priority wins, the lowest index among equals. The pool
+// check (FTQF.VF_BP) matters only in VMDq mode, which steers by pool
+// before these filters, so it is not modelled.
+func (n *NIC) fiveTupleLocked(p *packet, frameLen int) (queue uint32, ok bool) {
+	if !p.ipv4 || !p.tcp() && !p.udp() {
 		return 0, false
 	}
-	port, hasPort := p.dstPort()
+	le := binary.LittleEndian
+	src, dst := le.Uint32(p.src), le.Uint32(p.dst)
+	sport, dport := le.Uint16(p.l4[0:]), le.Uint16(p.l4[2:]) // wire order
 	best := -1
-	for i := range uint32(numTTQF) {
-		ttqf := n.regs[TTQF0/4+i]
-		if ttqf&TtqfQueueEn == 0 {
-			continue
-		}
-		if ttqf&TtqfMaskProto == 0 && uint8(ttqf&TtqfProtoMask) != p.proto {
+	for i := range uint32(numFTQF) {
+		ftqf := n.regs[FTQF0/4+i]
+		switch {
+		case ftqf&FtqfQueueEn == 0,
+			ftqf&FtqfMaskProto == 0 && uint8(ftqf&FtqfProtoMask) != p.proto,
+			ftqf&FtqfMaskSrcAddr == 0 && n.regs[SAQF0/4+i] != src,
+			ftqf&FtqfMaskDstAddr == 0 && n.regs[DAQF0/4+i] != dst,
+			ftqf&FtqfMaskSrcPort == 0 && uint16(n.regs[SPQF0/4+i]&SpqfPortMask) != sport:
 			continue
 		}
 		imir := n.regs[IMIR0/4+i]
-		if imir&ImirPortBP == 0 && (!hasPort || uint16(imir&ImirPortMask) != port) {
+		if imir&ImirPortBP == 0 && uint16(imir&ImirPortMask) != dport {
 			continue
 		}
 		ext := n.regs[IMIREXT/4+i]
@@ -92,9 +123,8 @@ func (n *NIC) twoTupleLocked(p *packet, frameLen int) (queue uint32, ok bool) {
 				continue
 			}
 		}
-		prio := int(imir >> ImirPrioSh)
-		if prio > best {
-			best, queue = prio, ttqf>>TtqfQueueSh&ttqfQueueMk
+		if prio := int(imir >> ImirPrioSh); prio > best {
+			best, queue = prio, ftqf>>FtqfQueueSh&ftqfQueueMk
 		}
 	}
 	return queue, best >= 0

@@ -1,6 +1,7 @@
 package m82576
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -54,7 +55,14 @@ func TestEtherTypeFilter(t *testing.T) {
 	}
 }
 
-func TestTwoTupleFilter(t *testing.T) {
+// wire16 is a port as SPQF and IMIR hold it: the first byte on the wire
+// in the register's low byte.
+func wire16(port uint16) uint32 { return uint32(port>>8 | port<<8&0xff00) }
+
+// wire32 is an IPv4 address as SAQF and DAQF hold it.
+func wire32(a []byte) uint32 { return binary.LittleEndian.Uint32(a) }
+
+func TestFiveTupleFilter(t *testing.T) {
 	r := newRig(t)
 	for q := range uint32(8) {
 		r.setupRx(q, 8, 2048)
@@ -62,19 +70,27 @@ func TestTwoTupleFilter(t *testing.T) {
 	r.programRSS(&msKey, MrqcIPv4|MrqcUDPIPv4|MrqcTCPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	const vxlan = 4789
-	// Filter 2: UDP to port 4789, any size, any flags, queue 5.
-	r.regs.Write32(TTQF0+4*2, uint32(header.UDPProtocolNumber)|TtqfQueueEn|5<<TtqfQueueSh)
-	r.regs.Write32(IMIR0+4*2, vxlan|1<<ImirPrioSh)
+	anyFlow := uint32(FtqfMaskSrcAddr | FtqfMaskDstAddr | FtqfMaskSrcPort)
+	// Filter 2: UDP to port 4789 from anywhere, any size, any flags, queue 5.
+	r.regs.Write32(FTQF0+4*2, uint32(header.UDPProtocolNumber)|anyFlow|FtqfQueueEn|5<<FtqfQueueSh)
+	r.regs.Write32(IMIR0+4*2, wire16(vxlan)|1<<ImirPrioSh)
 	r.regs.Write32(IMIREXT+4*2, ImirextSizeBP|ImirextCtrlBP)
 	// Filter 4: any protocol to port 4789, higher priority, queue 6, but
 	// only for frames under 100 bytes.
-	r.regs.Write32(TTQF0+4*4, TtqfMaskProto|TtqfQueueEn|6<<TtqfQueueSh)
-	r.regs.Write32(IMIR0+4*4, vxlan|3<<ImirPrioSh)
+	r.regs.Write32(FTQF0+4*4, FtqfMaskProto|anyFlow|FtqfQueueEn|6<<FtqfQueueSh)
+	r.regs.Write32(IMIR0+4*4, wire16(vxlan)|3<<ImirPrioSh)
 	r.regs.Write32(IMIREXT+4*4, 100|ImirextCtrlBP)
 	// Filter 7: TCP with SYN to any port, queue 7.
-	r.regs.Write32(TTQF0+4*7, uint32(header.TCPProtocolNumber)|TtqfQueueEn|7<<TtqfQueueSh)
+	r.regs.Write32(FTQF0+4*7, uint32(header.TCPProtocolNumber)|anyFlow|FtqfQueueEn|7<<FtqfQueueSh)
 	r.regs.Write32(IMIR0+4*7, ImirPortBP)
 	r.regs.Write32(IMIREXT+4*7, ImirextSizeBP|uint32(header.TCPFlagSyn)<<ImirextCtrlSh)
+	// Filter 1: the whole 5-tuple of one UDP flow, queue 3.
+	r.regs.Write32(FTQF0+4*1, uint32(header.UDPProtocolNumber)|FtqfQueueEn|3<<FtqfQueueSh)
+	r.regs.Write32(SAQF0+4*1, wire32(srcIP4.AsSlice()))
+	r.regs.Write32(DAQF0+4*1, wire32(dstIP4.AsSlice()))
+	r.regs.Write32(SPQF0+4*1, wire16(5000))
+	r.regs.Write32(IMIR0+4*1, wire16(53)|2<<ImirPrioSh)
+	r.regs.Write32(IMIREXT+4*1, ImirextSizeBP|ImirextCtrlBP)
 
 	cases := []struct {
 		name  string
@@ -84,8 +100,12 @@ func TestTwoTupleFilter(t *testing.T) {
 		{"big UDP to 4789", udp4(srcIP4, dstIP4, 1, vxlan, make([]byte, 200)), 5},
 		{"small UDP to 4789", udp4(srcIP4, dstIP4, 1, vxlan, nil), 6},
 		{"UDP to 4790", udp4(srcIP4, dstIP4, 1, vxlan+1, nil), 0},
+		{"UDP to 46354 (4789 byte-swapped)", udp4(srcIP4, dstIP4, 1, 0xb512, make([]byte, 200)), 0},
 		{"small TCP to 4789", tcp4(srcIP4, dstIP4, 1, vxlan, nil), 6},
 		{"TCP ACK to 80", tcp4(srcIP4, dstIP4, 1, 80, make([]byte, 200)), 0},
+		{"the 5-tuple flow", udp4(srcIP4, dstIP4, 5000, 53, nil), 3},
+		{"another source port", udp4(srcIP4, dstIP4, 5001, 53, nil), 0},
+		{"reversed addresses", udp4(dstIP4, srcIP4, 5000, 53, nil), 0},
 	}
 	for _, c := range cases {
 		r.inject(c.frame)
@@ -98,6 +118,34 @@ func TestTwoTupleFilter(t *testing.T) {
 	r.inject(syn)
 	if _, _, ok := r.takeRx(7); !ok {
 		t.Errorf("SYN: not on queue 7 (per queue %v)", r.nic.Counters().RxQueue)
+	}
+}
+
+// A filter written as a 2-tuple (TTQF of the later parts: no address or
+// source port bypass, the port in host order) compares the addresses and
+// source port against SAQF, DAQF and SPQF, all zero, and the port against
+// its byte-swapped value: on an 82576 it steers nothing.
+func TestTwoTupleValuesSteerNothing(t *testing.T) {
+	r := newRig(t)
+	for q := range uint32(4) {
+		r.setupRx(q, 8, 2048)
+	}
+	r.programRSS(&msKey, MrqcIPv4|MrqcUDPIPv4)
+	r.programRETA(func(uint32) uint32 { return 0 })
+	r.regs.Write32(FTQF0, uint32(header.UDPProtocolNumber)|FtqfQueueEn|2<<FtqfQueueSh)
+	r.regs.Write32(IMIR0, 9|7<<ImirPrioSh)
+	r.regs.Write32(IMIREXT, ImirextSizeBP|ImirextCtrlBP)
+	r.inject(udp4(srcIP4, dstIP4, 40000, 9, nil))
+	if _, _, ok := r.takeRx(0); !ok {
+		t.Fatalf("frame not left to RSS (queue 0): per queue %v", r.nic.Counters().RxQueue)
+	}
+	// The same filter with the flow fields bypassed and the port as on the
+	// wire steers.
+	r.regs.Write32(FTQF0, uint32(header.UDPProtocolNumber)|FtqfMaskSrcAddr|FtqfMaskDstAddr|FtqfMaskSrcPort|FtqfQueueEn|2<<FtqfQueueSh)
+	r.regs.Write32(IMIR0, wire16(9)|7<<ImirPrioSh)
+	r.inject(udp4(srcIP4, dstIP4, 40000, 9, nil))
+	if _, _, ok := r.takeRx(2); !ok {
+		t.Fatalf("frame not steered to queue 2: per queue %v", r.nic.Counters().RxQueue)
 	}
 }
 

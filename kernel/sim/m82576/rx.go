@@ -116,7 +116,7 @@ func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 
 // rxRouteLocked admits a frame (receiver on, size, address and VLAN
 // filters), counts it, and chooses its queue: an EtherType filter with
-// queue enable first, then a 2-tuple filter, then RSS through the
+// queue enable first, then a 5-tuple filter, then RSS through the
 // redirection table (or the pool of the matched address in VMDq mode),
 // else queue 0.
 func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
@@ -167,7 +167,7 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 		s.q, steered = q, steer
 	}
 	if !steered {
-		s.q, steered = n.twoTupleLocked(&s.pkt, l)
+		s.q, steered = n.fiveTupleLocked(&s.pkt, l)
 	}
 	if !steered {
 		switch {
