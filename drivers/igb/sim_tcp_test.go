@@ -9,16 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/igb"
-	"github.com/ether9/ether9/drivers/probe"
-	"github.com/ether9/ether9/kernel"
-	"github.com/ether9/ether9/kernel/iommu"
-	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/m82576"
-	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
-	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -159,47 +151,4 @@ func closeStack(s *netstack.Stack) {
 		ep.Attach(nil) // stop the poll loops before RemoveNIC takes the stack lock
 	}
 	s.Close()
-}
-
-// newDeferredHost is a machine whose 82576 model defers receive DMA until
-// the driver arms the queue's vector (or touches its ring registers).
-func newDeferredHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *host {
-	t.Helper()
-	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: nonCoherent})
-	if err := m.Err(); err != nil {
-		t.Fatal(err)
-	}
-	a := pci.Addr{Bus: 0, Dev: 3, Fn: 0}
-	model, err := m82576.Plug(m, a, m82576.Options{MAC: [6]byte{0x52, 0x54, 0, 0, 0, last}, DeferRx: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model.Attach(end)
-	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := probe.Bind(probe.Platform{
-		Config: m.Bus,
-		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
-		IOMMU:  unit,
-		Memory: m.Mem,
-		Clock:  m.Clock,
-		IRQ:    func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.Err(); err != nil {
-		t.Fatal(err)
-	}
-	nics := res.NICs()
-	if len(nics) != 1 {
-		t.Fatalf("%d NICs", len(nics))
-	}
-	dev, ok := nics[0].(*igb.Device)
-	if !ok {
-		t.Fatalf("NIC is a %T", nics[0])
-	}
-	return &host{m: m, model: model, unit: unit, nic: dev, dev: dev}
 }

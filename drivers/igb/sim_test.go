@@ -31,12 +31,27 @@ type host struct {
 
 func newHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *host {
 	t.Helper()
+	return newHostWith(t, end, last, nonCoherent, m82576.Options{})
+}
+
+// newDeferredHost is newHost with a model whose frames reach a ring only
+// on the driver's goroutine (DeferRx), for tests that run under -race.
+func newDeferredHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *host {
+	t.Helper()
+	return newHostWith(t, end, last, nonCoherent, m82576.Options{DeferRx: true})
+}
+
+// newHostWith plugs an 82576 model with opt (its MAC ending in last) into
+// a simulated machine and binds the driver to it.
+func newHostWith(t testing.TB, end *wire.End, last byte, nonCoherent bool, opt m82576.Options) *host {
+	t.Helper()
+	opt.MAC = [6]byte{0x52, 0x54, 0, 0, 0, last}
 	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: nonCoherent})
 	if err := m.Err(); err != nil {
 		t.Fatal(err)
 	}
 	a := pci.Addr{Bus: 0, Dev: 3, Fn: 0}
-	model, err := m82576.Plug(m, a, m82576.Options{MAC: [6]byte{0x52, 0x54, 0, 0, 0, last}})
+	model, err := m82576.Plug(m, a, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
