@@ -2,7 +2,6 @@ package m82574
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
@@ -15,7 +14,7 @@ const (
 
 // rxEngine is the receive DMA engine's state; rxMu guards it.
 type rxEngine struct {
-	buf     []byte // the frame as stored: VLAN tag stripped, FCS kept
+	stored  nicmodel.RxFrame // the frame as stored: VLAN tag stripped, FCS kept
 	pf      rxPrefetch
 	wb      []byte // this frame's write-backs
 	pending []heldWB
@@ -88,23 +87,9 @@ func (n *NIC) rxFrame(frame []byte) bool {
 
 	// What goes into the buffers: the frame, its VLAN tag stripped when
 	// CTRL.VME says so, its FCS kept unless RCTL.SECRC strips it.
-	data := frame
-	tagged := len(frame) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(frame[12:]) == s.vet
-	var tci uint16
+	tagged := nicmodel.Tagged(frame, s.vet)
 	strip := tagged && s.vme
-	if strip || s.rctl&RctlSECRC == 0 {
-		b := e.buf[:0]
-		if strip {
-			tci = binary.BigEndian.Uint16(frame[14:])
-			b = append(append(b, frame[:12]...), frame[16:]...)
-		} else {
-			b = append(b, frame...)
-		}
-		if s.rctl&RctlSECRC == 0 {
-			b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(frame))
-		}
-		e.buf, data = b, b
-	}
+	data, tci := e.stored.Build(frame, strip, s.rctl&RctlSECRC == 0)
 
 	bsize := rxBufSize(s.rctl)
 	need := uint32((len(data) + bsize - 1) / bsize)
@@ -243,7 +228,7 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 	l := len(f) + fcsLen
 	n.statLocked(nicmodel.TPR, 1)
 	n.stat64Locked(nicmodel.TORL, uint64(l))
-	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == uint16(r[VET/4])
+	tagged := nicmodel.Tagged(f, uint16(r[VET/4]))
 	limit := maxFrame
 	if rctl&RctlLPE != 0 {
 		limit = maxJumboFrame

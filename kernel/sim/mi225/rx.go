@@ -2,7 +2,6 @@ package mi225
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 
@@ -19,11 +18,11 @@ const (
 
 // rxEngine is the receive DMA engine's state; rxMu guards it.
 type rxEngine struct {
-	conf  rxConf
-	buf   []byte // the frame as stored: tag stripped, FCS appended unless SECRC
-	descs [maxRxDescs * descLen]byte
-	wb    [maxRxDescs * descLen]byte
-	pf    [Queues]rxPrefetchState
+	conf   rxConf
+	stored nicmodel.RxFrame // the frame as stored: tag stripped, FCS appended unless SECRC
+	descs  [maxRxDescs * descLen]byte
+	wb     [maxRxDescs * descLen]byte
+	pf     [Queues]rxPrefetchState
 	// starved: the frame being written found too few descriptors and was
 	// counted in RNBC; it is not counted again while it waits.
 	starved bool
@@ -139,7 +138,7 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 	l := len(f) + fcsLen
 	n.statLocked(nicmodel.TPR, 1)
 	n.stat64Locked(nicmodel.TORL, uint64(l))
-	tagged := len(f) >= ethHdrLen+vlanTagLen && binary.BigEndian.Uint16(f[12:]) == uint16(r[VET/4])
+	tagged := nicmodel.Tagged(f, uint16(r[VET/4]))
 	limit := maxStdFrame
 	if a.rctl&RctlLPE != 0 {
 		limit = int(r[RLPML/4] & RlpmlMask)
@@ -245,23 +244,11 @@ func bufSizes(srrctl, rctl uint32) (pkt, hdr int) {
 // header buffer in header-split mode; then the write-backs.
 func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bool) bool {
 	e := &n.rx
-	be := binary.BigEndian
-	var vlan uint16
-	var vp bool
-	buf := e.buf[:0]
-	if a.vme && len(frame) >= ethHdrLen+vlanTagLen && be.Uint16(frame[12:]) == e.conf.vet {
-		vlan, vp = be.Uint16(frame[14:]), true
-		buf = append(append(buf, frame[:12]...), frame[16:]...)
-		if p.hdrLen >= 16 {
-			p.hdrLen -= vlanTagLen
-		}
-	} else {
-		buf = append(buf, frame...)
+	vp := a.vme && nicmodel.Tagged(frame, e.conf.vet)
+	buf, vlan := e.stored.Build(frame, vp, a.rctl&RctlSECRC == 0)
+	if vp && p.hdrLen >= 16 {
+		p.hdrLen -= vlanTagLen
 	}
-	if a.rctl&RctlSECRC == 0 {
-		buf = binary.LittleEndian.AppendUint32(buf, crc32.ChecksumIEEE(frame))
-	}
-	e.buf = buf
 
 	pktSize, hdrSize := bufSizes(ring.srrctl, a.rctl)
 	sp := splitFrame(ring.srrctl&SrrctlDescTypeMask, len(buf), p.hdrLen, hdrSize)

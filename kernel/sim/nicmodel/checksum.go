@@ -66,22 +66,29 @@ func InsertL4Checksum(p []byte, css, cso, end int, extra uint16, udp bool) bool 
 // header, or a header that does not fit, stops it with a nil payload:
 // there is no whole L4 header to look at.
 func IPv6Upper(next uint8, p []byte) (proto uint8, l4 []byte, ext bool) {
+	proto, l4, skipped := IPv6Skip(next, p)
+	return proto, l4, skipped > 0
+}
+
+// IPv6Skip is IPv6Upper reporting how many bytes of extension headers it
+// crossed.
+func IPv6Skip(next uint8, p []byte) (proto uint8, l4 []byte, skipped int) {
 	for range 4 {
 		switch next {
 		case 0, 43, 60:
 			if len(p) < 8 {
-				return 0, nil, ext
+				return 0, nil, skipped
 			}
 			l := (int(p[1]) + 1) * 8
 			if l > len(p) {
-				return 0, nil, ext
+				return 0, nil, skipped
 			}
-			next, p, ext = p[0], p[l:], true
+			next, p, skipped = p[0], p[l:], skipped+l
 		case 44:
-			return next, nil, ext
+			return next, nil, skipped
 		default:
-			return next, p, ext
+			return next, p, skipped
 		}
 	}
-	return 0, nil, ext
+	return 0, nil, skipped
 }

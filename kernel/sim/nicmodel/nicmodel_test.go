@@ -2,7 +2,9 @@ package nicmodel
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -181,5 +183,24 @@ func BenchmarkToeplitz(b *testing.B) {
 	in := make([]byte, 12)
 	for range b.N {
 		Toeplitz(&msKey, in)
+	}
+}
+
+func TestRxFrame(t *testing.T) {
+	f := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0x00, 0x20, 0x05, 0x08, 0x00, 0xaa, 0xbb}
+	var r RxFrame
+	if d, tci := r.Build(f, false, false); &d[0] != &f[0] || tci != 0 {
+		t.Error("a frame stored as it came was copied")
+	}
+	d, tci := r.Build(f, true, false)
+	if tci != 0x2005 || !bytes.Equal(d, append(append([]byte{}, f[:12]...), f[16:]...)) {
+		t.Errorf("stripped: % x, TCI %#x", d, tci)
+	}
+	d, _ = r.Build(f, true, true)
+	if len(d) != len(f)-VLANTagLen+4 || binary.LittleEndian.Uint32(d[len(d)-4:]) != crc32.ChecksumIEEE(f) {
+		t.Errorf("with FCS: % x", d)
+	}
+	if d, tci := r.Build(f[:14], true, false); len(d) != 14 || tci != 0 {
+		t.Errorf("a frame too short to carry a tag: % x, TCI %#x", d, tci)
 	}
 }
