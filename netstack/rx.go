@@ -1,7 +1,10 @@
 package netstack
 
 import (
+	"sync"
+
 	"github.com/ether9/ether9/drivers/nic"
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -23,7 +26,16 @@ func (e *Endpoint) deliver(p *nic.RxPacket) {
 		p.Data.Release()
 		return
 	}
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: p.Data})
+	opts := stack.PacketBufferOptions{Payload: p.Data}
+	var o *offer
+	if p.Recycle != nil {
+		o = e.newOffer(p.Recycle)
+		opts.OnRelease = o.run
+	}
+	pkt := stack.NewPacketBuffer(opts)
+	if o != nil {
+		o.pkt = pkt
+	}
 	defer pkt.DecRef()
 	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
 	if !ok {
@@ -55,6 +67,38 @@ func (e *Endpoint) deliver(p *nic.RxPacket) {
 	e.stats.rxPackets.Add(1)
 	e.stats.rxBytes.Add(uint64(size))
 	ref.d.DeliverNetworkPacket(proto, pkt)
+}
+
+// An offer takes a driver's recycle hook (nic.RxPacket.Recycle) to the
+// release of the packet built from the frame: as the packet's last
+// reference goes, before its views are released, the hook is offered the
+// first of them. Offers are pooled, each made once with its bound release
+// function, so a frame costs no allocation for it.
+type offer struct {
+	pkt     *stack.PacketBuffer
+	recycle func(*buffer.View)
+	run     func() // release, bound once
+	pool    *sync.Pool
+}
+
+func (e *Endpoint) newOffer(recycle func(*buffer.View)) *offer {
+	o, _ := e.offers.Get().(*offer)
+	if o == nil {
+		o = &offer{pool: &e.offers}
+		o.run = o.release
+	}
+	o.recycle = recycle
+	return o
+}
+
+// release runs on whichever goroutine drops the packet's last reference.
+func (o *offer) release() {
+	vl, _ := o.pkt.AsViewList()
+	if v := vl.Front(); v != nil {
+		o.recycle(v)
+	}
+	o.pkt, o.recycle = nil, nil
+	o.pool.Put(o)
 }
 
 // checksumsValid verifies the IPv4 header checksum and the TCP or UDP

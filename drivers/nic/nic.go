@@ -58,6 +58,12 @@ type RxPacket struct {
 	Data   buffer.Buffer
 	CsumOK bool   // the device verified the L4 checksum
 	Hash   uint32 // RSS hash when the device computed one
+	// Recycle, if set, is offered the first view of the packet's data
+	// once the receiver is done with the packet, before it releases it.
+	// The driver may take a reference of its own (Clone) to re-arm the
+	// buffer without a trip through gVisor's pool; receivers that do
+	// not call it lose nothing.
+	Recycle func(*buffer.View)
 }
 
 // Queue is one RX/TX queue pair. A queue is driven by one goroutine at a
