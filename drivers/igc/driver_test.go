@@ -465,7 +465,7 @@ func TestChunksReturnAndStayBounded(t *testing.T) {
 	if r.stat(t, "rx_chunk_reuses") == 0 {
 		t.Fatal("no released chunk came back under its mapping")
 	}
-	if n := len(r.d.queues[0].rx.chunks); n > maxMapped(rxDescs) {
+	if n := r.d.queues[0].rx.chunks.len(); n > maxMapped(rxDescs) {
 		t.Fatalf("%d chunks mapped, bound %d", n, maxMapped(rxDescs))
 	}
 	if r.stat(t, "rx_page_allocs") != 0 || r.stat(t, "rx_page_flips") != 0 {

@@ -108,11 +108,12 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		}
 	}
 	var (
-		buf buffer.Buffer
-		err error
+		buf     buffer.Buffer
+		recycle func(*buffer.View)
+		err     error
 	)
 	if r.layout == Build {
-		buf, err = r.build(n)
+		buf, recycle, err = r.build(n)
 		q.built.Add(1)
 	} else {
 		buf, err = r.construct(n)
@@ -121,7 +122,7 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 	if err != nil {
 		return
 	}
-	deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash})
+	deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash, Recycle: recycle})
 }
 
 // headerLen is how many bytes construct copies into the head: a frame of

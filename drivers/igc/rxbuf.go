@@ -81,13 +81,14 @@ type rxRing struct {
 	Pages  ring.PageStats
 	Chunks chunkStats
 
-	dma    kernel.DMA
-	slots  []rxPage
-	chunks map[uintptr]*chunkMap // build layout: the mappings kept, by chunk
-	clean  int
-	next   int
-	armed  int
-	layout Layout
+	dma     kernel.DMA
+	slots   []rxPage
+	chunks  chunkTable   // build layout: the mappings kept, by chunk address
+	returns chunkReturns // build layout: chunks taken back from released packets
+	clean   int
+	next    int
+	armed   int
+	layout  Layout
 }
 
 func newRxRing(dma kernel.DMA, n, descSize int) (*rxRing, error) {
@@ -95,7 +96,7 @@ func newRxRing(dma kernel.DMA, n, descSize int) (*rxRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rxRing{Descs: d, dma: dma, slots: make([]rxPage, n), chunks: make(map[uintptr]*chunkMap)}, nil
+	return &rxRing{Descs: d, dma: dma, slots: make([]rxPage, n), chunks: newChunkTable(maxMapped(n))}, nil
 }
 
 // room is the bytes the device may write into one buffer.
@@ -186,23 +187,25 @@ func (r *rxRing) current(n int) (*rxPage, []byte, error) {
 }
 
 // build returns the frame of n bytes at clean as a view over its buffer,
-// headroom trimmed: no copy. A chunk of its own goes up whole; a half
-// page (a slot armed before the layout was build) goes up shared.
-func (r *rxRing) build(n int) (buffer.Buffer, error) {
+// headroom trimmed: no copy. A chunk of its own goes up whole, with the
+// hook that offers it back (nic.RxPacket.Recycle); a half page (a slot
+// armed before the layout was build) goes up shared, with none.
+func (r *rxRing) build(n int) (buffer.Buffer, func(*buffer.View), error) {
 	s, _, err := r.current(n)
 	if err != nil {
-		return buffer.Buffer{}, err
+		return buffer.Buffer{}, nil, err
 	}
 	r.count(n)
 	r.Stats.Handoffs.Add(1)
 	if s.chunk != nil {
-		return buffer.MakeWithView(r.handChunk(s, n)), nil
+		v, recycle := r.handChunk(s, n)
+		return buffer.MakeWithView(v), recycle, nil
 	}
 	v := s.page.Clone()
 	v.TrimFront(s.off + r.layout.headroom())
 	v.CapLength(n)
 	r.flip(s)
-	return buffer.MakeWithView(v), nil
+	return buffer.MakeWithView(v), nil, nil
 }
 
 // construct returns the frame of n bytes at clean as a new head holding
@@ -317,6 +320,7 @@ func (r *rxRing) reset(l Layout) error {
 		}
 	}
 	if l != Build {
+		r.dropReturns(false)
 		errs = append(errs, r.evictChunks())
 	}
 	return errors.Join(errs...)
@@ -331,6 +335,7 @@ func (r *rxRing) close() error {
 			errs = append(errs, err)
 		}
 	}
+	r.dropReturns(true)
 	errs = append(errs, r.evictChunks(), r.Descs.Free())
 	return errors.Join(errs...)
 }

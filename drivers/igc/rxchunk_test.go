@@ -37,16 +37,35 @@ func chunkRing(t *testing.T, n int) (*rxRing, *sim.Memory, []kernel.DMAAddr) {
 // receive has the "device" write frame at the next slot and builds it.
 func receive(t *testing.T, r *rxRing, mem *sim.Memory, addrs []kernel.DMAAddr, frame []byte) *stack.PacketBuffer {
 	t.Helper()
+	return receiveOffering(t, r, mem, addrs, frame, false)
+}
+
+// receiveOffering is receive whose packet, if offer, offers its first
+// view back through the ring's recycle hook on release, as the netstack
+// endpoint does.
+func receiveOffering(t *testing.T, r *rxRing, mem *sim.Memory, addrs []kernel.DMAAddr, frame []byte, offer bool) *stack.PacketBuffer {
+	t.Helper()
 	if err := mem.DeviceWrite(kernel.PhysAddr(addrs[r.clean]), frame); err != nil {
 		t.Fatal(err)
 	}
 	armed := r.slots[r.clean].page.AsSlice()
-	buf, err := r.build(len(frame))
+	buf, recycle, err := r.build(len(frame))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if recycle == nil {
+		t.Fatal("a chunk went up without its recycle hook")
+	}
 	r.advance()
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buf})
+	opts := stack.PacketBufferOptions{Payload: buf}
+	var pkt *stack.PacketBuffer
+	if offer {
+		opts.OnRelease = func() {
+			vl, _ := pkt.AsViewList()
+			recycle(vl.Front())
+		}
+	}
+	pkt = stack.NewPacketBuffer(opts)
 	// The stack's first header read: it must land in the armed chunk.
 	eth, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
 	if !ok {
@@ -82,7 +101,7 @@ func TestBuildHeaderReadInPlace(t *testing.T) {
 	if got := r.Chunks.Maps.Load(); got < 7 || got > 10 {
 		t.Errorf("chunk maps %d, want the 7 armed and at most 3 more", got)
 	}
-	if got := len(r.chunks); got > maxMapped(len(r.slots)) {
+	if got := r.chunks.len(); got > maxMapped(len(r.slots)) {
 		t.Errorf("%d chunks mapped, bound %d", got, maxMapped(len(r.slots)))
 	}
 }
@@ -103,8 +122,96 @@ func TestBuildHeldChunkNotRearmed(t *testing.T) {
 	if !bytes.Equal(held, frame) {
 		t.Errorf("held packet changed under the ring: %x", held)
 	}
-	if got := len(r.chunks); got > maxMapped(len(r.slots)) {
+	if got := r.chunks.len(); got > maxMapped(len(r.slots)) {
 		t.Errorf("%d chunks mapped, bound %d", got, maxMapped(len(r.slots)))
+	}
+}
+
+// TestBuildChunkReturns: a packet released with its chunk's only view
+// gives the chunk back; the next refill re-arms that very chunk under its
+// mapping, without the pool (so without its clear), and the stack still
+// reads the next frame in place.
+func TestBuildChunkReturns(t *testing.T) {
+	r, mem, addrs := chunkRing(t, 8)
+	frame := udpTestFrame()
+	for round := 0; round < 20; round++ {
+		slot := r.clean
+		chunk := unsafe.SliceData(r.slots[slot].page.AsSlice())
+		pkt := receiveOffering(t, r, mem, addrs, frame, true)
+		pkt.DecRef()
+		r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
+		if got := unsafe.SliceData(r.slots[(slot+7)%8].page.AsSlice()); got != chunk {
+			t.Fatalf("round %d: refill armed chunk %p, want the returned %p", round, got, chunk)
+		}
+		if round >= 7 { // the ring has come round: every slot's content is a past frame
+			want := bytes.Repeat([]byte{0}, len(frame))
+			copy(want, frame)
+			if got := r.slots[(slot+7)%8].page.AsSlice()[rxHeadroom : rxHeadroom+len(frame)]; !bytes.Equal(got, want) {
+				t.Fatalf("round %d: returned chunk holds %x", round, got)
+			}
+		}
+	}
+	if got := r.Chunks.Returns.Load(); got != 20 {
+		t.Errorf("returns %d, want 20", got)
+	}
+	if got := r.Chunks.Maps.Load(); got != 7 {
+		t.Errorf("chunk maps %d, want the 7 first armed", got)
+	}
+	if got := r.Chunks.Reuses.Load() + r.Chunks.Refused.Load(); got != 0 {
+		t.Errorf("%d chunks came from the pool or were refused, want none", got)
+	}
+}
+
+// TestBuildReturnRefusedWhileShared: a packet whose chunk a clone still
+// holds (a second socket, a sniffer) does not give it back; the clone's
+// bytes stay as received however many frames follow.
+func TestBuildReturnRefusedWhileShared(t *testing.T) {
+	r, mem, addrs := chunkRing(t, 8)
+	frame := udpTestFrame()
+	pkt := receiveOffering(t, r, mem, addrs, frame, true)
+	clone := pkt.Clone()
+	defer clone.DecRef()
+	pkt.DecRef()
+	if got := r.Chunks.Refused.Load(); got != 1 {
+		t.Fatalf("refused %d, want 1", got)
+	}
+	for i := 0; i < 64; i++ {
+		r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
+		receiveOffering(t, r, mem, addrs, bytes.Repeat([]byte{0xee}, len(frame)), true).DecRef()
+	}
+	held := append(append([]byte(nil), clone.LinkHeader().Slice()...), clone.Data().AsRange().ToSlice()...)
+	if !bytes.Equal(held, frame) {
+		t.Errorf("cloned packet changed under the ring: %x", held)
+	}
+}
+
+// TestBuildReturnAfterClose: a packet the stack releases after the ring
+// closed is refused, and closing left nothing mapped.
+func TestBuildReturnAfterClose(t *testing.T) {
+	mem := sim.NewMemory()
+	r, err := newRxRing(iommu.Passthrough(mem), 8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.reset(Build); err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]kernel.DMAAddr, 8)
+	r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
+	held := receiveOffering(t, r, mem, addrs, udpTestFrame(), true)
+	receiveOffering(t, r, mem, addrs, udpTestFrame(), true).DecRef() // on the list
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	held.DecRef()
+	if got := r.Chunks.Refused.Load(); got != 1 {
+		t.Errorf("refused %d after close, want 1", got)
+	}
+	if got, want := r.Stats.Unmaps.Load(), r.Stats.Maps.Load(); got != want {
+		t.Errorf("%d unmaps for %d maps", got, want)
+	}
+	if st := mem.Stats(); st.Pins != st.Unpins {
+		t.Errorf("%d pins, %d unpins", st.Pins, st.Unpins)
 	}
 }
 
@@ -115,8 +222,8 @@ func TestRelayoutDropsChunks(t *testing.T) {
 	if err := r.reset(Construct); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.chunks) != 0 {
-		t.Errorf("%d chunk mappings kept after leaving build", len(r.chunks))
+	if r.chunks.len() != 0 {
+		t.Errorf("%d chunk mappings kept after leaving build", r.chunks.len())
 	}
 	for i, s := range r.slots {
 		if s.page != nil {

@@ -46,14 +46,25 @@ func init() {
 // alternate round by round so both see the same machine load; each cell
 // reports the median round.
 //
+// The driver-alone rows time the driver's poll with a delivery that
+// offers each packet's buffer back (nic.RxPacket.Recycle) and releases
+// it, as the endpoint does when the stack is done with a packet.
+//
 // Reading the result: gVisor's views are copy-on-write, so a packet whose
 // headers sit in a chunk somebody else still holds is copied at the
 // stack's first header pull-up. The build layout hands each frame up in a
-// 2 KiB chunk of its own (the ring re-arms a chunk from gVisor's pool,
-// mapped once and reused), and construct copies the headers into a head
-// of its own, so neither is copied again in the stack. The "drv copies"
-// column counts only the driver's copies; "reuse" counts buffers armed
-// again without a new mapping (half-page flips or returned chunks).
+// 2 KiB chunk of its own, and construct copies the headers into a head of
+// its own, so neither is copied again on the way to the dispatcher. A
+// built packet's chunk comes back to the ring as the packet is released,
+// if nobody else holds it, and is re-armed under its old mapping with no
+// trip through gVisor's pool (which clears 2 KiB per chunk). gVisor's UDP
+// endpoint clones each packet it queues and then reads its headers, so on
+// the socket path every packet's chunk is copied whole, 2 KiB for build
+// against construct's 64 B head, and the clone, not the packet, carries
+// the chunk to the reader: build pays there. The "drv copies" column
+// counts only the driver's copies; "reuse" counts buffers armed again
+// without a new mapping (half-page flips, chunks back from the pool or
+// back from released packets).
 
 // bsPath is what a delivered packet meets.
 type bsPath uint8
@@ -346,9 +357,16 @@ func (r *bsRig) round(batch int) (time.Duration, error) {
 
 type bsCounts struct{ delivered, copied, flips uint64 }
 
-// release is the driver-alone path's delivery: count and let go.
+// release is the driver-alone path's delivery: count, offer the buffer
+// back as the endpoint does when the stack is done, and let go.
 func (r *bsRig) release(p *nic.RxPacket) {
 	r.released++
+	if p.Recycle != nil {
+		vl := p.Data.AsViewList()
+		if v := vl.Front(); v != nil {
+			p.Recycle(v)
+		}
+	}
 	p.Data.Release()
 }
 
@@ -364,7 +382,7 @@ func (r *bsRig) counts() bsCounts {
 	}
 	for _, s := range r.nic.Stats() {
 		switch s.Name {
-		case "rx_page_flips", "rx_chunk_reuses":
+		case "rx_page_flips", "rx_chunk_reuses", "rx_chunk_returns":
 			c.flips += s.Value
 		case "rx_copybreak": // frames copied whole into a new head
 			c.copied = s.Value
