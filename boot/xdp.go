@@ -44,7 +44,8 @@ func xdpKey(test string, size int, path string) string {
 }
 
 func (t *xdpTable) print(w io.Writer) {
-	fmt.Fprintln(w, "xdp in QEMU (two igb on a hub, TCG), Kpps")
+	// A blank line first: the console's last line may lack its newline.
+	fmt.Fprintln(w, "\nxdp in QEMU (two igb on a hub, TCG), Kpps")
 	for _, size := range xdpSizes {
 		fmt.Fprintf(w, "%-8s", fmt.Sprintf("%d B", size))
 		for _, p := range xdpPaths {

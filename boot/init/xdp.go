@@ -369,7 +369,7 @@ func xdpBind(b xsk.Binder, q int, m xsk.Mode, t string, frame int, src, dst xdpE
 func (x *xsock) loop(t string, frame int, free []uint64) {
 	const batch = 64
 	s := x.s
-	idle := xsk.Idler{Socket: s, Spins: 16, Sleep: time.Millisecond}
+	idle := xsk.Idler{Socket: s, Spins: 64, Sleep: time.Millisecond}
 	descs := make([]xsk.Desc, batch)
 	addrs := make([]uint64, batch)
 	for !x.done.Load() {

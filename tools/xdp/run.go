@@ -216,7 +216,7 @@ func startQueue(r *Rig, c Config) (func() uint64, func() error, error) {
 // that moves nothing gives the CPU away (xsk.Idler) instead of spinning.
 func app(s *xsk.Socket, c Config, free []uint64, n *atomic.Uint64, done *atomic.Bool) {
 	const batch = 64
-	idle := xsk.Idler{Socket: s, Spins: 16, Sleep: time.Millisecond}
+	idle := xsk.Idler{Socket: s, Spins: 64, Sleep: time.Millisecond}
 	descs := make([]xsk.Desc, batch)
 	addrs := make([]uint64, batch)
 	for !done.Load() {
