@@ -237,7 +237,7 @@ func (n *NIC) resetLocked() {
 	r[TARC0/4] = 0x3
 	r[DTXTCPFLGL/4] = 0x0f760ff6
 	r[DTXTCPFLGH/4] = 0x00000f7f
-	r[MDIC/4] = MdicReady
+	r[MDIC/4] = nicmodel.MdicReady
 	r[RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
 	r[RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | RahAV
 	n.tx = txEngine{TxQueue: n.tx.TxQueue}

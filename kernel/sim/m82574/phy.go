@@ -1,42 +1,13 @@
 package m82574
 
-// PHY registers reached through MDIC (IEEE 802.3 clause 22 plus the
-// vendor status register the e1000e family reads for speed and duplex).
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
+// The vendor registers the e1000e family's PHYs add to clause 22
+// (nicmodel): the status register read for speed and duplex, and the page
+// select of the BM and I217-family PHYs.
 const (
-	PhyBMCR     = 0x00
-	PhyBMSR     = 0x01
-	PhyID1      = 0x02
-	PhyID2      = 0x03
-	PhyANAR     = 0x04
-	PhyANLPAR   = 0x05
-	PhyANER     = 0x06
-	PhyGBCR     = 0x09 // 1000BASE-T control
-	PhyGBSR     = 0x0a // 1000BASE-T status
-	PhyESR      = 0x0f // extended status
 	PhySpecStat = 0x11 // PHY specific status
-	PhyPageSel  = 0x16 // page select (BM and I217-family PHYs)
-
-	BmcrSpeed1000 = 1 << 6
-	BmcrFD        = 1 << 8
-	BmcrRestartAN = 1 << 9
-	BmcrPowerDown = 1 << 11
-	BmcrANEnable  = 1 << 12
-	BmcrSpeed100  = 1 << 13
-	BmcrReset     = 1 << 15
-
-	BmsrLinkStatus = 1 << 2
-	BmsrANComplete = 1 << 5
-
-	Anar10FD   = 1 << 6
-	Anar100HD  = 1 << 7
-	Anar100FD  = 1 << 8
-	Gbcr1000FD = 1 << 9
-	Gbcr1000HD = 1 << 8
-
-	GbsrLP1000HD = 1 << 10
-	GbsrLP1000FD = 1 << 11
-	GbsrRemoteOK = 1 << 12
-	GbsrLocalOK  = 1 << 13
+	PhyPageSel  = 0x16 // page select
 
 	SpecLink     = 1 << 10
 	SpecResolved = 1 << 11
@@ -52,36 +23,36 @@ type phy struct {
 func (p *phy) reset(id uint32) {
 	clear(p.regs[:])
 	p.paged = nil
-	p.regs[PhyBMCR] = BmcrANEnable | BmcrFD | BmcrSpeed1000
-	p.regs[PhyBMSR] = 0x7949 // 10/100 half/full, extended status, preamble suppression, AN able
-	p.regs[PhyID1] = uint16(id >> 16)
-	p.regs[PhyID2] = uint16(id)
-	p.regs[PhyANAR] = 0x0de1 // pause, asym pause, 100/10 full and half, 802.3 selector
-	p.regs[PhyGBCR] = Gbcr1000FD | Gbcr1000HD
-	p.regs[PhyESR] = 0x3000 // 1000BASE-T full and half
+	p.regs[nicmodel.PhyBMCR] = nicmodel.BmcrANEnable | nicmodel.BmcrFD | nicmodel.BmcrSpeed1000
+	p.regs[nicmodel.PhyBMSR] = 0x7949 // 10/100 half/full, extended status, preamble suppression, AN able
+	p.regs[nicmodel.PhyID1] = uint16(id >> 16)
+	p.regs[nicmodel.PhyID2] = uint16(id)
+	p.regs[nicmodel.PhyANAR] = 0x0de1 // pause, asym pause, 100/10 full and half, 802.3 selector
+	p.regs[nicmodel.PhyGBCR] = nicmodel.Gbcr1000FD | nicmodel.Gbcr1000HD
+	p.regs[nicmodel.PhyESR] = 0x3000 // 1000BASE-T full and half
 }
 
-func (p *phy) powered() bool { return p.regs[PhyBMCR]&BmcrPowerDown == 0 }
+func (p *phy) powered() bool { return p.regs[nicmodel.PhyBMCR]&nicmodel.BmcrPowerDown == 0 }
 
 // resolve returns the speed the link settles at: the partner's speed,
 // limited by what this PHY advertises (or by the forced speed when
 // auto-negotiation is off).
 func (p *phy) resolve(partner int) int {
-	bmcr := p.regs[PhyBMCR]
-	if bmcr&BmcrANEnable == 0 {
+	bmcr := p.regs[nicmodel.PhyBMCR]
+	if bmcr&nicmodel.BmcrANEnable == 0 {
 		forced := 10
 		switch {
-		case bmcr&BmcrSpeed1000 != 0:
+		case bmcr&nicmodel.BmcrSpeed1000 != 0:
 			forced = 1000
-		case bmcr&BmcrSpeed100 != 0:
+		case bmcr&nicmodel.BmcrSpeed100 != 0:
 			forced = 100
 		}
 		return min(forced, partner)
 	}
 	switch {
-	case partner >= 1000 && p.regs[PhyGBCR]&(Gbcr1000FD|Gbcr1000HD) != 0:
+	case partner >= 1000 && p.regs[nicmodel.PhyGBCR]&(nicmodel.Gbcr1000FD|nicmodel.Gbcr1000HD) != 0:
 		return 1000
-	case partner >= 100 && p.regs[PhyANAR]&(Anar100FD|Anar100HD) != 0:
+	case partner >= 100 && p.regs[nicmodel.PhyANAR]&(nicmodel.Anar100FD|nicmodel.Anar100HD) != 0:
 		return 100
 	}
 	return 10
@@ -89,17 +60,17 @@ func (p *phy) resolve(partner int) int {
 
 // setLink updates the status registers for a resolved link.
 func (p *phy) setLink(up bool, speed int) {
-	p.regs[PhyBMSR] &^= BmsrLinkStatus | BmsrANComplete
-	p.regs[PhyGBSR] = 0
-	p.regs[PhyANLPAR] = 0
+	p.regs[nicmodel.PhyBMSR] &^= nicmodel.BmsrLinkStatus | nicmodel.BmsrANComplete
+	p.regs[nicmodel.PhyGBSR] = 0
+	p.regs[nicmodel.PhyANLPAR] = 0
 	p.regs[PhySpecStat] = 0
 	if !up {
 		return
 	}
-	p.regs[PhyBMSR] |= BmsrLinkStatus | BmsrANComplete
-	p.regs[PhyANLPAR] = 0x4000 | 0x0de1 // acknowledge plus the partner's abilities
+	p.regs[nicmodel.PhyBMSR] |= nicmodel.BmsrLinkStatus | nicmodel.BmsrANComplete
+	p.regs[nicmodel.PhyANLPAR] = 0x4000 | 0x0de1 // acknowledge plus the partner's abilities
 	if speed == 1000 {
-		p.regs[PhyGBSR] = GbsrLocalOK | GbsrRemoteOK | GbsrLP1000FD | GbsrLP1000HD
+		p.regs[nicmodel.PhyGBSR] = nicmodel.GbsrLocalOK | nicmodel.GbsrRemoteOK | nicmodel.GbsrLP1000FD | nicmodel.GbsrLP1000HD
 	}
 	p.regs[PhySpecStat] = SpecLink | SpecResolved | SpecFD | uint16(speedCode(speed))<<SpecSpeedSh
 }
@@ -107,22 +78,18 @@ func (p *phy) setLink(up bool, speed int) {
 // mdicLocked runs one MDI transaction. It completes at once: READY is set
 // in the same write, with ERROR when the PHY address is wrong.
 func (n *NIC) mdicLocked(v uint32) {
-	reg := v >> MdicRegSh & 0x1f
-	addr := v >> MdicPhySh & 0x1f
-	op := v & (3 << 26)
-	out := v&^(MdicReady|MdicError) | MdicReady
-	p := &n.phy
+	m := nicmodel.MDI(v)
 	switch {
-	case uint8(addr) != n.pers.PHYAddr || (op != MdicOpRead && op != MdicOpWrite):
-		out |= MdicError
-	case op == MdicOpRead:
-		out = out&^MdicDataMask | uint32(p.read(reg))
+	case uint8(m.PHY()) != n.pers.PHYAddr || !m.Read() && !m.Write():
+		n.regs[MDIC/4] = m.Done(m.Data(), true)
+	case m.Read():
+		n.regs[MDIC/4] = m.Done(n.phy.read(m.Reg()), false)
 	default:
-		p.write(reg, uint16(v))
+		n.phy.write(m.Reg(), m.Data())
 		n.linkChangedLocked()
+		n.regs[MDIC/4] = m.Done(m.Data(), false)
 	}
-	n.regs[MDIC/4] = out
-	if v&MdicIE != 0 {
+	if v&nicmodel.MdicIE != 0 {
 		n.causeLocked(IntMDAC)
 	}
 }
@@ -145,13 +112,13 @@ func (p *phy) write(reg uint32, v uint16) {
 		return
 	}
 	switch reg {
-	case PhyBMCR:
-		if v&BmcrReset != 0 {
-			p.reset(uint32(p.regs[PhyID1])<<16 | uint32(p.regs[PhyID2]))
+	case nicmodel.PhyBMCR:
+		if v&nicmodel.BmcrReset != 0 {
+			p.reset(uint32(p.regs[nicmodel.PhyID1])<<16 | uint32(p.regs[nicmodel.PhyID2]))
 			return
 		}
-		p.regs[PhyBMCR] = v &^ BmcrRestartAN // restart completes at once
-	case PhyBMSR, PhyID1, PhyID2, PhyANLPAR, PhyANER, PhyGBSR, PhyESR, PhySpecStat:
+		p.regs[nicmodel.PhyBMCR] = v &^ nicmodel.BmcrRestartAN // restart completes at once
+	case nicmodel.PhyBMSR, nicmodel.PhyID1, nicmodel.PhyID2, nicmodel.PhyANLPAR, nicmodel.PhyANER, nicmodel.PhyGBSR, nicmodel.PhyESR, PhySpecStat:
 		// read-only
 	default:
 		p.regs[reg] = v

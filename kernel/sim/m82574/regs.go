@@ -151,18 +151,6 @@ const (
 	CtrlExtPBAClr  = 1 << 31
 )
 
-// MDIC fields.
-const (
-	MdicDataMask = 0xffff
-	MdicRegSh    = 16
-	MdicPhySh    = 21
-	MdicOpWrite  = 1 << 26
-	MdicOpRead   = 2 << 26
-	MdicReady    = 1 << 28
-	MdicIE       = 1 << 29
-	MdicError    = 1 << 30
-)
-
 // Interrupt causes (ICR, ICS, IMS, IMC, IAM).
 const (
 	IntTXDW     = 1 << 0

@@ -139,16 +139,16 @@ func TestNVMThroughEERD(t *testing.T) {
 
 func mdic(t *testing.T, r *rig, phy, reg uint32, write bool, v uint16) (uint16, bool) {
 	t.Helper()
-	op := uint32(MdicOpRead)
+	op := uint32(nicmodel.MdicOpRead)
 	if write {
-		op = MdicOpWrite
+		op = nicmodel.MdicOpWrite
 	}
-	r.regs.Write32(MDIC, op|phy<<MdicPhySh|reg<<MdicRegSh|uint32(v))
+	r.regs.Write32(MDIC, op|phy<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh|uint32(v))
 	out := r.regs.Read32(MDIC)
-	if out&MdicReady == 0 {
+	if out&nicmodel.MdicReady == 0 {
 		t.Fatalf("MDIC not ready: %#x", out)
 	}
-	return uint16(out), out&MdicError == 0
+	return uint16(out), out&nicmodel.MdicError == 0
 }
 
 func TestLinkStatusAndPHY(t *testing.T) {
@@ -160,18 +160,18 @@ func TestLinkStatusAndPHY(t *testing.T) {
 	if icr := r.regs.Read32(ICR); icr&IntLSC == 0 {
 		t.Fatalf("ICR %#x: link up should have latched LSC", icr)
 	}
-	id1, ok1 := mdic(t, r, 1, PhyID1, false, 0)
-	id2, ok2 := mdic(t, r, 1, PhyID2, false, 0)
+	id1, ok1 := mdic(t, r, 1, nicmodel.PhyID1, false, 0)
+	id2, ok2 := mdic(t, r, 1, nicmodel.PhyID2, false, 0)
 	if !ok1 || !ok2 || uint32(id1)<<16|uint32(id2) != M82574L.PHYID {
 		t.Fatalf("PHY id %04x %04x", id1, id2)
 	}
-	if bmsr, _ := mdic(t, r, 1, PhyBMSR, false, 0); bmsr&BmsrLinkStatus == 0 {
+	if bmsr, _ := mdic(t, r, 1, nicmodel.PhyBMSR, false, 0); bmsr&nicmodel.BmsrLinkStatus == 0 {
 		t.Fatalf("BMSR %#x: link down", bmsr)
 	}
-	if gbsr, _ := mdic(t, r, 1, PhyGBSR, false, 0); gbsr&GbsrLP1000FD == 0 {
+	if gbsr, _ := mdic(t, r, 1, nicmodel.PhyGBSR, false, 0); gbsr&nicmodel.GbsrLP1000FD == 0 {
 		t.Fatalf("1000BASE-T status %#x", gbsr)
 	}
-	if _, ok := mdic(t, r, 5, PhyBMSR, false, 0); ok {
+	if _, ok := mdic(t, r, 5, nicmodel.PhyBMSR, false, 0); ok {
 		t.Fatal("MDIC to a PHY address with no PHY did not set ERROR")
 	}
 
@@ -186,7 +186,7 @@ func TestLinkStatusAndPHY(t *testing.T) {
 	if r.irq.Raised() == before || r.regs.Read32(ICR)&IntLSC == 0 {
 		t.Fatal("speed change raised no LSC interrupt")
 	}
-	if gbsr, _ := mdic(t, r, 1, PhyGBSR, false, 0); gbsr != 0 {
+	if gbsr, _ := mdic(t, r, 1, nicmodel.PhyGBSR, false, 0); gbsr != 0 {
 		t.Fatalf("1000BASE-T status %#x at 100 Mb/s", gbsr)
 	}
 	if err := r.nic.SetLink(false, 100); err != nil {
@@ -199,21 +199,21 @@ func TestLinkStatusAndPHY(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Powering the PHY down takes the link down.
-	bmcr, _ := mdic(t, r, 1, PhyBMCR, false, 0)
+	bmcr, _ := mdic(t, r, 1, nicmodel.PhyBMCR, false, 0)
 	r.regs.Read32(ICR)
-	mdic(t, r, 1, PhyBMCR, true, bmcr|BmcrPowerDown)
+	mdic(t, r, 1, nicmodel.PhyBMCR, true, bmcr|nicmodel.BmcrPowerDown)
 	if s := r.regs.Read32(STATUS); s&StatusLU != 0 {
 		t.Fatalf("STATUS %#x with the PHY powered down", s)
 	}
 	if r.regs.Read32(ICR)&IntLSC == 0 {
 		t.Fatal("power-down raised no LSC")
 	}
-	mdic(t, r, 1, PhyBMCR, true, bmcr)
+	mdic(t, r, 1, nicmodel.PhyBMCR, true, bmcr)
 	if s := r.regs.Read32(STATUS); s&StatusLU == 0 {
 		t.Fatalf("STATUS %#x with the PHY powered up again", s)
 	}
 	// Advertising no gigabit settles the link at 100.
-	mdic(t, r, 1, PhyGBCR, true, 0)
+	mdic(t, r, 1, nicmodel.PhyGBCR, true, 0)
 	if s := r.regs.Read32(STATUS); s>>StatusSpeedSh&3 != 1 {
 		t.Fatalf("STATUS %#x: gigabit not advertised, link should be at 100", s)
 	}

@@ -157,18 +157,8 @@ const (
 	CtrlExtDrvLoad = 1 << 28
 )
 
-// MDIC fields.
-const (
-	MdicRegSh  = 16
-	MdicPhySh  = 21
-	MdicOpSh   = 26
-	MdicWrite  = 1 << MdicOpSh
-	MdicRead   = 2 << MdicOpSh
-	MdicReady  = 1 << 28
-	MdicIE     = 1 << 29
-	MdicError  = 1 << 30
-	phyAddress = 1
-)
+// MDIC is the family's (nicmodel); READY is its reset value.
+const MdicReady = nicmodel.MdicReady
 
 // ICR causes.
 const (

@@ -133,29 +133,29 @@ func TestMDIC(t *testing.T) {
 	r := newRig(t)
 	g := r.regs
 	read := func(reg uint32) uint32 {
-		g.Write32(MDIC, MdicRead|phyAddress<<MdicPhySh|reg<<MdicRegSh)
+		g.Write32(MDIC, nicmodel.MdicOpRead|phyAddress<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh)
 		v := g.Read32(MDIC)
-		if v&MdicReady == 0 || v&MdicError != 0 {
+		if v&nicmodel.MdicReady == 0 || v&nicmodel.MdicError != 0 {
 			t.Fatalf("MDIC read of %d: %#x", reg, v)
 		}
 		return v & 0xffff
 	}
-	if id := read(phyID1)<<16 | read(phyID2); id&^0xf != 0x02a80390 {
+	if id := read(nicmodel.PhyID1)<<16 | read(nicmodel.PhyID2); id&^0xf != 0x02a80390 {
 		t.Errorf("PHY id %#x", id)
 	}
-	if read(phyBMSR)&bmsrLink == 0 {
+	if read(nicmodel.PhyBMSR)&nicmodel.BmsrLinkStatus == 0 {
 		t.Error("BMSR link down with the cable in")
 	}
-	g.Write32(MDIC, MdicRead|2<<MdicPhySh)
-	if g.Read32(MDIC)&MdicError == 0 {
+	g.Write32(MDIC, nicmodel.MdicOpRead|2<<nicmodel.MdicPhySh)
+	if g.Read32(MDIC)&nicmodel.MdicError == 0 {
 		t.Error("no error for PHY address 2")
 	}
 	// Powering the PHY down drops the link.
-	g.Write32(MDIC, MdicWrite|phyAddress<<MdicPhySh|phyBMCR<<MdicRegSh|0x1140|bmcrPDown)
+	g.Write32(MDIC, nicmodel.MdicOpWrite|phyAddress<<nicmodel.MdicPhySh|nicmodel.PhyBMCR<<nicmodel.MdicRegSh|0x1140|nicmodel.BmcrPowerDown)
 	if g.Read32(STATUS)&StatusLU != 0 {
 		t.Error("link up with the PHY powered down")
 	}
-	g.Write32(MDIC, MdicWrite|phyAddress<<MdicPhySh|phyBMCR<<MdicRegSh|bmcrReset)
+	g.Write32(MDIC, nicmodel.MdicOpWrite|phyAddress<<nicmodel.MdicPhySh|nicmodel.PhyBMCR<<nicmodel.MdicRegSh|nicmodel.BmcrReset)
 	if g.Read32(STATUS)&StatusLU == 0 {
 		t.Error("link down after PHY reset")
 	}

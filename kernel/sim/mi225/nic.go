@@ -243,7 +243,7 @@ func (n *NIC) resetLocked() {
 		eecd |= EecdPres | EecdFlashDet | EecdSec1Val
 	}
 	r[EECD/4] = eecd
-	r[MDIC/4] = MdicReady
+	r[MDIC/4] = nicmodel.MdicReady
 	r[VET/4] = 0x88a88100
 	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
 	r[TIPG/4] = 0x0060200a

@@ -1,35 +1,15 @@
 package mi225
 
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
 // The internal PHY (a GPY211 core), reached through MDIC at PHY address
-// 1: the IEEE clause 22 registers, and clause 45 MMD registers through the
-// MMD access registers 13 and 14, where MMD 7 holds the 2.5GBASE-T
-// advertisement.
+// 1: the IEEE clause 22 registers (nicmodel), and clause 45 MMD registers
+// through the MMD access registers 13 and 14, where MMD 7 holds the
+// 2.5GBASE-T advertisement.
 const (
 	PhyAddr    = 1
-	PhyBMCR    = 0
-	PhyBMSR    = 1
-	PhyID1     = 2
-	PhyID2     = 3
-	PhyANAR    = 4
-	PhyANLPAR  = 5
-	PhyGCTRL   = 9  // 1000BASE-T control
-	PhyGSTAT   = 10 // 1000BASE-T status
 	PhyMMDCTRL = 13
 	PhyMMDData = 14
-
-	BmcrReset     = 1 << 15
-	BmcrANEnable  = 1 << 12
-	BmcrPowerDown = 1 << 11
-	BmcrANRestart = 1 << 9
-	BmsrLink      = 1 << 2
-	BmsrANAble    = 1 << 3
-	BmsrANDone    = 1 << 5
-	Anar10HD      = 1 << 5
-	Anar10FD      = 1 << 6
-	Anar100HD     = 1 << 7
-	Anar100FD     = 1 << 8
-	Gctrl1000FD   = 1 << 9
-	Gstat1000FD   = 1 << 11
 
 	MMDAN          = 7
 	MMDMGBTCtrl    = 0x20 // multi-gigabit AN control: 2.5G advertise bit 7
@@ -49,19 +29,19 @@ type phy struct {
 
 func (p *phy) reset(part Part) {
 	p.regs = [32]uint16{}
-	p.regs[PhyBMCR] = BmcrANEnable
-	p.regs[PhyBMSR] = 0x7949 | BmsrANAble
-	p.regs[PhyID1] = phyIDValue >> 16
-	p.regs[PhyID2] = phyIDValue & 0xffff
-	p.regs[PhyANAR] = 0x01e1 // 10/100 half and full, selector 802.3
-	p.regs[PhyGCTRL] = Gctrl1000FD
+	p.regs[nicmodel.PhyBMCR] = nicmodel.BmcrANEnable
+	p.regs[nicmodel.PhyBMSR] = 0x7949 | nicmodel.BmsrANAble
+	p.regs[nicmodel.PhyID1] = phyIDValue >> 16
+	p.regs[nicmodel.PhyID2] = phyIDValue & 0xffff
+	p.regs[nicmodel.PhyANAR] = 0x01e1 // 10/100 half and full, selector 802.3
+	p.regs[nicmodel.PhyGBCR] = nicmodel.Gbcr1000FD
 	p.mmd7 = map[uint16]uint16{}
 	if part.MaxMbps >= 2500 {
 		p.mmd7[MMDMGBTCtrl] = MGBTCtrl2500
 	}
 }
 
-func (p *phy) powered() bool { return p.regs[PhyBMCR]&BmcrPowerDown == 0 }
+func (p *phy) powered() bool { return p.regs[nicmodel.PhyBMCR]&nicmodel.BmcrPowerDown == 0 }
 
 // resolve returns the speed autonegotiation settles on against a partner
 // that offers every speed up to partner, or 0 when there is none.
@@ -74,9 +54,9 @@ func (p *phy) resolve(partner int) int {
 		on   bool
 	}{
 		{2500, p.mmd7[MMDMGBTCtrl]&MGBTCtrl2500 != 0},
-		{1000, p.regs[PhyGCTRL]&Gctrl1000FD != 0},
-		{100, p.regs[PhyANAR]&(Anar100FD|Anar100HD) != 0},
-		{10, p.regs[PhyANAR]&(Anar10FD|Anar10HD) != 0},
+		{1000, p.regs[nicmodel.PhyGBCR]&nicmodel.Gbcr1000FD != 0},
+		{100, p.regs[nicmodel.PhyANAR]&(nicmodel.Anar100FD|nicmodel.Anar100HD) != 0},
+		{10, p.regs[nicmodel.PhyANAR]&(nicmodel.Anar10FD|nicmodel.Anar10HD) != 0},
 	}
 	for _, a := range adv {
 		if a.on && a.mbps <= partner {
@@ -88,44 +68,40 @@ func (p *phy) resolve(partner int) int {
 
 // setLink updates the status registers after the link changed.
 func (p *phy) setLink(up bool, speed int) {
-	p.regs[PhyBMSR] &^= BmsrLink | BmsrANDone
-	p.regs[PhyANLPAR], p.regs[PhyGSTAT] = 0, 0
+	p.regs[nicmodel.PhyBMSR] &^= nicmodel.BmsrLinkStatus | nicmodel.BmsrANComplete
+	p.regs[nicmodel.PhyANLPAR], p.regs[nicmodel.PhyGBSR] = 0, 0
 	p.mmd7[MMDMGBTStat] = 0
 	if !up {
 		return
 	}
-	p.regs[PhyBMSR] |= BmsrLink | BmsrANDone
-	p.regs[PhyANLPAR] = 0x4000 | Anar10HD | Anar10FD | 1
+	p.regs[nicmodel.PhyBMSR] |= nicmodel.BmsrLinkStatus | nicmodel.BmsrANComplete
+	p.regs[nicmodel.PhyANLPAR] = 0x4000 | nicmodel.Anar10HD | nicmodel.Anar10FD | 1
 	if speed >= 100 {
-		p.regs[PhyANLPAR] |= Anar100HD | Anar100FD
+		p.regs[nicmodel.PhyANLPAR] |= nicmodel.Anar100HD | nicmodel.Anar100FD
 	}
 	if speed >= 1000 {
-		p.regs[PhyGSTAT] = Gstat1000FD
+		p.regs[nicmodel.PhyGBSR] = nicmodel.GbsrLP1000FD
 	}
 	if speed >= 2500 {
 		p.mmd7[MMDMGBTStat] = MGBTStat2500LP
 	}
 }
 
-// mdicLocked runs an MDIC transaction; it completes at once (READY set).
-// An access to another PHY address completes with ERROR.
+// mdicLocked runs an MDIC transaction; it completes at once (READY set,
+// the interrupt enable bit cleared). An access to another PHY address
+// completes with ERROR.
 func (n *NIC) mdicLocked(v uint32) {
-	reg := v >> MdicRegShift & 0x1f
-	addr := v >> MdicPhyShift & 0x1f
-	op := v & (3 << 26)
-	out := v&^(MdicError|MdicInterrupt) | MdicReady
-	if addr != PhyAddr || (op != MdicOpRead && op != MdicOpWrite) {
-		n.regs[MDIC/4] = out | MdicError
-		return
-	}
-	p := &n.phy
-	if op == MdicOpRead {
-		out = out&^MdicDataMask | uint32(p.read(uint16(reg)))
-	} else {
-		p.write(uint16(reg), uint16(v))
+	m := nicmodel.MDI(v &^ nicmodel.MdicIE)
+	switch {
+	case m.PHY() != PhyAddr || !m.Read() && !m.Write():
+		n.regs[MDIC/4] = m.Done(m.Data(), true)
+	case m.Read():
+		n.regs[MDIC/4] = m.Done(n.phy.read(uint16(m.Reg())), false)
+	default:
+		n.phy.write(uint16(m.Reg()), m.Data())
 		n.linkChangedLocked()
+		n.regs[MDIC/4] = m.Done(m.Data(), false)
 	}
-	n.regs[MDIC/4] = out
 }
 
 func (p *phy) read(reg uint16) uint16 {
@@ -140,15 +116,15 @@ func (p *phy) read(reg uint16) uint16 {
 
 func (p *phy) write(reg, v uint16) {
 	switch reg {
-	case PhyBMCR:
-		if v&BmcrReset != 0 {
+	case nicmodel.PhyBMCR:
+		if v&nicmodel.BmcrReset != 0 {
 			keep := p.mmd7
-			p.regs[PhyBMCR] = BmcrANEnable | v&BmcrPowerDown
+			p.regs[nicmodel.PhyBMCR] = nicmodel.BmcrANEnable | v&nicmodel.BmcrPowerDown
 			p.mmd7 = keep
 			return
 		}
-		p.regs[PhyBMCR] = v &^ BmcrANRestart
-	case PhyBMSR, PhyID1, PhyID2, PhyANLPAR, PhyGSTAT:
+		p.regs[nicmodel.PhyBMCR] = v &^ nicmodel.BmcrRestartAN
+	case nicmodel.PhyBMSR, nicmodel.PhyID1, nicmodel.PhyID2, nicmodel.PhyANLPAR, nicmodel.PhyGBSR:
 		// read-only
 	case PhyMMDCTRL:
 		p.regs[reg] = v

@@ -117,18 +117,6 @@ const (
 	CtrlExtDrvLoad = 1 << 28
 )
 
-// MDIC fields.
-const (
-	MdicDataMask  = 0xffff
-	MdicRegShift  = 16
-	MdicPhyShift  = 21
-	MdicOpWrite   = 1 << 26
-	MdicOpRead    = 2 << 26
-	MdicReady     = 1 << 28
-	MdicInterrupt = 1 << 29
-	MdicError     = 1 << 30
-)
-
 // Interrupt causes in ICR/ICS/IMS/IMC.
 const (
 	IntTXDW     = 1 << 0

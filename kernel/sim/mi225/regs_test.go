@@ -195,7 +195,7 @@ func TestDeviceResetRestoresDefaults(t *testing.T) {
 	}{
 		{"RCTL", RCTL, 0}, {"RDLEN0", RDLEN, 0}, {"RXDCTL0", RXDCTL, 0}, {"RAH1", RAH0 + 8, 0},
 		{"GPRC", nicmodel.GPRC, 0}, {"SRRCTL0", SRRCTL, 2 | 4<<SrrctlBSizeHdrShift},
-		{"RAL0", RAL0, 0x22000002}, {"MDIC", MDIC, MdicReady}, {"VET", VET, 0x88a88100},
+		{"RAL0", RAL0, 0x22000002}, {"MDIC", MDIC, nicmodel.MdicReady}, {"VET", VET, 0x88a88100},
 	} {
 		if v := r.regs.Read32(c.off); v != c.want {
 			t.Errorf("%s = %#x after reset, want %#x", c.name, v, c.want)
@@ -228,17 +228,17 @@ func TestGIOMasterDisable(t *testing.T) {
 }
 
 func mdicRead(r *rig, phy, reg uint32) (uint16, bool) {
-	r.regs.Write32(MDIC, reg<<MdicRegShift|phy<<MdicPhyShift|MdicOpRead)
+	r.regs.Write32(MDIC, reg<<nicmodel.MdicRegSh|phy<<nicmodel.MdicPhySh|nicmodel.MdicOpRead)
 	v := r.regs.Read32(MDIC)
-	if v&MdicReady == 0 {
+	if v&nicmodel.MdicReady == 0 {
 		r.t.Fatalf("MDIC %#x not ready", v)
 	}
-	return uint16(v), v&MdicError == 0
+	return uint16(v), v&nicmodel.MdicError == 0
 }
 
 func mdicWrite(r *rig, reg uint32, val uint16) {
-	r.regs.Write32(MDIC, reg<<MdicRegShift|PhyAddr<<MdicPhyShift|MdicOpWrite|uint32(val))
-	if v := r.regs.Read32(MDIC); v&MdicReady == 0 || v&MdicError != 0 {
+	r.regs.Write32(MDIC, reg<<nicmodel.MdicRegSh|PhyAddr<<nicmodel.MdicPhySh|nicmodel.MdicOpWrite|uint32(val))
+	if v := r.regs.Read32(MDIC); v&nicmodel.MdicReady == 0 || v&nicmodel.MdicError != 0 {
 		r.t.Fatalf("MDIC write %#x", v)
 	}
 }
@@ -252,15 +252,15 @@ func mmdWrite(r *rig, dev, reg, val uint16) {
 
 func TestPHYOverMDIC(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	id1, ok1 := mdicRead(r, PhyAddr, PhyID1)
-	id2, ok2 := mdicRead(r, PhyAddr, PhyID2)
+	id1, ok1 := mdicRead(r, PhyAddr, nicmodel.PhyID1)
+	id2, ok2 := mdicRead(r, PhyAddr, nicmodel.PhyID2)
 	if !ok1 || !ok2 || uint32(id1)<<16|uint32(id2) != phyIDValue {
 		t.Fatalf("PHY id %04x%04x, want %08x", id1, id2, phyIDValue)
 	}
-	if _, ok := mdicRead(r, 2, PhyID1); ok {
+	if _, ok := mdicRead(r, 2, nicmodel.PhyID1); ok {
 		t.Fatal("MDIC to PHY address 2 completed without ERROR")
 	}
-	if bmsr, _ := mdicRead(r, PhyAddr, PhyBMSR); bmsr&BmsrLink == 0 {
+	if bmsr, _ := mdicRead(r, PhyAddr, nicmodel.PhyBMSR); bmsr&nicmodel.BmsrLinkStatus == 0 {
 		t.Fatalf("BMSR %#x: no link", bmsr)
 	}
 	// Withdraw the 2.5G advertisement: the link renegotiates at 1000.
@@ -269,17 +269,17 @@ func TestPHYOverMDIC(t *testing.T) {
 		t.Fatalf("without 2.5G advertised: link %v %d, want 1000", up, mbps)
 	}
 	// Withdraw 1000 too: 100.
-	mdicWrite(r, PhyGCTRL, 0)
+	mdicWrite(r, nicmodel.PhyGBCR, 0)
 	if s := r.regs.Read32(STATUS); s&StatusSpeedMask != StatusSpeed100 {
 		t.Fatalf("STATUS %#x, want 100 Mb/s", s)
 	}
 	// Power down: no link.
-	mdicWrite(r, PhyBMCR, BmcrANEnable|BmcrPowerDown)
+	mdicWrite(r, nicmodel.PhyBMCR, nicmodel.BmcrANEnable|nicmodel.BmcrPowerDown)
 	if s := r.regs.Read32(STATUS); s&StatusLU != 0 {
 		t.Fatalf("STATUS %#x with the PHY powered down", s)
 	}
-	mdicWrite(r, PhyBMCR, BmcrANEnable)
-	mdicWrite(r, PhyGCTRL, Gctrl1000FD)
+	mdicWrite(r, nicmodel.PhyBMCR, nicmodel.BmcrANEnable)
+	mdicWrite(r, nicmodel.PhyGBCR, nicmodel.Gbcr1000FD)
 	mmdWrite(r, MMDAN, MMDMGBTCtrl, MGBTCtrl2500)
 	if s := r.regs.Read32(STATUS); s&StatusSpeed2500 == 0 {
 		t.Fatalf("STATUS %#x, want 2.5 Gb/s again", s)
