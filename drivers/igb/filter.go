@@ -73,8 +73,8 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 		}
 		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.name, f, etqfCount)
 	}
-	if d.info.Flags&FlagTwoTuple == 0 {
-		return -1, fmt.Errorf("igb %s: %v has no 2-tuple filters", d.name, d.info.Type)
+	if d.info.Flags&FlagPortFilter == 0 {
+		return -1, fmt.Errorf("igb %s: %v has no destination-port queue filters", d.name, d.info.Type)
 	}
 	for i := range d.ttqf {
 		if !d.ttqf[i] {

@@ -71,7 +71,7 @@ func TestPortOnlyByMAC(t *testing.T) {
 	// Only the 82576's register is a 5-tuple filter; on the later parts the
 	// bypass bits are reserved and must stay clear.
 	for typ, info := range macInfo {
-		if info.Flags&FlagTwoTuple == 0 {
+		if info.Flags&FlagPortFilter == 0 {
 			continue
 		}
 		want := uint32(0)

@@ -38,7 +38,7 @@ const (
 	FlagLANFuncNVM                   // each port has its own NVM section (0x40 words apart)
 	FlagRETAShift6                   // RETA entries hold the queue in bits 7:6 (82575)
 	FlagETQF                         // EtherType queue filters
-	FlagTwoTuple                     // 2-tuple (protocol, port) queue filters
+	FlagPortFilter                   // L4 destination-port queue filters (82576: 5-tuple FTQF; later: 2-tuple TTQF)
 	FlagFlashless                    // may run with no NVM: the MAC comes from iNVM or RAL/RAH
 	FlagNoRSS                        // one receive queue only (i211 keeps RSS off)
 )
@@ -53,11 +53,11 @@ type MACInfo struct {
 
 var macInfo = map[MACType]MACInfo{
 	Mac82575: {Mac82575, FlagPortXOR | FlagRETAShift6, 4, 9234},
-	Mac82576: {Mac82576, FlagPortXOR | FlagETQF | FlagTwoTuple, 16, 9234},
-	Mac82580: {Mac82580, FlagLANFuncNVM | FlagETQF | FlagTwoTuple, 8, 9234},
-	MacI350:  {MacI350, FlagLANFuncNVM | FlagETQF | FlagTwoTuple, 8, 9234},
-	MacI354:  {MacI354, FlagLANFuncNVM | FlagETQF | FlagTwoTuple, 8, 9234},
-	MacI210:  {MacI210, FlagETQF | FlagFlashless, 4, 9234},
+	Mac82576: {Mac82576, FlagPortXOR | FlagETQF | FlagPortFilter, 16, 9234},
+	Mac82580: {Mac82580, FlagLANFuncNVM | FlagETQF | FlagPortFilter, 8, 9234},
+	MacI350:  {MacI350, FlagLANFuncNVM | FlagETQF | FlagPortFilter, 8, 9234},
+	MacI354:  {MacI354, FlagLANFuncNVM | FlagETQF | FlagPortFilter, 8, 9234},
+	MacI210:  {MacI210, FlagETQF | FlagPortFilter | FlagFlashless, 4, 9234},
 	MacI211:  {MacI211, FlagETQF | FlagFlashless | FlagNoRSS, 2, 9234},
 }
 
