@@ -81,6 +81,7 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	if r.refill(q.writeRx) {
 		q.d.regs.Write32(qreg(RDT, q.idx), uint32(r.next))
 	}
+	q.publishRx()
 	return handled
 }
 
@@ -114,15 +115,25 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 	)
 	if r.layout == Build {
 		buf, recycle, err = r.build(n)
-		q.built.Add(1)
 	} else {
 		buf, err = r.construct(n)
-		q.constructed.Add(1)
 	}
 	if err != nil {
 		return
 	}
 	deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash, Recycle: recycle})
+}
+
+// publishRx adds the ring's tally of the poll to the shared counters;
+// rxMu is held.
+func (q *queue) publishRx() {
+	built, constructed := q.rx.publish()
+	if built != 0 {
+		q.built.Add(built)
+	}
+	if constructed != 0 {
+		q.constructed.Add(constructed)
+	}
 }
 
 // headerLen is how many bytes construct copies into the head: a frame of

@@ -3,6 +3,7 @@ package igc
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
@@ -85,6 +86,7 @@ type rxRing struct {
 	slots   []rxPage
 	chunks  chunkTable   // build layout: the mappings kept, by chunk address
 	returns chunkReturns // build layout: chunks taken back from released packets
+	tally   rxTally      // this poll's counts, not yet published
 	clean   int
 	next    int
 	armed   int
@@ -111,6 +113,31 @@ func (r *rxRing) Mapped() int {
 		}
 	}
 	return n
+}
+
+// rxTally counts a poll's frames in plain fields, and publish adds them to
+// the shared counters once at the poll's end: as Linux's igc updates its
+// ring statistics once per poll, not an atomic add per frame per counter.
+type rxTally struct {
+	frames, bytes, copybreak, handoffs, returns, built, constructed uint64
+}
+
+// publish adds the tally to the ring's counters and starts a new one;
+// built and constructed go to the queue's, returned.
+func (r *rxRing) publish() (built, constructed uint64) {
+	t := r.tally
+	r.tally = rxTally{}
+	add := func(c *atomic.Uint64, n uint64) {
+		if n != 0 {
+			c.Add(n)
+		}
+	}
+	add(&r.Stats.Frames, t.frames)
+	add(&r.Stats.Bytes, t.bytes)
+	add(&r.Stats.Copybreak, t.copybreak)
+	add(&r.Stats.Handoffs, t.handoffs)
+	add(&r.Chunks.Returns, t.returns)
+	return t.built, t.constructed
 }
 
 // refill arms free descriptors through write(i, addr) and reports whether
@@ -196,7 +223,8 @@ func (r *rxRing) build(n int) (buffer.Buffer, func(*buffer.View), error) {
 		return buffer.Buffer{}, nil, err
 	}
 	r.count(n)
-	r.Stats.Handoffs.Add(1)
+	r.tally.handoffs++
+	r.tally.built++
 	if s.chunk != nil {
 		v, recycle := r.handChunk(s, n)
 		return buffer.MakeWithView(v), recycle, nil
@@ -220,15 +248,16 @@ func (r *rxRing) construct(n int) (buffer.Buffer, error) {
 	hl := headerLen(b)
 	buf := buffer.MakeWithView(buffer.NewViewWithData(b[:hl]))
 	r.count(n)
+	r.tally.constructed++
 	if hl == n {
-		r.Stats.Copybreak.Add(1)
+		r.tally.copybreak++
 		return buf, nil
 	}
 	rest := s.page.Clone()
 	rest.TrimFront(s.off + r.layout.headroom() + hl)
 	rest.CapLength(n - hl)
 	buf.Append(rest)
-	r.Stats.Handoffs.Add(1)
+	r.tally.handoffs++
 	r.flip(s)
 	return buf, nil
 }
@@ -248,8 +277,8 @@ func (r *rxRing) keep(n int) {
 }
 
 func (r *rxRing) count(n int) {
-	r.Stats.Frames.Add(1)
-	r.Stats.Bytes.Add(uint64(n))
+	r.tally.frames++
+	r.tally.bytes += uint64(n)
 }
 
 // flip moves a slot to its page's other half after one half went up, if

@@ -95,7 +95,7 @@ func (r *rxRing) armChunk(s *rxPage, i int) (kernel.DMAAddr, error) {
 			return 0, fmt.Errorf("igc: sync returned rx chunk %d for device: %w", i, err)
 		}
 		m.armed = true
-		r.Chunks.Returns.Add(1)
+		r.tally.returns++
 		*s = rxPage{page: v, addr: m.addr, mapped: true, chunk: m}
 		return m.addr + rxHeadroom, nil
 	}

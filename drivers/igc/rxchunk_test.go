@@ -95,6 +95,7 @@ func TestBuildHeaderReadInPlace(t *testing.T) {
 		pkt.DecRef()
 		r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
 	}
+	r.publish()
 	if got := r.Stats.Handoffs.Load(); got != 3 {
 		t.Errorf("handoffs %d, want 3", got)
 	}
@@ -151,6 +152,7 @@ func TestBuildChunkReturns(t *testing.T) {
 			}
 		}
 	}
+	r.publish()
 	if got := r.Chunks.Returns.Load(); got != 20 {
 		t.Errorf("returns %d, want 20", got)
 	}
