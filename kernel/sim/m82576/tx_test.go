@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -30,23 +30,6 @@ func offloadReady(f []byte, v6 bool, proto tcpip.TransportProtocolNumber, l4len 
 		header.TCP(l4).SetChecksum(sum)
 	} else {
 		header.UDP(l4).SetChecksum(sum)
-	}
-}
-
-func checkIPv4(t *testing.T, f []byte) header.IPv4 {
-	t.Helper()
-	ip := header.IPv4(f[14:])
-	if !ip.IsValid(len(ip)) || !ip.IsChecksumValid() {
-		t.Fatalf("bad IPv4 header: %x", f[14:34])
-	}
-	return ip
-}
-
-func checkTCP(t *testing.T, src, dst tcpip.Address, tcp header.TCP) {
-	t.Helper()
-	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))
-	if checksum.Checksum(tcp, xsum) != 0xffff {
-		t.Fatalf("bad TCP checksum %#x", tcp.Checksum())
 	}
 }
 
@@ -80,18 +63,11 @@ func TestTxChecksumOffload(t *testing.T) {
 	if len(out) != 3 {
 		t.Fatalf("%d frames sent, want 3", len(out))
 	}
-	ip := checkIPv4(t, out[0])
-	checkTCP(t, ip.SourceAddress(), ip.DestinationAddress(), ip.Payload())
-	if !bytes.Equal(header.TCP(ip.Payload()).Payload(), payload) {
+	if !bytes.Equal(header.TCP(nicmodeltest.CheckL4(t, out[0], false)).Payload(), payload) {
 		t.Error("TCP payload changed")
 	}
-	ip = checkIPv4(t, out[1])
-	ud := header.UDP(ip.Payload())
-	if !ud.IsChecksumValid(ip.SourceAddress(), ip.DestinationAddress(), checksum.Checksum(ud.Payload(), 0)) {
-		t.Errorf("bad UDP checksum %#x", ud.Checksum())
-	}
-	ip6 := header.IPv6(out[2][14:])
-	checkTCP(t, ip6.SourceAddress(), ip6.DestinationAddress(), ip6.Payload())
+	nicmodeltest.CheckL4(t, out[1], false)
+	nicmodeltest.CheckL4(t, out[2], true)
 	if r.nic.Counters().TxQueue[2] != 3 || r.regs.Read32(nicmodel.GPTC) != 3 {
 		t.Errorf("counters %+v", r.nic.Counters())
 	}
@@ -153,22 +129,18 @@ func TestTxTSO(t *testing.T) {
 			}
 			var got []byte
 			for i, s := range out {
-				var tcp header.TCP
 				if v6 {
 					ip := header.IPv6(s[14:])
 					if int(ip.PayloadLength()) != len(s)-54 {
 						t.Fatalf("segment %d: payload length %d of %d", i, ip.PayloadLength(), len(s)-54)
 					}
-					tcp = ip.Payload()
-					checkTCP(t, ip.SourceAddress(), ip.DestinationAddress(), tcp)
 				} else {
-					ip := checkIPv4(t, s)
+					ip := header.IPv4(s[14:])
 					if int(ip.TotalLength()) != len(s)-14 || ip.ID() != uint16(7+i) {
 						t.Fatalf("segment %d: length %d id %d", i, ip.TotalLength(), ip.ID())
 					}
-					tcp = ip.Payload()
-					checkTCP(t, ip.SourceAddress(), ip.DestinationAddress(), tcp)
 				}
+				tcp := header.TCP(nicmodeltest.CheckL4(t, s, v6))
 				if tcp.SequenceNumber() != 1000+uint32(len(got)) {
 					t.Fatalf("segment %d: seq %d, want %d", i, tcp.SequenceNumber(), 1000+len(got))
 				}
@@ -290,11 +262,7 @@ func TestTxVLANPadLinkAndLegacy(t *testing.T) {
 	hi := uint64(len(u)) | uint64(34+6)<<16 | uint64(TxdEOP|TxdRS|TxdIC)<<24 | uint64(34)<<40
 	r.post(0, txDesc{lo, hi})
 	out = r.sent()
-	ip := checkIPv4(t, out[0])
-	ud := header.UDP(ip.Payload())
-	if !ud.IsChecksumValid(ip.SourceAddress(), ip.DestinationAddress(), checksum.Checksum(ud.Payload(), 0)) {
-		t.Errorf("legacy: bad UDP checksum")
-	}
+	nicmodeltest.CheckL4(t, out[0], false)
 	// Link down: frames are dropped, descriptors still complete.
 	r.nic.SetLink(false, 1000)
 	r.post(0, dataDesc(r.buf(0, short), len(short), TxdEOP|TxdRS, 0))

@@ -6,53 +6,11 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 const macLen = header.EthernetMinimumSize
-
-// checkL4 verifies a sent frame's IP and L4 checksums with gVisor's
-// header package and returns its IP payload.
-func checkL4(t *testing.T, f []byte, v6 bool) []byte {
-	t.Helper()
-	eth := header.Ethernet(f)
-	if v6 {
-		if eth.Type() != header.IPv6ProtocolNumber {
-			t.Fatalf("ethertype %#x", eth.Type())
-		}
-		ip := header.IPv6(f[macLen:])
-		if !ip.IsValid(len(ip)) {
-			t.Fatal("invalid IPv6 header")
-		}
-		l4 := ip.Payload()
-		proto := ip.TransportProtocol()
-		s := header.PseudoHeaderChecksum(proto, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(l4)))
-		checkSum(t, proto, l4, s)
-		return l4
-	}
-	ip := header.IPv4(f[macLen:])
-	if !ip.IsValid(len(ip)) {
-		t.Fatal("invalid IPv4 header")
-	}
-	if !ip.IsChecksumValid() {
-		t.Fatalf("bad IPv4 header checksum %#04x", ip.Checksum())
-	}
-	l4 := ip.Payload()
-	proto := ip.TransportProtocol()
-	s := header.PseudoHeaderChecksum(proto, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(l4)))
-	checkSum(t, proto, l4, s)
-	return l4
-}
-
-// checkSum verifies a TCP or UDP checksum over the whole segment.
-func checkSum(t *testing.T, proto tcpip.TransportProtocolNumber, l4 []byte, pseudo uint16) {
-	t.Helper()
-	if checksum.Checksum(l4, pseudo) != 0xffff {
-		t.Fatalf("bad checksum of protocol %d", proto)
-	}
-}
 
 func TestTxChecksumInsertion(t *testing.T) {
 	for _, c := range []struct {
@@ -90,7 +48,7 @@ func TestTxChecksumInsertion(t *testing.T) {
 			if len(out) != 1 || len(out[0]) != len(f) {
 				t.Fatalf("sent %d frames", len(out))
 			}
-			checkL4(t, out[0], c.v6)
+			nicmodeltest.CheckL4(t, out[0], c.v6)
 			if r.txStatus(0, i)&TxdStaDD == 0 {
 				t.Fatal("DD not written back")
 			}
@@ -154,7 +112,7 @@ func TestTxTSO(t *testing.T) {
 			var got []byte
 			seq := uint32(1000)
 			for i, s := range out {
-				l4 := checkL4(t, s, c.v6)
+				l4 := nicmodeltest.CheckL4(t, s, c.v6)
 				tcp := header.TCP(l4)
 				if len(tcp.Payload()) > c.mss {
 					t.Fatalf("segment %d carries %d bytes, MSS %d", i, len(tcp.Payload()), c.mss)

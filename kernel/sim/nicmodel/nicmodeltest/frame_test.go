@@ -1,7 +1,9 @@
 package nicmodeltest
 
 import (
+	"bytes"
 	"encoding/binary"
+	"runtime"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
@@ -55,5 +57,52 @@ func TestPacket(t *testing.T) {
 	short := Packet{Dst: mac, Pad: true}.UDP()
 	if len(short) != 60 {
 		t.Errorf("padded frame of %d bytes", len(short))
+	}
+}
+
+func TestCheckL4(t *testing.T) {
+	mac := [6]byte{2, 0, 0, 0, 0, 1}
+	for _, v6 := range []bool{false, true} {
+		f := Packet{Dst: mac, V6: v6, Payload: Payload(30, 2)}.TCP()
+		if l4 := CheckL4(t, f, v6); len(l4) != header.TCPMinimumSize+30 {
+			t.Errorf("v6 %v: segment of %d bytes", v6, len(l4))
+		}
+		u := Packet{Dst: mac, V6: v6, Payload: Payload(30, 2)}.UDP()
+		CheckL4(t, u, v6)
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatal ends the goroutine and notes
+// that it was called.
+type fatalRecorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *fatalRecorder) Helper()               {}
+func (r *fatalRecorder) Fatal(...any)          { r.failed = true; runtime.Goexit() }
+func (r *fatalRecorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
+
+func TestCheckL4Refuses(t *testing.T) {
+	mac := [6]byte{2, 0, 0, 0, 0, 1}
+	good := Packet{Dst: mac, Payload: Payload(30, 2)}.TCP()
+	badIP := bytes.Clone(good)
+	badIP[header.EthernetMinimumSize+8]++ // TTL
+	badL4 := bytes.Clone(good)
+	badL4[len(badL4)-1]++
+	for name, c := range map[string]struct {
+		f  []byte
+		v6 bool
+	}{"ip": {badIP, false}, "l4": {badL4, false}, "version": {good, true}, "runt": {good[:10], false}} {
+		r := &fatalRecorder{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			CheckL4(r, c.f, c.v6)
+		}()
+		<-done
+		if !r.failed {
+			t.Errorf("%s: a bad frame passed", name)
+		}
 	}
 }
