@@ -20,20 +20,16 @@ func (n *NIC) drainRx() {
 	}
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
-	for {
-		h, ok := n.pb.Head()
-		if !ok {
-			return
+	n.pb.Drain(func(h *nicmodel.Held[struct{}]) bool {
+		if n.rxFrame(h.Frame) {
+			return true
 		}
-		if !n.rxFrame(h.Frame) {
-			if !n.pb.Starved {
-				n.pb.Starved = true
-				n.mu.Lock()
-				n.statLocked(nicmodel.RNBC, 1)
-				n.mu.Unlock()
-			}
-			return
+		if !n.pb.Starved {
+			n.pb.Starved = true
+			n.mu.Lock()
+			n.statLocked(nicmodel.RNBC, 1)
+			n.mu.Unlock()
 		}
-		n.pb.Pop()
-	}
+		return false
+	})
 }

@@ -27,23 +27,19 @@ func (n *NIC) drain(pb *packetBuffer) {
 	}
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
-	for {
-		h, ok := pb.Head()
-		if !ok {
-			return
-		}
+	pb.Drain(func(h *nicmodel.Held[rxSetup]) bool {
 		// A copy: the held entry is shared with Push, which may move it.
 		meta := h.Meta
 		meta.pkt = parse(h.Frame, meta.vet)
 		if n.rxTry(h.Frame, &meta) == rxNoRoom && n.rxNoRoom(pb, h.Frame, &meta, false) {
 			pb.Starved = true
-			return
+			return false
 		}
 		if pb != n.pb {
 			n.deferred.Add(-int64(len(h.Frame)))
 		}
-		pb.Pop()
-	}
+		return true
+	})
 }
 
 // rxAccess moves waiting frames into the rings for an access to the

@@ -22,15 +22,8 @@ func (n *NIC) drainRx() {
 	}
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
-	for {
-		h, ok := n.pb.Head()
-		if !ok {
-			return
-		}
+	n.pb.Drain(func(h *nicmodel.Held[rxAdmit]) bool {
 		n.mu.Lock()
-		if !n.deliverLocked(h.Frame, h.Meta, true) {
-			return
-		}
-		n.pb.Pop()
-	}
+		return n.deliverLocked(h.Frame, h.Meta, true)
+	})
 }

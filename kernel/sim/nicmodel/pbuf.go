@@ -85,6 +85,20 @@ func (p *PacketBuffer[M]) Pop() {
 	p.Starved = false
 }
 
+// Drain hands the waiting frames, oldest first, to deliver and drops each
+// one it takes, until the buffer is empty or deliver refuses a frame,
+// which stays at the head. The caller serialises drains; pushes may run
+// alongside.
+func (p *PacketBuffer[M]) Drain(deliver func(h *Held[M]) bool) {
+	for {
+		h, ok := p.Head()
+		if !ok || !deliver(h) {
+			return
+		}
+		p.Pop()
+	}
+}
+
 // Reset empties the buffer, as a device reset does.
 func (p *PacketBuffer[M]) Reset() {
 	p.mu.Lock()

@@ -2,6 +2,7 @@ package nicmodel
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -70,4 +71,30 @@ func TestPacketBufferConcurrent(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+func TestPacketBufferDrain(t *testing.T) {
+	p := NewPacketBuffer[int](10000)
+	for i := range 5 {
+		p.Push([]byte{byte(i)}, i)
+	}
+	var took []int
+	p.Drain(func(h *Held[int]) bool {
+		if h.Meta == 3 {
+			return false // no room for this one
+		}
+		took = append(took, h.Meta)
+		return true
+	})
+	if fmt.Sprint(took) != "[0 1 2]" || p.Len() != 2 {
+		t.Fatalf("took %v, %d left", took, p.Len())
+	}
+	if h, _ := p.Head(); h.Meta != 3 {
+		t.Fatalf("head %d, want the refused frame", h.Meta)
+	}
+	took = nil
+	p.Drain(func(h *Held[int]) bool { took = append(took, h.Meta); return true })
+	if fmt.Sprint(took) != "[3 4]" || p.Len() != 0 {
+		t.Fatalf("second drain took %v, %d left", took, p.Len())
+	}
 }
