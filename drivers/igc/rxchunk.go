@@ -64,7 +64,7 @@ func (s *chunkStats) Each(fn func(name string, v uint64)) {
 type chunkReturns struct {
 	head   atomic.Pointer[chunkMap]
 	closed atomic.Bool // the ring is gone: offers are let go
-	taken  *chunkMap   // the refill's list, newest first; rxMu held
+	taken  *chunkMap   // the refill's list, oldest first; rxMu held
 }
 
 // chunkMap is one chunk's mapping.
@@ -198,7 +198,7 @@ func isChunkOf(v *buffer.View, key uintptr) bool {
 	return chunkKey(b)-uintptr(read) == key
 }
 
-// returned takes the newest listed chunk whose mapping is still kept, as
+// returned takes the oldest listed chunk whose mapping is still kept, as
 // a view of the whole chunk; stale ones (their mapping was evicted
 // meanwhile) are let go.
 func (r *rxRing) returned() (*buffer.View, *chunkMap) {
@@ -206,7 +206,7 @@ func (r *rxRing) returned() (*buffer.View, *chunkMap) {
 	for {
 		m := b.taken
 		if m == nil {
-			if m = b.head.Swap(nil); m == nil {
+			if m = inOrder(b.head.Swap(nil)); m == nil {
 				return nil, nil
 			}
 		}
@@ -220,6 +220,21 @@ func (r *rxRing) returned() (*buffer.View, *chunkMap) {
 		}
 		v.Release()
 	}
+}
+
+// inOrder reverses a list taken off the returns stack, so that chunks are
+// re-armed in the order they came back: slots refilled in a row then get
+// chunks the ring handed up in a row, whose mappings lie together, as
+// they did when first mapped; the stack's newest-first order would
+// scatter them a little more every round.
+func inOrder(m *chunkMap) *chunkMap {
+	var out *chunkMap
+	for m != nil {
+		next := m.next
+		m.next = out
+		out, m = m, next
+	}
+	return out
 }
 
 // dropReturns lets go of every listed chunk; closing also refuses later

@@ -164,6 +164,24 @@ func TestBuildChunkReturns(t *testing.T) {
 	}
 }
 
+// TestBuildReturnsInOrder: chunks come back into the slots in the order
+// they went up, so slots armed in a row keep chunks mapped in a row.
+func TestBuildReturnsInOrder(t *testing.T) {
+	r, mem, addrs := chunkRing(t, 8)
+	var up []*byte
+	for i := 0; i < 4; i++ {
+		up = append(up, unsafe.SliceData(r.slots[r.clean].page.AsSlice()))
+		receiveOffering(t, r, mem, addrs, udpTestFrame(), true).DecRef()
+	}
+	first := r.next
+	r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
+	for k, want := range up {
+		if got := unsafe.SliceData(r.slots[(first+k)%8].page.AsSlice()); got != want {
+			t.Errorf("slot %d armed with chunk %p, want %p, the %d. handed up", (first+k)%8, got, want, k+1)
+		}
+	}
+}
+
 // TestBuildReturnRefusedWhileShared: a packet whose chunk a clone still
 // holds (a second socket, a sniffer) does not give it back; the clone's
 // bytes stay as received however many frames follow.
