@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,15 @@ type report struct {
 type transfer struct {
 	bytes int64
 	took  time.Duration
+	// moved is how the guest's counters (status page) changed over the
+	// transfer: polls, waits, ring-full events, retransmissions.
+	moved []counterDelta
+}
+
+// counterDelta is one status page counter's change.
+type counterDelta struct {
+	name string
+	by   uint64
 }
 
 func (t transfer) mbitps() float64 {
@@ -81,6 +91,9 @@ func (r *report) print(w io.Writer) {
 	}{{"guest to host (GET /source)", r.pull}, {"host to guest (POST /sink)", r.push}} {
 		if t.t.bytes > 0 {
 			fmt.Fprintf(w, "selftest: tcp %s %d bytes in %.2fs: %.1f Mbit/s\n", t.dir, t.t.bytes, t.t.took.Seconds(), t.t.mbitps())
+			for _, c := range t.t.moved {
+				fmt.Fprintf(w, "selftest:   %s +%d\n", c.name, c.by)
+			}
 		}
 	}
 	if r.faults != "" {
@@ -169,9 +182,15 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	if r.pull, err = pull(ctx, client, base, transferBytes); err != nil {
 		return err
 	}
+	after, err := getStatus(ctx, client, base)
+	if err != nil {
+		return err
+	}
+	r.pull.moved = movedCounters(page, after)
 	if r.push, err = push(ctx, client, base, transferBytes); err != nil {
 		return err
 	}
+	before := after
 
 	// The ping runs beside the rest; it has had plenty of time by now,
 	// and its absence is reported, not a failure.
@@ -185,7 +204,39 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 	r.faults = faultLine(page)
+	r.push.moved = movedCounters(before, page)
 	return checkStatus(page)
+}
+
+// statusCounters reads the status page lines that end in a number as
+// counters named by the rest of the line ("ether0 netstack.polls 12").
+func statusCounters(page string) map[string]uint64 {
+	m := make(map[string]uint64)
+	for _, l := range strings.Split(page, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseUint(f[len(f)-1], 10, 64); err == nil {
+			m[strings.Join(f[:len(f)-1], " ")] = v
+		}
+	}
+	return m
+}
+
+// movedCounters lists the counters that grew from page a to page b, in
+// name order; the uptime and the pages' own requests aside, that is what
+// the guest did over the transfer.
+func movedCounters(a, b string) []counterDelta {
+	before, after := statusCounters(a), statusCounters(b)
+	var out []counterDelta
+	for name, v := range after {
+		if old, ok := before[name]; ok && v > old {
+			out = append(out, counterDelta{name, v - old})
+		}
+	}
+	slices.SortFunc(out, func(x, y counterDelta) int { return strings.Compare(x.name, y.name) })
+	return out
 }
 
 // getStatus fetches the status page, retrying while the forward is not

@@ -52,3 +52,18 @@ func TestCheckStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestMovedCounters(t *testing.T) {
+	a := "ether9 uptime 1.000s\niommu faults 0\nether0 netstack.polls 10\nether0 tx_maps 5\ntcp retransmits 2\nether0 mac 52:54:00:12:34:56\n"
+	b := "ether9 uptime 2.000s\niommu faults 0\nether0 netstack.polls 25\nether0 tx_maps 5\ntcp retransmits 3\ntcp timeouts 1\nether0 mac 52:54:00:12:34:56\n"
+	got := movedCounters(a, b)
+	want := []counterDelta{{"ether0 netstack.polls", 15}, {"tcp retransmits", 1}}
+	if len(got) != len(want) {
+		t.Fatalf("moved %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("moved %v, want %v", got, want)
+		}
+	}
+}

@@ -15,6 +15,10 @@ type Snapshot struct {
 	Platform string // "linux", "sim"
 	IOMMU    *IOMMU // nil when there is no VT-d unit
 	NICs     []NIC
+	// TCP is the stack's TCP counters (segments, retransmissions,
+	// recoveries): with the NICs' counters, what a throughput figure is
+	// read against.
+	TCP []Counter
 }
 
 // IOMMU is the VT-d unit's state.
@@ -84,6 +88,9 @@ func Write(w io.Writer, s Snapshot) error {
 		for _, c := range n.Counters {
 			p.line("%s %s %d", n.Name, c.Name, c.Value)
 		}
+	}
+	for _, c := range s.TCP {
+		p.line("tcp %s %d", c.Name, c.Value)
 	}
 	return p.err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"strings"
 	"time"
@@ -69,6 +70,11 @@ func (s *System) serveHTTP(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("/", status.Handler(s.Snapshot, s.Ctl))
 	mux.Handle("/ns/", s.ns.Handler("/ns"))
+	if s.opt.Selftest {
+		// Where the guest's time goes while the host measures it.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -172,5 +178,35 @@ func (s *System) Snapshot() status.Snapshot {
 		n.Counters = append(n.Counters, s.nsCounters("/net/"+p.NIC.Name()+"/stats", ": ")...)
 		snap.NICs = append(snap.NICs, n)
 	}
+	if s.stack != nil {
+		snap.TCP = tcpCounters(s.stack.Stats().TCP)
+	}
 	return snap
+}
+
+// tcpCounters are the TCP statistics that explain a transfer's speed.
+func tcpCounters(t tcpip.TCPStats) []status.Counter {
+	var out []status.Counter
+	for _, c := range []struct {
+		name string
+		v    *tcpip.StatCounter
+	}{
+		{"segments_received", t.ValidSegmentsReceived},
+		{"segments_sent", t.SegmentsSent},
+		{"send_errors", t.SegmentSendErrors},
+		{"retransmits", t.Retransmits},
+		{"fast_retransmit", t.FastRetransmit},
+		{"fast_recovery", t.FastRecovery},
+		{"sack_recovery", t.SACKRecovery},
+		{"tlp_recovery", t.TLPRecovery},
+		{"slow_start_retransmits", t.SlowStartRetransmits},
+		{"timeouts", t.Timeouts},
+		{"spurious_recovery", t.SpuriousRecovery},
+		{"checksum_errors", t.ChecksumErrors},
+	} {
+		if c.v != nil {
+			out = append(out, status.Counter{Name: c.name, Value: c.v.Value()})
+		}
+	}
+	return out
 }
