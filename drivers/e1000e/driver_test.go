@@ -177,7 +177,7 @@ func TestCtl(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if d.rx.Copybreak() != DefaultCopybreak || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
+	if d.rx.Copybreak() != defaultCopybreak(r.dma) || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
 		t.Error("a bad command changed state")
 	}
 	for _, good := range []string{"copybreak 2048", "copybreak-mode unmap", "tso off", "mtu 2000"} {
@@ -432,8 +432,9 @@ func TestTransmitBackPressureAndBadPackets(t *testing.T) {
 	if err != nil || n != txDescs-1 {
 		t.Fatalf("took %d (%v), want %d", n, err, txDescs-1)
 	}
-	if d.tx.Stats.Full.Load() != 1 || d.tx.Mapped() != n {
-		t.Errorf("full %d mapped %d", d.tx.Stats.Full.Load(), d.tx.Mapped())
+	// Frames that fit a bounce slot are copied there, never mapped.
+	if d.tx.Stats.Full.Load() != 1 || d.tx.Mapped() != 0 || d.tx.Stats.Bounced.Load() != uint64(n) {
+		t.Errorf("full %d mapped %d bounced %d", d.tx.Stats.Full.Load(), d.tx.Mapped(), d.tx.Stats.Bounced.Load())
 	}
 	// Completion out of order: a later descriptor done first frees nothing.
 	d.tx.Descs.At(10)[12] |= TXD_STAT_DD
@@ -566,4 +567,23 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 		t.Errorf("mapped %d bounced %d map failures %d", d.tx.Mapped(), d.tx.Stats.Bounced.Load(), d.tx.Stats.MapFailures.Load())
 	}
 	r.close(t)
+}
+
+// TestDefaultCopybreak: behind an IOMMU (a DMA view that counts faults)
+// every frame is copied; with untranslated DMA, Linux's 256.
+func TestDefaultCopybreak(t *testing.T) {
+	translated := ringtest.New()
+	untranslated := struct{ kernel.DMA }{translated} // hides DMAFaults
+	for _, c := range []struct {
+		name string
+		dma  kernel.DMA
+		want int
+	}{{"translated", translated, TranslatedCopybreak}, {"untranslated", untranslated, DefaultCopybreak}} {
+		if got := defaultCopybreak(c.dma); got != c.want {
+			t.Errorf("%s: copybreak %d, want %d", c.name, got, c.want)
+		}
+	}
+	if TranslatedCopybreak < rxBufSize {
+		t.Errorf("translated copybreak %d leaves frames of a %d-byte buffer to be handed off", TranslatedCopybreak, rxBufSize)
+	}
 }
