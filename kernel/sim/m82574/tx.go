@@ -66,19 +66,12 @@ func (n *NIC) kickTx() {
 	n.txMu.Lock()
 	defer n.txMu.Unlock()
 	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		r := &n.regs
 		n.tx.vme = r[CTRL/4]&CtrlVME != 0
 		n.tx.tcpflg = uint64(r[DTXTCPFLGH/4])<<32 | uint64(r[DTXTCPFLGL/4])
 		return n.txRingLocked()
 	}
-	done := func(k uint32) {
-		n.mu.Lock()
-		n.txDoneLocked(k)
-		n.mu.Unlock()
-	}
-	if err := n.tx.Run(n.dma, load, n.txDesc, done); err != nil {
+	if err := n.tx.Run(n.dma, &n.mu, load, n.txDesc, n.txDoneLocked); err != nil {
 		n.mu.Lock()
 		n.counters.TxDMAFaults++
 		n.mu.Unlock()

@@ -76,18 +76,10 @@ func (n *NIC) kickTx(q uint32) {
 func (n *NIC) runTx(q uint32) {
 	tq := &n.tx[q]
 	tq.q = q
-	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.txRingLocked(q)
-	}
+	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) { return n.txRingLocked(q) }
 	desc := func(d []byte) bool { return n.txDesc(tq, d) }
-	done := func(k uint32) {
-		n.mu.Lock()
-		n.txDoneLocked(tq, k)
-		n.mu.Unlock()
-	}
-	if err := tq.Run(n.dma, load, desc, done); err != nil {
+	done := func(k uint32) { n.txDoneLocked(tq, k) }
+	if err := tq.Run(n.dma, &n.mu, load, desc, done); err != nil {
 		n.mu.Lock()
 		n.counters.TxDMAFaults++
 		n.mu.Unlock()

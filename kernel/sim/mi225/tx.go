@@ -69,18 +69,10 @@ func (n *NIC) kickTx(q int) {
 	n.txMu.Lock()
 	defer n.txMu.Unlock()
 	tq := &n.tx.q[q]
-	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.txRingLocked(q)
-	}
+	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) { return n.txRingLocked(q) }
 	desc := func(d []byte) bool { return n.txDesc(tq, d) }
-	done := func(k uint32) {
-		n.mu.Lock()
-		n.txDoneLocked(tq, k)
-		n.mu.Unlock()
-	}
-	if err := tq.Run(n.dma, load, desc, done); err != nil {
+	done := func(k uint32) { n.txDoneLocked(tq, k) }
+	if err := tq.Run(n.dma, &n.mu, load, desc, done); err != nil {
 		n.count(func(c *Counters) { c.TxDMAFaults++ })
 	}
 }

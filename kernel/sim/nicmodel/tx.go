@@ -3,6 +3,7 @@ package nicmodel
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
@@ -130,16 +131,19 @@ func (q *TxQueue) Reset() {
 	q.Tally = TxTally{}
 }
 
-// Run processes the ring until it is empty. load, called with nothing
-// held, returns the ring and line as the registers stand, or false when
-// the queue is off. Each descriptor fetched goes to desc, which reports
-// whether it asked for status (RS); done follows each batch with the
-// number of descriptors processed, Ring and Tally still those of the
-// batch, to move TDH and add the statistics. Run returns a descriptor
-// fetch the IOMMU refused, which stalls the queue.
-func (q *TxQueue) Run(dma DMA, load func() (TxRing, TxLine, bool), desc func(d []byte) (rs bool), done func(k uint32)) error {
+// Run processes the ring until it is empty. load returns the ring and
+// line as the registers stand, or false when the queue is off. Each
+// descriptor fetched goes to desc, which reports whether it asked for
+// status (RS); done follows each batch with the number of descriptors
+// processed, Ring and Tally still those of the batch, to move TDH and add
+// the statistics. load and done run with regs, the model's register lock,
+// held; desc, the DMA and the wire run without it. Run returns a
+// descriptor fetch the IOMMU refused, which stalls the queue.
+func (q *TxQueue) Run(dma DMA, regs sync.Locker, load func() (TxRing, TxLine, bool), desc func(d []byte) (rs bool), done func(k uint32)) error {
 	for {
+		regs.Lock()
 		ring, line, ok := load()
+		regs.Unlock()
 		if !ok || !ring.Valid() || ring.Head == ring.Tail {
 			return nil
 		}
@@ -171,7 +175,9 @@ func (q *TxQueue) Run(dma DMA, load func() (TxRing, TxLine, bool), desc func(d [
 				q.Tally.DMAFaults++
 			}
 		}
+		regs.Lock()
 		done(k)
+		regs.Unlock()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -106,7 +107,7 @@ func TestTxQueueRun(t *testing.T) {
 			}
 			head = q.Ring.Next(k)
 		}
-		if err := q.Run(dma, load, desc, done); err != nil {
+		if err := q.Run(dma, new(sync.Mutex), load, desc, done); err != nil {
 			t.Fatal(err)
 		}
 		if want := []uint32{14, 26}; fmt.Sprint(batches) != fmt.Sprint(want) {
@@ -138,7 +139,7 @@ func TestTxQueueFaults(t *testing.T) {
 
 	// A refused descriptor fetch stops Run with an error and runs nothing.
 	ran := false
-	err := q.Run(dma, func() (TxRing, TxLine, bool) {
+	err := q.Run(dma, new(sync.Mutex), func() (TxRing, TxLine, bool) {
 		return TxRing{Base: 0x8000, Count: 8, Head: 0, Tail: 3}, q.Line, true
 	}, func([]byte) bool { ran = true; return false }, func(uint32) {})
 	if err == nil || ran {
