@@ -23,24 +23,14 @@ type queue struct {
 	d   *Device
 	idx int
 
-	rxMu     sync.Mutex
-	rx       *ring.PageRxRing
-	zc       *zcRing // non-nil while a socket holds the queue in zero-copy mode
-	discard  bool    // inside a frame that spans buffers
-	sock     atomic.Pointer[xsk.Socket]
-	mode     xsk.Mode
-	prog     atomic.Pointer[xsk.Program]
-	verdict  [4]atomic.Uint64 // program verdicts by xsk.Verdict
-	noSocket atomic.Uint64    // redirects with no socket bound
-	noStack  atomic.Uint64    // frames passed while only a socket polled the queue
-	zcBase   kernel.DMAAddr   // device address of the bound socket's frame area (zero-copy)
-	zcTx     int              // zero-copy frames in flight on the TX ring
+	rxMu    sync.Mutex
+	rx      *ring.PageRxRing
+	discard bool       // inside a frame that spans buffers
+	x       *xsk.Queue // the socket side: program, bound socket, zero-copy frames
 
 	txMu    sync.Mutex
 	tx      *ring.TxRing
 	txw     advtx.Writer
-	txFrame []uint64 // zero-copy TX: frame address+1 held by descriptor i
-	txSock  *xsk.Socket
 	txDirty bool // descriptors queued since the last doorbell
 	stopped bool // closed: refuse TX
 
@@ -62,8 +52,12 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		rx.Close()
 		return nil, err
 	}
-	q := &queue{d: d, idx: idx, rx: rx, tx: tx, txFrame: make([]uint64, txDescs)}
+	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
 	q.txw = advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso}
+	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
+		q.free()
+		return nil, err
+	}
 	return q, nil
 }
 
@@ -99,8 +93,8 @@ func (q *queue) startRx() error {
 	descs := q.rx.Descs
 	descs.Program(r, qreg(RDBAL, n))
 	bsize := uint32(ring.HalfPage / 1024)
-	if q.zc != nil {
-		bsize = uint32(q.zc.umem.FrameSize / 1024)
+	if q.x.ZeroCopy() {
+		bsize = uint32(q.x.RxFrameSize() / 1024)
 	}
 	r.Write32(qreg(SRRCTL, n), bsize<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
 	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|1<<XDCTL_WTHRESH_SHIFT)
@@ -109,10 +103,10 @@ func (q *queue) startRx() error {
 	}
 	q.discard = false
 	var tail int
-	if q.zc != nil {
-		q.zc.reset()
-		q.zc.refill(q.writeRx)
-		tail = q.zc.next
+	if q.x.ZeroCopy() {
+		q.x.Reset()
+		q.x.Refill()
+		tail = q.x.Tail()
 	} else {
 		q.rx.Reset()
 		q.rx.Refill(q.writeRx)
@@ -163,7 +157,7 @@ func (q *queue) close() error {
 	defer q.rxMu.Unlock()
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
-	errs := []error{q.detachLocked(false)}
+	errs := []error{q.x.Unbind(false)}
 	q.stopped = true
 	errs = append(errs, q.rx.Close(), q.tx.Close())
 	return errors.Join(errs...)

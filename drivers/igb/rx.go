@@ -25,8 +25,10 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	}
 	n := q.clean(budget, deliver)
 	q.txMu.Lock()
-	if s := q.txSock; s != nil && !q.stopped {
-		q.sendSocket(s, budget)
+	if q.x.Socket() != nil && !q.stopped {
+		if q.x.Send(budget) {
+			q.txDirty = true
+		}
 		q.reclaim()
 	}
 	if q.txDirty {
@@ -37,29 +39,17 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	return n
 }
 
-// program is the queue's packet program: the installed one, else
-// RedirectAll on a bound queue, else none (everything to the stack).
-func (q *queue) program(sock *xsk.Socket) xsk.Program {
-	if p := q.prog.Load(); p != nil {
-		return *p
-	}
-	if sock != nil {
-		return xsk.RedirectAll
-	}
-	return nil
-}
-
 // clean is the RX loop, the same for half-page and zero-copy buffers;
 // rxMu is held.
 func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
-	sock := q.sock.Load()
-	prog := q.program(sock)
+	prog := q.x.Program()
+	zc := q.x.ZeroCopy()
 	descs := q.rx.Descs
 	handled := 0
 	for handled < budget {
 		armed, i := q.rx.Armed(), q.rx.Clean()
-		if q.zc != nil {
-			armed, i = q.zc.armed, q.zc.clean
+		if zc {
+			armed, i = q.x.Armed(), q.x.Clean()
 		}
 		if armed == 0 {
 			break
@@ -81,15 +71,15 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 			q.discard = true
 		case wb.frameError():
 			q.drop(ring.DropErrorBits)
-		case q.zc != nil:
-			q.frameZC(wb, prog, sock, deliver)
+		case zc:
+			q.frameZC(wb, prog, deliver)
 		default:
-			q.frame(wb, prog, sock, deliver)
+			q.frame(wb, prog, deliver)
 		}
 		// Clear the write-back so a stale DD is never read again.
 		encodeRxRead(desc, 0)
-		if q.zc != nil {
-			q.zc.advance()
+		if zc {
+			q.x.Advance()
 		} else {
 			q.rx.Advance()
 		}
@@ -97,8 +87,8 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	}
 	var moved bool
 	tail := 0
-	if q.zc != nil {
-		moved, tail = q.zc.refill(q.writeRx), q.zc.next
+	if zc {
+		moved, tail = q.x.Refill(), q.x.Tail()
 	} else {
 		moved, tail = q.rx.Refill(q.writeRx), q.rx.Tail()
 	}
@@ -110,7 +100,7 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 
 // drop discards the frame at the clean index; its buffer stays armed.
 func (q *queue) drop(r ring.DropReason) {
-	if q.zc != nil {
+	if q.x.ZeroCopy() {
 		q.rx.Stats.Drop(r)
 		q.rx.Stats.Recycled.Add(1)
 		return
@@ -119,7 +109,7 @@ func (q *queue) drop(r ring.DropReason) {
 }
 
 // frame handles a good frame in a half-page buffer.
-func (q *queue) frame(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, deliver func(*nic.RxPacket)) {
+func (q *queue) frame(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPacket)) {
 	n := wb.length
 	v := xsk.Pass
 	var b []byte
@@ -129,9 +119,8 @@ func (q *queue) frame(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, delive
 			q.rx.Drop(ring.DropLength)
 			return
 		}
-		v = prog(b)
+		v = q.x.Run(prog, b)
 	}
-	q.verdict[v&3].Add(1)
 	switch v {
 	case xsk.Pass:
 		buf, _, err := q.rx.Receive(n)
@@ -143,52 +132,20 @@ func (q *queue) frame(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, delive
 		q.txMu.Lock()
 		q.sendCopy(b)
 		q.txMu.Unlock()
-	case xsk.Redirect:
-		q.copyToSocket(sock, b)
 	}
 	q.rx.Keep(n)
 }
 
-// copyToSocket copies a frame into a free frame of the socket (copy mode).
-func (q *queue) copyToSocket(s *xsk.Socket, b []byte) {
-	if s == nil {
-		q.noSocket.Add(1)
-		return
-	}
-	if s.RX.Free() == 0 {
-		s.Stats.RxRingFull.Add(1)
-		return
-	}
-	for {
-		a, ok := s.Umem.Fill.Consume()
-		if !ok {
-			s.Stats.RxFillEmpty.Add(1)
-			return
-		}
-		if err := s.Umem.Check(a, len(b)); err != nil {
-			s.Stats.RxInvalid.Add(1)
-			continue
-		}
-		copy(s.Umem.Bytes(a, len(b)), b)
-		s.RX.Produce(xsk.Desc{Addr: a, Len: uint32(len(b))})
-		s.Stats.RxDelivered.Add(1)
-		return
-	}
-}
-
 // frameZC handles a good frame the NIC wrote into a socket's frame.
-func (q *queue) frameZC(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, deliver func(*nic.RxPacket)) {
-	z := q.zc
+func (q *queue) frameZC(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPacket)) {
 	n := wb.length
-	b, err := z.peek(n)
+	b, v, err := q.x.RunZC(prog, n)
 	if err != nil {
 		q.drop(ring.DropLength)
 		return
 	}
 	q.rx.Stats.Frames.Add(1)
 	q.rx.Stats.Bytes.Add(uint64(n))
-	v := prog(b)
-	q.verdict[v&3].Add(1)
 	switch v {
 	case xsk.Pass:
 		// The frame belongs to the socket: the stack gets a copy.
@@ -199,12 +156,7 @@ func (q *queue) frameZC(wb rxWriteback, prog xsk.Program, sock *xsk.Socket, deli
 		q.sendCopy(b)
 		q.txMu.Unlock()
 	case xsk.Redirect:
-		if sock.RX.Produce(xsk.Desc{Addr: z.frame(), Len: uint32(n)}) {
-			z.take()
-			sock.Stats.RxDelivered.Add(1)
-			return
-		}
-		sock.Stats.RxRingFull.Add(1)
+		return
 	}
 	q.rx.Stats.Recycled.Add(1)
 }

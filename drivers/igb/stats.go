@@ -3,7 +3,6 @@ package igb
 import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
-	"github.com/ether9/ether9/drivers/xsk"
 )
 
 // hwStats accumulates the device counters and each queue's RQDPC.
@@ -27,12 +26,8 @@ func (d *Device) Stats() []nic.Stat {
 		q.rx.Stats.Each(sum.Add)
 		q.rx.Pages.Each(sum.Add)
 		q.tx.Stats.Each(sum.Add)
-		for v := xsk.Pass; v <= xsk.Redirect; v++ {
-			sum.Add("xdp_"+v.String(), q.verdict[v].Load())
-		}
-		sum.Add("xdp_redirect_no_socket", q.noSocket.Load())
-		sum.Add("xdp_pass_no_stack", q.noStack.Load())
-		if s := q.sock.Load(); s != nil {
+		q.x.EachStat(sum.Add)
+		if s := q.x.Socket(); s != nil {
 			s.Stats.Each(sum.Add)
 		}
 	}

@@ -60,7 +60,7 @@ func (q *queue) reclaim() int {
 		if !advdesc.TxDone(q.tx.Descs.At(i)) {
 			return false
 		}
-		q.completeFrame(i, false)
+		q.x.Complete(i)
 		return true
 	})
 	if err != nil {
