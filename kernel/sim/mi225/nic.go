@@ -77,6 +77,8 @@ type Counters struct {
 	Resets     uint64
 	Vectors    [msixVectors]uint64 // MSI-X messages per vector
 	Interrupts uint64              // assertions of the line in MSI or INTx mode
+
+	RxQueueFrames [Queues]uint64 // frames written to each queue's ring
 }
 
 // NIC is one controller.
