@@ -15,7 +15,7 @@ const (
 // rxEngine is the receive DMA engine's state; rxMu guards it.
 type rxEngine struct {
 	stored  nicmodel.RxFrame // the frame as stored: VLAN tag stripped, FCS kept
-	pf      rxPrefetch
+	pf      nicmodel.RxPrefetch
 	wb      []byte // this frame's write-backs
 	pending []heldWB
 	fault   RxFault
@@ -93,10 +93,8 @@ func (n *NIC) rxFrame(frame []byte) bool {
 
 	bsize := rxBufSize(s.rctl)
 	need := uint32((len(data) + bsize - 1) / bsize)
-	var free uint32
-	if s.count != 0 && s.head < s.count && s.tail < s.count {
-		free = (s.tail - s.head + s.count) % s.count
-	}
+	ring := nicmodel.RxRing{Base: s.base, Count: s.count, Head: s.head, Tail: s.tail, Gen: s.ringGen}
+	free := ring.Free()
 	if need > free {
 		return false
 	}
@@ -126,7 +124,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	var faults uint64
 	for j := range need {
 		slot := (s.head + j) % s.count
-		bufAddr, err := n.rxBufferAddr(&s, slot, free-j)
+		d, err := e.pf.Desc(n.dma, ring, slot, rxPrefetchLen)
 		if err != nil {
 			// Without its descriptor the frame has nowhere to go.
 			n.mu.Lock()
@@ -134,6 +132,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 			n.mu.Unlock()
 			return true
 		}
+		bufAddr := binary.LittleEndian.Uint64(d)
 		chunk := data[int(j)*bsize : min(int(j+1)*bsize, len(data))]
 		target := bufAddr
 		if s.fault.DMAFault {
@@ -363,34 +362,3 @@ func writeBackLegacy(wb []byte, addr uint64, o rxResult, length, tci uint16, las
 
 // rxPrefetchLen is how many descriptors one fetch reads ahead.
 const rxPrefetchLen = 8
-
-// rxPrefetch is the descriptor prefetch cache: descriptors software has
-// handed over (head to tail) are read several at a time, as the hardware
-// does. Like the hardware's, it does not notice software rewriting a
-// descriptor it already handed over.
-type rxPrefetch struct {
-	descs [rxPrefetchLen * descLen]byte
-	next  uint32 // index in descs of the descriptor for slot
-	n     uint32 // descriptors fetched
-	slot  uint32 // ring slot of descs[next]
-	base  uint64
-	gen   uint64 // ring set-up generation the cache belongs to
-}
-
-// rxBufferAddr returns the buffer address of the descriptor at slot, of
-// which avail (from slot on) are software's gift to the device.
-func (n *NIC) rxBufferAddr(s *rxSetup, slot, avail uint32) (uint64, error) {
-	pf := &n.rx.pf
-	if pf.next >= pf.n || pf.slot != slot || pf.base != s.base || pf.gen != s.ringGen {
-		k := min(avail, rxPrefetchLen, s.count-slot)
-		pf.n, pf.next = 0, 0
-		if err := n.dma.Read(s.base+uint64(slot)*descLen, pf.descs[:k*descLen]); err != nil {
-			return 0, err
-		}
-		pf.n, pf.slot, pf.base, pf.gen = k, slot, s.base, s.ringGen
-	}
-	a := binary.LittleEndian.Uint64(pf.descs[pf.next*descLen:])
-	pf.next++
-	pf.slot = (slot + 1) % s.count
-	return a, nil
-}

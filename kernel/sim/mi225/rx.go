@@ -22,7 +22,7 @@ type rxEngine struct {
 	stored nicmodel.RxFrame // the frame as stored: tag stripped, FCS appended unless SECRC
 	descs  [maxRxDescs * descLen]byte
 	wb     [maxRxDescs * descLen]byte
-	pf     [Queues]rxPrefetchState
+	pf     [Queues]nicmodel.RxPrefetch
 	// starved: the frame being written found too few descriptors and was
 	// counted in RNBC; it is not counted again while it waits.
 	starved bool
@@ -88,6 +88,9 @@ func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
 		}
 	}
 
+	if a.qsel < 0 {
+		a.qsel = n.etqfQueueLocked(frame)
+	}
 	var ring rxQueue
 	var ok bool
 	if !rss || a.qsel >= 0 {
@@ -362,6 +365,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	}
 	n.regs[RxQ(RDH, ring.q)/4] = (ring.head + uint32(k)) % ring.count
 	c.RxFrames++
+	c.RxQueueFrames[ring.q]++
 	c.RxDescriptors += uint64(k)
 	l := uint64(len(frame) + fcsLen)
 	n.statLocked(nicmodel.GPRC, 1)
@@ -442,36 +446,17 @@ func splitFrame(desctype uint32, l, hdr, hdrSize int) rxSplit {
 	return rxSplit{}
 }
 
-// rxFetch reads the k descriptors from the head. Like the hardware it
-// prefetches: descriptors software has handed over (head to tail) are read
-// up to rxPrefetch at a time and kept until used or until the ring is set
-// up again. A refused read drops the frame.
+// rxFetch reads the k descriptors from the head, through the queue's
+// prefetch cache. A refused read drops the frame.
 func (n *NIC) rxFetch(ring rxQueue, descs []byte) bool {
-	pf := &n.rx.pf[ring.q]
-	if pf.gen != ring.gen {
-		*pf = rxPrefetchState{gen: ring.gen}
-	}
-	for i := 0; i < len(descs)/descLen; i++ {
-		idx := (ring.head + uint32(i)) % ring.count
-		if pf.n == 0 || pf.start != idx {
-			free := (ring.tail + ring.count - idx) % ring.count
-			m := min(rxPrefetch, ring.count-idx, free)
-			if n.dma.Read(ring.base+uint64(idx)*descLen, pf.buf[:m*descLen]) != nil {
-				*pf = rxPrefetchState{gen: ring.gen}
-				n.count(func(c *Counters) { c.RxDMAFaults++ })
-				return false
-			}
-			pf.start, pf.n, pf.off = idx, m, 0
+	r := nicmodel.RxRing{Base: ring.base, Count: ring.count, Head: ring.head, Tail: ring.tail, Gen: ring.gen}
+	for i := range uint32(len(descs) / descLen) {
+		d, err := n.rx.pf[ring.q].Desc(n.dma, r, (ring.head+i)%ring.count, rxPrefetch)
+		if err != nil {
+			n.count(func(c *Counters) { c.RxDMAFaults++ })
+			return false
 		}
-		copy(descs[i*descLen:], pf.buf[pf.off*descLen:(pf.off+1)*descLen])
-		pf.start, pf.n, pf.off = (pf.start+1)%ring.count, pf.n-1, pf.off+1
+		copy(descs[i*descLen:], d)
 	}
 	return true
-}
-
-// rxPrefetchState is one queue's prefetched descriptors.
-type rxPrefetchState struct {
-	gen           uint64
-	start, n, off uint32 // ring index of the next one, how many are left, where it is in buf
-	buf           [rxPrefetch * descLen]byte
 }

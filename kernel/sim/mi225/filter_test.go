@@ -1,0 +1,157 @@
+package mi225
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+const etherTypeTest = 0x88b5 // IEEE local experimental
+
+// steerRig has four queues and RSS on with every table entry naming
+// queue 1, so a frame off queue 1 was placed by something ahead of RSS.
+func steerRig(t *testing.T) *rig {
+	r := newRig(t, 0x15f3)
+	for i := range 32 {
+		r.regs.Write32(RETA+4*uint32(i), 0x01010101)
+	}
+	r.regs.Write32(MRQC, MrqcEnableRSS|MrqcTCPIPv4|MrqcIPv4|MrqcIPv6)
+	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	for q := range Queues {
+		r.setupRx(q, 16, 2048, SrrctlDescAdvOne, rctlStd)
+	}
+	return r
+}
+
+func etqfFilter(etype uint16, q int, flags uint32) uint32 {
+	return uint32(etype) | uint32(q)<<EtqfQueueShift | flags
+}
+
+// queueOf sends f and returns the queue whose ring got it.
+func queueOf(t *testing.T, r *rig, f []byte) int {
+	t.Helper()
+	before := r.nic.Counters().RxQueueFrames
+	r.w.B().Send(f)
+	after := r.nic.Counters().RxQueueFrames
+	got := -1
+	for q := range Queues {
+		switch after[q] - before[q] {
+		case 0:
+		case 1:
+			if got >= 0 {
+				t.Fatalf("frame on queues %d and %d", got, q)
+			}
+			got = q
+		default:
+			t.Fatalf("queue %d got %d frames for one", q, after[q]-before[q])
+		}
+	}
+	if got < 0 {
+		t.Fatalf("frame on no queue (counters %+v)", r.nic.Counters())
+	}
+	return got
+}
+
+func tcp4() []byte {
+	return tcpFrame(false, ourMAC, payloadBytes(20, 3), header.TCPFlagAck, true, 0)
+}
+
+func experimental(dst [6]byte) []byte {
+	return ethernet(dst, peerMAC, etherTypeTest, 46)[:header.EthernetMinimumSize+46]
+}
+
+func TestETQFSteersAheadOfRSS(t *testing.T) {
+	r := steerRig(t)
+	if q := queueOf(t, r, tcp4()); q != 1 {
+		t.Fatalf("TCP/IPv4 on queue %d before any filter, want RSS's 1", q)
+	}
+	if q := queueOf(t, r, experimental(ourMAC)); q != 0 {
+		t.Fatalf("non-IP frame on queue %d, want 0 (no RSS type)", q)
+	}
+	r.regs.Write32(ETQF+4*2, etqfFilter(etherTypeTest, 3, EtqfFilterEnable|EtqfQueueEnable))
+	r.regs.Write32(ETQF+4*5, etqfFilter(uint16(header.IPv4ProtocolNumber), 2, EtqfFilterEnable|EtqfQueueEnable))
+	if q := queueOf(t, r, experimental(ourMAC)); q != 3 {
+		t.Fatalf("EtherType %#x on queue %d, want the filter's 3", etherTypeTest, q)
+	}
+	if q := queueOf(t, r, tcp4()); q != 2 {
+		t.Fatalf("IPv4 on queue %d, want the filter's 2 ahead of RSS", q)
+	}
+	// An untouched EtherType still goes by RSS.
+	if q := queueOf(t, r, udpFrame(true, ourMAC, payloadBytes(10, 1), true)); q != 1 {
+		t.Fatalf("IPv6 on queue %d, want RSS's 1", q)
+	}
+	// The frame's data is the frame sent, at the start of the buffer.
+	f := experimental(ourMAC)
+	binary.BigEndian.PutUint32(f[20:], 0xdeadbeef)
+	head := r.regs.Read32(RxQ(RDH, 3))
+	if q := queueOf(t, r, f); q != 3 {
+		t.Fatalf("on queue %d", q)
+	}
+	wb := r.rxDesc(3, int(head))
+	if wb.status&RxdStaDD == 0 || wb.len() != len(f) || string(r.rxBuf(3, int(head), len(f))) != string(f) {
+		t.Fatalf("queue 3 descriptor %d: status %#x len %d", head, wb.status, wb.len())
+	}
+}
+
+func TestETQFEnables(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags uint32
+		want  int
+	}{
+		{"both", EtqfFilterEnable | EtqfQueueEnable, 3},
+		{"filter off", EtqfQueueEnable, 1},
+		{"queue off", EtqfFilterEnable, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := steerRig(t)
+			r.regs.Write32(ETQF, etqfFilter(uint16(header.IPv4ProtocolNumber), 3, tc.flags))
+			if q := queueOf(t, r, tcp4()); q != tc.want {
+				t.Fatalf("on queue %d, want %d", q, tc.want)
+			}
+		})
+	}
+}
+
+func TestETQFLastMatchDecides(t *testing.T) {
+	r := steerRig(t)
+	r.regs.Write32(ETQF+4*1, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
+	r.regs.Write32(ETQF+4*6, etqfFilter(etherTypeTest, 3, EtqfFilterEnable|EtqfQueueEnable))
+	if q := queueOf(t, r, experimental(ourMAC)); q != 3 {
+		t.Fatalf("on queue %d, want the last match's 3", q)
+	}
+	// The last match without queueing: no filter places the frame.
+	r.regs.Write32(ETQF+4*7, etqfFilter(etherTypeTest, 2, EtqfFilterEnable))
+	if q := queueOf(t, r, experimental(ourMAC)); q != 0 {
+		t.Fatalf("on queue %d, want 0", q)
+	}
+}
+
+func TestETQFAfterVLANTag(t *testing.T) {
+	r := steerRig(t)
+	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
+	plain := experimental(ourMAC)
+	f := make([]byte, 0, len(plain)+vlanTagLen)
+	f = append(f, plain[:12]...)
+	f = binary.BigEndian.AppendUint16(f, 0x8100)
+	f = binary.BigEndian.AppendUint16(f, 5)
+	f = append(f, plain[12:]...)
+	if q := queueOf(t, r, f); q != 2 {
+		t.Fatalf("tagged frame on queue %d, want 2", q)
+	}
+}
+
+func TestMACQueueSelectAheadOfETQF(t *testing.T) {
+	r := steerRig(t)
+	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
+	mac := [6]byte{0x02, 0, 0, 0x22, 0x50, 0x09}
+	r.regs.Write32(RAL0+8, binary.LittleEndian.Uint32(mac[:4]))
+	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(mac[4:]))|RahAV|1<<28|3<<18)
+	if q := queueOf(t, r, experimental(mac)); q != 3 {
+		t.Fatalf("on queue %d, want the address filter's 3", q)
+	}
+	if q := queueOf(t, r, experimental(ourMAC)); q != 2 {
+		t.Fatalf("on queue %d, want the EtherType filter's 2", q)
+	}
+}
