@@ -1,10 +1,10 @@
-// Package nicmodel holds the parts of the Ethernet controller models that
-// the 82574, 82576 and I225 do alike: the transmit queue engine (ring
-// fetch, status write-back, buffer gathering, frames to the wire), TCP
-// segmentation, the Internet checksums the offload engines insert and
-// verify, the IPv6 extension header walk, the Toeplitz hash of
-// receive-side scaling, the receive packet buffer, the statistics
-// registers, frame classification for them, and the PCI capabilities and
-// BAR plumbing. What a part's registers and descriptors mean stays in its
-// model.
+// Package nicmodel holds what the 82574, 82576 and I225 models do alike,
+// so that each model keeps only what its own registers and descriptors
+// mean: the transmit queue engine (ring fetch, status or head write-back,
+// buffer gathering, frames to the wire) and TCP segmentation; the receive
+// parser, the frame as stored, the descriptor prefetch cache and the
+// packet buffer; the Internet checksums and the Toeplitz hash; the
+// statistics registers, MDIC with the clause 22 PHY registers, the NVM
+// checksum and EERD; and the PCI capabilities and BAR plumbing.
+// Package nicmodeltest holds what their tests share.
 package nicmodel
