@@ -293,15 +293,13 @@ func (n *NIC) acceptLocked(f []byte, rctl uint32) bool {
 		if rctl&RctlMPE != 0 {
 			return true
 		}
-		h := nicmodel.MTAHash(f, rctl>>RctlMOSh)
-		return n.regs[MTA/4+h>>5]&(1<<(h&31)) != 0
+		return nicmodel.TableBit(n.regs[MTA/4:], nicmodel.MTAHash(f, rctl>>RctlMOSh))
 	}
 	return rctl&RctlUPE != 0
 }
 
 func (n *NIC) vlanAcceptLocked(f []byte) bool {
-	vid := uint32(binary.BigEndian.Uint16(f[14:]) & 0xfff)
-	return n.regs[VFTA/4+vid>>5]&(1<<(vid&31)) != 0
+	return nicmodel.TableBit(n.regs[VFTA/4:], nicmodel.VLANID(f))
 }
 
 // rxBufSize decodes the receive buffer size from RCTL: FLXBUF in KiB when

@@ -165,12 +165,9 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 		n.counters.RxFiltered++
 		return a
 	}
-	if tagged && a.rctl&RctlVFE != 0 {
-		vid := binary.BigEndian.Uint16(f[14:]) & 0xfff
-		if r[VFTA/4+uint32(vid>>5)]&(1<<(vid&31)) == 0 {
-			n.counters.RxFiltered++
-			return a
-		}
+	if tagged && a.rctl&RctlVFE != 0 && !nicmodel.TableBit(r[VFTA/4:], nicmodel.VLANID(f)) {
+		n.counters.RxFiltered++
+		return a
 	}
 	a.ok = true
 	return a
@@ -203,16 +200,7 @@ func (n *NIC) addrMatchLocked(f []byte, rctl uint32, a *rxAdmit) bool {
 	case rctl&RctlMPE != 0:
 		return true
 	}
-	h := mtaHash(f, rctl>>RctlMOShift&3)
-	return r[MTA/4+h>>5]&(1<<(h&31)) != 0
-}
-
-// mtaHash picks 12 bits of the destination address as RCTL.MO says:
-// bits 47:36, 46:35, 45:34 or 43:32.
-func mtaHash(f []byte, mo uint32) uint32 {
-	v := uint32(f[4]) | uint32(f[5])<<8
-	shift := [4]uint32{4, 3, 2, 0}[mo]
-	return v >> shift & 0xfff
+	return nicmodel.TableBit(r[MTA/4:], nicmodel.MTAHash(f, rctl>>RctlMOShift))
 }
 
 // rxQueueLocked snapshots queue q's ring, or reports it off.

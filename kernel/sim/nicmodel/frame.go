@@ -50,3 +50,10 @@ func MTAHash(f []byte, mo uint32) uint32 {
 	}
 	return h & 0xfff
 }
+
+// VLANID is the VLAN identifier of the tag after a frame's addresses.
+func VLANID(f []byte) uint32 { return uint32(f[14]&0x0f)<<8 | uint32(f[15]) }
+
+// TableBit reports whether bit i is set in a bit table held in 32-bit
+// registers, as the multicast table (MTA) and the VLAN filter (VFTA) are.
+func TableBit(table []uint32, i uint32) bool { return table[i>>5]&(1<<(i&31)) != 0 }

@@ -204,3 +204,19 @@ func TestRxFrame(t *testing.T) {
 		t.Errorf("a frame too short to carry a tag: % x, TCI %#x", d, tci)
 	}
 }
+
+func TestTables(t *testing.T) {
+	f := []byte{1, 0, 0x5e, 0, 0, 0xfb, 2, 0, 0, 0, 0, 1, 0x81, 0x00, 0xa0, 0x2a}
+	if id := VLANID(f); id != 0x02a {
+		t.Errorf("VLAN id %#x, want 0x02a (the priority bits left out)", id)
+	}
+	table := make([]uint32, 128)
+	table[0x2a>>5] = 1 << (0x2a & 31)
+	if !TableBit(table, 0x2a) || TableBit(table, 0x2b) || TableBit(table, 0x2a+32) {
+		t.Error("table bits")
+	}
+	// 01:00:5e:00:00:fb with MO 0 hashes address bits 47:36.
+	if h := MTAHash(f, 0); h != 0xfb0 {
+		t.Errorf("MTA hash %#x, want 0xfb0", h)
+	}
+}
