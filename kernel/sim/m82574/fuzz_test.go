@@ -3,6 +3,8 @@ package m82574
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 // FuzzTxRing hands the model a ring of arbitrary descriptors over buffers
@@ -40,7 +42,7 @@ func FuzzTxRing(f *testing.F) {
 		if h := r.regs.Read32(TDH); int(h) != n {
 			t.Fatalf("TDH %d after %d descriptors", h, n)
 		}
-		if longest > maxTxPacket+vlanTagLen {
+		if longest > nicmodel.MaxTxPacket+nicmodel.VLANTagLen {
 			t.Fatalf("a %d-byte frame went out", longest)
 		}
 	})

@@ -16,6 +16,8 @@ import (
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 // station is one simulated machine with the VT-d unit on, a model behind
@@ -263,7 +265,7 @@ func TestTwoMachinesOverWire(t *testing.T) {
 				t.Fatalf("capture holds %d frames, want %d", len(pkts), 2*frames)
 			}
 			for _, p := range pkts {
-				if len(p.Data) < minFrame || header.Ethernet(p.Data).Type() != header.IPv4ProtocolNumber {
+				if len(p.Data) < nicmodel.MinFrame || header.Ethernet(p.Data).Type() != header.IPv4ProtocolNumber {
 					t.Fatalf("captured frame of %d bytes, type %#x", len(p.Data), header.Ethernet(p.Data).Type())
 				}
 			}

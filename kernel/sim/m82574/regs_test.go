@@ -299,7 +299,7 @@ func TestStatisticsReadToClear(t *testing.T) {
 	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
 		t.Fatalf("GPRC %d after a read, want 0", v)
 	}
-	octets := uint32(frames * (len(f) + fcsLen))
+	octets := uint32(frames * (len(f) + nicmodel.FCSLen))
 	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
 		t.Fatalf("GORCL %d, want %d", lo, octets)
 	}

@@ -111,7 +111,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	if s.rxcsum&RxcsumPCSD == 0 {
 		end := len(data)
 		if s.rctl&RctlSECRC == 0 {
-			end -= fcsLen
+			end -= nicmodel.FCSLen
 		}
 		if pcss := int(s.rxcsum & RxcsumPCSSMask); pcss < end {
 			off.pktCsum = nicmodel.Sum(data[pcss:end])
@@ -163,7 +163,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	}
 	n.counters.RxFrames++
 	n.counters.RxDMAFaults += faults
-	l := len(frame) + fcsLen
+	l := len(frame) + nicmodel.FCSLen
 	n.statLocked(nicmodel.GPRC, 1)
 	n.stat64Locked(nicmodel.GORCL, uint64(l))
 	switch {
@@ -220,11 +220,11 @@ func (n *NIC) flushHeld() (faults uint64) {
 func (n *NIC) rxAdmitLocked(f []byte) bool {
 	r := &n.regs
 	rctl := r[RCTL/4]
-	if rctl&RctlEN == 0 || !n.linkWas.up || len(f) < ethHdrLen {
+	if rctl&RctlEN == 0 || !n.linkWas.up || len(f) < nicmodel.EthHdrLen {
 		n.counters.RxOff++
 		return false
 	}
-	l := len(f) + fcsLen
+	l := len(f) + nicmodel.FCSLen
 	n.statLocked(nicmodel.TPR, 1)
 	n.stat64Locked(nicmodel.TORL, uint64(l))
 	tagged := nicmodel.Tagged(f, uint16(r[VET/4]))
@@ -233,7 +233,7 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 		limit = maxJumboFrame
 	}
 	if tagged {
-		limit += vlanTagLen
+		limit += nicmodel.VLANTagLen
 	}
 	switch {
 	case l < minFrameFCS:

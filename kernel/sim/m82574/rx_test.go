@@ -96,8 +96,8 @@ func TestRxLegacyDescriptors(t *testing.T) {
 		t.Fatalf("legacy write-back overwrote the buffer address: %#x", a)
 	}
 	length := binary.LittleEndian.Uint16(d[8:])
-	if int(length) != len(f)+fcsLen {
-		t.Fatalf("length %d, want %d with FCS", length, len(f)+fcsLen)
+	if int(length) != len(f)+nicmodel.FCSLen {
+		t.Fatalf("length %d, want %d with FCS", length, len(f)+nicmodel.FCSLen)
 	}
 	if st, errs := d[12], d[13]; st&(RxdDD|RxdEOP|RxdIPCS|RxdUDPCS) != RxdDD|RxdEOP|RxdIPCS|RxdUDPCS || errs != 0 {
 		t.Fatalf("status %#x errors %#x", st, errs)

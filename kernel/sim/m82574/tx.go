@@ -6,14 +6,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
-const (
-	maxTxPacket = nicmodel.MaxTxPacket
-	minFrame    = nicmodel.MinFrame // without FCS
-	fcsLen      = nicmodel.FCSLen
-	ethHdrLen   = nicmodel.EthHdrLen
-	vlanTagLen  = 4
-)
-
 // txContext is the offload context a context descriptor loads. It stays
 // in force for the data descriptors that follow until the next one.
 type txContext struct {

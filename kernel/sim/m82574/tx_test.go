@@ -41,8 +41,8 @@ func TestTxLegacyPlain(t *testing.T) {
 	if g := r.regs.Read32(nicmodel.GPTC); g != 1 {
 		t.Fatalf("GPTC %d", g)
 	}
-	if o := r.regs.Read32(nicmodel.GOTCL); o != uint32(len(f)+fcsLen) {
-		t.Fatalf("GOTCL %d, want %d", o, len(f)+fcsLen)
+	if o := r.regs.Read32(nicmodel.GOTCL); o != uint32(len(f)+nicmodel.FCSLen) {
+		t.Fatalf("GOTCL %d, want %d", o, len(f)+nicmodel.FCSLen)
 	}
 
 	// A short frame is padded to 60 bytes (TCTL.PSP).
@@ -50,7 +50,7 @@ func TestTxLegacyPlain(t *testing.T) {
 	r.putTx(legacyTx(r.txBuf(2, short), len(short), TxdEOP|TxdRS, 0, 0))
 	r.kickTx()
 	out = r.sent()
-	if len(out) != 1 || len(out[0]) != minFrame || !bytes.Equal(out[0][:42], short) || out[0][59] != 0 {
+	if len(out) != 1 || len(out[0]) != nicmodel.MinFrame || !bytes.Equal(out[0][:42], short) || out[0][59] != 0 {
 		t.Fatalf("short frame went out as %d bytes", len(out[0]))
 	}
 }
