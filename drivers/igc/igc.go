@@ -60,6 +60,8 @@ type Device struct {
 	changes atomic.Uint64
 	hw      nicstat.Hardware
 	closed  atomic.Bool
+
+	filterMu sync.Mutex // EtherType filter slots (filter.go)
 }
 
 var _ nic.NIC = (*Device)(nil)

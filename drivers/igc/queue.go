@@ -23,9 +23,9 @@ type queue struct {
 	rxMu        sync.Mutex
 	rx          *rxRing
 	discard     bool        // inside a frame that spans buffers
-	prog        xsk.Program // attached packet program; nil: none
+	x           *xsk.Queue  // the socket side: program, bound socket, zero-copy frames
+	prog        xsk.Program // x's program, cached for the RX loop; nil: none
 	stopped     bool        // closed: no more polling
-	verdict     [4]atomic.Uint64
 	built       atomic.Uint64
 	constructed atomic.Uint64
 	relayouts   atomic.Uint64
@@ -51,6 +51,10 @@ func newQueue(d *Device, idx int) (*queue, error) {
 	}
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
 	q.txw = advtx.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso}
+	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
+		q.free()
+		return nil, err
+	}
 	return q, nil
 }
 
@@ -61,7 +65,7 @@ func (q *queue) free() {
 
 // layout is what the ring should use now.
 func (q *queue) layout() Layout {
-	return chooseLayout(q.d.build.Load(), q.prog != nil, q.d.MTU())
+	return chooseLayout(q.d.build.Load(), q.x.Program() != nil, q.d.MTU())
 }
 
 // setEnable sets or clears XDCTL.ENABLE and waits for the device to agree.
@@ -85,6 +89,9 @@ func (q *queue) setEnable(reg uint32, on bool) error {
 // rule picks and arms its buffers; rxMu is held or the queue not yet
 // polled.
 func (q *queue) startRx() error {
+	if q.x.ZeroCopy() {
+		return q.startRxZC()
+	}
 	r, n := q.d.regs, q.idx
 	descs := q.rx.Descs
 	if err := q.rx.reset(q.layout()); err != nil {
@@ -110,7 +117,7 @@ func (q *queue) startRx() error {
 func (q *queue) relayout() error {
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	if q.stopped || q.layout() == q.rx.layout {
+	if q.stopped || q.x.ZeroCopy() || q.layout() == q.rx.layout {
 		return nil
 	}
 	if err := q.setEnable(RXDCTL, false); err != nil {
@@ -135,26 +142,15 @@ func (d *Device) Layout(i int) (Layout, error) {
 	return q.rx.layout, nil
 }
 
-// SetProgram attaches packet program p to queue i (nil detaches it). A
-// program looks at frames in place, so the ring re-decides its layout:
-// with a program it constructs.
-func (d *Device) SetProgram(i int, p xsk.Program) error {
-	if i < 0 || i >= len(d.queues) {
-		return fmt.Errorf("igc %s: program on queue %d of %d: %w", d.name, i, len(d.queues), xsk.ErrNoQueue)
-	}
-	d.cfgMu.Lock()
-	defer d.cfgMu.Unlock()
-	q := d.queues[i]
-	q.rxMu.Lock()
-	q.prog = p
-	q.rxMu.Unlock()
-	return q.relayout()
-}
-
 // startTx programs and enables the TX queue.
 func (q *queue) startTx() error {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
+	return q.startTxLocked()
+}
+
+// startTxLocked is startTx with txMu held.
+func (q *queue) startTxLocked() error {
 	r, n := q.d.regs, q.idx
 	q.tx.Descs.Program(r, qreg(TDBAL, n))
 	q.txDirty = false
@@ -181,8 +177,9 @@ func (q *queue) close() error {
 	defer q.rxMu.Unlock()
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
+	err := q.x.Unbind(false)
 	q.stopped, q.txDone = true, true
-	return errors.Join(q.rx.close(), q.tx.Close())
+	return errors.Join(err, q.rx.close(), q.tx.Close())
 }
 
 // Wait implements nic.Queue.

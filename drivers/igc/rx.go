@@ -39,6 +39,7 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	}
 	n := q.clean(budget, deliver)
 	q.txMu.Lock()
+	q.serveSocket(budget)
 	if q.txDirty {
 		q.doorbell()
 		q.txDirty = false
@@ -49,6 +50,9 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 
 // clean is the RX loop; rxMu is held.
 func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
+	if q.x.ZeroCopy() {
+		return q.cleanZC(budget, deliver)
+	}
 	r := q.rx
 	prog := q.prog
 	handled := 0
@@ -93,8 +97,7 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		if err != nil {
 			return
 		}
-		v := prog(b)
-		q.verdict[v&3].Add(1)
+		v := q.x.Run(prog, b)
 		switch v {
 		case xsk.Pass:
 		case xsk.Tx:
@@ -103,7 +106,7 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 			q.txMu.Unlock()
 			r.keep(n)
 			return
-		default: // Drop, or Redirect with no socket to take it
+		default: // Drop, or Redirect (copied to the socket, if any)
 			r.keep(n)
 			return
 		}

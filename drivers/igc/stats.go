@@ -3,7 +3,6 @@ package igc
 import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
-	"github.com/ether9/ether9/drivers/xsk"
 )
 
 // absentCounters are the statistics registers the I225 does not have.
@@ -33,8 +32,9 @@ func (d *Device) Stats() []nic.Stat {
 		sum.Add("rx_build", q.built.Load())
 		sum.Add("rx_construct", q.constructed.Load())
 		sum.Add("rx_relayouts", q.relayouts.Load())
-		for v := xsk.Pass; v <= xsk.Redirect; v++ {
-			sum.Add("xdp_"+v.String(), q.verdict[v].Load())
+		q.x.EachStat(sum.Add)
+		if s := q.x.Socket(); s != nil {
+			s.Stats.Each(sum.Add)
 		}
 	}
 	sum.Each(add)

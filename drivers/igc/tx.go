@@ -34,7 +34,8 @@ func (q *queue) doorbell() {
 }
 
 // sendCopy queues one frame copied into bounce space (a program's TX
-// verdict); txMu is held and the caller rings the doorbell.
+// verdict, a copy-mode socket's send); txMu is held and the caller rings
+// the doorbell.
 func (q *queue) sendCopy(frame []byte) bool {
 	if q.txDone {
 		q.tx.Stats.Drops.Add(1)
@@ -51,10 +52,22 @@ func (q *queue) sendCopy(frame []byte) bool {
 func (q *queue) Reclaim() int {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
+	return q.reclaim()
+}
+
+// reclaim frees completed descriptors; a zero-copy frame goes back to its
+// socket's completion ring. txMu is held.
+func (q *queue) reclaim() int {
 	if q.txDone {
 		return 0
 	}
-	n, err := q.tx.Reclaim(func(i int) bool { return advdesc.TxDone(q.tx.Descs.At(i)) })
+	n, err := q.tx.Reclaim(func(i int) bool {
+		if !advdesc.TxDone(q.tx.Descs.At(i)) {
+			return false
+		}
+		q.x.Complete(i)
+		return true
+	})
 	if err != nil {
 		q.d.logf("%s: queue %d: tx reclaim: %v", q.d.name, q.idx, err)
 	}

@@ -1,0 +1,688 @@
+package igc_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/ether9/ether9/drivers/igc"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim/mi225"
+	"github.com/ether9/ether9/kernel/sim/wire"
+	"github.com/ether9/ether9/pci"
+)
+
+var xskModes = []xsk.Mode{xsk.Copy, xsk.ZeroCopy}
+
+const etherTypeLocal = 0x88b5 // IEEE local experimental
+
+// xdpHost is an I225 model bound by igc with no stack on it; the far end
+// of its wire is the test's traffic generator, which also collects what
+// the NIC sends.
+type xdpHost struct {
+	*host
+	t    *testing.T
+	peer *wire.End
+	regs kernel.Regs
+
+	mu   sync.Mutex
+	wire [][]byte // frames the NIC sent
+}
+
+func newXDPHost(t *testing.T) *xdpHost {
+	t.Helper()
+	w, err := wire.New(wire.Options{SpeedMbps: 2500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &xdpHost{host: newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false), t: t, peer: w.B()}
+	if h.regs, err = h.m.Bus.Regs(pci.Addr{Dev: 3}, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.peer.Receive(func(f []byte) {
+		h.mu.Lock()
+		h.wire = append(h.wire, bytes.Clone(f))
+		h.mu.Unlock()
+	})
+	return h
+}
+
+// sent is how many frames the NIC put on the wire.
+func (h *xdpHost) sent() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.wire)
+}
+
+// dma lets the model move the frames waiting in its packet buffer into
+// queue q's ring: with DeferRx it does so when the driver's receive path
+// touches the device, and a queue polled by its socket alone may touch
+// nothing until a descriptor completes. Reading RDH is such a touch.
+func (h *xdpHost) dma(q int) { h.regs.Read32(mi225.RxQ(mi225.RDH, q)) }
+
+// queueFrames is the model's count of frames written to queue q's ring.
+func (h *xdpHost) queueFrames(q int) uint64 { return h.model.Counters().RxQueueFrames[q] }
+
+// xdpFrame is an n-byte frame to the host of the given EtherType, its
+// payload numbered by seed.
+func xdpFrame(n int, etype uint16, seed int) []byte {
+	f := make([]byte, n)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 0x99})
+	binary.BigEndian.PutUint16(f[12:], etype)
+	for i := 14; i < n; i++ {
+		f[i] = byte(seed + i)
+	}
+	if n >= 18 {
+		binary.BigEndian.PutUint32(f[14:], uint32(seed))
+	}
+	return f
+}
+
+// app is a test application: its socket and the frames it holds.
+type app struct {
+	s    *xsk.Socket
+	free []uint64
+}
+
+func newApp(t testing.TB, frames, fill, ring int) *app {
+	t.Helper()
+	u, err := xsk.NewUmem(xsk.UmemConfig{Frames: frames})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := xsk.NewSocket(u, ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{s: s}
+	for i := range frames {
+		a.free = append(a.free, u.Frame(i))
+	}
+	a.fill(fill)
+	return a
+}
+
+// fill gives up to n free frames to the driver.
+func (a *app) fill(n int) {
+	n = min(n, len(a.free))
+	k := a.s.Umem.Fill.ProduceBatch(a.free[:n])
+	a.free = a.free[k:]
+}
+
+// rx takes the received frames.
+func (a *app) rx(t testing.TB) []xsk.Desc {
+	t.Helper()
+	var out []xsk.Desc
+	for {
+		d, ok := a.s.RX.Consume()
+		if !ok {
+			return out
+		}
+		if err := a.s.Umem.Check(d.Addr, int(d.Len)); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+}
+
+// complete takes finished frames back.
+func (a *app) complete() int {
+	n := 0
+	for {
+		f, ok := a.s.Umem.Comp.Consume()
+		if !ok {
+			return n
+		}
+		a.free = append(a.free, f)
+		n++
+	}
+}
+
+// account checks, once the queue is unbound, that every frame is in
+// exactly one place: with the application or on a ring it consumes.
+func (a *app) account(t testing.TB, held []xsk.Desc) {
+	t.Helper()
+	seen := map[uint64]string{}
+	add := func(f uint64, where string) {
+		if w, ok := seen[f]; ok {
+			t.Fatalf("frame %#x twice (%s, %s)", f, w, where)
+		}
+		seen[f] = where
+	}
+	for _, f := range a.free {
+		add(f, "free")
+	}
+	for _, d := range held {
+		add(d.Addr, "held")
+	}
+	for _, d := range a.rx(t) {
+		add(d.Addr, "rx")
+	}
+	for {
+		f, ok := a.s.Umem.Comp.Consume()
+		if !ok {
+			break
+		}
+		add(f, "completion")
+	}
+	for {
+		f, ok := a.s.Umem.Fill.Consume()
+		if !ok {
+			break
+		}
+		add(f, "fill")
+	}
+	if len(seen) != a.s.Umem.Frames() {
+		t.Fatalf("%d of %d frames accounted for", len(seen), a.s.Umem.Frames())
+	}
+	if n := a.s.Stats.CompOverflow.Load(); n != 0 {
+		t.Fatalf("%d frames overflowed the completion ring", n)
+	}
+}
+
+func TestXDPRxDropCountsExact(t *testing.T) {
+	for _, m := range xskModes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newXDPHost(t)
+			defer h.close(t)
+			a := newApp(t, 512, 512, 256)
+			if err := h.nic.Bind(0, a.s, m); err != nil {
+				t.Fatal(err)
+			}
+			if l, _ := h.nic.Layout(0); m == xsk.Copy && l != igc.Construct {
+				t.Fatalf("copy mode: layout %v, want construct (a program is attached)", l)
+			}
+			built, constructed := h.stat(t, "rx_build"), h.stat(t, "rx_construct")
+			const frames = 2000
+			got := 0
+			maps0 := -1
+			for sent := 0; sent < frames; {
+				if maps0 < 0 && sent >= 256 {
+					maps0 = int(h.unit.Stats().Maps) // every descriptor has been armed
+				}
+				for k := 0; k < 32 && sent < frames; k++ {
+					h.peer.Send(xdpFrame(60+sent%1400, etherTypeLocal, sent))
+					sent++
+				}
+				h.dma(0)
+				a.s.Poll(64)
+				for _, d := range a.rx(t) {
+					if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), xdpFrame(60+got%1400, etherTypeLocal, got)) {
+						t.Fatalf("frame %d corrupted", got)
+					}
+					got++
+					a.free = append(a.free, d.Addr)
+				}
+				a.fill(len(a.free))
+			}
+			if got != frames || a.s.Stats.RxDelivered.Load() != frames || h.stat(t, "xdp_redirect") != frames || h.queueFrames(0) != frames {
+				t.Fatalf("got %d, delivered %d, redirects %d, model queue 0 %d, want %d",
+					got, a.s.Stats.RxDelivered.Load(), h.stat(t, "xdp_redirect"), h.queueFrames(0), frames)
+			}
+			if m == xsk.ZeroCopy {
+				if maps := int(h.unit.Stats().Maps); maps != maps0 {
+					t.Errorf("%d maps while receiving", maps-maps0)
+				}
+				// The frame stays in the application's buffer: neither
+				// built around nor constructed.
+				if b, c := h.stat(t, "rx_build")-built, h.stat(t, "rx_construct")-constructed; b != 0 || c != 0 {
+					t.Errorf("zero-copy: %d frames built, %d constructed", b, c)
+				}
+			}
+			if err := h.nic.Unbind(0); err != nil {
+				t.Fatal(err)
+			}
+			a.account(t, nil)
+			if l, _ := h.nic.Layout(0); l != igc.Build {
+				t.Fatalf("after unbind: layout %v, want build", l)
+			}
+		})
+	}
+}
+
+func TestXDPTxPushCountsExact(t *testing.T) {
+	for _, m := range xskModes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newXDPHost(t)
+			defer h.close(t)
+			a := newApp(t, 256, 0, 256)
+			if err := h.nic.Bind(2, a.s, m); err != nil {
+				t.Fatal(err)
+			}
+			pkts0 := h.model.Counters().TxPackets
+			const frames = 3000
+			sent := 0
+			for rounds := 0; sent < frames || h.sent() < frames; rounds++ {
+				if rounds > 100*frames {
+					t.Fatalf("stuck: %d queued, %d on the wire", sent, h.sent())
+				}
+				for len(a.free) > 0 && sent < frames && a.s.TX.Free() > 0 {
+					f := a.free[0]
+					a.free = a.free[1:]
+					b := xdpFrame(60+sent%1000, etherTypeLocal, sent)
+					copy(a.s.Umem.Bytes(f, len(b)), b)
+					a.s.TX.Produce(xsk.Desc{Addr: f, Len: uint32(len(b))})
+					sent++
+				}
+				a.s.Poll(64)
+				a.complete()
+			}
+			for a.s.Stats.TxSent.Load() < frames {
+				a.s.Poll(64)
+				a.complete()
+			}
+			h.mu.Lock()
+			for i, f := range h.wire {
+				if !bytes.Equal(f, xdpFrame(60+i%1000, etherTypeLocal, i)) {
+					h.mu.Unlock()
+					t.Fatalf("wire frame %d wrong", i)
+				}
+			}
+			h.mu.Unlock()
+			if n, p := a.s.Stats.TxSent.Load(), h.model.Counters().TxPackets-pkts0; n != frames || p != frames || h.sent() != frames {
+				t.Errorf("TxSent %d, model sent %d, wire %d, want %d", n, p, h.sent(), frames)
+			}
+			bounced := h.stat(t, "tx_bounced")
+			if m == xsk.ZeroCopy && bounced != 0 || m == xsk.Copy && bounced != frames {
+				t.Errorf("%v: %d frames copied", m, bounced)
+			}
+			if err := h.nic.Unbind(2); err != nil {
+				t.Fatal(err)
+			}
+			a.account(t, nil)
+		})
+	}
+}
+
+// swapMAC turns a received frame around.
+func swapMAC(b []byte) {
+	var tmp [6]byte
+	copy(tmp[:], b[0:6])
+	copy(b[0:6], b[6:12])
+	copy(b[6:12], tmp[:])
+}
+
+func TestXDPL2FwdCountsExact(t *testing.T) {
+	for _, m := range xskModes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newXDPHost(t)
+			defer h.close(t)
+			a := newApp(t, 512, 256, 256)
+			if err := h.nic.Bind(0, a.s, m); err != nil {
+				t.Fatal(err)
+			}
+			const frames = 2000
+			sent, fwd := 0, 0
+			for rounds := 0; fwd < frames || a.s.Stats.TxSent.Load() < frames; rounds++ {
+				if rounds > 100*frames {
+					t.Fatalf("stuck: %d sent, %d forwarded, %d completed", sent, fwd, a.s.Stats.TxSent.Load())
+				}
+				for k := 0; k < 16 && sent < frames; k++ {
+					h.peer.Send(xdpFrame(60+sent%1400, etherTypeLocal, sent))
+					sent++
+				}
+				h.dma(0)
+				a.s.Poll(64)
+				for _, d := range a.rx(t) {
+					swapMAC(a.s.Umem.Bytes(d.Addr, int(d.Len)))
+					if !a.s.TX.Produce(d) {
+						t.Fatal("TX ring full")
+					}
+					fwd++
+				}
+				a.s.Poll(64)
+				a.complete()
+				a.fill(len(a.free))
+			}
+			if h.sent() != frames || h.queueFrames(0) != frames {
+				t.Fatalf("%d forwarded onto the wire, model queue 0 got %d, want %d", h.sent(), h.queueFrames(0), frames)
+			}
+			h.mu.Lock()
+			for i, f := range h.wire {
+				want := xdpFrame(60+i%1400, etherTypeLocal, i)
+				swapMAC(want)
+				if !bytes.Equal(f, want) {
+					h.mu.Unlock()
+					t.Fatalf("forwarded frame %d wrong", i)
+				}
+			}
+			h.mu.Unlock()
+			if bounced := h.stat(t, "tx_bounced"); m == xsk.ZeroCopy && bounced != 0 {
+				t.Errorf("zero-copy forwarding copied %d frames", bounced)
+			}
+			if err := h.nic.Unbind(0); err != nil {
+				t.Fatal(err)
+			}
+			a.account(t, nil)
+		})
+	}
+}
+
+// TestXDPUnbindUnderTraffic unbinds while frames arrive and the
+// application forwards them: every frame the socket was given comes back
+// and nothing stays mapped (checked at close).
+func TestXDPUnbindUnderTraffic(t *testing.T) {
+	for _, m := range xskModes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newXDPHost(t)
+			defer h.close(t)
+			a := newApp(t, 256, 128, 64)
+			if err := h.nic.Bind(0, a.s, m); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var senders sync.WaitGroup
+			senders.Add(1)
+			go func() {
+				defer senders.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					h.peer.Send(xdpFrame(60+i%200, etherTypeLocal, i))
+				}
+			}()
+			var held []xsk.Desc
+			done := make(chan struct{})
+			unbound := make(chan error, 1)
+			go func() {
+				defer close(done)
+				for i := 0; ; i++ {
+					if i == 300 {
+						go func() { unbound <- h.nic.Unbind(0) }()
+					}
+					h.dma(0)
+					a.s.Poll(32)
+					for _, d := range a.rx(t) {
+						if len(held) < 8 {
+							held = append(held, d) // the application keeps a few
+							continue
+						}
+						if !a.s.TX.Produce(d) {
+							a.free = append(a.free, d.Addr)
+						}
+					}
+					a.complete()
+					a.fill(len(a.free))
+					if i > 300 && a.s.Poll(0) == 0 && len(unbound) > 0 {
+						return
+					}
+				}
+			}()
+			<-done
+			close(stop)
+			senders.Wait()
+			if err := <-unbound; err != nil {
+				t.Fatal(err)
+			}
+			// Unbound: polling the socket does nothing, and the frames
+			// left on its TX ring were never taken.
+			if a.s.Poll(64) != 0 {
+				t.Fatal("an unbound socket still polls its queue")
+			}
+			for {
+				d, ok := a.s.TX.Consume()
+				if !ok {
+					break
+				}
+				a.free = append(a.free, d.Addr)
+			}
+			if a.s.Stats.RxDelivered.Load() == 0 {
+				t.Fatal("nothing delivered before the unbind")
+			}
+			a.account(t, held)
+			st := &a.s.Stats
+			t.Logf("delivered %d, sent %d, aborted %d, returned %d", st.RxDelivered.Load(), st.TxSent.Load(), st.TxAborted.Load(), st.RxReturned.Load())
+		})
+	}
+}
+
+func TestXDPFillEmptyAndRxRingFull(t *testing.T) {
+	for _, m := range xskModes {
+		t.Run(m.String()+"/fill empty", func(t *testing.T) {
+			h := newXDPHost(t)
+			defer h.close(t)
+			a := newApp(t, 64, 8, 64)
+			if err := h.nic.Bind(0, a.s, m); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				h.peer.Send(xdpFrame(100, etherTypeLocal, i))
+			}
+			h.dma(0)
+			a.s.Poll(64)
+			rx := a.rx(t)
+			got := len(rx)
+			st := &a.s.Stats
+			switch m {
+			case xsk.Copy:
+				// The device took all 20 into the ring's own buffers; the
+				// driver had frames for 8.
+				if got != 8 || st.RxFillEmpty.Load() != 12 || h.queueFrames(0) != 20 {
+					t.Fatalf("got %d, fill empty %d, model queue 0 %d; want 8, 12, 20", got, st.RxFillEmpty.Load(), h.queueFrames(0))
+				}
+			case xsk.ZeroCopy:
+				// Only 8 descriptors were armed: the device dropped the
+				// rest for want of a descriptor.
+				if c := h.model.Counters(); got != 8 || c.RxQueueFrames[0] != 8 || c.RxNoDescriptor != 12 {
+					t.Fatalf("got %d, model queue 0 %d, dropped for want of a descriptor %d; want 8, 8, 12", got, c.RxQueueFrames[0], c.RxNoDescriptor)
+				}
+			}
+			if err := h.nic.Unbind(0); err != nil {
+				t.Fatal(err)
+			}
+			a.account(t, rx)
+		})
+		t.Run(m.String()+"/rx ring full", func(t *testing.T) {
+			h := newXDPHost(t)
+			defer h.close(t)
+			a := newApp(t, 128, 128, 16)
+			if err := h.nic.Bind(0, a.s, m); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 40 {
+				h.peer.Send(xdpFrame(100, etherTypeLocal, i))
+			}
+			h.dma(0)
+			a.s.Poll(64)
+			st := &a.s.Stats
+			if st.RxDelivered.Load() != 16 || st.RxRingFull.Load() != 24 || h.queueFrames(0) != 40 {
+				t.Fatalf("delivered %d, ring full %d, model queue 0 %d; want 16, 24, 40", st.RxDelivered.Load(), st.RxRingFull.Load(), h.queueFrames(0))
+			}
+			// The application catches up and traffic flows again.
+			held := a.rx(t)
+			for i := range 8 {
+				h.peer.Send(xdpFrame(100, etherTypeLocal, 100+i))
+			}
+			h.dma(0)
+			a.s.Poll(64)
+			more := a.rx(t)
+			if len(more) != 8 {
+				t.Fatalf("%d frames after the ring drained, want 8", len(more))
+			}
+			if err := h.nic.Unbind(0); err != nil {
+				t.Fatal(err)
+			}
+			a.account(t, append(held, more...))
+		})
+	}
+}
+
+func TestXDPProgramVerdicts(t *testing.T) {
+	h := newXDPHost(t)
+	defer h.close(t)
+	// The first payload byte picks the verdict.
+	prog := func(b []byte) xsk.Verdict { return xsk.Verdict(b[14] % 4) }
+	if err := h.nic.SetProgram(0, prog); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := h.nic.Layout(0); l != igc.Construct {
+		t.Fatalf("with a program: layout %v, want construct", l)
+	}
+	var stack [][]byte
+	deliver := func(p *nic.RxPacket) {
+		stack = append(stack, p.Data.Flatten())
+		p.Data.Release()
+	}
+	q := h.nic.Queues()[0]
+	frame := func(i int) []byte {
+		f := xdpFrame(80, etherTypeLocal, i)
+		f[14] = byte(i)
+		return f
+	}
+	for i := range 40 {
+		h.peer.Send(frame(i))
+	}
+	q.Poll(64, deliver)
+	q.Poll(0, deliver) // rings the doorbell for the TX verdicts
+	if len(stack) != 10 || h.sent() != 10 {
+		t.Fatalf("%d to the stack, %d sent back; want 10 each", len(stack), h.sent())
+	}
+	for v := xsk.Pass; v <= xsk.Redirect; v++ {
+		if n := h.stat(t, "xdp_"+v.String()); n != 10 {
+			t.Errorf("xdp_%v %d, want 10", v, n)
+		}
+	}
+	if n := h.stat(t, "xdp_redirect_no_socket"); n != 10 {
+		t.Errorf("redirects with no socket %d, want 10", n)
+	}
+	for k, b := range stack {
+		if !bytes.Equal(b, frame(4*k)) {
+			t.Fatalf("passed frame %d wrong", k)
+		}
+	}
+
+	// With a zero-copy socket bound the same program redirects into it,
+	// and a passed frame reaches the stack as a copy of the socket's.
+	a := newApp(t, 128, 128, 64)
+	if err := h.nic.Bind(0, a.s, xsk.ZeroCopy); err != nil {
+		t.Fatal(err)
+	}
+	stack = nil
+	for i := range 40 {
+		h.peer.Send(frame(i))
+	}
+	q.Poll(64, deliver)
+	q.Poll(0, deliver)
+	rx := a.rx(t)
+	if len(stack) != 10 || len(rx) != 10 || h.sent() != 20 {
+		t.Fatalf("%d to the stack, %d to the socket, %d sent back in all; want 10, 10, 20", len(stack), len(rx), h.sent())
+	}
+	for k, d := range rx {
+		if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), frame(4*k+3)) {
+			t.Fatalf("redirected frame %d wrong", k)
+		}
+	}
+	for k, b := range stack {
+		if !bytes.Equal(b, frame(4*k)) {
+			t.Fatalf("passed frame %d wrong", k)
+		}
+	}
+	if err := h.nic.Unbind(0); err != nil {
+		t.Fatal(err)
+	}
+	a.account(t, rx)
+	if err := h.nic.SetProgram(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := h.nic.Layout(0); l != igc.Build {
+		t.Fatalf("program detached: layout %v, want build", l)
+	}
+}
+
+func TestXDPBindErrors(t *testing.T) {
+	h := newXDPHost(t)
+	defer h.close(t)
+	a := newApp(t, 64, 0, 64)
+	if err := h.nic.Bind(4, a.s, xsk.ZeroCopy); !errors.Is(err, xsk.ErrNoQueue) {
+		t.Fatalf("bind queue 4: %v", err)
+	}
+	if err := h.nic.Bind(0, nil, xsk.ZeroCopy); err == nil {
+		t.Fatal("bound a nil socket")
+	}
+	if err := h.nic.Unbind(1); err == nil {
+		t.Fatal("unbound a queue with no socket")
+	}
+	if err := h.nic.Bind(1, a.s, xsk.ZeroCopy); err != nil {
+		t.Fatal(err)
+	}
+	b := newApp(t, 64, 0, 64)
+	if err := h.nic.Bind(1, b.s, xsk.Copy); !errors.Is(err, xsk.ErrBound) {
+		t.Fatalf("second bind: %v", err)
+	}
+	if err := h.nic.Unbind(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestXDPEtherTypeSteering(t *testing.T) {
+	h := newXDPHost(t)
+	defer h.close(t)
+	if err := h.nic.Ctl("rss on"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.nic.Steer(xsk.Filter{UDPPort: 4791}, 1); err == nil {
+		t.Fatal("steered by UDP port on a part with no 2-tuple filter")
+	}
+	if _, err := h.nic.Steer(xsk.Filter{EtherType: etherTypeLocal}, 4); !errors.Is(err, xsk.ErrNoQueue) {
+		t.Fatalf("steer to queue 4: %v", err)
+	}
+	slot, err := h.nic.Steer(xsk.Filter{EtherType: etherTypeLocal}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.nic.Steer(xsk.Filter{EtherType: etherTypeLocal}, 1); err == nil {
+		t.Fatal("one EtherType steered twice")
+	}
+	a := newApp(t, 256, 256, 256)
+	if err := h.nic.Bind(2, a.s, xsk.ZeroCopy); err != nil {
+		t.Fatal(err)
+	}
+	const frames = 100
+	for i := range frames {
+		h.peer.Send(xdpFrame(64, etherTypeLocal, i))
+		h.peer.Send(xdpFrame(64, 0x0806, i)) // ARP: RSS has no hash for it, queue 0
+	}
+	h.dma(2)
+	a.s.Poll(2 * frames)
+	got := a.rx(t)
+	if len(got) != frames || h.queueFrames(2) != frames || h.queueFrames(0) != frames {
+		t.Fatalf("socket got %d, model queue 2 %d, queue 0 %d; want %d each", len(got), h.queueFrames(2), h.queueFrames(0), frames)
+	}
+	for i, d := range got {
+		if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), xdpFrame(64, etherTypeLocal, i)) {
+			t.Fatalf("steered frame %d wrong", i)
+		}
+	}
+	if err := h.nic.Unsteer(slot); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.nic.Unsteer(slot); err == nil {
+		t.Fatal("unsteered a free slot")
+	}
+	h.peer.Send(xdpFrame(64, etherTypeLocal, 0))
+	h.dma(2)
+	if h.queueFrames(2) != frames || h.queueFrames(0) != frames+1 {
+		t.Fatalf("after unsteer: queue 2 %d, queue 0 %d", h.queueFrames(2), h.queueFrames(0))
+	}
+	// Eight filters, then a clear error.
+	for i := range 8 {
+		if _, err := h.nic.Steer(xsk.Filter{EtherType: 0x9000 + uint16(i)}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.nic.Steer(xsk.Filter{EtherType: 0x9100}, 1); err == nil {
+		t.Fatal("a ninth EtherType filter")
+	}
+	if err := h.nic.Unbind(2); err != nil {
+		t.Fatal(err)
+	}
+	a.account(t, got)
+}
