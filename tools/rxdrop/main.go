@@ -1,9 +1,9 @@
-// Command rxdrop receives frames and drops them, through a zero-copy
-// queue by default, on the simulated machine (an 82576 behind VT-d with a
-// traffic generator at the far end of its wire), and prints frames per
-// second.
+// Command rxdrop receives frames and drops them, through a zero-copy queue by default, on the
+// simulated machine (an 82576 bound by igb, or with -nic igc an I225, behind
+// VT-d with a traffic generator at the far end of its wire), and prints
+// frames per second.
 //
-//	go run ./tools/rxdrop [-path netstack|copy|zero-copy] [-size 64] [-time 2s]
+//	go run ./tools/rxdrop [-nic igb|igc] [-path netstack|copy|zero-copy] [-size 64] [-time 2s]
 package main
 
 import (

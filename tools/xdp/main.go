@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 )
 
@@ -22,6 +23,7 @@ func Main(test string, args []string, out, errOut io.Writer) int {
 	path := fs.String("path", "zero-copy", "netstack, copy or zero-copy")
 	size := fs.Int("size", 64, "frame size in bytes with the FCS (64..1518)")
 	dur := fs.Duration("time", 2*time.Second, "measured time")
+	nicName := fs.String("nic", "igb", "NIC under test, by its driver: "+strings.Join(NICs(), " or "))
 	verbose := fs.Bool("v", false, "log bring-up")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -32,7 +34,7 @@ func Main(test string, args []string, out, errOut io.Writer) int {
 		fmt.Fprintln(errOut, err)
 		return 2
 	}
-	c := Config{Test: t, Path: p, Size: *size - 4, Duration: *dur}
+	c := Config{Test: t, Path: p, Size: *size - 4, Duration: *dur, NIC: *nicName}
 	if *verbose {
 		c.Logf = func(f string, a ...any) { fmt.Fprintf(errOut, f+"\n", a...) }
 	}
@@ -54,6 +56,6 @@ func Main(test string, args []string, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "%s: %v\n", test, err)
 		return 1
 	}
-	fmt.Fprintf(out, "%s %s %d B: %.1f Kpps (%d frames in %v)\n", t, p, *size, r.Kpps(), r.Frames, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "%s %s %s %d B: %.1f Kpps (%d frames in %v)\n", *nicName, t, p, *size, r.Kpps(), r.Frames, r.Elapsed.Round(time.Millisecond))
 	return 0
 }

@@ -16,11 +16,11 @@ import (
 	"github.com/ether9/ether9/pci"
 )
 
-// nicAddr is where the 82576 sits on the simulated bus.
+// nicAddr is where the NIC sits on the simulated bus.
 var nicAddr = pci.Addr{Bus: 0, Dev: 3, Fn: 0}
 
-// Rig is the simulated machine: an 82576 behind VT-d, bound by the igb
-// driver, its wire's far end played by the generator.
+// Rig is the simulated machine: an 82576 (igb) or I225 (igc) behind VT-d,
+// bound by its driver, its wire's far end played by the generator.
 type Rig struct {
 	Machine *sim.Machine
 	Wire    *wire.Wire
@@ -31,8 +31,9 @@ type Rig struct {
 	peerRx atomic.Uint64 // frames the generator's end received
 }
 
-// NewRig builds the machine and brings the NIC up.
-func NewRig(logf func(string, ...any)) (*Rig, error) {
+// NewRig builds the machine with the NIC the driver named ("" is igb)
+// binds and brings it up.
+func NewRig(driver string, logf func(string, ...any)) (*Rig, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -44,7 +45,7 @@ func NewRig(logf func(string, ...any)) (*Rig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: wire: %w", err)
 	}
-	if err := plug(m, nicAddr, w.A()); err != nil {
+	if err := plug(driver, m, nicAddr, w.A()); err != nil {
 		return nil, err
 	}
 	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})

@@ -26,6 +26,7 @@ type Config struct {
 	Path     Path
 	Size     int           // frame size without FCS, 60..1514
 	Duration time.Duration // measured time, after a warm-up of a tenth of it
+	NIC      string        // driver of the NIC under test: igb (the default) or igc
 	Logf     func(string, ...any)
 }
 
@@ -39,7 +40,7 @@ func Run(c Config) (res Result, err error) {
 	if c.Duration <= 0 {
 		return res, errors.New("xdp: no duration")
 	}
-	r, err := NewRig(c.Logf)
+	r, err := NewRig(c.NIC, c.Logf)
 	if err != nil {
 		return res, err
 	}

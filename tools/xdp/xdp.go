@@ -1,7 +1,7 @@
 // Package xdp runs the zero-copy queue sample programs (rxdrop, txpush,
 // l2fwd) in the shape of the AF_XDP benchmark: on the simulated machine an
-// 82576 behind VT-d, driven by the igb driver, joined by a wire to a
-// traffic generator; the application receives and sends through the
+// 82576 driven by igb (or an I225 driven by igc) behind VT-d, joined by a
+// wire to a traffic generator; the application receives and sends through the
 // netstack path (a gVisor UDP socket), a copy-mode queue or a zero-copy
 // queue. The tools under tools/ and `bench xdp` share it.
 package xdp

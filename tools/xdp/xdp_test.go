@@ -25,4 +25,7 @@ func TestParse(t *testing.T) {
 	if _, err := Run(Config{Test: RxDrop, Path: ZeroCopy, Size: 10, Duration: time.Millisecond}); err == nil {
 		t.Error("10-byte frames accepted")
 	}
+	if _, err := Run(Config{NIC: "e1000e", Test: RxDrop, Path: ZeroCopy, Size: 60, Duration: time.Millisecond}); err == nil {
+		t.Error("a NIC with no queue takeover accepted")
+	}
 }
