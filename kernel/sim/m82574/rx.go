@@ -163,18 +163,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	}
 	n.counters.RxFrames++
 	n.counters.RxDMAFaults += faults
-	l := len(frame) + nicmodel.FCSLen
-	n.statLocked(nicmodel.GPRC, 1)
-	n.stat64Locked(nicmodel.GORCL, uint64(l))
-	switch {
-	case nicmodel.IsBroadcast(frame):
-		n.statLocked(nicmodel.BPRC, 1)
-	case frame[0]&1 != 0:
-		n.statLocked(nicmodel.MPRC, 1)
-	}
-	if l <= 1522 {
-		n.statLocked(nicmodel.PRC64+4*uint32(nicmodel.SizeBin(l)), 1)
-	}
+	nicmodel.CountRx(n.regs[:], frame)
 	causes := uint32(IntRXT0 | IntRXQ0)
 	if free-need <= s.count>>(1+s.rctl>>RctlRDMTSh&3) {
 		causes |= IntRXDMT0

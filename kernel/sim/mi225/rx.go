@@ -355,18 +355,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	c.RxFrames++
 	c.RxQueueFrames[ring.q]++
 	c.RxDescriptors += uint64(k)
-	l := uint64(len(frame) + fcsLen)
-	n.statLocked(nicmodel.GPRC, 1)
-	n.stat64Locked(nicmodel.GORCL, l)
-	switch {
-	case nicmodel.IsBroadcast(frame):
-		n.statLocked(nicmodel.BPRC, 1)
-	case frame[0]&1 != 0:
-		n.statLocked(nicmodel.MPRC, 1)
-	}
-	if l <= 1522 {
-		n.statLocked(nicmodel.PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
-	}
+	nicmodel.CountRx(n.regs, frame)
 	n.queueEventLocked(ring.q, false)
 	return true
 }

@@ -62,6 +62,24 @@ const (
 	IAC      = 0x04100
 )
 
+// CountRx adds a frame written to a receive ring to the good-frame
+// statistics in register file r: GPRC, GORC, BPRC or MPRC, and its size
+// bin from PRC64 on. The frame is as it came off the wire, without FCS.
+func CountRx(r []uint32, frame []byte) {
+	l := len(frame) + FCSLen
+	AddStat(r, GPRC, 1)
+	AddStat64(r, GORCL, uint64(l))
+	switch {
+	case IsBroadcast(frame):
+		AddStat(r, BPRC, 1)
+	case frame[0]&1 != 0:
+		AddStat(r, MPRC, 1)
+	}
+	if l <= 1522 {
+		AddStat(r, PRC64+4*uint32(SizeBin(l)), 1)
+	}
+}
+
 // ReadStat reads the statistic at off of register file r (indexed by
 // offset/4) and clears it, as the hardware does on a read. A 64-bit
 // counter is read low half first: reading the low half leaves it, reading

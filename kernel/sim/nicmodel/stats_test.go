@@ -45,3 +45,25 @@ func TestWindow(t *testing.T) {
 		t.Errorf("Read32 = %d", v)
 	}
 }
+
+func TestCountRx(t *testing.T) {
+	r := make([]uint32, 0x4200/4)
+	bcast := make([]byte, 60)
+	copy(bcast, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	mcast := make([]byte, 1000)
+	mcast[0] = 1
+	jumbo := make([]byte, 3000)
+	for _, f := range [][]byte{bcast, mcast, jumbo} {
+		CountRx(r, f)
+	}
+	for _, c := range []struct {
+		off, want uint32
+	}{
+		{GPRC, 3}, {GORCL, 60 + 1000 + 3000 + 3*FCSLen}, {BPRC, 1}, {MPRC, 1},
+		{PRC64, 1}, {PRC1023, 1}, {PRC1522, 0}, // the jumbo frame is in no bin
+	} {
+		if got := ReadStat(r, c.off); got != c.want {
+			t.Errorf("statistic %#x = %d, want %d", c.off, got, c.want)
+		}
+	}
+}
