@@ -89,7 +89,7 @@ func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
 	}
 
 	if a.qsel < 0 {
-		a.qsel = n.etqfQueueLocked(frame)
+		a.qsel = n.filterQueueLocked(frame)
 	}
 	var ring rxQueue
 	var ok bool
