@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -153,5 +154,116 @@ func TestMACQueueSelectAheadOfETQF(t *testing.T) {
 	}
 	if q := queueOf(t, r, experimental(ourMAC)); q != 2 {
 		t.Fatalf("on queue %d, want the EtherType filter's 2", q)
+	}
+}
+
+func udpTo(v6 bool, port uint16) []byte {
+	return nicmodeltest.Packet{Dst: ourMAC, Src: peerMAC, V6: v6, DstPort: port, Payload: payloadBytes(20, 1), Pad: true}.UDP()
+}
+
+func tcpTo(port uint16, flags header.TCPFlags) []byte {
+	return nicmodeltest.Packet{Dst: ourMAC, Src: peerMAC, DstPort: port, Flags: flags, Payload: payloadBytes(20, 1)}.TCP()
+}
+
+// wirePort is a port as IMIR holds it: its first byte on the wire in the
+// register's low byte.
+func wirePort(p uint16) uint32 { return uint32(p>>8 | p<<8&0xff00) }
+
+// twoTuple programs filter i: protocol (0: bypassed) and destination port
+// to queue q with priority prio, length and TCP flags bypassed.
+func twoTuple(r *rig, i int, proto uint8, port uint16, q int, prio uint32) {
+	ttqf := uint32(proto) | TtqfQueueEnable | uint32(q)<<TtqfQueueShift
+	if proto == 0 {
+		ttqf |= TtqfMaskProtocolBP
+	}
+	off := 4 * uint32(i)
+	r.regs.Write32(IMIR+off, wirePort(port)|prio<<ImirPriorityShift)
+	r.regs.Write32(IMIREXT+off, ImirextSizeBP|ImirextCtrlBP)
+	r.regs.Write32(TTQF+off, ttqf)
+}
+
+func TestTwoTupleSteersAheadOfRSS(t *testing.T) {
+	r := steerRig(t)
+	twoTuple(r, 0, 17, 0x1234, 3, 0)
+	for _, v6 := range []bool{false, true} {
+		if q := queueOf(t, r, udpTo(v6, 0x1234)); q != 3 {
+			t.Fatalf("v6 %v: UDP to the filter's port on queue %d, want 3", v6, q)
+		}
+		if q := queueOf(t, r, udpTo(v6, 0x1235)); q != 1 {
+			t.Fatalf("v6 %v: UDP to another port on queue %d, want RSS's 1", v6, q)
+		}
+	}
+	// TCP to the port: the protocol differs.
+	if q := queueOf(t, r, tcpTo(0x1234, header.TCPFlagAck)); q != 1 {
+		t.Fatalf("TCP on queue %d, want RSS's 1", q)
+	}
+	// The port as the host reads it is not what the filter compares.
+	twoTuple(r, 0, 17, 0x3412, 3, 0)
+	if q := queueOf(t, r, udpTo(false, 0x1234)); q != 1 {
+		t.Fatalf("byte-swapped port matched: queue %d", q)
+	}
+	// Protocol bypassed: TCP and UDP to the port alike.
+	twoTuple(r, 0, 0, 0x1234, 2, 0)
+	if q := queueOf(t, r, tcpTo(0x1234, header.TCPFlagAck)); q != 2 {
+		t.Fatalf("TCP with the protocol bypassed on queue %d, want 2", q)
+	}
+	// Queue Enable off: no steering.
+	r.regs.Write32(TTQF, 17)
+	if q := queueOf(t, r, udpTo(false, 0x1234)); q != 1 {
+		t.Fatalf("disabled filter steered to queue %d", q)
+	}
+}
+
+func TestTwoTuplePriorityAndOrder(t *testing.T) {
+	r := steerRig(t)
+	twoTuple(r, 1, 17, 53, 2, 1)
+	twoTuple(r, 4, 0, 53, 3, 5)
+	if q := queueOf(t, r, udpTo(false, 53)); q != 3 {
+		t.Fatalf("on queue %d, want the higher priority's 3", q)
+	}
+	twoTuple(r, 4, 0, 53, 3, 1)
+	if q := queueOf(t, r, udpTo(false, 53)); q != 2 {
+		t.Fatalf("on queue %d, want the lower numbered filter's 2 at equal priority", q)
+	}
+	// The EtherType filters come first.
+	r.regs.Write32(ETQF, etqfFilter(uint16(header.IPv4ProtocolNumber), 0, EtqfFilterEnable|EtqfQueueEnable))
+	if q := queueOf(t, r, udpTo(false, 53)); q != 0 {
+		t.Fatalf("on queue %d, want the EtherType filter's 0", q)
+	}
+}
+
+func TestTwoTupleFragmentsAndFlags(t *testing.T) {
+	r := steerRig(t)
+	twoTuple(r, 0, 17, 53, 3, 0)
+	f := udpTo(false, 53)
+	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ip.SetFlagsFragmentOffset(header.IPv4FlagMoreFragments, 0)
+	ip.SetChecksum(0)
+	ip.SetChecksum(^ip.CalculateChecksum())
+	if q := queueOf(t, r, f); q == 3 {
+		t.Fatal("a fragment matched a port filter")
+	}
+	// TCP flags compared: SYN only.
+	r.regs.Write32(IMIREXT, ImirextSizeBP|(1<<(ImirextCtrlShift+4))) // bit 17: SYN
+	r.regs.Write32(TTQF, 6|TtqfQueueEnable|2<<TtqfQueueShift)
+	if q := queueOf(t, r, tcpTo(53, header.TCPFlagSyn)); q != 2 {
+		t.Fatalf("SYN on queue %d, want 2", q)
+	}
+	if q := queueOf(t, r, tcpTo(53, header.TCPFlagAck)); q != 1 {
+		t.Fatalf("ACK on queue %d, want RSS's 1", q)
+	}
+	// A length threshold: only frames shorter than it.
+	small, big := tcpTo(53, header.TCPFlagAck), tcpTo(53, header.TCPFlagAck)
+	big = append(big[:len(big):len(big)], make([]byte, 100)...)
+	ip = header.IPv4(big[header.EthernetMinimumSize:])
+	ip.SetTotalLength(ip.TotalLength() + 100)
+	ip.SetChecksum(0)
+	ip.SetChecksum(^ip.CalculateChecksum())
+	r.regs.Write32(IMIREXT, ImirextCtrlBP|uint32(len(small)+1))
+	if q := queueOf(t, r, small); q != 2 {
+		t.Fatalf("short frame on queue %d, want 2", q)
+	}
+	if q := queueOf(t, r, big); q != 1 {
+		t.Fatalf("long frame on queue %d, want RSS's 1", q)
 	}
 }
