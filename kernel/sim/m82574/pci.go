@@ -62,8 +62,6 @@ func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 {
 		if !n.pers.Standalone {
 			return ^uint64(0)
 		}
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		return n.msix.Read(off, size)
 	}
 	return 0
@@ -80,8 +78,6 @@ func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
 		}
 	case barMSIX:
 		if n.pers.Standalone {
-			n.mu.Lock()
-			defer n.mu.Unlock()
 			n.msix.Write(off, size, v)
 		}
 	}

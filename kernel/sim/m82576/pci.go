@@ -56,8 +56,6 @@ func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 {
 	case barIO:
 		return n.io.Read(off, n.read32)
 	case barMSIX:
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		return n.msix.Read(off, size)
 	}
 	return 0
@@ -71,8 +69,6 @@ func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
 	case barIO:
 		n.io.Write(off, uint32(v), mmioSize, n.write32)
 	case barMSIX:
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		n.msix.Write(off, size, v)
 	}
 }

@@ -45,8 +45,6 @@ func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 {
 	case barMMIO:
 		return nicmodel.ReadSplit(n.read32, off, size)
 	case barMSIX:
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		return n.msix.Read(off, size)
 	}
 	return 0
@@ -58,8 +56,6 @@ func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
 	case barMMIO:
 		nicmodel.WriteSplit(n.write32, off, size, v)
 	case barMSIX:
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		n.msix.Write(off, size, v)
 	}
 }

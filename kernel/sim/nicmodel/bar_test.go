@@ -7,8 +7,8 @@ import (
 
 func TestMSIXTable(t *testing.T) {
 	x := NewMSIXTable(3)
-	if len(x) != 12 {
-		t.Fatalf("3 vectors: %d dwords, want 12", len(x))
+	if x.Vectors() != 3 {
+		t.Fatalf("%d vectors, want 3", x.Vectors())
 	}
 	for v := range 3 {
 		if got := x.Read(uint32(v*16+12), 4); got != 1 {
@@ -71,5 +71,26 @@ func TestIOWindow(t *testing.T) {
 	}
 	if v := w.Read(0x10, read); v != 0 {
 		t.Errorf("reserved I/O offset read %#x", v)
+	}
+}
+
+func TestMSIXTableConcurrent(t *testing.T) {
+	x := NewMSIXTable(4)
+	var wg sync.WaitGroup
+	for v := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				x.Write(uint32(v*16+8), 4, uint64(i))
+				x.Read(uint32(((v+1)%4)*16+8), 4)
+			}
+		}()
+	}
+	wg.Wait()
+	for v := range 4 {
+		if got := x.Read(uint32(v*16+8), 4); got != 99 {
+			t.Errorf("vector %d data %d, want the last written", v, got)
+		}
 	}
 }
