@@ -6,6 +6,7 @@ package netstack
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,26 @@ type Options struct {
 	// Budget is how many frames one Poll may deliver before the loop
 	// looks at its other duties (reclaim, link, stop). Default 64.
 	Budget int
-	// MinWait and MaxWait bound the idle back-off: an idle queue waits
-	// MinWait first and doubles up to MaxWait. MaxWait also bounds how long
-	// Close waits for a poll loop to notice. Defaults 20 us and 1 ms.
+	// MinWait and MaxWait bound the idle back-off: a queue that stopped
+	// moving waits MinWait first and doubles up to MaxWait. Defaults 20 us
+	// and 1 ms.
 	MinWait, MaxWait time.Duration
+	// Spin is how long a queue keeps polling after its last frame before
+	// it starts to wait, yielding the processor between polls so the
+	// stack's goroutines run. A wait is a timer sleep, which a loaded or
+	// emulated machine stretches to milliseconds, so waiting between the
+	// packets of one burst costs throughput; an idle queue never spins.
+	// Default 1 ms; negative turns spinning off.
+	Spin time.Duration
+	// IdleAfter and IdleWait let an idle machine sleep: a queue with no
+	// frame for IdleAfter waits IdleWait at a time instead of MaxWait,
+	// since every wake-up of a polling loop costs CPU time (under QEMU's
+	// TCG about a millisecond of the host's). The first frame after such a
+	// pause waits up to IdleWait; a device that signals (kernel.Waiter)
+	// ends the wait at once. IdleWait also bounds how long Close waits for
+	// a poll loop to notice. Defaults 1 s and 20 ms; IdleWait is at least
+	// MaxWait.
+	IdleAfter, IdleWait time.Duration
 	// TxTimeout is how long WritePackets keeps retrying a full ring before
 	// it drops the rest of the batch. Default 50 ms.
 	TxTimeout time.Duration
@@ -59,6 +76,18 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWait < o.MinWait {
 		o.MaxWait = o.MinWait
+	}
+	if o.Spin == 0 {
+		o.Spin = time.Millisecond
+	}
+	if o.IdleAfter <= 0 {
+		o.IdleAfter = time.Second
+	}
+	if o.IdleWait <= 0 {
+		o.IdleWait = 20 * time.Millisecond
+	}
+	if o.IdleWait < o.MaxWait {
+		o.IdleWait = o.MaxWait
 	}
 	if o.TxTimeout <= 0 {
 		o.TxTimeout = 50 * time.Millisecond
@@ -405,8 +434,9 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 		}
 	}()
 	budget := e.opt.Budget
-	wait := e.opt.MinWait
 	busy := 0
+	start := time.Now()
+	pace := newPacer(e.opt, 0)
 	for {
 		select {
 		case <-stop:
@@ -415,7 +445,7 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 		}
 		n := e.pollOnce(q, budget)
 		if n > 0 {
-			wait = e.opt.MinWait
+			pace.busy(time.Since(start))
 			if n >= budget {
 				e.stats.budgetExhausted.Add(1)
 			}
@@ -425,15 +455,68 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 			}
 			continue
 		}
+		wait := pace.idle(time.Since(start))
+		if wait == 0 {
+			e.stats.spins.Add(1)
+			runtime.Gosched()
+			continue
+		}
 		e.checkLink()
 		e.stats.idleWaits.Add(1)
-		if q.q.Wait(wait) {
-			wait = e.opt.MinWait
-		} else if wait *= 2; wait > e.opt.MaxWait {
-			wait = e.opt.MaxWait
+		t := time.Now()
+		woken := q.q.Wait(wait)
+		e.stats.waitNanos.Add(uint64(time.Since(t)))
+		if woken {
+			pace.woken()
 		}
 	}
 }
+
+// pacer decides what a poll loop does after a poll that found nothing:
+// poll again at once while traffic is recent (Spin), else wait, backing
+// off from MinWait to MaxWait, and after IdleAfter without a frame wait
+// IdleWait. Times are readings of one monotonic clock.
+type pacer struct {
+	spin, idleAfter            time.Duration
+	minWait, maxWait, idleWait time.Duration
+	wait                       time.Duration // the next back-off wait
+	lastWork                   time.Duration // when a poll last found frames
+}
+
+// newPacer starts as if a frame had just arrived at now: a loop starts
+// when its link comes up, when traffic is likely.
+func newPacer(o Options, now time.Duration) pacer {
+	return pacer{
+		spin: o.Spin, idleAfter: o.IdleAfter,
+		minWait: o.MinWait, maxWait: o.MaxWait, idleWait: o.IdleWait,
+		wait: o.MinWait, lastWork: now,
+	}
+}
+
+// busy records a poll that found frames.
+func (p *pacer) busy(now time.Duration) {
+	p.lastWork = now
+	p.wait = p.minWait
+}
+
+// idle returns how long to wait after an empty poll at now; 0 means poll
+// again at once.
+func (p *pacer) idle(now time.Duration) time.Duration {
+	quiet := now - p.lastWork
+	switch {
+	case quiet < p.spin:
+		return 0
+	case quiet >= p.idleAfter:
+		return p.idleWait
+	}
+	w := p.wait
+	p.wait = min(2*w, p.maxWait)
+	return w
+}
+
+// woken records a wait the device ended: work is coming, so the back-off
+// starts over.
+func (p *pacer) woken() { p.wait = p.minWait }
 
 // Poll runs one pass over queue i, as the poll loops do: it delivers up to
 // budget received frames to the attached stack and reclaims finished

@@ -576,3 +576,31 @@ func TestCloseIsBounded(t *testing.T) {
 	within(t, 10*time.Second, "Wait", ep.Wait)
 	eventually(t, "driver closed after the loop ended", n.isClosed)
 }
+
+// TestPollLoopSpinsOnlyAfterTraffic: a queue that just delivered frames
+// polls on without waiting for Spin, and a queue with no traffic never
+// spins, only waits.
+func TestPollLoopSpinsOnlyAfterTraffic(t *testing.T) {
+	n := newFakeNIC("ether0", 1)
+	ep, err := netstack.New(n, netstack.Options{Spin: 20 * time.Millisecond, MaxWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	var d countingDispatcher
+	ep.Attach(&d)
+	// The loop starts as after traffic; let that spin end.
+	time.Sleep(60 * time.Millisecond)
+	spins, waits := stat(t, ep, "spins"), stat(t, ep, "idle_waits")
+	time.Sleep(60 * time.Millisecond)
+	if got := stat(t, ep, "spins") - spins; got != 0 {
+		t.Errorf("an idle queue spun %d times", got)
+	}
+	if stat(t, ep, "idle_waits") == waits {
+		t.Errorf("an idle queue did not wait")
+	}
+	n.inject(udpFrame([6]byte{2, 0, 0, 0, 0, 9}, n.MAC(), addrB.Addr(), addrA.Addr(), 9, []byte{1}, false))
+	eventually(t, "the frame delivered and the loop spinning after it", func() bool {
+		return stat(t, ep, "rx_packets") == 1 && stat(t, ep, "spins") > spins
+	})
+}

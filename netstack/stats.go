@@ -26,6 +26,8 @@ type counters struct {
 	polls           atomic.Uint64
 	budgetExhausted atomic.Uint64 // polls that used their whole budget
 	idleWaits       atomic.Uint64
+	waitNanos       atomic.Uint64 // time the idle waits really took
+	spins           atomic.Uint64 // empty polls while traffic was recent
 	linkChanges     atomic.Uint64
 	pollPanics      atomic.Uint64
 	closeStuck      atomic.Uint64 // closes that gave up waiting for a poll loop
@@ -54,6 +56,8 @@ func (e *Endpoint) Stats() []nic.Stat {
 		{Name: "polls", Value: c.polls.Load()},
 		{Name: "poll_budget_exhausted", Value: c.budgetExhausted.Load()},
 		{Name: "idle_waits", Value: c.idleWaits.Load()},
+		{Name: "idle_wait_us", Value: c.waitNanos.Load() / 1000},
+		{Name: "spins", Value: c.spins.Load()},
 		{Name: "link_changes", Value: c.linkChanges.Load()},
 		{Name: "poll_panics", Value: c.pollPanics.Load()},
 		{Name: "close_stuck", Value: c.closeStuck.Load()},
