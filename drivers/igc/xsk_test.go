@@ -15,6 +15,8 @@ import (
 	"github.com/ether9/ether9/kernel/sim/mi225"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 var xskModes = []xsk.Mode{xsk.Copy, xsk.ZeroCopy}
@@ -394,8 +396,10 @@ func TestXDPUnbindUnderTraffic(t *testing.T) {
 			unbound := make(chan error, 1)
 			go func() {
 				defer close(done)
+				started := false
 				for i := 0; ; i++ {
-					if i == 300 {
+					if !started && (a.s.Stats.RxDelivered.Load() >= 200 || i == 100000) {
+						started = true
 						go func() { unbound <- h.nic.Unbind(0) }()
 					}
 					h.dma(0)
@@ -411,7 +415,7 @@ func TestXDPUnbindUnderTraffic(t *testing.T) {
 					}
 					a.complete()
 					a.fill(len(a.free))
-					if i > 300 && a.s.Poll(0) == 0 && len(unbound) > 0 {
+					if started && len(unbound) > 0 {
 						return
 					}
 				}
@@ -628,9 +632,6 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 	if err := h.nic.Ctl("rss on"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.nic.Steer(xsk.Filter{UDPPort: 4791}, 1); err == nil {
-		t.Fatal("steered by UDP port on a part with no 2-tuple filter")
-	}
 	if _, err := h.nic.Steer(xsk.Filter{EtherType: etherTypeLocal}, 4); !errors.Is(err, xsk.ErrNoQueue) {
 		t.Fatalf("steer to queue 4: %v", err)
 	}
@@ -682,6 +683,73 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 		t.Fatal("a ninth EtherType filter")
 	}
 	if err := h.nic.Unbind(2); err != nil {
+		t.Fatal(err)
+	}
+	a.account(t, got)
+}
+
+// udpTo is an IPv4 UDP frame to the host's port, seq in its payload.
+func udpTo(port uint16, seq int) []byte {
+	const n = 14 + 20 + 8 + 18
+	f := make([]byte, n)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 0x99, 0x08, 0x00})
+	ip := header.IPv4(f[14:])
+	ip.Encode(&header.IPv4Fields{
+		TotalLength: n - 14, TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
+		SrcAddr: tcpip.AddrFrom4([4]byte{10, 0, 0, 2}), DstAddr: tcpip.AddrFrom4([4]byte{10, 0, 0, 1}),
+	})
+	ip.SetChecksum(^ip.CalculateChecksum())
+	header.UDP(f[34:]).Encode(&header.UDPFields{SrcPort: uint16(40000 + seq%64), DstPort: port, Length: n - 34})
+	binary.BigEndian.PutUint32(f[42:], uint32(seq))
+	return f
+}
+
+func TestXDPUDPPortSteering(t *testing.T) {
+	h := newXDPHost(t) // RSS off: what no filter places goes to queue 0
+	defer h.close(t)
+	const port = 4791
+	slot, err := h.nic.Steer(xsk.Filter{UDPPort: port}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.nic.Steer(xsk.Filter{UDPPort: port}, 1); err == nil {
+		t.Fatal("one port steered twice")
+	}
+	a := newApp(t, 256, 256, 256)
+	if err := h.nic.Bind(3, a.s, xsk.ZeroCopy); err != nil {
+		t.Fatal(err)
+	}
+	const frames = 100
+	for i := range frames {
+		h.peer.Send(udpTo(port, i))
+		h.peer.Send(udpTo(port+1, i))
+	}
+	h.dma(3)
+	a.s.Poll(2 * frames)
+	got := a.rx(t)
+	if len(got) != frames || h.queueFrames(3) != frames || h.queueFrames(0) != frames {
+		t.Fatalf("socket got %d; model queue 3 %d, queue 0 %d; want %d each", len(got), h.queueFrames(3), h.queueFrames(0), frames)
+	}
+	for i, d := range got {
+		if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), udpTo(port, i)) {
+			t.Fatalf("steered frame %d wrong", i)
+		}
+	}
+	if err := h.nic.Unsteer(slot); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.nic.Unsteer(slot); err == nil {
+		t.Fatal("unsteered a free slot")
+	}
+	for i := range 8 {
+		if _, err := h.nic.Steer(xsk.Filter{UDPPort: uint16(5000 + i)}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.nic.Steer(xsk.Filter{UDPPort: 6000}, 1); err == nil {
+		t.Fatal("a ninth 2-tuple filter")
+	}
+	if err := h.nic.Unbind(3); err != nil {
 		t.Fatal(err)
 	}
 	a.account(t, got)
