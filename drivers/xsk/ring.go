@@ -9,8 +9,12 @@
 // decides, before the stack sees a frame, whether it goes to the stack,
 // is dropped, is sent back out, or is redirected to the queue's socket.
 //
-// Drivers implement Binder; this package holds everything that is not
-// about one device.
+// Drivers implement Binder. Everything that is not about one device lives
+// here: the rings and frame area, and Queue, the socket side of a queue
+// pair (the program, the zero-copy RX ring armed from the fill ring,
+// copy-mode delivery, sends and their completions, giving every frame
+// back at unbind), which a driver runs through the small Hw interface of
+// its register programming and descriptor formats.
 package xsk
 
 import (
