@@ -88,6 +88,15 @@ type Memory interface {
 	FlushCache(buf []byte)
 }
 
+// CoherentDMA is an optional interface of a Memory that knows whether
+// streaming DMA is coherent with the CPU's caches. While DMACoherent
+// reports true, SyncForCPU and SyncForDevice would do nothing, and the DMA
+// layer may skip them (it still checks each sync against its mapping). The
+// answer may change over a Memory's life, so it is asked at each sync.
+type CoherentDMA interface {
+	DMACoherent() bool
+}
+
 // Coherent is a DMA allocation that stays mapped for the device's life and
 // needs no syncs: descriptor rings.
 type Coherent struct {

@@ -2,8 +2,6 @@ package iommu
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 
 	"github.com/ether9/ether9/kernel"
 )
@@ -16,24 +14,12 @@ type Domain struct {
 	source uint16
 	pt     *pageTable
 	iova   *iovaSpace
-	maps   map[kernel.DMAAddr]*mapping // by the address Map returned
-	sorted []*mapping                  // by IOVA, for syncs of part of a mapping
-	holes  map[uint64]uint64           // reserved, never-mapped IOVA ranges: start to size
-	faults uint64                      // fault records read for this source
+	live   liveMaps          // changed under the unit's lock; syncs read it without
+	holes  map[uint64]uint64 // reserved, never-mapped IOVA ranges: start to size
+	faults uint64            // fault records read for this source
 }
 
 var _ kernel.DMA = (*Domain)(nil)
-
-// mapping is one live Map or AllocCoherent.
-type mapping struct {
-	addr   kernel.DMAAddr // what Map returned: iova plus the buffer's page offset
-	iova   uint64         // page-aligned start of the IOVA range
-	span   uint64         // bytes of IOVA range, a page multiple
-	size   int            // bytes the caller mapped
-	dir    kernel.Direction
-	buf    []byte         // pinned streaming buffer
-	region *kernel.Region // coherent allocation
-}
 
 // ID returns the domain id written in the device's context entry.
 func (d *Domain) ID() uint16 { return d.id }
@@ -149,7 +135,7 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 	}
 	d.u.stats.Maps++
 	addr := kernel.DMAAddr(iova + off)
-	return &mapping{addr: addr, iova: iova, span: span, size: size, dir: dir}, addr, nil
+	return &mapping{addr: addr, iova: iova, span: span, size: size, dir: dir, segs: segs}, addr, nil
 }
 
 // freeReplaced drops any directory entry the unit may cache for the level-1
@@ -216,8 +202,8 @@ func (d *Domain) Unmap(addr kernel.DMAAddr, size int, dir kernel.Direction) erro
 }
 
 func (d *Domain) lookup(addr kernel.DMAAddr, size int, dir kernel.Direction) (*mapping, error) {
-	m, ok := d.maps[addr]
-	if !ok {
+	m := d.live.exact(addr)
+	if m == nil {
 		return nil, kernel.ErrNotMapped
 	}
 	if size != m.size {
@@ -290,91 +276,29 @@ func (d *Domain) FreeCoherent(c kernel.Coherent) error {
 }
 
 // SyncForCPU makes the device's writes to [addr, addr+size) visible to the
-// CPU. The range may be any part of one live mapping.
+// CPU. The range may be any part of one live mapping. It takes neither the
+// unit's lock nor a walk of the tables: the mapping keeps the physical
+// segments it was made with.
 func (d *Domain) SyncForCPU(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
-	return d.sync(addr, size, dir, d.u.tm.mem.SyncForCPU, "sync for cpu")
+	if err := d.u.sync.sync(&d.live, addr, size, dir, true); err != nil {
+		return d.errorf("sync for cpu %#x+%d: %w", addr, size, err)
+	}
+	return nil
 }
 
 // SyncForDevice makes the CPU's writes to [addr, addr+size) visible to the
 // device.
 func (d *Domain) SyncForDevice(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
-	return d.sync(addr, size, dir, d.u.tm.mem.SyncForDevice, "sync for device")
-}
-
-func (d *Domain) sync(addr kernel.DMAAddr, size int, dir kernel.Direction, do func(kernel.PhysAddr, int), what string) error {
-	if size <= 0 {
-		return d.errorf("%s %#x: %w", what, addr, kernel.ErrZeroLength)
-	}
-	if !validDir(dir) {
-		return d.errorf("%s %#x: direction %d: %w", what, addr, dir, kernel.ErrBadAddress)
-	}
-	segs, err := d.physSegments(addr, size, dir)
-	if err != nil {
-		return d.errorf("%s %#x+%d: %w", what, addr, size, err)
-	}
-	for _, s := range segs {
-		do(s.Phys, s.Len)
+	if err := d.u.sync.sync(&d.live, addr, size, dir, false); err != nil {
+		return d.errorf("sync for device %#x+%d: %w", addr, size, err)
 	}
 	return nil
 }
 
-// physSegments checks that [addr, addr+size) lies in one live mapping of
-// direction dir and translates it through the domain's own tables into
-// physically contiguous segments.
-func (d *Domain) physSegments(addr kernel.DMAAddr, size int, dir kernel.Direction) ([]kernel.Segment, error) {
-	d.u.mu.Lock()
-	defer d.u.mu.Unlock()
-	m := d.containing(addr)
-	if m == nil || uint64(addr)+uint64(size) > uint64(m.addr)+uint64(m.size) {
-		return nil, kernel.ErrNotMapped
-	}
-	if dir != m.dir {
-		return nil, fmt.Errorf("direction %v, mapped %v: %w", dir, m.dir, kernel.ErrBadAddress)
-	}
-	var segs []kernel.Segment
-	end := uint64(addr) + uint64(size)
-	for va := uint64(addr); va < end; {
-		pa, _, left, ok := d.pt.lookup(va)
-		if !ok {
-			return nil, fmt.Errorf("iova %#x: tables disagree with the mapping: %w", va, kernel.ErrNotMapped)
-		}
-		n := min(left, end-va)
-		if k := len(segs) - 1; k >= 0 && segs[k].Phys+kernel.PhysAddr(segs[k].Len) == pa {
-			segs[k].Len += int(n)
-		} else {
-			segs = append(segs, kernel.Segment{Phys: pa, Len: int(n)})
-		}
-		va += n
-	}
-	return segs, nil
-}
-
-// track records a new mapping; untrack forgets it.
-func (d *Domain) track(m *mapping) {
-	d.maps[m.addr] = m
-	i := sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i].iova > m.iova })
-	d.sorted = slices.Insert(d.sorted, i, m)
-}
-
-func (d *Domain) untrack(m *mapping) {
-	delete(d.maps, m.addr)
-	if i := sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i].iova >= m.iova }); i < len(d.sorted) && d.sorted[i] == m {
-		d.sorted = slices.Delete(d.sorted, i, i+1)
-	}
-}
-
-// containing returns the live mapping whose bytes include addr.
-func (d *Domain) containing(addr kernel.DMAAddr) *mapping {
-	i := sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i].iova > uint64(addr) }) - 1
-	if i < 0 {
-		return nil
-	}
-	m := d.sorted[i]
-	if addr < m.addr || uint64(addr) >= uint64(m.addr)+uint64(m.size) {
-		return nil
-	}
-	return m
-}
+// track records a new mapping; untrack forgets it. Both run under the
+// unit's lock.
+func (d *Domain) track(m *mapping)   { d.live.add(m) }
+func (d *Domain) untrack(m *mapping) { d.live.remove(m) }
 
 // Translate returns the physical address the domain's tables give iova, as
 // the unit would see it; ok is false for an unmapped IOVA.

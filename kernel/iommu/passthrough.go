@@ -2,7 +2,6 @@ package iommu
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/ether9/ether9/kernel"
@@ -12,52 +11,49 @@ import (
 // physical address, so a mapping must be physically contiguous.
 type passthrough struct {
 	mem  kernel.Memory
-	mu   sync.Mutex
-	maps []ptMap // sorted by addr, non-overlapping
-}
-
-type ptMap struct {
-	addr   uint64
-	size   int
-	dir    kernel.Direction
-	buf    []byte
-	region *kernel.Region
+	sync syncer
+	mu   sync.Mutex // serialises changes to live; syncs do not take it
+	live liveMaps
 }
 
 // Passthrough returns the DMA view of a device when no IOMMU translates:
 // Map pins and returns the physical address.
-func Passthrough(mem kernel.Memory) kernel.DMA { return &passthrough{mem: mem} }
+func Passthrough(mem kernel.Memory) kernel.DMA { return &passthrough{mem: mem, sync: newSyncer(mem)} }
 
 func (p *passthrough) AllocCoherent(size int) (kernel.Coherent, error) {
 	if size <= 0 {
 		return kernel.Coherent{}, fmt.Errorf("passthrough: alloc coherent %d bytes: %w", size, kernel.ErrZeroLength)
 	}
-	r, err := p.mem.Alloc(int(pageUp(uint64(size))), kernel.PageSize)
+	n := int(pageUp(uint64(size)))
+	r, err := p.mem.Alloc(n, kernel.PageSize)
 	if err != nil {
 		return kernel.Coherent{}, fmt.Errorf("passthrough: alloc coherent %d bytes: %w", size, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.insert(ptMap{addr: uint64(r.Phys), size: size, dir: kernel.Bidirectional, region: &r}); err != nil {
-		_ = p.mem.Free(r)
+	m := &mapping{addr: kernel.DMAAddr(r.Phys), size: size, dir: kernel.Bidirectional,
+		segs: []kernel.Segment{{Phys: r.Phys, Len: n}}, region: &r}
+	if err := p.insert(m); err != nil {
+		if ferr := p.mem.Free(r); ferr != nil {
+			err = fmt.Errorf("%w (free: %v)", err, ferr)
+		}
 		return kernel.Coherent{}, fmt.Errorf("passthrough: alloc coherent: %w", err)
 	}
-	return kernel.Coherent{Buf: r.Buf[:size:size], Addr: kernel.DMAAddr(r.Phys)}, nil
+	return kernel.Coherent{Buf: r.Buf[:size:size], Addr: m.addr}, nil
 }
 
 func (p *passthrough) FreeCoherent(c kernel.Coherent) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i, err := p.find(c.Addr, len(c.Buf), kernel.Bidirectional)
-	if err == nil && p.maps[i].region == nil {
+	m, err := p.find(c.Addr, len(c.Buf), kernel.Bidirectional)
+	if err == nil && m.region == nil {
 		err = fmt.Errorf("streaming mapping, use Unmap: %w", kernel.ErrBadAddress)
 	}
 	if err != nil {
 		return fmt.Errorf("passthrough: free coherent %#x: %w", c.Addr, err)
 	}
-	r := *p.maps[i].region
-	p.maps = append(p.maps[:i], p.maps[i+1:]...)
-	if err := p.mem.Free(r); err != nil {
+	p.live.remove(m)
+	if err := p.mem.Free(*m.region); err != nil {
 		return fmt.Errorf("passthrough: free coherent %#x: %w", c.Addr, err)
 	}
 	return nil
@@ -91,91 +87,67 @@ func (p *passthrough) Map(buf []byte, dir kernel.Direction) (kernel.DMAAddr, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.insert(ptMap{addr: uint64(segs[0].Phys), size: len(buf), dir: dir, buf: buf}); err != nil {
+	m := &mapping{addr: kernel.DMAAddr(segs[0].Phys), size: len(buf), dir: dir,
+		segs: []kernel.Segment{{Phys: segs[0].Phys, Len: len(buf)}}, buf: buf}
+	if err := p.insert(m); err != nil {
 		return fail(err)
 	}
-	return kernel.DMAAddr(segs[0].Phys), nil
+	return m.addr, nil
 }
 
 func (p *passthrough) Unmap(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i, err := p.find(addr, size, dir)
-	if err == nil && p.maps[i].region != nil {
+	m, err := p.find(addr, size, dir)
+	if err == nil && m.region != nil {
 		err = fmt.Errorf("coherent allocation, use FreeCoherent: %w", kernel.ErrBadAddress)
 	}
 	if err != nil {
 		return fmt.Errorf("passthrough: unmap %#x: %w", addr, err)
 	}
-	buf := p.maps[i].buf
-	p.maps = append(p.maps[:i], p.maps[i+1:]...)
-	if err := p.mem.Unpin(buf); err != nil {
+	p.live.remove(m)
+	if err := p.mem.Unpin(m.buf); err != nil {
 		return fmt.Errorf("passthrough: unmap %#x: unpin: %w", addr, err)
 	}
 	return nil
 }
 
+// SyncForCPU and SyncForDevice check the range against its mapping, and
+// sync it unless the memory is coherent, without p's lock.
 func (p *passthrough) SyncForCPU(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
-	return p.sync(addr, size, dir, p.mem.SyncForCPU, "sync for cpu")
+	if err := p.sync.sync(&p.live, addr, size, dir, true); err != nil {
+		return fmt.Errorf("passthrough: sync for cpu %#x+%d: %w", addr, size, err)
+	}
+	return nil
 }
 
 func (p *passthrough) SyncForDevice(addr kernel.DMAAddr, size int, dir kernel.Direction) error {
-	return p.sync(addr, size, dir, p.mem.SyncForDevice, "sync for device")
-}
-
-func (p *passthrough) sync(addr kernel.DMAAddr, size int, dir kernel.Direction, do func(kernel.PhysAddr, int), what string) error {
-	if size <= 0 {
-		return fmt.Errorf("passthrough: %s %#x: %w", what, addr, kernel.ErrZeroLength)
+	if err := p.sync.sync(&p.live, addr, size, dir, false); err != nil {
+		return fmt.Errorf("passthrough: sync for device %#x+%d: %w", addr, size, err)
 	}
-	if !validDir(dir) {
-		return fmt.Errorf("passthrough: %s %#x: direction %d: %w", what, addr, dir, kernel.ErrBadAddress)
-	}
-	p.mu.Lock()
-	// The last mapping starting at or below addr: searched by hand, as
-	// every sync of every buffer comes here.
-	lo, hi := 0, len(p.maps)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if p.maps[mid].addr <= uint64(addr) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	inside := lo > 0 && uint64(addr)+uint64(size) <= p.maps[lo-1].addr+uint64(p.maps[lo-1].size)
-	p.mu.Unlock()
-	if !inside {
-		return fmt.Errorf("passthrough: %s %#x+%d: %w", what, addr, size, kernel.ErrNotMapped)
-	}
-	do(kernel.PhysAddr(addr), size)
 	return nil
 }
 
-// insert adds m in address order; overlapping a live mapping means the
-// platform pinned the same memory twice, which the API does not allow.
-func (p *passthrough) insert(m ptMap) error {
-	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].addr >= m.addr })
-	if (i > 0 && p.maps[i-1].addr+uint64(p.maps[i-1].size) > m.addr) ||
-		(i < len(p.maps) && m.addr+uint64(m.size) > p.maps[i].addr) {
+// insert indexes m; overlapping a live mapping means the platform pinned
+// the same memory twice, which the API does not allow.
+func (p *passthrough) insert(m *mapping) error {
+	if p.live.overlaps(m.addr, m.size) {
 		return fmt.Errorf("[%#x, +%d) overlaps a live mapping: %w", m.addr, m.size, kernel.ErrBadAddress)
 	}
-	p.maps = append(p.maps, ptMap{})
-	copy(p.maps[i+1:], p.maps[i:])
-	p.maps[i] = m
+	p.live.add(m)
 	return nil
 }
 
-func (p *passthrough) find(addr kernel.DMAAddr, size int, dir kernel.Direction) (int, error) {
-	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].addr >= uint64(addr) })
-	if i == len(p.maps) || p.maps[i].addr != uint64(addr) {
-		return 0, kernel.ErrNotMapped
+func (p *passthrough) find(addr kernel.DMAAddr, size int, dir kernel.Direction) (*mapping, error) {
+	m := p.live.exact(addr)
+	if m == nil {
+		return nil, kernel.ErrNotMapped
 	}
-	m := p.maps[i]
 	if size != m.size {
-		return 0, fmt.Errorf("size %d, mapped %d: %w", size, m.size, kernel.ErrBadAddress)
+		return nil, fmt.Errorf("size %d, mapped %d: %w", size, m.size, kernel.ErrBadAddress)
 	}
 	if dir != m.dir {
-		return 0, fmt.Errorf("direction %v, mapped %v: %w", dir, m.dir, kernel.ErrBadAddress)
+		return nil, fmt.Errorf("direction %v, mapped %v: %w", dir, m.dir, kernel.ErrBadAddress)
 	}
-	return i, nil
+	return m, nil
 }

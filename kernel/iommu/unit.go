@@ -38,6 +38,7 @@ type Unit struct {
 	limit   uint64 // end of every domain's IOVA space
 
 	tm      tableMem
+	sync    syncer // the memory's side of the domains' syncs
 	root    kernel.Region
 	ctx     [256]*kernel.Region // context table per bus
 	domains map[uint16]*Domain
@@ -69,6 +70,7 @@ func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
 		timeout: opt.Timeout,
 		large:   c.Large2M() && !opt.NoLargePages,
 		tm:      tableMem{mem: mem, flush: !c.Coherent},
+		sync:    newSyncer(mem),
 		domains: make(map[uint16]*Domain),
 		nextDID: 1, // domain 0 is what caching-mode hardware tags non-present entries with
 	}
@@ -157,7 +159,6 @@ func (u *Unit) Domain(source uint16) (*Domain, error) {
 		source: source,
 		pt:     pt,
 		iova:   newIOVASpace(kernel.PageSize, u.limit), // IOVA 0 is never handed out
-		maps:   make(map[kernel.DMAAddr]*mapping),
 	}
 	aw := uint64(ctxAW48)
 	if u.levels == 3 {

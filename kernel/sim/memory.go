@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ether9/ether9/kernel"
@@ -70,7 +71,7 @@ type MemStats struct {
 // memory and the race detector checks them.
 type Memory struct {
 	mu       sync.Mutex
-	coherent bool
+	coherent atomic.Bool // written under mu; read without it by DMACoherent
 	scatter  bool
 	tracking bool
 	next     kernel.PhysAddr
@@ -86,14 +87,21 @@ type Memory struct {
 
 // NewMemory returns empty, coherent memory.
 func NewMemory() *Memory {
-	return &Memory{
-		coherent: true,
-		next:     physBase,
-		allocs:   make(map[kernel.PhysAddr]*span),
-		pins:     make(map[uintptr]*pinning),
-		flushed:  make(map[kernel.PhysAddr]*[kernel.PageSize]byte),
+	m := &Memory{
+		next:    physBase,
+		allocs:  make(map[kernel.PhysAddr]*span),
+		pins:    make(map[uintptr]*pinning),
+		flushed: make(map[kernel.PhysAddr]*[kernel.PageSize]byte),
 	}
+	m.coherent.Store(true)
+	return m
 }
+
+var _ kernel.CoherentDMA = (*Memory)(nil)
+
+// DMACoherent reports whether streaming memory is coherent, that is
+// whether its syncs have nothing to do. Alloc'd memory always is.
+func (m *Memory) DMACoherent() bool { return m.coherent.Load() }
 
 // SetCoherent switches streaming (Pin'd) memory between coherent and
 // non-coherent. Going non-coherent gives every pinned buffer a device copy
@@ -102,10 +110,15 @@ func NewMemory() *Memory {
 func (m *Memory) SetCoherent(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if on == m.coherent {
+	if on == m.coherent.Load() {
 		return
 	}
-	m.coherent = on
+	// Syncs skipped on the flag's word must find the CPU slices current:
+	// it says coherent only once the device copies are folded back, and
+	// stops saying so before they exist.
+	if !on {
+		m.coherent.Store(false)
+	}
 	for _, s := range m.spans {
 		if !s.pin {
 			continue
@@ -116,6 +129,9 @@ func (m *Memory) SetCoherent(on bool) {
 		} else {
 			s.dev = slices.Clone(s.cpu)
 		}
+	}
+	if on {
+		m.coherent.Store(true)
 	}
 }
 
@@ -374,7 +390,7 @@ func (m *Memory) Pin(buf []byte) ([]kernel.Segment, error) {
 
 func (m *Memory) addPinSpan(p *pinning, phys kernel.PhysAddr, b []byte) {
 	s := &span{phys: phys, cpu: b, key: keyOf(b), pin: true}
-	if !m.coherent {
+	if !m.coherent.Load() {
 		s.dev = slices.Clone(b)
 	}
 	m.insert(s)

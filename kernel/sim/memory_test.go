@@ -185,7 +185,13 @@ func TestPinScatter(t *testing.T) {
 
 func TestNonCoherent(t *testing.T) {
 	m := NewMemory()
+	if !m.DMACoherent() {
+		t.Fatal("new memory says it is not coherent")
+	}
 	m.SetCoherent(false)
+	if m.DMACoherent() {
+		t.Fatal("non-coherent memory says it is coherent")
+	}
 	buf := make([]byte, 256)
 	segs, err := m.Pin(buf)
 	if err != nil {
@@ -230,6 +236,9 @@ func TestNonCoherent(t *testing.T) {
 	// Going coherent hands the device's data to the CPU.
 	m.DeviceWrite(p+200, []byte("late"))
 	m.SetCoherent(true)
+	if !m.DMACoherent() {
+		t.Error("memory switched back still says it is not coherent")
+	}
 	if string(buf[200:204]) != "late" {
 		t.Error("device data lost switching to coherent")
 	}
