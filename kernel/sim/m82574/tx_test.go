@@ -171,58 +171,19 @@ func testTSO(t *testing.T, pers Personality, tc tsoCase) {
 	r.kickTx()
 	out := r.sent()
 
-	want := (len(payload) + tc.mss - 1) / tc.mss
-	if len(out) != want {
-		t.Fatalf("%d segments, want %d", len(out), want)
-	}
-	var got []byte
-	l4 := l4Off4
-	if tc.v6 {
-		l4 = l4Off6
-	}
 	for i, g := range out {
-		if len(g) > hdr+tc.mss {
-			t.Fatalf("segment %d is %d bytes, above header+MSS", i, len(g))
-		}
 		if !bytes.Equal(g[:12], f[:12]) {
 			t.Fatalf("segment %d: Ethernet addresses changed", i)
 		}
-		if tc.v6 {
-			ip := header.IPv6(g[l3Off:])
-			if int(ip.PayloadLength()) != len(g)-l4Off6 {
-				t.Fatalf("segment %d: IPv6 payload length %d, want %d", i, ip.PayloadLength(), len(g)-l4Off6)
-			}
-		} else {
-			ip := header.IPv4(g[l3Off:])
-			if int(ip.TotalLength()) != len(g)-l3Off {
-				t.Fatalf("segment %d: IP total length %d, want %d", i, ip.TotalLength(), len(g)-l3Off)
-			}
-			if ip.ID() != 0x1234+uint16(i) {
-				t.Fatalf("segment %d: IP id %#x, want %#x", i, ip.ID(), 0x1234+i)
-			}
-			if !ip.IsChecksumValid() {
-				t.Fatalf("segment %d: bad IPv4 header checksum", i)
-			}
-		}
-		tcp := header.TCP(g[l4:])
-		orig := header.TCP(f[l4:])
-		if tcp.SequenceNumber() != orig.SequenceNumber()+uint32(i*tc.mss) {
-			t.Fatalf("segment %d: seq %d, want %d", i, tcp.SequenceNumber(), orig.SequenceNumber()+uint32(i*tc.mss))
-		}
-		fl := tcp.Flags()
-		lastSeg := i == len(out)-1
-		if fl.Contains(header.TCPFlagFin) != lastSeg || fl.Contains(header.TCPFlagPsh) != lastSeg {
-			t.Fatalf("segment %d/%d: flags %v; FIN and PSH belong to the last only", i, len(out), fl)
-		}
-		if fl.Contains(header.TCPFlagCwr) != (i == 0) || !fl.Contains(header.TCPFlagAck) {
-			t.Fatalf("segment %d: flags %v; CWR belongs to the first only, ACK to all", i, fl)
-		}
-		nicmodeltest.CheckL4(t, g, tc.v6)
-		got = append(got, g[hdr:]...)
 	}
-	if !bytes.Equal(got, payload) {
-		t.Fatal("reassembled payload differs")
+	seq := header.TCP(f[l4Off4:]).SequenceNumber()
+	if tc.v6 {
+		seq = header.TCP(f[l4Off6:]).SequenceNumber()
 	}
+	nicmodeltest.CheckSegments(t, out, nicmodeltest.TSOCase{
+		V6: tc.v6, MSS: tc.mss, Seq: seq, ID: 0x1234, Flags: flags, Payload: payload,
+	})
+	want := len(out)
 	if n := r.regs.Read32(nicmodel.TSCTC); n != 1 {
 		t.Fatalf("TSCTC %d, want 1", n)
 	}

@@ -123,40 +123,10 @@ func TestTxTSO(t *testing.T) {
 			}
 			r.post(0, ds...)
 			out := r.sent()
-			want := (len(payload) + mss - 1) / mss
-			if len(out) != want {
-				t.Fatalf("%d segments, want %d (counters %+v)", len(out), want, r.nic.Counters())
-			}
-			var got []byte
-			for i, s := range out {
-				if v6 {
-					ip := header.IPv6(s[14:])
-					if int(ip.PayloadLength()) != len(s)-54 {
-						t.Fatalf("segment %d: payload length %d of %d", i, ip.PayloadLength(), len(s)-54)
-					}
-				} else {
-					ip := header.IPv4(s[14:])
-					if int(ip.TotalLength()) != len(s)-14 || ip.ID() != uint16(7+i) {
-						t.Fatalf("segment %d: length %d id %d", i, ip.TotalLength(), ip.ID())
-					}
-				}
-				tcp := header.TCP(nicmodeltest.CheckL4(t, s, v6))
-				if tcp.SequenceNumber() != 1000+uint32(len(got)) {
-					t.Fatalf("segment %d: seq %d, want %d", i, tcp.SequenceNumber(), 1000+len(got))
-				}
-				last := i == len(out)-1
-				fin := tcp.Flags()&(header.TCPFlagFin|header.TCPFlagPsh) != 0
-				if fin != last || tcp.Flags()&header.TCPFlagAck == 0 {
-					t.Fatalf("segment %d: flags %v", i, tcp.Flags())
-				}
-				if !last && len(tcp.Payload()) != mss {
-					t.Fatalf("segment %d: %d bytes", i, len(tcp.Payload()))
-				}
-				got = append(got, tcp.Payload()...)
-			}
-			if !bytes.Equal(got, payload) {
-				t.Error("reassembled payload differs")
-			}
+			nicmodeltest.CheckSegments(t, out, nicmodeltest.TSOCase{
+				V6: v6, MSS: mss, Seq: 1000, ID: 7, Flags: header.TCPFlagAck | header.TCPFlagPsh | header.TCPFlagFin, Payload: payload,
+			})
+			want := len(out)
 			g := r.regs
 			if g.Read32(nicmodel.TSCTC) != 1 || g.Read32(nicmodel.GPTC) != uint32(want) || r.nic.Counters().TxPackets != 1 {
 				t.Errorf("TSCTC/GPTC/packets wrong: %+v", r.nic.Counters())

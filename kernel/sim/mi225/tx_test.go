@@ -105,40 +105,10 @@ func TestTxTSO(t *testing.T) {
 			last := r.putTx(0, dataTx(a2, len(f)-cut, TxdCmdTSE|TxdCmdEOP|TxdCmdRS, 0))
 			r.kickTx(0)
 			out := r.sent()
-			want := (c.payload + c.mss - 1) / c.mss
-			if len(out) != want {
-				t.Fatalf("%d segments, want %d", len(out), want)
-			}
-			var got []byte
-			seq := uint32(1000)
-			for i, s := range out {
-				l4 := nicmodeltest.CheckL4(t, s, c.v6)
-				tcp := header.TCP(l4)
-				if len(tcp.Payload()) > c.mss {
-					t.Fatalf("segment %d carries %d bytes, MSS %d", i, len(tcp.Payload()), c.mss)
-				}
-				if tcp.SequenceNumber() != seq {
-					t.Fatalf("segment %d seq %d, want %d", i, tcp.SequenceNumber(), seq)
-				}
-				seq += uint32(len(tcp.Payload()))
-				fl := tcp.Flags()
-				isLast := i == len(out)-1
-				if fl.Contains(header.TCPFlagFin) != isLast || fl.Contains(header.TCPFlagPsh) != isLast {
-					t.Fatalf("segment %d flags %v: FIN and PSH belong to the last only", i, fl)
-				}
-				if fl.Contains(header.TCPFlagCwr) != (i == 0) {
-					t.Fatalf("segment %d flags %v: CWR belongs to the first only", i, fl)
-				}
-				if !c.v6 {
-					if id := header.IPv4(s[macLen:]).ID(); id != 0x1234+uint16(i) {
-						t.Fatalf("segment %d IP id %#x", i, id)
-					}
-				}
-				got = append(got, tcp.Payload()...)
-			}
-			if !bytes.Equal(got, payload) {
-				t.Fatal("segments do not carry the payload in order")
-			}
+			nicmodeltest.CheckSegments(t, out, nicmodeltest.TSOCase{
+				V6: c.v6, MSS: c.mss, Seq: 1000, ID: 0x1234, Flags: flags, Payload: payload,
+			})
+			want := len(out)
 			if r.txStatus(0, last)&TxdStaDD == 0 {
 				t.Fatal("DD not written back")
 			}

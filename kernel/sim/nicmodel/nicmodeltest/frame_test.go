@@ -106,3 +106,60 @@ func TestCheckL4Refuses(t *testing.T) {
 		}
 	}
 }
+
+// cut segments a TCP frame as the hardware should, for testing the check.
+func cut(f []byte, hdr, mss int) [][]byte {
+	var out [][]byte
+	for off, i := hdr, 0; off < len(f); off, i = off+mss, i+1 {
+		end := min(off+mss, len(f))
+		s := append(append([]byte{}, f[:hdr]...), f[off:end]...)
+		ip := header.IPv4(s[header.EthernetMinimumSize:])
+		ip.SetTotalLength(uint16(len(s) - header.EthernetMinimumSize))
+		ip.SetID(ip.ID() + uint16(i))
+		ip.SetChecksum(0)
+		ip.SetChecksum(^ip.CalculateChecksum())
+		tcp := header.TCP(ip.Payload())
+		tcp.SetSequenceNumber(tcp.SequenceNumber() + uint32(off-hdr))
+		fl := tcp.Flags()
+		if end < len(f) {
+			fl &^= header.TCPFlagFin | header.TCPFlagPsh
+		}
+		if i > 0 {
+			fl &^= header.TCPFlagCwr
+		}
+		tcp.SetFlags(uint8(fl))
+		tcp.SetChecksum(0)
+		src, dst := ip.SourceAddress(), ip.DestinationAddress()
+		tcp.SetChecksum(^checksum.Checksum(tcp, header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))))
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestCheckSegments(t *testing.T) {
+	mac := [6]byte{2, 0, 0, 0, 0, 1}
+	flags := header.TCPFlagAck | header.TCPFlagPsh | header.TCPFlagFin | header.TCPFlagCwr
+	p := Packet{Dst: mac, ID: 40, Seq: 1000, Flags: flags, Payload: Payload(2500, 3)}
+	c := TSOCase{MSS: 1000, Seq: 1000, ID: 40, Flags: flags, Payload: p.Payload}
+	hdr := header.EthernetMinimumSize + header.IPv4MinimumSize + header.TCPMinimumSize
+	CheckSegments(t, cut(p.TCP(), hdr, 1000), c)
+
+	for name, spoil := range map[string]func(s [][]byte) [][]byte{
+		"lost segment": func(s [][]byte) [][]byte { return s[:2] },
+		"out of order": func(s [][]byte) [][]byte { s[0], s[1] = s[1], s[0]; return s },
+		"CWR lost": func(s [][]byte) [][]byte {
+			return cut(Packet{Dst: mac, ID: 40, Seq: 1000, Flags: flags &^ header.TCPFlagCwr, Payload: p.Payload}.TCP(), hdr, 1000)
+		},
+	} {
+		r := &fatalRecorder{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			CheckSegments(r, spoil(cut(p.TCP(), hdr, 1000)), c)
+		}()
+		<-done
+		if !r.failed {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}
