@@ -540,7 +540,7 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	p, _, _ := tcpFrame(false, 9000)
+	p, _, _ := tcpFrame(false, 3*txCopyMax) // too large to be copied
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
 	r.dma.FailAllMaps(true)
@@ -586,4 +586,39 @@ func TestDefaultCopybreak(t *testing.T) {
 	if TranslatedCopybreak < rxBufSize {
 		t.Errorf("translated copybreak %d leaves frames of a %d-byte buffer to be handed off", TranslatedCopybreak, rxBufSize)
 	}
+}
+
+// TestTransmitCopiesSmallTSO: a TSO payload up to txCopyMax is copied into
+// bounce slots, nothing mapped, the device reading it byte for byte with
+// EOP and RS on the last descriptor alone.
+func TestTransmitCopiesSmallTSO(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	p, _, _ := tcpFrame(false, txCopyMax-54)
+	want := p.Data.Flatten()
+	from := d.tx.Tail()
+	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+		t.Fatalf("transmit: %d %v", n, err)
+	}
+	descs := txDescsFrom(d, from)[1:] // after the TSO context descriptor
+	var got []byte
+	for k, desc := range descs {
+		b := make([]byte, binary.LittleEndian.Uint32(desc[8:])&0xfffff)
+		if err := r.dma.DeviceRead(kernelAddr(desc), b); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b...)
+		end := desc[11]&(TXD_CMD_EOP|TXD_CMD_RS) == TXD_CMD_EOP|TXD_CMD_RS
+		if end != (k == len(descs)-1) {
+			t.Errorf("descriptor %d of %d: EOP|RS %v", k, len(descs), end)
+		}
+	}
+	const hl = 14 + 20 + 20
+	if len(got) != len(want) || !bytes.Equal(got[hl:], want[hl:]) {
+		t.Fatalf("device would read %d bytes of %d, or the payload differs", len(got), len(want))
+	}
+	if d.tx.Mapped() != 0 || d.tx.Stats.Maps.Load() != 0 || d.tx.Stats.TSO.Load() != 1 {
+		t.Errorf("mapped %d maps %d tso %d", d.tx.Mapped(), d.tx.Stats.Maps.Load(), d.tx.Stats.TSO.Load())
+	}
+	r.close(t)
 }

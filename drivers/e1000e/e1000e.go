@@ -23,12 +23,13 @@ const (
 	txDescs     = 256
 	rxBufSize   = 2048 // RCTL.BSIZE 2048
 	txBounceLen = 2048 // per TX descriptor: a whole MTU frame
-	// txCopyMax: frames up to a bounce slot are copied, not mapped. Behind
-	// an IOMMU a map is page-table writes and its unmap an IOTLB
+	// txCopyMax: frames and TSO payloads up to this are copied into
+	// bounce space (as many slots as they need), not mapped. Behind an
+	// IOMMU a map is page-table writes and its unmap an IOTLB
 	// invalidation, and on the Linux-hosted platform a map is also an
-	// mlock and a pagemap read: each costs far more than copying a frame.
-	// Only TSO payloads are mapped.
-	txCopyMax  = txBounceLen
+	// mlock and a pagemap read: each costs more than copying 16 KiB. Only
+	// larger TSO payloads are mapped.
+	txCopyMax  = 8 * txBounceLen
 	defaultMTU = 1500
 	ethHdrLen  = 14
 	vlanTagLen = 4

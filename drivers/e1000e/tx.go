@@ -120,16 +120,11 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 	tx := d.tx
 	n := int(buf.Size()) - off
 	dcmd |= TXD_CMD_IFCS
+	if n == 0 {
+		return fmt.Errorf("empty frame")
+	}
 	if n <= txCopyMax {
-		i, err := d.claim()
-		if err != nil {
-			return err
-		}
-		b, addr := tx.Bounce(i)
-		buf.ReadAt(b[:n], int64(off))
-		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd|TXD_CMD_EOP|TXD_CMD_RS, popts)
-		tx.Stats.Bounced.Add(1)
-		return nil
+		return d.copyData(buf, off, n, dcmd, popts)
 	}
 	last := -1
 	var err error
@@ -174,6 +169,29 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 	}
 	desc := tx.Descs.At(last)
 	desc[11] |= TXD_CMD_EOP | TXD_CMD_RS
+	return nil
+}
+
+// copyData copies n bytes of buf from offset off into the bounce space of
+// as many descriptors as they need; the last gets EOP and RS.
+func (d *Device) copyData(buf *buffer.Buffer, off, n int, dcmd, popts uint8) error {
+	tx := d.tx
+	for n > 0 {
+		i, err := d.claim()
+		if err != nil {
+			return err
+		}
+		slot, addr := tx.Bounce(i)
+		k := min(n, len(slot))
+		buf.ReadAt(slot[:k], int64(off))
+		off, n = off+k, n-k
+		cmd := dcmd
+		if n == 0 {
+			cmd |= TXD_CMD_EOP | TXD_CMD_RS
+		}
+		encodeTxData(tx.Descs.At(i), uint64(addr), k, cmd, popts)
+	}
+	tx.Stats.Bounced.Add(1)
 	return nil
 }
 
