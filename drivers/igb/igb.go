@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -46,8 +47,8 @@ type Device struct {
 	regs  kernel.Regs
 	dma   kernel.DMA
 	clock kernel.Clock
-	line  line   // the device's interrupt, shared by the queues' poll loops
-	other uint32 // EIMS bit of the other causes' vector
+	line  *intr.Line // the device's interrupt, shared by the queues' poll loops
+	other uint32     // EIMS bit of the other causes' vector
 	logf  func(string, ...any)
 	mac   [6]byte
 
@@ -92,13 +93,10 @@ func probe(dev *nic.Device) (*Device, error) {
 	}
 	d := &Device{
 		name: dev.Name, id: id, info: info, fn: dev.Func.Addr.Fn,
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, line: line{w: dev.IRQ}, logf: dev.Logf,
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, line: intr.NewLine(dev.IRQ), logf: dev.Logf,
 	}
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
-	}
-	if d.line.w == nil {
-		d.line.w = kernel.PollWaiter{}
 	}
 	d.mtu.Store(defaultMTU)
 	d.link.Store(&nic.Link{})

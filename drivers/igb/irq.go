@@ -1,11 +1,6 @@
 package igb
 
-import (
-	"sync"
-	"time"
-
-	"github.com/ether9/ether9/kernel"
-)
+import "time"
 
 // Interrupts: queue pair n's RX and TX causes go to vector n, the other
 // causes (link) to the vector after the queues'. Every vector auto-clears
@@ -79,58 +74,4 @@ func (d *Device) setupInterrupts() {
 	r.Read32(ICR)
 	r.Write32(IMS, ICR_LSC)
 	r.Write32(EIMS, all)
-}
-
-// line shares the device's one interrupt (kernel.Waiter) among the
-// queues' poll loops: one loop at a time sleeps on the Waiter, the others
-// wait for that sleep to end and share its result, so an interrupt wakes
-// every loop asleep when it came. A loop takes a mark before it re-arms
-// its vector and passes it to wait, which returns at once if an interrupt
-// was taken since: one that fired between the re-arm and the sleep is
-// not lost to another loop.
-type line struct {
-	w      kernel.Waiter
-	mu     sync.Mutex
-	raised uint64 // interrupts taken so far
-	sleep  *sleep // the sleep in progress, nil if none
-}
-
-type sleep struct {
-	done   chan struct{}
-	raised bool // set before done closes
-}
-
-// mark returns the count of interrupts taken, for wait.
-func (l *line) mark() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.raised
-}
-
-// wait sleeps until an interrupt is taken after mark or timeout passes.
-// A loop that joins another's sleep returns when that sleep ends, which
-// may be before or after its own timeout: either way it only polls again.
-func (l *line) wait(timeout time.Duration, mark uint64) bool {
-	l.mu.Lock()
-	if l.raised != mark {
-		l.mu.Unlock()
-		return true
-	}
-	if s := l.sleep; s != nil {
-		l.mu.Unlock()
-		<-s.done
-		return s.raised
-	}
-	s := &sleep{done: make(chan struct{})}
-	l.sleep = s
-	l.mu.Unlock()
-	s.raised = l.w.Wait(timeout)
-	l.mu.Lock()
-	if s.raised {
-		l.raised++
-	}
-	l.sleep = nil
-	l.mu.Unlock()
-	close(s.done)
-	return s.raised
 }

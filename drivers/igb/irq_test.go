@@ -2,7 +2,6 @@ package igb
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 )
@@ -87,61 +86,5 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	}
 	if r.d.queues[0].Wait(time.Hour) {
 		t.Error("Wait after Close reported an interrupt")
-	}
-}
-
-// edgeWaiter is an interrupt line like the simulated machine's: raises
-// collapse into one pending edge that one Wait takes.
-type edgeWaiter struct{ ch chan struct{} }
-
-func (w edgeWaiter) raise() {
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
-}
-
-func (w edgeWaiter) Wait(timeout time.Duration) bool {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-w.ch:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// One interrupt wakes every loop that marked the line before it, however
-// their sleeps and the interrupt interleave; with none, wait times out.
-func TestLineWakesEveryWaiter(t *testing.T) {
-	w := edgeWaiter{make(chan struct{}, 1)}
-	l := &line{w: w}
-	if l.wait(time.Millisecond, l.mark()) {
-		t.Fatal("woken with no interrupt")
-	}
-	const loops = 4
-	for round := 0; round < 50; round++ {
-		mark := l.mark()
-		woke := make(chan bool, loops)
-		var wg sync.WaitGroup
-		for range loops {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				woke <- l.wait(time.Minute, mark)
-			}()
-		}
-		if round%2 == 0 {
-			time.Sleep(time.Millisecond) // let some of them sleep first
-		}
-		w.raise()
-		wg.Wait()
-		close(woke)
-		for ok := range woke {
-			if !ok {
-				t.Fatalf("round %d: a loop slept through the interrupt", round)
-			}
-		}
 	}
 }

@@ -173,13 +173,13 @@ func (q *queue) Wait(timeout time.Duration) bool {
 	if d.closed.Load() {
 		return false
 	}
-	mark := d.line.mark()
+	mark := d.line.Mark()
 	if d.regs.Read32(ICR)&ICR_LSC != 0 {
 		d.updateLink()
 	}
 	d.regs.Write32(EIMS, q.eims|d.other)
 	q.rearms.Add(1)
-	if !d.line.wait(timeout, mark) {
+	if !d.line.Wait(timeout, mark) {
 		return false
 	}
 	q.wakes.Add(1)
