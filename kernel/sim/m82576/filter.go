@@ -49,10 +49,10 @@ func (n *NIC) vlanAcceptLocked(f []byte) bool {
 // etqfLocked matches the EtherType filters. It returns the index of the
 // first enabled filter for p's EtherType, and the queue it steers to if
 // its queue enable is set.
-func (n *NIC) etqfLocked(p *packet) (idx int, queue uint32, steer, match bool) {
+func (n *NIC) etqfLocked(p *nicmodel.Packet) (idx int, queue uint32, steer, match bool) {
 	for i := range numETQF {
 		v := n.regs[ETQF0/4+uint32(i)]
-		if v&EtqfFilter == 0 || uint16(v) != p.et {
+		if v&EtqfFilter == 0 || uint16(v) != p.EtherType {
 			continue
 		}
 		return i, v >> EtqfQueueSh & etqfQueueMk, v&EtqfQueueEn != 0, true
@@ -91,19 +91,19 @@ const (
 // highest IMIR priority wins, the lowest index among equals. The pool
 // check (FTQF.VF_BP) matters only in VMDq mode, which steers by pool
 // before these filters, so it is not modelled.
-func (n *NIC) fiveTupleLocked(p *packet, frameLen int) (queue uint32, ok bool) {
-	if !p.ipv4 || !p.tcp() && !p.udp() {
+func (n *NIC) fiveTupleLocked(p *nicmodel.Packet, frameLen int) (queue uint32, ok bool) {
+	if !p.IPv4 || !p.TCP() && !p.UDP() {
 		return 0, false
 	}
 	le := binary.LittleEndian
-	src, dst := le.Uint32(p.src), le.Uint32(p.dst)
-	sport, dport := le.Uint16(p.l4[0:]), le.Uint16(p.l4[2:]) // wire order
+	src, dst := le.Uint32(p.Src), le.Uint32(p.Dst)
+	sport, dport := le.Uint16(p.L4[0:]), le.Uint16(p.L4[2:]) // wire order
 	best := -1
 	for i := range uint32(numFTQF) {
 		ftqf := n.regs[FTQF0/4+i]
 		switch {
 		case ftqf&FtqfQueueEn == 0,
-			ftqf&FtqfMaskProto == 0 && uint8(ftqf&FtqfProtoMask) != p.proto,
+			ftqf&FtqfMaskProto == 0 && uint8(ftqf&FtqfProtoMask) != p.Proto,
 			ftqf&FtqfMaskSrcAddr == 0 && n.regs[SAQF0/4+i] != src,
 			ftqf&FtqfMaskDstAddr == 0 && n.regs[DAQF0/4+i] != dst,
 			ftqf&FtqfMaskSrcPort == 0 && uint16(n.regs[SPQF0/4+i]&SpqfPortMask) != sport:
@@ -119,7 +119,7 @@ func (n *NIC) fiveTupleLocked(p *packet, frameLen int) (queue uint32, ok bool) {
 		}
 		if ext&ImirextCtrlBP == 0 {
 			ctrl := ext >> ImirextCtrlSh & 0x3f
-			if !p.tcp() || uint32(p.l4[13])&ctrl == 0 {
+			if !p.TCP() || uint32(p.L4[13])&ctrl == 0 {
 				continue
 			}
 		}

@@ -110,11 +110,12 @@ type NIC struct {
 	msix     nicmodel.MSIXTable
 	rssTable *nicmodel.ToeplitzTable // for the key in RSSRK; nil when stale
 
-	txMu sync.Mutex // the TX engines; taken before rxMu and mu
-	tx   [numQueues]txQueue
-	rxMu sync.Mutex // the RX engine; taken before mu
-	rx   rxEngine
-	pb   *packetBuffer
+	txMu  sync.Mutex // the TX engines; taken before rxMu and mu
+	tx    [numQueues]txQueue
+	rxMu  sync.Mutex // the RX engine; taken before mu
+	rx    rxEngine
+	rxGen [numQueues]uint64 // each RX ring's set-ups: descriptors prefetched under an older one are stale
+	pb    *packetBuffer
 
 	// With DeferRx: each queue's waiting frames, in arrival order, and
 	// the bytes they hold of the buffer's pbLimit.
@@ -265,6 +266,9 @@ func (n *NIC) resetLocked() {
 		}
 	}
 	n.deferred.Store(0)
+	for q := range n.rxGen {
+		n.rxGen[q]++
+	}
 	n.rssTable = nil
 	n.counters.Resets++
 	n.linkUp, n.speed = false, 0 // the MAC relearns the link: LSC follows if it is up
@@ -420,7 +424,11 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 		}
 		return false, 0
 	}
-	if _, reg, ok := queueReg(off, RDBAL); ok {
+	if q, reg, ok := queueReg(off, RDBAL); ok {
+		switch reg {
+		case RDBAL, RDBAH, RDLEN, RDH, RXDCTL:
+			n.rxGen[q]++ // the ring set up again: its prefetched descriptors go
+		}
 		switch reg {
 		case RDH, RDT:
 			r[off/4] = v & 0xffff

@@ -30,7 +30,7 @@ func (n *NIC) drain(pb *packetBuffer) {
 	pb.Drain(func(h *nicmodel.Held[rxSetup]) bool {
 		// A copy: the held entry is shared with Push, which may move it.
 		meta := h.Meta
-		meta.pkt = parse(h.Frame, meta.vet)
+		meta.pkt = nicmodel.Parse(h.Frame, meta.vet)
 		if n.rxTry(h.Frame, &meta) == rxNoRoom && n.rxNoRoom(pb, h.Frame, &meta, false) {
 			pb.Starved = true
 			return false

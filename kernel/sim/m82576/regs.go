@@ -105,16 +105,14 @@ const (
 )
 
 const (
-	mmioSize   = 128 << 10
-	numQueues  = 16
-	queueSize  = 0x40
-	numRAR     = 24
-	numETQF    = 8
-	numTTQF    = 8
-	retaSize   = 128
-	descLen    = 16
-	ethHdrLen  = 14
-	vlanTagLen = 4
+	mmioSize  = 128 << 10
+	numQueues = 16
+	queueSize = 0x40
+	numRAR    = 24
+	numETQF   = 8
+	numTTQF   = 8
+	retaSize  = 128
+	descLen   = nicmodel.DescLen
 )
 
 // CTRL bits.

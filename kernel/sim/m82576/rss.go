@@ -11,42 +11,42 @@ import (
 // and destination ports when the packet type's field is enabled in MRQC.
 // An IPv6 packet with extension headers is hashed on its own addresses
 // under the "Ex" types. It returns the RSS type and the hash.
-func rssHash(t *nicmodel.ToeplitzTable, mrqc uint32, p *packet) (typ, hash uint32) {
-	if !p.ipv4 && !p.ipv6 || p.src == nil {
+func rssHash(t *nicmodel.ToeplitzTable, mrqc uint32, p *nicmodel.Packet) (typ, hash uint32) {
+	if !p.IPv4 && !p.IPv6 || p.Src == nil {
 		return RSSNone, 0
 	}
-	tcp, udp := p.tcp(), p.udp()
+	tcp, udp := p.TCP(), p.UDP()
 	on := func(bit uint32) bool { return mrqc&bit != 0 }
 	ports := false
 	switch {
-	case p.ipv4 && tcp && on(MrqcTCPIPv4):
+	case p.IPv4 && tcp && on(MrqcTCPIPv4):
 		typ, ports = RSSTCPIPv4, true
-	case p.ipv4 && udp && on(MrqcUDPIPv4):
+	case p.IPv4 && udp && on(MrqcUDPIPv4):
 		typ, ports = RSSUDPIPv4, true
-	case p.ipv4 && on(MrqcIPv4):
+	case p.IPv4 && on(MrqcIPv4):
 		typ = RSSIPv4
-	case p.ipv6 && tcp && p.ipOpts && on(MrqcTCPIPv6Ex):
+	case p.IPv6 && tcp && p.IPOpts && on(MrqcTCPIPv6Ex):
 		typ, ports = RSSTCPIPv6Ex, true
-	case p.ipv6 && tcp && on(MrqcTCPIPv6):
+	case p.IPv6 && tcp && on(MrqcTCPIPv6):
 		typ, ports = RSSTCPIPv6, true
-	case p.ipv6 && udp && p.ipOpts && on(MrqcUDPIPv6Ex):
+	case p.IPv6 && udp && p.IPOpts && on(MrqcUDPIPv6Ex):
 		typ, ports = RSSUDPIPv6Ex, true
-	case p.ipv6 && udp && on(MrqcUDPIPv6):
+	case p.IPv6 && udp && on(MrqcUDPIPv6):
 		typ, ports = RSSUDPIPv6, true
-	case p.ipv6 && p.ipOpts && on(MrqcIPv6Ex):
+	case p.IPv6 && p.IPOpts && on(MrqcIPv6Ex):
 		typ = RSSIPv6Ex
-	case p.ipv6 && on(MrqcIPv6):
+	case p.IPv6 && on(MrqcIPv6):
 		typ = RSSIPv6
-	case p.ipv6 && on(MrqcIPv6Ex):
+	case p.IPv6 && on(MrqcIPv6Ex):
 		typ = RSSIPv6Ex
 	default:
 		return RSSNone, 0
 	}
 	var in [36]byte
-	k := copy(in[:], p.src)
-	k += copy(in[k:], p.dst)
+	k := copy(in[:], p.Src)
+	k += copy(in[k:], p.Dst)
 	if ports {
-		k += copy(in[k:], p.l4[:4])
+		k += copy(in[k:], p.L4[:4])
 	}
 	return typ, t.Hash(in[:k])
 }

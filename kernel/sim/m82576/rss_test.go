@@ -55,7 +55,7 @@ func vectorFrame(src, dst tcpip.Address, sport, dport uint16) []byte {
 func TestRSSHashVectors(t *testing.T) {
 	for _, v := range rssVectors {
 		f := vectorFrame(addr(v.src), addr(v.dst), v.sport, v.dport)
-		p := parse(f, 0x8100)
+		p := nicmodel.Parse(f, 0x8100)
 		all := uint32(MrqcTCPIPv4 | MrqcIPv4 | MrqcTCPIPv6 | MrqcIPv6)
 		tab := nicmodel.NewToeplitzTable(&msKey)
 		typ, h := rssHash(tab, all, &p)
@@ -148,7 +148,7 @@ func TestRETASelection(t *testing.T) {
 	var want [queues]int
 	for port := range uint16(200) {
 		f := udp4(srcIP4, dstIP4, 5000+port, 53, nil)
-		p := parse(f, 0x8100)
+		p := nicmodel.Parse(f, 0x8100)
 		_, h := rssHash(nicmodel.NewToeplitzTable(&msKey), MrqcUDPIPv4, &p)
 		q := (h & 127) % queues
 		want[q]++

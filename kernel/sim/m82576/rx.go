@@ -2,7 +2,6 @@ package m82576
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
@@ -11,29 +10,34 @@ const (
 	maxFrame    = 1518 // with FCS, untagged, without RCTL.LPE
 	minFrameFCS = 64
 	rlpmlMask   = 0x3fff
+
+	// rxPrefetch is how many descriptors one fetch reads ahead. The
+	// 82576 fetches receive descriptors in bursts into an on-chip cache
+	// per queue, never past RDT, and does not read them again.
+	rxPrefetch = nicmodel.RxPrefetchMax
 )
 
 // rxEngine is the receive DMA engine's state; rxMu guards it.
 type rxEngine struct {
-	buf   []byte // the frame as stored: VLAN tag stripped, FCS kept
-	descs []byte // descriptors read, then their write-backs
+	stored nicmodel.RxFrame // the frame as stored: tag stripped, FCS kept unless SECRC
+	descs  []byte           // the frame's descriptors, then their write-backs
+	pf     [numQueues]nicmodel.RxPrefetch
 }
 
 // rxSetup is what one frame needs from the registers: the queue chosen
 // and the offload set-up when it arrived, then that queue's ring when it
 // is written.
 type rxSetup struct {
-	q                 uint32
-	rctl, rxcsum      uint32
-	vme               bool
-	vet               uint16
-	pkt               packet
-	etqf              int
-	l2                bool
-	rssType, rssHash  uint32
-	srrctl            uint32
-	base              uint64
-	count, head, tail uint32
+	q                uint32
+	rctl, rxcsum     uint32
+	vme              bool
+	vet              uint16
+	pkt              nicmodel.Packet
+	etqf             int
+	l2               bool
+	rssType, rssHash uint32
+	srrctl           uint32
+	ring             nicmodel.RxRing
 }
 
 // rxOutcome is what became of one attempt to write a frame.
@@ -97,7 +101,7 @@ func (n *NIC) rxNoRoom(pb *packetBuffer, frame []byte, s *rxSetup, arriving bool
 // line); a full buffer misses it (MPC).
 func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 	held := *s
-	held.pkt = packet{} // it points into the sender's frame; parsed again at drain
+	held.pkt = nicmodel.Packet{} // it points into the sender's frame; parsed again at drain
 	if !n.opt.DeferRx {
 		if n.pb.Push(frame, held) {
 			return
@@ -122,7 +126,7 @@ func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 	r := n.regs
 	rctl := r[RCTL/4]
-	if rctl&RctlEN == 0 || !n.linkUp || len(f) < ethHdrLen {
+	if rctl&RctlEN == 0 || !n.linkUp || len(f) < nicmodel.EthHdrLen {
 		n.counters.RxOff++
 		return s, false
 	}
@@ -130,13 +134,13 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 	n.statLocked(TPR, 1)
 	n.stat64Locked(TORL, uint64(l))
 	vet := uint16(r[VET/4])
-	s.pkt = parse(f, vet)
+	s.pkt = nicmodel.Parse(f, vet)
 	limit := maxFrame
 	if rctl&RctlLPE != 0 {
 		limit = int(r[RLPML/4] & rlpmlMask)
 	}
-	if s.pkt.tagged {
-		limit += vlanTagLen
+	if s.pkt.Tagged {
+		limit += nicmodel.VLANTagLen
 	}
 	switch {
 	case l < minFrameFCS:
@@ -149,7 +153,7 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 		return s, false
 	}
 	accept, pools := n.acceptLocked(f, rctl)
-	if !accept || s.pkt.tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
+	if !accept || s.pkt.Tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
 		n.counters.RxFiltered++
 		return s, false
 	}
@@ -192,9 +196,12 @@ func (n *NIC) rxRingLocked(s *rxSetup) bool {
 		return false
 	}
 	s.srrctl = r[(SRRCTL+qo)/4]
-	s.base = uint64(r[(RDBAH+qo)/4])<<32 | uint64(r[(RDBAL+qo)/4])
-	s.count = r[(RDLEN+qo)/4] / descLen
-	s.head, s.tail = r[(RDH+qo)/4], r[(RDT+qo)/4]
+	s.ring = nicmodel.RxRing{
+		Base:  uint64(r[(RDBAH+qo)/4])<<32 | uint64(r[(RDBAL+qo)/4]),
+		Count: r[(RDLEN+qo)/4] / descLen,
+		Head:  r[(RDH+qo)/4], Tail: r[(RDT+qo)/4],
+		Gen: n.rxGen[s.q],
+	}
 	return true
 }
 
@@ -232,36 +239,18 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 	}
 	adv := dtype == DescTypeAdvOneBuf
 
-	data := frame
-	var tci uint16
-	strip := s.pkt.tagged && s.vme
-	if strip || s.rctl&RctlSECRC == 0 {
-		b := e.buf[:0]
-		if strip {
-			tci = binary.BigEndian.Uint16(frame[14:])
-			b = append(append(b, frame[:12]...), frame[16:]...)
-		} else {
-			b = append(b, frame...)
-		}
-		if s.rctl&RctlSECRC == 0 {
-			b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(frame))
-		}
-		e.buf, data = b, b
-	}
+	strip := s.pkt.Tagged && s.vme
+	data, tci := e.stored.Build(frame, strip, s.rctl&RctlSECRC == 0)
 
+	ring := s.ring
 	bsize := rxBufSize(s, adv)
 	need := uint32((len(data) + bsize - 1) / bsize)
-	var free uint32
-	if s.count != 0 && s.head < s.count && s.tail < s.count {
-		free = (s.tail - s.head + s.count) % s.count
-	}
-	if need > free {
+	if need > ring.Free() {
 		return rxNoRoom
 	}
-
-	descs := grow(e.descs, int(need)*descLen)
-	e.descs = descs
-	if err := n.ringIO(s.base, s.count, s.head, descs, false); err != nil {
+	e.descs = nicmodel.Grow(e.descs, int(need)*descLen)
+	descs := e.descs
+	if err := n.rxFetch(s.q, ring, descs); err != nil {
 		// Without its descriptors the frame has nowhere to go.
 		n.mu.Lock()
 		n.counters.RxDMAFaults++
@@ -290,69 +279,50 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 			o.writeBackLegacy(d, bufAddr, uint16(len(chunk)), tci, last)
 		}
 	}
-	if err := n.ringIO(s.base, s.count, s.head, descs, true); err != nil {
-		faults++
-	}
+	faults += n.rxWriteBack(ring, descs)
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	qo := s.q * queueSize
-	if n.regs[(RDH+qo)/4] == s.head { // software did not move the head meanwhile
-		n.regs[(RDH+qo)/4] = (s.head + need) % s.count
+	if n.regs[(RDH+qo)/4] == ring.Head { // software did not move the head meanwhile
+		n.regs[(RDH+qo)/4] = (ring.Head + need) % ring.Count
 	}
 	c := &n.counters
 	c.RxFrames++
 	c.RxQueue[s.q]++
 	c.RxDMAFaults += faults
-	l := uint64(len(frame) + nicmodel.FCSLen)
-	n.statLocked(GPRC, 1)
-	n.stat64Locked(GORCL, l)
+	nicmodel.CountRx(n.regs, frame)
 	n.statLocked(PQGPRC+s.q*0x100, 1)
-	n.statLocked(PQGORC+s.q*0x100, l)
-	switch {
-	case nicmodel.IsBroadcast(frame):
-		n.statLocked(BPRC, 1)
-	case frame[0]&1 != 0:
-		n.statLocked(MPRC, 1)
-	}
-	if l <= 1522 {
-		n.statLocked(PRC64+4*uint32(nicmodel.SizeBin(int(l))), 1)
-	}
+	n.statLocked(PQGORC+s.q*0x100, uint64(len(frame)+nicmodel.FCSLen))
 	n.queueCauseLocked(s.q, false)
 	return rxDone
 }
 
-// ringIO reads (or writes) len(b)/16 descriptors of a ring of count
-// starting at slot, in two pieces when they wrap.
-func (n *NIC) ringIO(base uint64, count, slot uint32, b []byte, write bool) error {
-	k := uint32(len(b) / descLen)
-	first := min(k, count-slot)
-	parts := [2][]byte{b[:first*descLen], b[first*descLen:]}
-	addrs := [2]uint64{base + uint64(slot)*descLen, base}
-	for i, p := range parts {
-		if len(p) == 0 {
-			continue
-		}
-		var err error
-		if write {
-			err = n.dma.Write(addrs[i], p)
-		} else {
-			err = n.dma.Read(addrs[i], p)
-		}
+// rxFetch reads the descriptors of a frame, len(b)/16 of them from the
+// head, through the queue's prefetch cache.
+func (n *NIC) rxFetch(q uint32, ring nicmodel.RxRing, b []byte) error {
+	for i := range uint32(len(b) / descLen) {
+		d, err := n.rx.pf[q].Desc(n.dma, ring, (ring.Head+i)%ring.Count, rxPrefetch)
 		if err != nil {
 			return err
 		}
+		copy(b[i*descLen:], d)
 	}
 	return nil
 }
 
-func grow(b []byte, n int) []byte {
-	if n <= cap(b) {
-		return b[:n]
+// rxWriteBack writes a frame's descriptors back from the head in ring
+// order, in two pieces when they wrap. It returns how many writes the
+// IOMMU refused.
+func (n *NIC) rxWriteBack(ring nicmodel.RxRing, b []byte) (faults uint64) {
+	first := min(uint32(len(b)/descLen), ring.Count-ring.Head) * descLen
+	if n.dma.Write(ring.Base+uint64(ring.Head)*descLen, b[:first]) != nil {
+		faults++
 	}
-	nb := make([]byte, n, max(n, 2*cap(b), 2048))
-	copy(nb, b)
-	return nb
+	if len(b) > int(first) && n.dma.Write(ring.Base, b[first:]) != nil {
+		faults++
+	}
+	return faults
 }
 
 // rxResult is what the receive offloads report for one frame.
@@ -376,19 +346,19 @@ func rxOffload(f []byte, s *rxSetup, stored []byte) rxResult {
 	switch {
 	case s.l2:
 		o.pktType = PktL2 | uint32(s.etqf)<<pktETQFSh
-	case p.ipv4:
+	case p.IPv4:
 		o.pktType = PktIPv4
-		if p.ipOpts {
+		if p.IPOpts {
 			o.pktType |= PktIPv4E
 		}
-	case p.ipv6:
+	case p.IPv6:
 		o.pktType = PktIPv6
-		if p.ipOpts {
+		if p.IPOpts {
 			o.pktType |= PktIPv6E
 		}
 	}
-	if p.l4 != nil && !s.l2 {
-		switch p.proto {
+	if p.L4 != nil && !s.l2 {
+		switch p.Proto {
 		case nicmodel.ProtoTCP:
 			o.pktType |= PktTCP
 		case nicmodel.ProtoUDP:
@@ -397,27 +367,27 @@ func rxOffload(f []byte, s *rxSetup, stored []byte) rxResult {
 			o.pktType |= PktSCTP
 		}
 	}
-	if p.ipv4 && ipofl {
+	if p.IPv4 && ipofl {
 		o.status |= RxdIPCS
-		if p.ipBad || nicmodel.Sum(p.ipHdr) != 0xffff {
+		if p.IPBad || nicmodel.Sum(p.IPHdr) != 0xffff {
 			o.errors |= RxdErrIPE
 		}
 	}
-	if p.ipHdr != nil {
-		o.ipid = binary.BigEndian.Uint16(p.ipHdr[4:])
+	if p.IPHdr != nil {
+		o.ipid = binary.BigEndian.Uint16(p.IPHdr[4:])
 	}
 	if tuofl {
 		switch {
-		case p.tcp():
+		case p.TCP():
 			o.status |= RxdL4I
-			if nicmodel.L4Sum(p.src, p.dst, p.proto, p.l4) != 0xffff {
+			if nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
 				o.errors |= RxdErrL4E
 			}
-		case p.udp():
+		case p.UDP():
 			o.status |= RxdL4I | RxdUDPCS
 			// An IPv4 UDP checksum of zero means none was sent.
-			if (p.ipv6 || binary.BigEndian.Uint16(p.l4[6:]) != 0) &&
-				nicmodel.L4Sum(p.src, p.dst, p.proto, p.l4) != 0xffff {
+			if (p.IPv6 || binary.BigEndian.Uint16(p.L4[6:]) != 0) &&
+				nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
 				o.errors |= RxdErrL4E
 			}
 		}
