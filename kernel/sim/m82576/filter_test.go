@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -178,7 +179,7 @@ func TestAddressAndVLANFilters(t *testing.T) {
 	if _, _, ok := r.takeRx(0); !ok {
 		t.Error("multicast in the MTA dropped")
 	}
-	if g.Read32(MPRC) != 1 {
+	if g.Read32(nicmodel.MPRC) != 1 {
 		t.Error("MPRC not counted")
 	}
 

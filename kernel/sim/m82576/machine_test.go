@@ -8,6 +8,7 @@ import (
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 // Behind VT-d with translation on, the model reaches exactly what the
@@ -119,7 +120,7 @@ func TestConcurrentQueues(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range 200 {
-			r.regs.Read32(GPRC)
+			r.regs.Read32(nicmodel.GPRC)
 			r.regs.Read32(STATUS)
 		}
 	}()

@@ -72,15 +72,11 @@ type Counters struct {
 	RxOff          uint64 // arrived while the receiver or link was off
 	RxBadSetup     uint64 // dropped: a descriptor type the model does not do
 	RxDMAFaults    uint64 // DMA accesses the IOMMU refused
-	TxPackets      uint64 // packets taken from the rings (a TSO packet is one)
-	TxFrames       uint64 // frames put on the wire
-	TxTSO          uint64 // packets segmented
-	TxNoLink       uint64 // frames dropped because the link was down
-	TxDMAFaults    uint64 // DMA accesses the IOMMU refused
-	TxBadDesc      uint64 // descriptors or offload set-ups the model rejected
-	Resets         uint64
-	RxQueue        [numQueues]uint64 // frames written, per queue
-	TxQueue        [numQueues]uint64 // packets taken, per queue
+	nicmodel.TxCounters
+	Resets uint64
+
+	RxQueue [numQueues]uint64 // frames written, per queue
+	TxQueue [numQueues]uint64 // packets taken, per queue
 }
 
 // NIC is one controller.
@@ -243,7 +239,7 @@ func (n *NIC) resetLocked() {
 	r := n.regs
 	r[CTRL/4] = ctrlResetVal
 	r[EECD/4] = EecdPres | EecdAutoRd | 2<<EecdSizeSh
-	r[MDIC/4] = MdicReady
+	r[MDIC/4] = nicmodel.MdicReady
 	r[VET/4] = 0x8100
 	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
 	r[TIPG/4] = 0x00a00008

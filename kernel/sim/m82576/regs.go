@@ -84,22 +84,9 @@ const (
 	PQGOTC = 0x10034
 )
 
-// Statistics registers (read to clear) are at the family's offsets
-// (nicmodel); these are the receive statistics by the names the receive
-// path counts them under.
+// The statistics registers (read to clear) are the family's (nicmodel),
+// from CRCERRS to the 82576's last.
 const (
-	MPC   = nicmodel.MPC
-	PRC64 = nicmodel.PRC64 // PRC64..PRC1522 4 bytes apart
-	GPRC  = nicmodel.GPRC
-	BPRC  = nicmodel.BPRC
-	MPRC  = nicmodel.MPRC
-	GORCL = nicmodel.GORCL
-	RNBC  = nicmodel.RNBC
-	RUC   = nicmodel.RUC
-	ROC   = nicmodel.ROC
-	TORL  = nicmodel.TORL
-	TPR   = nicmodel.TPR
-
 	statsFirst = nicmodel.CRCERRS
 	statsLast  = 0x04124
 )
@@ -137,7 +124,7 @@ const (
 	StatusPFRstDone = 1 << 21
 )
 
-// EECD bits; EERD is the family's (nicmodel).
+// EECD bits; EERD and MDIC are the family's (nicmodel).
 const (
 	EecdSK     = 1 << 0
 	EecdCS     = 1 << 1
@@ -154,9 +141,6 @@ const (
 	CtrlExtEERst   = 1 << 13
 	CtrlExtDrvLoad = 1 << 28
 )
-
-// MDIC is the family's (nicmodel); READY is its reset value.
-const MdicReady = nicmodel.MdicReady
 
 // ICR causes.
 const (

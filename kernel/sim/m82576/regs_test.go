@@ -169,27 +169,27 @@ func TestStatisticsReadToClear(t *testing.T) {
 		r.inject(f)
 	}
 	g := r.regs
-	if v := g.Read32(GPRC); v != 3 {
+	if v := g.Read32(nicmodel.GPRC); v != 3 {
 		t.Errorf("GPRC %d", v)
 	}
-	if v := g.Read32(GPRC); v != 0 {
+	if v := g.Read32(nicmodel.GPRC); v != 0 {
 		t.Errorf("GPRC not cleared: %d", v)
 	}
-	lo := g.Read32(GORCL)
+	lo := g.Read32(nicmodel.GORCL)
 	if lo != 3*uint32(len(f)+4) {
 		t.Errorf("GORCL %d, want %d", lo, 3*(len(f)+4))
 	}
-	if g.Read32(GORCL) != lo {
+	if g.Read32(nicmodel.GORCL) != lo {
 		t.Error("reading GORCL cleared it")
 	}
 	g.Read32(nicmodel.GORCH)
-	if v := g.Read32(GORCL); v != 0 {
+	if v := g.Read32(nicmodel.GORCL); v != 0 {
 		t.Errorf("GORCL %d after reading GORCH", v)
 	}
 	if v := g.Read32(PQGPRC); v != 3 {
 		t.Errorf("PQGPRC(0) %d", v)
 	}
-	if v := g.Read32(PRC64 + 8); v != 3 { // 128-255 bytes
+	if v := g.Read32(nicmodel.PRC64 + 8); v != 3 { // 128-255 bytes
 		t.Errorf("PRC255 %d", v)
 	}
 	g.Write32(nicmodel.GPTC, 5)

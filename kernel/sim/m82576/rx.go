@@ -82,7 +82,7 @@ func (n *NIC) rxNoRoom(pb *packetBuffer, frame []byte, s *rxSetup, arriving bool
 	n.mu.Lock()
 	if arriving || !pb.Starved {
 		n.counters.RxNoDescriptor++
-		n.statLocked(RNBC, 1)
+		n.statLocked(nicmodel.RNBC, 1)
 	}
 	drop := s.srrctl&SrrctlDropEn != 0
 	if drop {
@@ -113,7 +113,7 @@ func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 	}
 	n.mu.Lock()
 	n.counters.RxMissed++
-	n.statLocked(MPC, 1)
+	n.statLocked(nicmodel.MPC, 1)
 	n.otherCauseLocked(IntRXMiss)
 	n.mu.Unlock()
 }
@@ -131,8 +131,8 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 		return s, false
 	}
 	l := len(f) + nicmodel.FCSLen
-	n.statLocked(TPR, 1)
-	n.stat64Locked(TORL, uint64(l))
+	n.statLocked(nicmodel.TPR, 1)
+	n.stat64Locked(nicmodel.TORL, uint64(l))
 	vet := uint16(r[VET/4])
 	s.pkt = nicmodel.Parse(f, vet)
 	limit := maxFrame
@@ -144,11 +144,11 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 	}
 	switch {
 	case l < minFrameFCS:
-		n.statLocked(RUC, 1)
+		n.statLocked(nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return s, false
 	case l > limit:
-		n.statLocked(ROC, 1)
+		n.statLocked(nicmodel.ROC, 1)
 		n.counters.RxBadSize++
 		return s, false
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 func TestRxChecksumStatus(t *testing.T) {
@@ -118,7 +120,7 @@ func TestRxDropEnable(t *testing.T) {
 		t.Errorf("counters %+v", c)
 	}
 	g := r.regs
-	if v := g.Read32(RNBC); v != 2 {
+	if v := g.Read32(nicmodel.RNBC); v != 2 {
 		t.Errorf("RNBC %d, want 2", v)
 	}
 	if v := g.Read32(RQDPC + queueSize); v != 2 {
@@ -127,7 +129,7 @@ func TestRxDropEnable(t *testing.T) {
 	if v := g.Read32(RQDPC + queueSize); v != 0 {
 		t.Errorf("RQDPC not cleared on read: %d", v)
 	}
-	if v := g.Read32(MPC); v != 0 {
+	if v := g.Read32(nicmodel.MPC); v != 0 {
 		t.Errorf("MPC %d, want 0", v)
 	}
 }
@@ -163,7 +165,7 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 	if _, _, ok := r.takeRx(1); !ok {
 		t.Error("frame held behind the starved queue not delivered")
 	}
-	if v := g.Read32(RNBC); v != 1 {
+	if v := g.Read32(nicmodel.RNBC); v != 1 {
 		t.Errorf("RNBC %d, want 1 (counted once while it waited)", v)
 	}
 	// Starve queue 0 for good and overflow the 64 KiB buffer.
@@ -172,7 +174,7 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 		r.inject(big(byte(i)))
 	}
 	c = r.nic.Counters()
-	if c.RxMissed == 0 || uint64(g.Read32(MPC)) != c.RxMissed || g.Read32(ICR)&IntRXMiss == 0 {
+	if c.RxMissed == 0 || uint64(g.Read32(nicmodel.MPC)) != c.RxMissed || g.Read32(ICR)&IntRXMiss == 0 {
 		t.Errorf("overflow: %+v", c)
 	}
 	if held := r.nic.pb.Len(); held*1446 > 64<<10 || held+int(c.RxMissed) != 60 {
@@ -221,7 +223,7 @@ func TestRxSizeLimitsAndCRC(t *testing.T) {
 	r.inject(short)
 	jumbo := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 3000))
 	r.inject(jumbo)
-	if g.Read32(RUC) != 1 || g.Read32(ROC) != 1 || r.nic.Counters().RxBadSize != 2 {
+	if g.Read32(nicmodel.RUC) != 1 || g.Read32(nicmodel.ROC) != 1 || r.nic.Counters().RxBadSize != 2 {
 		t.Errorf("RUC/ROC not counted: %+v", r.nic.Counters())
 	}
 	g.Write32(RCTL, g.Read32(RCTL)|RctlLPE)
@@ -231,7 +233,7 @@ func TestRxSizeLimitsAndCRC(t *testing.T) {
 	}
 	g.Write32(RLPML, 2000)
 	r.inject(jumbo)
-	if g.Read32(ROC) != 1 {
+	if g.Read32(nicmodel.ROC) != 1 {
 		t.Error("RLPML not enforced")
 	}
 	// Without SECRC the FCS is stored after the frame.

@@ -94,14 +94,8 @@ func (n *NIC) txDoneLocked(tq *txQueue, k uint32) {
 	if n.regs[(TDH+qo)/4] == ring.Head { // software did not move the head meanwhile
 		n.regs[(TDH+qo)/4] = ring.Next(k)
 	}
-	c := &n.counters
-	c.TxPackets += t.Packets
-	c.TxQueue[tq.q] += t.Packets
-	c.TxFrames += t.Frames
-	c.TxTSO += t.TSO
-	c.TxNoLink += t.NoLink
-	c.TxDMAFaults += t.DMAFaults
-	c.TxBadDesc += t.BadDesc
+	n.counters.Add(t)
+	n.counters.TxQueue[tq.q] += t.Packets
 	t.AddStats(n.regs)
 	n.statLocked(PQGPTC+tq.q*0x100, t.Frames)
 	n.statLocked(PQGOTC+tq.q*0x100, t.Bytes)
