@@ -60,37 +60,18 @@ func (n *NIC) etqfLocked(p *nicmodel.Packet) (idx int, queue uint32, steer, matc
 	return 0, 0, false, false
 }
 
-// The 82576's L4 queue filters are 5-tuple filters (FTQF; the 82580 and
-// later parts put 2-tuple TTQF filters at the same offsets): protocol,
-// IPv4 source and destination address, source and destination port, each
-// compared unless its FTQF mask bit bypasses it. SAQF, DAQF, SPQF and
+// fiveTupleLocked matches the 5-tuple queue filters against an IPv4 TCP
+// or UDP frame. The 82576's L4 filters compare five fields (FTQF; the
+// 82580 and later parts put 2-tuple TTQF filters at the same offsets):
+// protocol, IPv4 source and destination address, source and destination
+// port, each unless its FTQF mask bit bypasses it. SAQF, DAQF, SPQF and
 // IMIR's port field hold their values as they appear on the wire, the
 // first byte in the register's low byte; IMIR and IMIREXT add the
-// priority, a size bound and TCP flags.
-const (
-	SAQF0 = 0x05980 // SAQF(n) = SAQF0 + 4n, n < 8
-	DAQF0 = 0x059a0
-	SPQF0 = 0x059c0
-	FTQF0 = 0x059e0
-
-	FtqfProtoMask   = 0xff
-	FtqfQueueEn     = 1 << 8
-	FtqfQueueSh     = 16
-	ftqfQueueMk     = 0x7
-	FtqfMaskProto   = 1 << 28 // set: the protocol is not compared
-	FtqfMaskSrcAddr = 1 << 29 // set: SAQF is not compared
-	FtqfMaskDstAddr = 1 << 30 // set: DAQF is not compared
-	FtqfMaskSrcPort = 1 << 31 // set: SPQF is not compared
-
-	SpqfPortMask = 0xffff
-	numFTQF      = 8
-)
-
-// fiveTupleLocked matches the 5-tuple filters against an IPv4 TCP or UDP
-// frame. Of the matching filters with queue enable set, the one with the
-// highest IMIR priority wins, the lowest index among equals. The pool
-// check (FTQF.VF_BP) matters only in VMDq mode, which steers by pool
-// before these filters, so it is not modelled.
+// priority, a size bound and TCP flags. Of the matching filters with
+// queue enable set, the one with the highest IMIR priority wins, the
+// lowest index among equals. The pool check (FTQF.VF_BP) matters only in
+// VMDq mode, which steers by pool before these filters, so it is not
+// modelled.
 func (n *NIC) fiveTupleLocked(p *nicmodel.Packet, frameLen int) (queue uint32, ok bool) {
 	if !p.IPv4 || !p.TCP() && !p.UDP() {
 		return 0, false

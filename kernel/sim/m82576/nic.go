@@ -8,7 +8,7 @@
 // signals through the machine's interrupt line, and it puts frames on a
 // simulated wire. It does in the model what the hardware does on the
 // card: sixteen queue pairs, receive-side scaling with the Toeplitz hash
-// and the redirection table, EtherType and 2-tuple queue filters,
+// and the redirection table, EtherType and 5-tuple queue filters,
 // advanced receive descriptors with checksum verification, advanced
 // transmit context and data descriptors with checksum insertion and TCP
 // segmentation, the receive packet buffer (frames wait there while their

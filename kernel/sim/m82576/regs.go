@@ -49,7 +49,10 @@ const (
 	RAL16   = 0x054e0 // RAL(n) = RAL16 + 8(n-16), 16 <= n < 24
 	VFTA    = 0x05600 // 128 registers
 	MRQC    = 0x05818
-	TTQF0   = 0x059e0 // TTQF(n) = TTQF0 + 4n, n < 8
+	SAQF0   = 0x05980 // SAQF(n) = SAQF0 + 4n, n < 8; likewise DAQF to IMIREXT
+	DAQF0   = 0x059a0
+	SPQF0   = 0x059c0
+	FTQF0   = 0x059e0
 	IMIR0   = 0x05a80
 	IMIREXT = 0x05aa0
 	SWSM    = 0x05b50
@@ -97,7 +100,7 @@ const (
 	queueSize = 0x40
 	numRAR    = 24
 	numETQF   = 8
-	numTTQF   = 8
+	numFTQF   = 8
 	retaSize  = 128
 	descLen   = nicmodel.DescLen
 )
@@ -235,13 +238,19 @@ const (
 	EtqfQueueEn = 1 << 31
 )
 
-// TTQF, IMIR and IMIREXT bits: the 2-tuple filters.
+// FTQF, SPQF, IMIR and IMIREXT bits: the 5-tuple queue filters (see
+// filter.go).
 const (
-	TtqfProtoMask = 0xff
-	TtqfQueueEn   = 1 << 8
-	TtqfQueueSh   = 16
-	ttqfQueueMk   = 0x7
-	TtqfMaskProto = 1 << 28 // set: the protocol is not compared
+	FtqfProtoMask   = 0xff
+	FtqfQueueEn     = 1 << 8
+	FtqfQueueSh     = 16
+	ftqfQueueMk     = 0x7
+	FtqfMaskProto   = 1 << 28 // set: the protocol is not compared
+	FtqfMaskSrcAddr = 1 << 29 // set: SAQF is not compared
+	FtqfMaskDstAddr = 1 << 30 // set: DAQF is not compared
+	FtqfMaskSrcPort = 1 << 31 // set: SPQF is not compared
+
+	SpqfPortMask = 0xffff
 
 	ImirPortMask = 0xffff
 	ImirPortBP   = 1 << 17
