@@ -8,7 +8,7 @@ import "testing"
 func benchRx(b *testing.B, size int) {
 	r := newRig(b)
 	r.setupRx(0, 256, 2048)
-	r.programRSS(&msKey, MrqcUDPIPv4|MrqcTCPIPv4)
+	r.programRSS(MrqcUDPIPv4 | MrqcTCPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, max(size-42, 0)))
 	b.SetBytes(int64(len(f)))

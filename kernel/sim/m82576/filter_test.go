@@ -13,7 +13,7 @@ func TestEtherTypeFilter(t *testing.T) {
 	for q := range uint32(4) {
 		r.setupRx(q, 8, 2048)
 	}
-	r.programRSS(&msKey, MrqcIPv4)
+	r.programRSS(MrqcIPv4)
 	r.programRETA(func(uint32) uint32 { return 1 })
 	const ptp = 0x88f7
 	r.regs.Write32(ETQF0+4*5, ptp|EtqfFilter|EtqfQueueEn|3<<EtqfQueueSh)
@@ -68,7 +68,7 @@ func TestFiveTupleFilter(t *testing.T) {
 	for q := range uint32(8) {
 		r.setupRx(q, 8, 2048)
 	}
-	r.programRSS(&msKey, MrqcIPv4|MrqcUDPIPv4|MrqcTCPIPv4)
+	r.programRSS(MrqcIPv4 | MrqcUDPIPv4 | MrqcTCPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	const vxlan = 4789
 	anyFlow := uint32(FtqfMaskSrcAddr | FtqfMaskDstAddr | FtqfMaskSrcPort)
@@ -131,7 +131,7 @@ func TestTwoTupleValuesSteerNothing(t *testing.T) {
 	for q := range uint32(4) {
 		r.setupRx(q, 8, 2048)
 	}
-	r.programRSS(&msKey, MrqcIPv4|MrqcUDPIPv4)
+	r.programRSS(MrqcIPv4 | MrqcUDPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	r.regs.Write32(FTQF0, uint32(header.UDPProtocolNumber)|FtqfQueueEn|2<<FtqfQueueSh)
 	r.regs.Write32(IMIR0, 9|7<<ImirPrioSh)

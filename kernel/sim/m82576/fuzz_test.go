@@ -16,7 +16,7 @@ func FuzzModel(f *testing.F) {
 		r.setupRx(0, 8, 1024)
 		r.setupRx(1, 8, 2048)
 		r.setupTx(0, 8)
-		r.programRSS(&msKey, MrqcTCPIPv4|MrqcUDPIPv4|MrqcIPv4)
+		r.programRSS(MrqcTCPIPv4 | MrqcUDPIPv4 | MrqcIPv4)
 		frame := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 1200))
 		for len(ops) >= 2 {
 			op, arg := ops[0]%5, ops[1]

@@ -82,7 +82,7 @@ func TestConcurrentQueues(t *testing.T) {
 		r.setupRx(q, 64, 2048)
 		r.setupTx(q, 64)
 	}
-	r.programRSS(&msKey, MrqcUDPIPv4)
+	r.programRSS(MrqcUDPIPv4)
 	r.programRETA(func(i uint32) uint32 { return i % queues })
 	var wg sync.WaitGroup
 	var mu sync.Mutex // the test's own ring bookkeeping

@@ -7,43 +7,31 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-var msKey = [40]byte{
-	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
-	0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
-	0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
-	0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
-	0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
-}
-
-// The first two rows of the Microsoft verification suite, IPv4 and IPv6.
+// The Microsoft verification suite, IPv4 and IPv6, with and without the
+// ports; and the hash is linear.
 func TestToeplitzVectors(t *testing.T) {
-	cases := []struct {
-		in   []byte
-		want uint32
-	}{
-		{[]byte{66, 9, 149, 187, 161, 142, 100, 80}, 0x323e8fc2},
-		{[]byte{66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6}, 0x51ccc178},
-		{[]byte{199, 92, 111, 2, 65, 69, 140, 83, 0x37, 0x96, 0x12, 0x83}, 0xc626b0ea},
-		{append(append([]byte{0x3f, 0xfe, 0x25, 0x01, 0x02, 0, 0x1f, 0xff, 15: 7},
-			0x3f, 0xfe, 0x25, 0x01, 0x02, 0, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 1), 0x0a, 0xea, 0x06, 0xe6), 0x40207d3d},
-	}
-	for _, c := range cases {
-		if got := Toeplitz(&msKey, c.in); got != c.want {
-			t.Errorf("Toeplitz(%x) = %#08x, want %#08x", c.in, got, c.want)
+	key := nicmodeltest.RSSKey()
+	for _, v := range nicmodeltest.RSSVectors() {
+		if got := Toeplitz(&key, v.Input(false)); got != v.IPHash {
+			t.Errorf("%v > %v: %#08x, want %#08x", v.Src, v.Dst, got, v.IPHash)
+		}
+		if got := Toeplitz(&key, v.Input(true)); got != v.L4Hash {
+			t.Errorf("%v:%d > %v:%d: %#08x, want %#08x", v.Src, v.SrcPort, v.Dst, v.DstPort, got, v.L4Hash)
 		}
 	}
-	// The hash is linear: the hash of a XOR b is the XOR of the hashes.
+	// The hash of a XOR b is the XOR of the hashes.
 	a, b := []byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{0x80, 0, 0xff, 9, 0, 0, 1, 0}
 	x := make([]byte, 8)
 	for i := range x {
 		x[i] = a[i] ^ b[i]
 	}
-	if Toeplitz(&msKey, x) != Toeplitz(&msKey, a)^Toeplitz(&msKey, b) {
+	if Toeplitz(&key, x) != Toeplitz(&key, a)^Toeplitz(&key, b) {
 		t.Error("hash is not linear")
 	}
 }
@@ -158,21 +146,23 @@ func TestFrameHelpers(t *testing.T) {
 }
 
 func TestToeplitzTable(t *testing.T) {
-	tab := NewToeplitzTable(&msKey)
+	key := nicmodeltest.RSSKey()
+	tab := NewToeplitzTable(&key)
 	in := make([]byte, 36)
 	for i := range 2000 {
 		for j := range in {
 			in[j] = byte(i*131 + j*29 + i*j)
 		}
 		n := 8 + i%29
-		if got, want := tab.Hash(in[:n]), Toeplitz(&msKey, in[:n]); got != want {
+		if got, want := tab.Hash(in[:n]), Toeplitz(&key, in[:n]); got != want {
 			t.Fatalf("input %x: table %#x, bitwise %#x", in[:n], got, want)
 		}
 	}
 }
 
 func BenchmarkToeplitzTable(b *testing.B) {
-	tab := NewToeplitzTable(&msKey)
+	key := nicmodeltest.RSSKey()
+	tab := NewToeplitzTable(&key)
 	in := make([]byte, 12)
 	for range b.N {
 		tab.Hash(in)
@@ -180,9 +170,10 @@ func BenchmarkToeplitzTable(b *testing.B) {
 }
 
 func BenchmarkToeplitz(b *testing.B) {
+	key := nicmodeltest.RSSKey()
 	in := make([]byte, 12)
 	for range b.N {
-		Toeplitz(&msKey, in)
+		Toeplitz(&key, in)
 	}
 }
 
