@@ -30,7 +30,7 @@ func BenchmarkRx1514(b *testing.B) { benchRx(b, 1514) }
 func benchTx(b *testing.B, payload int, tso bool) {
 	r := newRig(b)
 	r.setupTx(0, 256)
-	r.w.B().Receive(func([]byte) {})
+	r.Wire.B().Receive(func([]byte) {})
 	var f []byte
 	var ds []txDesc
 	tucmd := uint32(TucmdIPv4 | L4TTCP<<TucmdL4TSh)

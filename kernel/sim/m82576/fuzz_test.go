@@ -28,11 +28,11 @@ func FuzzModel(f *testing.F) {
 				}
 				off := uint32(binary.LittleEndian.Uint16(ops)) << 2
 				off |= uint32(arg) << 18 & (mmioSize - 1)
-				r.regs.Write32(off, binary.LittleEndian.Uint32(ops[2:]))
+				r.Regs.Write32(off, binary.LittleEndian.Uint32(ops[2:]))
 				ops = ops[6:]
 			case 1: // a frame of arg*8 bytes, cut from a valid one
 				n := min(int(arg)*8, len(frame))
-				r.inject(frame[:n])
+				r.Inject(frame[:n])
 			case 2:
 				r.nic.SetLink(arg&1 != 0, []int{10, 100, 1000, 2500}[arg>>1&3])
 			case 3: // a descriptor from the fuzz input
@@ -43,7 +43,7 @@ func FuzzModel(f *testing.F) {
 				r.post(0, txDesc{lo, hi})
 				ops = ops[16:]
 			case 4:
-				r.regs.Read32(uint32(arg) << 2)
+				r.Regs.Read32(uint32(arg) << 2)
 				r.takeRx(uint32(arg) % 2)
 			}
 		}

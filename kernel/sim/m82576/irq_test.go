@@ -9,18 +9,18 @@ import (
 // valid bit is set.
 func TestIVARValidBit(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
+	g := r.Regs
 	r.setupRx(0, 8, 2048)
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 64))
 
 	g.Write32(IVAR0, 6) // vector 6, not valid
 	g.Read32(EICR)
-	r.inject(f)
+	r.Inject(f)
 	if v := g.Read32(EICR); v != 0 {
 		t.Errorf("EICR %#x from an entry without its valid bit", v)
 	}
 	g.Write32(IVAR0, IvarValid|6)
-	r.inject(f)
+	r.Inject(f)
 	if v := g.Read32(EICR); v != 1<<6 {
 		t.Errorf("EICR %#x, want vector 6", v)
 	}
@@ -38,8 +38,8 @@ func TestIVARValidBit(t *testing.T) {
 // that comes while it is masked waits and fires at the re-arm.
 func TestMSIXAutoClearAutoMask(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
-	irq := r.m.IRQ(nicAddr)
+	g := r.Regs
+	irq := r.M.IRQ(nicAddr)
 	r.setupRx(0, 16, 2048)
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 64))
 	g.Write32(GPIE, GpieMultiMSI|GpieEIAME|GpieNSICR)
@@ -49,14 +49,14 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 	g.Write32(EIMS, 1<<2)
 
 	before := irq.Raised()
-	r.inject(f)
+	r.Inject(f)
 	if irq.Raised() != before+1 {
 		t.Fatalf("%d interrupts for one frame, want 1", irq.Raised()-before)
 	}
 	if v := g.Read32(EIMS); v&(1<<2) != 0 {
 		t.Errorf("EIMS %#x: vector 2 not auto-masked", v)
 	}
-	r.inject(f)
+	r.Inject(f)
 	if irq.Raised() != before+1 {
 		t.Error("a masked vector fired")
 	}
@@ -76,7 +76,7 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 	// until written to clear, and re-fires at each re-arm.
 	g.Write32(GPIE, GpieMultiMSI)
 	g.Write32(EIAC, 0)
-	r.inject(f)
+	r.Inject(f)
 	if v := g.Read32(EIMS); v&(1<<2) == 0 {
 		t.Errorf("EIMS %#x: masked without GPIE.EIAME", v)
 	}
@@ -97,8 +97,8 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 // enabled in IMS, and bit 31 of EICR outside it.
 func TestOtherCauseVector(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
-	irq := r.m.IRQ(nicAddr)
+	g := r.Regs
+	irq := r.M.IRQ(nicAddr)
 	g.Write32(GPIE, GpieMultiMSI|GpieEIAME|GpieNSICR)
 	g.Write32(IVAR_MISC, (IvarValid|4)<<8)
 	g.Write32(EIAM, 1<<4)
@@ -106,13 +106,13 @@ func TestOtherCauseVector(t *testing.T) {
 	g.Read32(ICR)
 
 	before := irq.Raised()
-	r.w.SetLink(false, 1000)
+	r.Wire.SetLink(false, 1000)
 	if irq.Raised() != before {
 		t.Error("a link change with IMS.LSC clear fired")
 	}
 	g.Read32(ICR)
 	g.Write32(IMS, IntLSC)
-	r.w.SetLink(true, 1000)
+	r.Wire.SetLink(true, 1000)
 	if irq.Raised() != before+1 {
 		t.Fatalf("%d interrupts for a link change, want 1", irq.Raised()-before)
 	}
@@ -130,7 +130,7 @@ func TestOtherCauseVector(t *testing.T) {
 	// asserts the line.
 	g.Write32(GPIE, 0)
 	g.Read32(ICR)
-	r.w.SetLink(false, 1000)
+	r.Wire.SetLink(false, 1000)
 	if v := g.Read32(EICR); v&EicrOther == 0 {
 		t.Errorf("EICR %#x: no Other bit outside MSI-X mode", v)
 	}
@@ -143,14 +143,14 @@ func TestOtherCauseVector(t *testing.T) {
 // lands that queue's waiting frames, and only that queue's.
 func TestDeferRxArmDrains(t *testing.T) {
 	r := newRig(t)
-	m := r.m
+	m := r.M
 	n, err := New(Options{MAC: peerMAC, DeferRx: true}, m.Port(nicAddr), m.IRQ(nicAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.nic, r.regs = n, n.Regs()
-	n.Attach(r.w.A())
-	g := r.regs
+	r.nic, r.Regs = n, n.Regs()
+	n.Attach(r.Wire.A())
+	g := r.Regs
 	g.Write32(CTRL, CtrlSLU)
 	r.setupRx(0, 8, 2048)
 	r.setupRx(1, 8, 2048)
@@ -167,8 +167,8 @@ func TestDeferRxArmDrains(t *testing.T) {
 	h := make([]byte, 60)
 	copy(h, peerMAC[:])
 	h[12], h[13] = steered>>8, steered&0xff
-	r.inject(f)
-	r.inject(h)
+	r.Inject(f)
+	r.Inject(h)
 
 	g.Write32(EIMS, 1<<5) // a vector no queue is on
 	if n.Counters().RxFrames != 0 {

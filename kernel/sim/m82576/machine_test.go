@@ -17,7 +17,7 @@ import (
 // written.
 func TestBehindIOMMU(t *testing.T) {
 	r := newRig(t)
-	u, err := iommu.New(r.m.VTdRegs(), r.m.Mem, iommu.Options{Clock: r.m.Clock})
+	u, err := iommu.New(r.M.VTdRegs(), r.M.Mem, iommu.Options{Clock: r.M.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestBehindIOMMU(t *testing.T) {
 	if err := u.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	g := r.regs
+	g := r.Regs
 	const size = 8
 	ring, err := dom.AllocCoherent(size * descLen)
 	if err != nil {
@@ -51,7 +51,7 @@ func TestBehindIOMMU(t *testing.T) {
 	g.Write32(RCTL, RctlEN|RctlSECRC)
 
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("through the IOMMU"))
-	r.inject(f)
+	r.Inject(f)
 	if err := dom.SyncForCPU(addrs[0], 2048, kernel.FromDevice); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestBehindIOMMU(t *testing.T) {
 	if err := dom.Unmap(addrs[1], 2048, kernel.FromDevice); err != nil {
 		t.Fatal(err)
 	}
-	r.inject(f)
+	r.Inject(f)
 	if c := r.nic.Counters(); c.RxDMAFaults != 1 {
 		t.Errorf("DMA faults %d, want 1", c.RxDMAFaults)
 	}
@@ -90,7 +90,7 @@ func TestConcurrentQueues(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range frames {
-			r.inject(udp4(srcIP4, dstIP4, uint16(i), 9, []byte("concurrent")))
+			r.Inject(udp4(srcIP4, dstIP4, uint16(i), 9, []byte("concurrent")))
 			if i%8 == 0 {
 				mu.Lock()
 				for q := range uint32(queues) {
@@ -120,8 +120,8 @@ func TestConcurrentQueues(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range 200 {
-			r.regs.Read32(nicmodel.GPRC)
-			r.regs.Read32(STATUS)
+			r.Regs.Read32(nicmodel.GPRC)
+			r.Regs.Read32(STATUS)
 		}
 	}()
 	wg.Wait()
@@ -139,20 +139,20 @@ func TestConcurrentQueues(t *testing.T) {
 // registers, and another queue's registers, leave it waiting.
 func TestDeferRx(t *testing.T) {
 	r := newRig(t)
-	m := r.m
+	m := r.M
 	n, err := New(Options{MAC: peerMAC, DeferRx: true}, m.Port(nicAddr), m.IRQ(nicAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.nic = n
-	r.regs = n.Regs()
-	n.Attach(r.w.A()) // replaces the plugged model on the wire
-	r.regs.Write32(CTRL, CtrlSLU)
+	r.Regs = n.Regs()
+	n.Attach(r.Wire.A()) // replaces the plugged model on the wire
+	r.Regs.Write32(CTRL, CtrlSLU)
 	r.setupRx(0, 8, 2048)
 	r.setupRx(1, 8, 2048)
-	r.regs.Write32(IMS, IntRXDW)
+	r.Regs.Write32(IMS, IntRXDW)
 	const steered = 0x88b5
-	r.regs.Write32(ETQF0, steered|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
+	r.Regs.Write32(ETQF0, steered|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
 
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("later"))
 	copy(f, peerMAC[:])
@@ -160,8 +160,8 @@ func TestDeferRx(t *testing.T) {
 	copy(g, peerMAC[:])
 	g[12], g[13] = steered>>8, steered&0xff
 	before := m.IRQ(nicAddr).Raised()
-	r.inject(f)
-	r.inject(g)
+	r.Inject(f)
+	r.Inject(g)
 	if n.Counters().RxFrames != 0 || n.pbq[0].Len() != 1 || n.pbq[1].Len() != 1 {
 		t.Fatalf("frames written before the driver looked: %+v", n.Counters())
 	}
@@ -169,25 +169,25 @@ func TestDeferRx(t *testing.T) {
 		t.Error("no wake-up for a waiting frame")
 	}
 	for _, off := range []uint32{TDH, ICR, EICR, STATUS} {
-		r.regs.Read32(off)
+		r.Regs.Read32(off)
 	}
-	r.regs.Write32(IMS, IntRXDW)
-	r.regs.Write32(EIMS, 1)
+	r.Regs.Write32(IMS, IntRXDW)
+	r.Regs.Write32(EIMS, 1)
 	if n.Counters().RxFrames != 0 {
 		t.Fatal("a transmit or interrupt register wrote a ring")
 	}
 
-	r.regs.Read32(RDH) // queue 0 only
+	r.Regs.Read32(RDH) // queue 0 only
 	if got, _, ok := r.takeRx(0); !ok || !bytes.Equal(got, f) {
 		t.Error("queue 0's frame not delivered after its RDH read")
 	}
 	if n.pbq[1].Len() != 1 || n.Counters().RxQueue[1] != 0 {
 		t.Error("queue 0's access wrote queue 1's ring")
 	}
-	if r.regs.Read32(ICR)&IntRXDW == 0 {
+	if r.Regs.Read32(ICR)&IntRXDW == 0 {
 		t.Error("no RXDW cause for the written frame")
 	}
-	r.regs.Write32(RDT+queueSize, 7) // tail unchanged: still moves the waiting frame
+	r.Regs.Write32(RDT+queueSize, 7) // tail unchanged: still moves the waiting frame
 	if got, wb, ok := r.takeRx(1); !ok || !bytes.Equal(got, g) || wb.info&PktL2 == 0 {
 		t.Error("queue 1's frame not delivered after its RDT write")
 	}
@@ -200,19 +200,19 @@ func TestDeferRx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.nic, r.regs = small, small.Regs()
-	small.Attach(r.w.A())
-	r.regs.Write32(CTRL, CtrlSLU)
+	r.nic, r.Regs = small, small.Regs()
+	small.Attach(r.Wire.A())
+	r.Regs.Write32(CTRL, CtrlSLU)
 	r.rx[0].next = 0
 	r.setupRx(0, 8, 2048)
 	big := make([]byte, 600)
 	copy(big, f)
-	r.inject(big)
-	r.inject(big)
+	r.Inject(big)
+	r.Inject(big)
 	if c := small.Counters(); c.RxMissed != 1 || small.pbq[0].Len() != 1 || small.deferred.Load() != 600 {
 		t.Errorf("1 KiB buffer: missed %d, waiting %d (%d bytes), want 1, 1 (600)", c.RxMissed, small.pbq[0].Len(), small.deferred.Load())
 	}
-	r.regs.Write32(RXDCTL, RxdctlEnable)
+	r.Regs.Write32(RXDCTL, RxdctlEnable)
 	if _, _, ok := r.takeRx(0); !ok || small.deferred.Load() != 0 {
 		t.Error("the held frame was not delivered after an RXDCTL write")
 	}

@@ -57,7 +57,7 @@ func TestPCIIdentityAndBARs(t *testing.T) {
 
 func TestResetAndNVM(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
+	g := r.Regs
 	want := uint32(ourMAC[0]) | uint32(ourMAC[1])<<8 | uint32(ourMAC[2])<<16 | uint32(ourMAC[3])<<24
 	if v := g.Read32(RAL0); v != want {
 		t.Errorf("RAL0 %#x, want %#x", v, want)
@@ -110,7 +110,7 @@ func TestResetAndNVM(t *testing.T) {
 
 func TestQueueRegisterAliases(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
+	g := r.Regs
 	g.Write32(0x2800+0x100*2, 0xabcd0000) // RDBAL(2)
 	if v := g.Read32(RDBAL + 2*queueSize); v != 0xabcd0000 {
 		t.Errorf("RDBAL(2) via 0xc080 = %#x", v)
@@ -131,7 +131,7 @@ func TestQueueRegisterAliases(t *testing.T) {
 
 func TestMDIC(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
+	g := r.Regs
 	read := func(reg uint32) uint32 {
 		g.Write32(MDIC, nicmodel.MdicOpRead|phyAddress<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh)
 		v := g.Read32(MDIC)
@@ -166,9 +166,9 @@ func TestStatisticsReadToClear(t *testing.T) {
 	r.setupRx(0, 8, 2048)
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 100))
 	for range 3 {
-		r.inject(f)
+		r.Inject(f)
 	}
-	g := r.regs
+	g := r.Regs
 	if v := g.Read32(nicmodel.GPRC); v != 3 {
 		t.Errorf("GPRC %d", v)
 	}
@@ -200,8 +200,8 @@ func TestStatisticsReadToClear(t *testing.T) {
 
 func TestLinkChangeRaisesLSC(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
-	irq := r.m.IRQ(nicAddr)
+	g := r.Regs
+	irq := r.M.IRQ(nicAddr)
 	if v := g.Read32(STATUS); v&StatusLU == 0 || v>>StatusSpeedSh&3 != 2 || v&StatusFD == 0 {
 		t.Fatalf("STATUS %#x: want link up at 1000 full duplex", v)
 	}
@@ -244,7 +244,7 @@ func TestLinkChangeRaisesLSC(t *testing.T) {
 	if g.Read32(STATUS)&StatusLU != 0 {
 		t.Error("link up without CTRL.SLU")
 	}
-	r.w.SetLink(false, 1000)
+	r.Wire.SetLink(false, 1000)
 	g.Write32(CTRL, g.Read32(CTRL)|CtrlSLU)
 	if g.Read32(STATUS)&StatusLU != 0 {
 		t.Error("link up with the wire down")
@@ -253,7 +253,7 @@ func TestLinkChangeRaisesLSC(t *testing.T) {
 
 func TestInterruptVectors(t *testing.T) {
 	r := newRig(t)
-	g := r.regs
+	g := r.Regs
 	r.setupRx(0, 8, 2048)
 	r.setupRx(9, 8, 2048)
 	// RX queue 9 is byte 2 of IVAR(1); RX queue 0 byte 0 of IVAR(0);
@@ -265,7 +265,7 @@ func TestInterruptVectors(t *testing.T) {
 	g.Write32(EIMS, 1<<3|1<<5)
 
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 64))
-	r.inject(f)
+	r.Inject(f)
 	if v := g.Read32(EICR); v != 1<<3 {
 		t.Errorf("EICR %#x after RX on queue 0, want vector 3", v)
 	}
@@ -278,7 +278,7 @@ func TestInterruptVectors(t *testing.T) {
 	g.Write32(GPIE, GpieMultiMSI|GpieEIAME)
 	g.Write32(EIAC, 1<<5)
 	g.Write32(EIAM, 1<<5)
-	irq := r.m.IRQ(nicAddr)
+	irq := r.M.IRQ(nicAddr)
 	before := irq.Raised()
 	// Steer to queue 9 through RSS (the filters only name queues 0-7).
 	g.Write32(RXCSUM, RxcsumPCSD)
@@ -286,7 +286,7 @@ func TestInterruptVectors(t *testing.T) {
 	for i := range uint32(32) {
 		g.Write32(RETA+4*i, 0x09090909)
 	}
-	r.inject(f)
+	r.Inject(f)
 	if irq.Raised() == before {
 		t.Error("no interrupt for queue 9")
 	}

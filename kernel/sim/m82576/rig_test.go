@@ -7,7 +7,6 @@ import (
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
-	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -28,11 +27,7 @@ var (
 // bus, DMA addresses physical.
 type rig struct {
 	*nicmodeltest.Bench
-	t    testing.TB
-	m    *sim.Machine
-	nic  *NIC
-	regs kernel.Regs
-	w    *wire.Wire
+	nic *NIC
 
 	rx [numQueues]rxRing
 	tx [numQueues]txRingT
@@ -57,31 +52,27 @@ func newRig(t testing.TB) *rig {
 	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true},
 		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, Options{MAC: ourMAC}) })
 	b.Regs.Write32(CTRL, b.Regs.Read32(CTRL)|CtrlSLU)
-	return &rig{Bench: b, t: t, m: b.M, nic: n, regs: b.Regs, w: b.Wire}
+	return &rig{Bench: b, nic: n}
 }
-
-func (r *rig) alloc(size int) kernel.Region { return r.Alloc(size) }
-func (r *rig) sent() [][]byte               { return r.Sent() }
-func (r *rig) inject(f []byte)              { r.Inject(f) }
 
 // setupRx gives queue q a ring of size advanced one-buffer descriptors of
 // bufSize (a multiple of 1 KiB), all handed to the device but one.
 func (r *rig) setupRx(q uint32, size, bufSize int) {
 	rr := &r.rx[q]
-	rr.ring, rr.bufs = r.alloc(size*descLen), r.alloc(size*bufSize)
+	rr.ring, rr.bufs = r.Alloc(size*descLen), r.Alloc(size*bufSize)
 	rr.size, rr.bufSize = size, bufSize
 	qo := q * queueSize
-	r.regs.Write32(RDBAL+qo, uint32(rr.ring.Phys))
-	r.regs.Write32(RDBAH+qo, uint32(uint64(rr.ring.Phys)>>32))
-	r.regs.Write32(RDLEN+qo, uint32(size*descLen))
-	r.regs.Write32(SRRCTL+qo, uint32(bufSize>>10)|DescTypeAdvOneBuf<<SrrctlDescTypeSh)
-	r.regs.Write32(RDH+qo, 0)
+	r.Regs.Write32(RDBAL+qo, uint32(rr.ring.Phys))
+	r.Regs.Write32(RDBAH+qo, uint32(uint64(rr.ring.Phys)>>32))
+	r.Regs.Write32(RDLEN+qo, uint32(size*descLen))
+	r.Regs.Write32(SRRCTL+qo, uint32(bufSize>>10)|DescTypeAdvOneBuf<<SrrctlDescTypeSh)
+	r.Regs.Write32(RDH+qo, 0)
 	for i := range size {
 		r.armRx(q, i)
 	}
-	r.regs.Write32(RXDCTL+qo, RxdctlEnable)
-	r.regs.Write32(RDT+qo, uint32(size-1))
-	r.regs.Write32(RCTL, RctlEN|RctlBAM|RctlSECRC)
+	r.Regs.Write32(RXDCTL+qo, RxdctlEnable)
+	r.Regs.Write32(RDT+qo, uint32(size-1))
+	r.Regs.Write32(RCTL, RctlEN|RctlBAM|RctlSECRC)
 }
 
 // armRx writes descriptor i back in its read format.
@@ -116,7 +107,7 @@ func (r *rig) takeRx(q uint32) (frame []byte, wb rxWB, ok bool) {
 		}
 		frame = append(frame, rr.bufs.Buf[i*rr.bufSize:i*rr.bufSize+int(wb.length)]...)
 		r.armRx(q, i)
-		r.regs.Write32(RDT+q*queueSize, uint32(i))
+		r.Regs.Write32(RDT+q*queueSize, uint32(i))
 		rr.next = (i + 1) % rr.size
 		if wb.stErr&RxdEOP != 0 {
 			return frame, wb, true
@@ -127,16 +118,16 @@ func (r *rig) takeRx(q uint32) (frame []byte, wb rxWB, ok bool) {
 // setupTx gives queue q a ring of size descriptors and a buffer area.
 func (r *rig) setupTx(q uint32, size int) {
 	tr := &r.tx[q]
-	tr.ring, tr.bufs = r.alloc(size*descLen), r.alloc(1<<20)
+	tr.ring, tr.bufs = r.Alloc(size*descLen), r.Alloc(1<<20)
 	tr.size = size
 	qo := q * queueSize
-	r.regs.Write32(TDBAL+qo, uint32(tr.ring.Phys))
-	r.regs.Write32(TDBAH+qo, uint32(uint64(tr.ring.Phys)>>32))
-	r.regs.Write32(TDLEN+qo, uint32(size*descLen))
-	r.regs.Write32(TDH+qo, 0)
-	r.regs.Write32(TDT+qo, 0)
-	r.regs.Write32(TXDCTL+qo, TxdctlEnable)
-	r.regs.Write32(TCTL, r.regs.Read32(TCTL)|TctlEN)
+	r.Regs.Write32(TDBAL+qo, uint32(tr.ring.Phys))
+	r.Regs.Write32(TDBAH+qo, uint32(uint64(tr.ring.Phys)>>32))
+	r.Regs.Write32(TDLEN+qo, uint32(size*descLen))
+	r.Regs.Write32(TDH+qo, 0)
+	r.Regs.Write32(TDT+qo, 0)
+	r.Regs.Write32(TXDCTL+qo, TxdctlEnable)
+	r.Regs.Write32(TCTL, r.Regs.Read32(TCTL)|TctlEN)
 }
 
 // txDesc is one descriptor to queue, by its two qwords.
@@ -173,7 +164,7 @@ func (r *rig) post(q uint32, ds ...txDesc) {
 		binary.LittleEndian.PutUint64(b[8:], d.hi)
 		tr.tail = (tr.tail + 1) % tr.size
 	}
-	r.regs.Write32(TDT+q*queueSize, uint32(tr.tail))
+	r.Regs.Write32(TDT+q*queueSize, uint32(tr.tail))
 }
 
 // Frame builders, on the shared ones: from the peer to us, padded to the

@@ -42,10 +42,10 @@ func TestRSSHashVectors(t *testing.T) {
 func (r *rig) programRSS(fields uint32) {
 	key := nicmodeltest.RSSKey()
 	for i := range uint32(10) {
-		r.regs.Write32(RSSRK+4*i, binary.LittleEndian.Uint32(key[4*i:]))
+		r.Regs.Write32(RSSRK+4*i, binary.LittleEndian.Uint32(key[4*i:]))
 	}
-	r.regs.Write32(RXCSUM, RxcsumPCSD|RxcsumIPOFL|RxcsumTUOFL)
-	r.regs.Write32(MRQC, MrqcRSS|fields)
+	r.Regs.Write32(RXCSUM, RxcsumPCSD|RxcsumIPOFL|RxcsumTUOFL)
+	r.Regs.Write32(MRQC, MrqcRSS|fields)
 }
 
 // programRETA fills the redirection table with entry i = queue(i).
@@ -55,7 +55,7 @@ func (r *rig) programRETA(queue func(i uint32) uint32) {
 		for b := range uint32(4) {
 			v |= queue(4*i+b) << (8 * b)
 		}
-		r.regs.Write32(RETA+4*i, v)
+		r.Regs.Write32(RETA+4*i, v)
 	}
 }
 
@@ -66,13 +66,13 @@ func TestRSSThroughModel(t *testing.T) {
 	for q := range uint32(4) {
 		r.setupRx(q, 16, 2048)
 	}
-	r.regs.Write32(RCTL, r.regs.Read32(RCTL)|RctlUPE|RctlMPE) // the vectors' destinations are not ours
+	r.Regs.Write32(RCTL, r.Regs.Read32(RCTL)|RctlUPE|RctlMPE) // the vectors' destinations are not ours
 	r.programRSS(MrqcTCPIPv4 | MrqcTCPIPv6 | MrqcIPv4 | MrqcIPv6)
 	reta := func(i uint32) uint32 { return (i*7 + 1) % 4 }
 	r.programRETA(reta)
 	vectors := nicmodeltest.RSSVectors()
 	for _, v := range vectors {
-		r.inject(vectorFrame(v.Src, v.Dst, v.SrcPort, v.DstPort))
+		r.Inject(vectorFrame(v.Src, v.Dst, v.SrcPort, v.DstPort))
 		q := reta(v.L4Hash & 127)
 		_, wb, ok := r.takeRx(q)
 		if !ok {
@@ -96,10 +96,10 @@ func TestRSSThroughModel(t *testing.T) {
 	// A new key takes effect at once: with an all-zero key every hash
 	// is 0, so every flow lands on RETA[0].
 	for i := range uint32(10) {
-		r.regs.Write32(RSSRK+4*i, 0)
+		r.Regs.Write32(RSSRK+4*i, 0)
 	}
 	v := vectors[0]
-	r.inject(vectorFrame(v.Src, v.Dst, v.SrcPort, v.DstPort))
+	r.Inject(vectorFrame(v.Src, v.Dst, v.SrcPort, v.DstPort))
 	if _, wb, ok := r.takeRx(reta(0)); !ok || wb.hash != 0 {
 		t.Errorf("after the key changed: ok %v hash %#x, want 0 on queue %d", ok, wb.hash, reta(0))
 	}
@@ -124,7 +124,7 @@ func TestRETASelection(t *testing.T) {
 		_, h := rssHash(tab, MrqcUDPIPv4, &p)
 		q := (h & 127) % queues
 		want[q]++
-		r.inject(f)
+		r.Inject(f)
 		got, wb, ok := r.takeRx(q)
 		if !ok || wb.hash != h || wb.info&0xf != RSSUDPIPv4 {
 			t.Fatalf("port %d: not on queue %d with hash %#x (ok %v, wb %+v)", 5000+port, q, h, ok, wb)
@@ -147,8 +147,8 @@ func TestRETASelection(t *testing.T) {
 		t.Errorf("200 flows used only %d of %d queues", used, queues)
 	}
 	// With RSS off everything goes to queue 0.
-	r.regs.Write32(MRQC, 0)
-	r.inject(udp4(srcIP4, dstIP4, 1, 53, nil))
+	r.Regs.Write32(MRQC, 0)
+	r.Inject(udp4(srcIP4, dstIP4, 1, 53, nil))
 	if _, _, ok := r.takeRx(0); !ok {
 		t.Error("RSS off: frame not on queue 0")
 	}

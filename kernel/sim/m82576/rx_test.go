@@ -12,7 +12,7 @@ import (
 func TestRxChecksumStatus(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 16, 2048)
-	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	r.Regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
 	badIP := tcp4(srcIP4, dstIP4, 1, 2, []byte("x"))
 	badIP[14+10] ^= 0xff
 	badTCP := tcp4(srcIP4, dstIP4, 1, 2, []byte("x"))
@@ -37,7 +37,7 @@ func TestRxChecksumStatus(t *testing.T) {
 		{"UDP without checksum", noUDPsum, RxdIPCS | RxdL4I | RxdUDPCS, 0, PktIPv4 | PktUDP},
 	}
 	for _, c := range cases {
-		r.inject(c.f)
+		r.Inject(c.f)
 		got, wb, ok := r.takeRx(0)
 		if !ok {
 			t.Errorf("%s: not received", c.name)
@@ -55,15 +55,15 @@ func TestRxChecksumStatus(t *testing.T) {
 		}
 	}
 	// With the offloads off nothing is checked.
-	r.regs.Write32(RXCSUM, 0)
-	r.inject(badIP)
+	r.Regs.Write32(RXCSUM, 0)
+	r.Inject(badIP)
 	if _, wb, _ := r.takeRx(0); wb.stErr&(RxdIPCS|RxdL4I|RxdErrIPE) != 0 {
 		t.Errorf("offloads off: status %#x", wb.stErr)
 	}
 	// PCSD clear: DW1 is the IP identification and packet checksum.
-	r.regs.Write32(RXCSUM, RxcsumIPOFL)
+	r.Regs.Write32(RXCSUM, RxcsumIPOFL)
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("x"))
-	r.inject(f)
+	r.Inject(f)
 	if _, wb, _ := r.takeRx(0); uint16(wb.hash) != 9 {
 		t.Errorf("IP id %d, want 9", uint16(wb.hash))
 	}
@@ -77,7 +77,7 @@ func TestRxRingWrapAndSpanning(t *testing.T) {
 	r.setupRx(0, size, 1024)
 	for i := range 40 {
 		f := udp4(srcIP4, dstIP4, uint16(i), 2, bytes.Repeat([]byte{byte(i)}, 300+i*29))
-		r.inject(f)
+		r.Inject(f)
 		start := r.rx[0].next
 		got, wb, ok := r.takeRx(0)
 		if !ok {
@@ -94,7 +94,7 @@ func TestRxRingWrapAndSpanning(t *testing.T) {
 		if int(wb.length) != len(f)-(want-1)*1024 {
 			t.Fatalf("last descriptor length %d", wb.length)
 		}
-		if h := r.regs.Read32(RDH); int(h) != r.rx[0].next {
+		if h := r.Regs.Read32(RDH); int(h) != r.rx[0].next {
 			t.Fatalf("RDH %d, want %d", h, r.rx[0].next)
 		}
 	}
@@ -106,20 +106,20 @@ func TestRxDropEnable(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 8, 2048)
 	r.setupRx(1, 8, 2048)
-	r.regs.Write32(RDT+queueSize, 3) // three descriptors handed over
-	r.regs.Write32(SRRCTL+queueSize, r.regs.Read32(SRRCTL+queueSize)|SrrctlDropEn)
-	r.regs.Write32(ETQF0, 0x88b5|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
+	r.Regs.Write32(RDT+queueSize, 3) // three descriptors handed over
+	r.Regs.Write32(SRRCTL+queueSize, r.Regs.Read32(SRRCTL+queueSize)|SrrctlDropEn)
+	r.Regs.Write32(ETQF0, 0x88b5|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
 	l2 := make([]byte, 60)
 	ethHdr(l2, 0x88b5)
 	for range 5 {
-		r.inject(l2)
-		r.inject(udp4(srcIP4, dstIP4, 1, 2, nil))
+		r.Inject(l2)
+		r.Inject(udp4(srcIP4, dstIP4, 1, 2, nil))
 	}
 	c := r.nic.Counters()
 	if c.RxQueue[1] != 3 || c.RxQueue[0] != 5 || c.RxNoDescriptor != 2 || c.RxMissed != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	g := r.regs
+	g := r.Regs
 	if v := g.Read32(nicmodel.RNBC); v != 2 {
 		t.Errorf("RNBC %d, want 2", v)
 	}
@@ -141,15 +141,15 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 8, 1024)
 	r.setupRx(1, 8, 2048)
-	g := r.regs
+	g := r.Regs
 	g.Write32(RDT, 3) // three 1 KiB descriptors on queue 0
 	g.Write32(ETQF0, 0x88b5|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
 	big := func(i byte) []byte { return udp4(srcIP4, dstIP4, uint16(i), 2, bytes.Repeat([]byte{i}, 1400)) }
-	r.inject(big(1)) // two descriptors
-	r.inject(big(2)) // one left: waits
+	r.Inject(big(1)) // two descriptors
+	r.Inject(big(2)) // one left: waits
 	l2 := make([]byte, 60)
 	ethHdr(l2, 0x88b5)
-	r.inject(l2) // queue 1 has room, but waits behind it
+	r.Inject(l2) // queue 1 has room, but waits behind it
 	c := r.nic.Counters()
 	if c.RxQueue[0] != 1 || c.RxQueue[1] != 0 || c.RxNoDescriptor != 1 || r.nic.pb.Len() != 2 {
 		t.Fatalf("counters %+v, %d held", c, r.nic.pb.Len())
@@ -171,7 +171,7 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 	// Starve queue 0 for good and overflow the 64 KiB buffer.
 	g.Write32(RDT, uint32(r.rx[0].next))
 	for i := range 60 {
-		r.inject(big(byte(i)))
+		r.Inject(big(byte(i)))
 	}
 	c = r.nic.Counters()
 	if c.RxMissed == 0 || uint64(g.Read32(nicmodel.MPC)) != c.RxMissed || g.Read32(ICR)&IntRXMiss == 0 {
@@ -191,24 +191,24 @@ func TestRxQueueDisabledAndReceiverOff(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 8, 2048)
 	f := udp4(srcIP4, dstIP4, 1, 2, nil)
-	r.regs.Write32(RXDCTL, 0)
-	r.inject(f)
+	r.Regs.Write32(RXDCTL, 0)
+	r.Inject(f)
 	if c := r.nic.Counters(); c.RxQueueOff != 1 || c.RxFrames != 0 {
 		t.Errorf("disabled queue: %+v", c)
 	}
-	r.regs.Write32(RXDCTL, RxdctlEnable)
-	r.regs.Write32(RCTL, 0)
-	r.inject(f)
+	r.Regs.Write32(RXDCTL, RxdctlEnable)
+	r.Regs.Write32(RCTL, 0)
+	r.Inject(f)
 	r.nic.SetLink(false, 1000)
-	r.regs.Write32(RCTL, RctlEN|RctlSECRC)
-	r.inject(f)
+	r.Regs.Write32(RCTL, RctlEN|RctlSECRC)
+	r.Inject(f)
 	if c := r.nic.Counters(); c.RxOff != 2 || c.RxFrames != 0 {
 		t.Errorf("receiver off, link down: %+v", c)
 	}
 	// Header split is not modelled: such a queue drops, and says so.
 	r.nic.SetLink(true, 1000)
-	r.regs.Write32(SRRCTL, 2|2<<SrrctlDescTypeSh)
-	r.inject(f)
+	r.Regs.Write32(SRRCTL, 2|2<<SrrctlDescTypeSh)
+	r.Inject(f)
 	if c := r.nic.Counters(); c.RxBadSetup != 1 {
 		t.Errorf("header split queue: %+v", c)
 	}
@@ -217,29 +217,29 @@ func TestRxQueueDisabledAndReceiverOff(t *testing.T) {
 func TestRxSizeLimitsAndCRC(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 16, 16384)
-	g := r.regs
+	g := r.Regs
 	short := make([]byte, 40)
 	ethHdr(short, 0x88b5)
-	r.inject(short)
+	r.Inject(short)
 	jumbo := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 3000))
-	r.inject(jumbo)
+	r.Inject(jumbo)
 	if g.Read32(nicmodel.RUC) != 1 || g.Read32(nicmodel.ROC) != 1 || r.nic.Counters().RxBadSize != 2 {
 		t.Errorf("RUC/ROC not counted: %+v", r.nic.Counters())
 	}
 	g.Write32(RCTL, g.Read32(RCTL)|RctlLPE)
-	r.inject(jumbo)
+	r.Inject(jumbo)
 	if got, _, ok := r.takeRx(0); !ok || len(got) != len(jumbo) {
 		t.Errorf("jumbo with LPE: ok %v len %d", ok, len(got))
 	}
 	g.Write32(RLPML, 2000)
-	r.inject(jumbo)
+	r.Inject(jumbo)
 	if g.Read32(nicmodel.ROC) != 1 {
 		t.Error("RLPML not enforced")
 	}
 	// Without SECRC the FCS is stored after the frame.
 	g.Write32(RCTL, g.Read32(RCTL)&^RctlSECRC)
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("fcs"))
-	r.inject(f)
+	r.Inject(f)
 	got, _, _ := r.takeRx(0)
 	if len(got) != len(f)+4 || binary.LittleEndian.Uint32(got[len(f):]) != crc32.ChecksumIEEE(f) {
 		t.Errorf("FCS not kept: %d bytes", len(got))
@@ -249,11 +249,11 @@ func TestRxSizeLimitsAndCRC(t *testing.T) {
 func TestRxLegacyDescriptors(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 8, 2048)
-	r.regs.Write32(SRRCTL, 2) // DESCTYPE 0: legacy
-	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL)
+	r.Regs.Write32(SRRCTL, 2) // DESCTYPE 0: legacy
+	r.Regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL)
 	f := tcp4(srcIP4, dstIP4, 1, 2, []byte("legacy"))
 	f[len(f)-1-3] ^= 1 // corrupt the payload
-	r.inject(f)
+	r.Inject(f)
 	d := r.rx[0].ring.Buf[:descLen]
 	le := binary.LittleEndian
 	if le.Uint64(d) != uint64(r.rx[0].bufs.Phys) {
@@ -274,26 +274,26 @@ func TestRxDescriptorPrefetch(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 16, 2048)
 	rr := &r.rx[0]
-	spare := r.alloc(2048)
+	spare := r.Alloc(2048)
 	retarget := func(i int) {
 		binary.LittleEndian.PutUint64(rr.ring.Buf[i*descLen:], uint64(spare.Phys))
 	}
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("first"))
-	r.inject(f)
+	r.Inject(f)
 	if !bytes.Equal(rr.bufs.Buf[:len(f)], f) {
 		t.Fatal("first frame not in buffer 0")
 	}
 	retarget(1)
 	f = udp4(srcIP4, dstIP4, 1, 2, []byte("second"))
-	r.inject(f)
+	r.Inject(f)
 	if !bytes.Equal(rr.bufs.Buf[2048:2048+len(f)], f) || bytes.Equal(spare.Buf[:len(f)], f) {
 		t.Fatal("descriptor 1 was read again after it was prefetched")
 	}
 	retarget(2)
-	r.regs.Write32(RXDCTL, 0)
-	r.regs.Write32(RXDCTL, RxdctlEnable)
+	r.Regs.Write32(RXDCTL, 0)
+	r.Regs.Write32(RXDCTL, RxdctlEnable)
 	f = udp4(srcIP4, dstIP4, 1, 2, []byte("third"))
-	r.inject(f)
+	r.Inject(f)
 	if !bytes.Equal(spare.Buf[:len(f)], f) {
 		t.Fatal("after RXDCTL was written, descriptor 2 came from the stale cache")
 	}

@@ -59,7 +59,7 @@ func TestTxChecksumOffload(t *testing.T) {
 		ctxDesc(0, 14, 40, L4TTCP<<TucmdL4TSh, 0, 20, 0),
 		dataDesc(r.buf(2, s6), len(s6), TxdEOP|TxdRS, OlinfoTXSM|uint32(len(s6))<<OlinfoPayLenSh))
 
-	out := r.sent()
+	out := r.Sent()
 	if len(out) != 3 {
 		t.Fatalf("%d frames sent, want 3", len(out))
 	}
@@ -68,7 +68,7 @@ func TestTxChecksumOffload(t *testing.T) {
 	}
 	nicmodeltest.CheckL4(t, out[1], false)
 	nicmodeltest.CheckL4(t, out[2], true)
-	if r.nic.Counters().TxQueue[2] != 3 || r.regs.Read32(nicmodel.GPTC) != 3 {
+	if r.nic.Counters().TxQueue[2] != 3 || r.Regs.Read32(nicmodel.GPTC) != 3 {
 		t.Errorf("counters %+v", r.nic.Counters())
 	}
 }
@@ -122,12 +122,12 @@ func TestTxTSO(t *testing.T) {
 				ds = append(ds, dataDesc(r.buf(0, f[off:end]), end-off, cmd, 0))
 			}
 			r.post(0, ds...)
-			out := r.sent()
+			out := r.Sent()
 			nicmodeltest.CheckSegments(t, out, nicmodeltest.TSOCase{
 				V6: v6, MSS: mss, Seq: 1000, ID: 7, Flags: header.TCPFlagAck | header.TCPFlagPsh | header.TCPFlagFin, Payload: payload,
 			})
 			want := len(out)
-			g := r.regs
+			g := r.Regs
 			if g.Read32(nicmodel.TSCTC) != 1 || g.Read32(nicmodel.GPTC) != uint32(want) || r.nic.Counters().TxPackets != 1 {
 				t.Errorf("TSCTC/GPTC/packets wrong: %+v", r.nic.Counters())
 			}
@@ -153,13 +153,13 @@ func TestTxBadTSO(t *testing.T) {
 		dataDesc(r.buf(0, f), len(f), TxdTSE|TxdEOP|TxdRS, OlinfoTXSM|5000<<OlinfoPayLenSh),
 		ctxDesc(0, 14, 20, TucmdIPv4|L4TUDP<<TucmdL4TSh, 1000, 8, 0),
 		dataDesc(r.buf(0, f), len(f), TxdTSE|TxdEOP|TxdRS, OlinfoTXSM|5000<<OlinfoPayLenSh))
-	if out := r.sent(); len(out) != 0 {
+	if out := r.Sent(); len(out) != 0 {
 		t.Errorf("%d frames from bad TSO set-ups", len(out))
 	}
-	if v := r.regs.Read32(nicmodel.TSCTFC); v != 3 {
+	if v := r.Regs.Read32(nicmodel.TSCTFC); v != 3 {
 		t.Errorf("TSCTFC %d, want 3", v)
 	}
-	if r.regs.Read32(TDH) != 6 {
+	if r.Regs.Read32(TDH) != 6 {
 		t.Error("bad descriptors not consumed")
 	}
 }
@@ -171,20 +171,20 @@ func TestTxRingWrapAndHeadWriteBack(t *testing.T) {
 	f := udp4(dstIP4, srcIP4, 1, 2, []byte("x"))
 	for i := range 30 {
 		r.post(1, dataDesc(r.buf(1, f), len(f), TxdEOP|TxdRS|TxdIFCS, uint32(len(f))<<OlinfoPayLenSh))
-		if h := r.regs.Read32(TDH + queueSize); int(h) != (i+1)%size {
+		if h := r.Regs.Read32(TDH + queueSize); int(h) != (i+1)%size {
 			t.Fatalf("packet %d: TDH %d", i, h)
 		}
 		if r.tx[1].ring.Buf[(i%size)*descLen+12]&TxdStaDD == 0 {
 			t.Fatalf("packet %d: no DD", i)
 		}
 	}
-	if out := r.sent(); len(out) != 30 {
+	if out := r.Sent(); len(out) != 30 {
 		t.Fatalf("%d frames, want 30", len(out))
 	}
 	// Head write-back: the head goes to memory instead of DD.
-	wb := r.alloc(4096)
-	r.regs.Write32(TDWBAL+queueSize, uint32(wb.Phys)|TdwbalEnable)
-	r.regs.Write32(TDWBAH+queueSize, uint32(uint64(wb.Phys)>>32))
+	wb := r.Alloc(4096)
+	r.Regs.Write32(TDWBAL+queueSize, uint32(wb.Phys)|TdwbalEnable)
+	r.Regs.Write32(TDWBAH+queueSize, uint32(uint64(wb.Phys)>>32))
 	clear(r.tx[1].ring.Buf)
 	r.post(1,
 		dataDesc(r.buf(1, f), len(f), TxdEOP, 0),
@@ -198,9 +198,9 @@ func TestTxRingWrapAndHeadWriteBack(t *testing.T) {
 		}
 	}
 	// A disabled queue does not transmit.
-	r.regs.Write32(TXDCTL+queueSize, 0)
+	r.Regs.Write32(TXDCTL+queueSize, 0)
 	r.post(1, dataDesc(r.buf(1, f), len(f), TxdEOP|TxdRS, 0))
-	if out := r.sent(); len(out) != 2 {
+	if out := r.Sent(); len(out) != 2 {
 		t.Errorf("%d frames, want 2 (queue disabled after them)", len(out))
 	}
 }
@@ -213,7 +213,7 @@ func TestTxVLANPadLinkAndLegacy(t *testing.T) {
 	r.post(0,
 		ctxDesc(0x6007, 14, 0, 0, 0, 0, 0),
 		dataDesc(r.buf(0, short), len(short), TxdEOP|TxdRS|TxdVLE, 0))
-	out := r.sent()
+	out := r.Sent()
 	if len(out) != 1 || len(out[0]) != 60 {
 		t.Fatalf("frames %d, length %d: want one padded to 60", len(out), len(out[0]))
 	}
@@ -231,12 +231,12 @@ func TestTxVLANPadLinkAndLegacy(t *testing.T) {
 	lo := r.buf(0, u)
 	hi := uint64(len(u)) | uint64(34+6)<<16 | uint64(TxdEOP|TxdRS|TxdIC)<<24 | uint64(34)<<40
 	r.post(0, txDesc{lo, hi})
-	out = r.sent()
+	out = r.Sent()
 	nicmodeltest.CheckL4(t, out[0], false)
 	// Link down: frames are dropped, descriptors still complete.
 	r.nic.SetLink(false, 1000)
 	r.post(0, dataDesc(r.buf(0, short), len(short), TxdEOP|TxdRS, 0))
-	if len(r.sent()) != 0 || r.nic.Counters().TxNoLink != 1 || r.regs.Read32(TDH) != 4 {
-		t.Errorf("link down: %+v TDH %d", r.nic.Counters(), r.regs.Read32(TDH))
+	if len(r.Sent()) != 0 || r.nic.Counters().TxNoLink != 1 || r.Regs.Read32(TDH) != 4 {
+		t.Errorf("link down: %+v TDH %d", r.nic.Counters(), r.Regs.Read32(TDH))
 	}
 }
