@@ -35,15 +35,14 @@ func (n *NIC) acceptLocked(f []byte, rctl uint32) (ok bool, pools uint32) {
 		if rctl&RctlMPE != 0 {
 			return true, 0
 		}
-		h := nicmodel.MTAHash(f, rctl>>RctlMOSh)
-		return n.regs[MTA/4+h>>5]&(1<<(h&31)) != 0, 0
+		return nicmodel.TableBit(n.regs[MTA/4:], nicmodel.MTAHash(f, rctl>>RctlMOSh)), 0
 	}
 	return rctl&RctlUPE != 0, 0
 }
 
+// vlanAcceptLocked is the VLAN filter: the tag's VLAN id in the VFTA.
 func (n *NIC) vlanAcceptLocked(f []byte) bool {
-	vid := uint32(binary.BigEndian.Uint16(f[14:]) & 0xfff)
-	return n.regs[VFTA/4+vid>>5]&(1<<(vid&31)) != 0
+	return nicmodel.TableBit(n.regs[VFTA/4:], nicmodel.VLANID(f))
 }
 
 // etqfLocked matches the EtherType filters. It returns the index of the
