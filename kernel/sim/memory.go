@@ -514,8 +514,13 @@ func (m *Memory) sync(p kernel.PhysAddr, n int, forCPU bool) error {
 	if n <= 0 {
 		return kernel.ErrZeroLength
 	}
+	// One span holds the range: a frame in its buffer, the usual sync.
+	if s := m.find(p); s != nil && p+kernel.PhysAddr(n) <= s.end() {
+		copySpan(s, int(p-s.phys), n, forCPU)
+		return nil
+	}
 	// Check the whole range first so a bad one copies nothing; coherent
-	// spans (the common case) need nothing more.
+	// spans need nothing more.
 	copies := false
 	if err := m.walk(p, n, func(s *span, _, _ int) { copies = copies || s.dev != nil }); err != nil {
 		return err
@@ -523,16 +528,19 @@ func (m *Memory) sync(p kernel.PhysAddr, n int, forCPU bool) error {
 	if !copies {
 		return nil
 	}
-	return m.walk(p, n, func(s *span, off, k int) {
-		if s.dev == nil {
-			return
-		}
-		if forCPU {
-			copy(s.cpu[off:off+k], s.dev[off:off+k])
-		} else {
-			copy(s.dev[off:off+k], s.cpu[off:off+k])
-		}
-	})
+	return m.walk(p, n, func(s *span, off, k int) { copySpan(s, off, k, forCPU) })
+}
+
+// copySpan moves s's bytes [off, off+n) from the device's view to the
+// CPU's or back; a coherent span has one view and nothing to move.
+func copySpan(s *span, off, n int, forCPU bool) {
+	switch {
+	case s.dev == nil:
+	case forCPU:
+		copy(s.cpu[off:off+n], s.dev[off:off+n])
+	default:
+		copy(s.dev[off:off+n], s.cpu[off:off+n])
+	}
 }
 
 // FlushCache writes buf's cache lines back for the non-snooping table
