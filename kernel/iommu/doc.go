@@ -18,8 +18,15 @@
 // meet 2 MiB-aligned IOVAs) and writes 2 MiB leaves where CAP.SLLPS allows
 // and both sides line up, 4 KiB leaves elsewhere. A failure part way
 // clears what was written and frees the IOVA; nothing stays half mapped.
-// Syncs translate the IOVA range back through the domain's own tables and
-// sync the physical pieces.
+// The mapping keeps the physical segments it was made with.
+//
+// Syncs. A driver syncs every frame, so a sync takes neither the unit's lock
+// nor a walk of the tables: it finds its mapping through the device's own
+// index (the mapping last found in the address's page, read without a lock,
+// else a search under the device's shared lock), checks the range and
+// direction against it, and syncs the slice of the kept segments it covers.
+// When the memory says streaming DMA is coherent (kernel.CoherentDMA), the
+// checks are all a sync does.
 //
 // Invalidation. Leaves that become present need no invalidation (unless
 // CAP.CM); leaves that go away do. Strict mode invalidates at every unmap,
