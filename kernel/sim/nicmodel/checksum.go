@@ -60,18 +60,11 @@ func InsertL4Checksum(p []byte, css, cso, end int, extra uint16, udp bool) bool 
 	return true
 }
 
-// IPv6Upper walks the extension headers the hardware parses (hop-by-hop,
+// IPv6Skip walks the extension headers the hardware parses (hop-by-hop,
 // routing, destination options) from next and p to the upper-layer
-// protocol and its bytes. It reports ext when it crossed any. A fragment
-// header, or a header that does not fit, stops it with a nil payload:
-// there is no whole L4 header to look at.
-func IPv6Upper(next uint8, p []byte) (proto uint8, l4 []byte, ext bool) {
-	proto, l4, skipped := IPv6Skip(next, p)
-	return proto, l4, skipped > 0
-}
-
-// IPv6Skip is IPv6Upper reporting how many bytes of extension headers it
-// crossed.
+// protocol and its bytes, and reports how many bytes of extension headers
+// it crossed. A fragment header, or a header that does not fit, stops it
+// with a nil payload: there is no whole L4 header to look at.
 func IPv6Skip(next uint8, p []byte) (proto uint8, l4 []byte, skipped int) {
 	for range 4 {
 		switch next {
@@ -91,4 +84,54 @@ func IPv6Skip(next uint8, p []byte) (proto uint8, l4 []byte, skipped int) {
 		}
 	}
 	return 0, nil, skipped
+}
+
+// RxChecks is what the receive checksum offloads found in a packet; each
+// part reports it in its own descriptor bits.
+type RxChecks struct {
+	IP    bool // the IPv4 header checksum was checked (IPCS)
+	IPBad bool // and it, or the header's lengths, was wrong (IPE)
+	L4    bool // a TCP or UDP checksum was checked (TCPCS or L4I)
+	UDP   bool // the segment was UDP (UDPCS)
+	L4Bad bool // and its checksum was wrong (TCPE or L4E)
+}
+
+// CheckRx verifies the checksums RXCSUM asks for in packet p: with ip
+// (IPOFL) the IPv4 header's, with l4 (TUOFL) the TCP or UDP segment's
+// over its pseudo-header. A fragment has no segment to check. An IPv4 UDP
+// checksum of zero means none was sent.
+func CheckRx(p *Packet, ip, l4 bool) RxChecks {
+	var c RxChecks
+	if p.IPv4 && ip {
+		c.IP = true
+		c.IPBad = p.IPBad || Sum(p.IPHdr) != 0xffff
+	}
+	if !l4 {
+		return c
+	}
+	switch {
+	case p.TCP():
+		c.L4 = true
+		c.L4Bad = L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff
+	case p.UDP():
+		c.L4, c.UDP = true, true
+		sent := p.IPv6 || binary.BigEndian.Uint16(p.L4[6:]) != 0
+		c.L4Bad = sent && L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff
+	}
+	return c
+}
+
+// PacketChecksum is the packet checksum a receive descriptor reports when
+// RXCSUM.PCSD is clear: the ones' complement sum of the frame as stored
+// from byte start (RXCSUM.PCSS) to its end, leaving out the FCS when the
+// buffer keeps it (fcs); 0 when start is at or past that end.
+func PacketChecksum(stored []byte, start int, fcs bool) uint16 {
+	end := len(stored)
+	if fcs {
+		end -= FCSLen
+	}
+	if start < 0 || start >= end {
+		return 0
+	}
+	return Sum(stored[start:end])
 }

@@ -59,17 +59,20 @@ func TestChecksumInsertion(t *testing.T) {
 	}
 }
 
-func TestIPv6Upper(t *testing.T) {
+func TestIPv6Skip(t *testing.T) {
 	hop := []byte{6, 0, 1, 4, 0, 0, 0, 0} // hop-by-hop, 8 bytes, then TCP
 	tcp := make([]byte, 20)
-	proto, l4, ext := IPv6Upper(0, append(append([]byte{}, hop...), tcp...))
-	if proto != 6 || len(l4) != 20 || !ext {
-		t.Errorf("hop-by-hop: proto %d len %d ext %v", proto, len(l4), ext)
+	proto, l4, skipped := IPv6Skip(0, append(append([]byte{}, hop...), tcp...))
+	if proto != 6 || len(l4) != 20 || skipped != 8 {
+		t.Errorf("hop-by-hop: proto %d len %d skipped %d", proto, len(l4), skipped)
 	}
-	if _, l4, _ := IPv6Upper(44, make([]byte, 16)); l4 != nil {
+	if proto, l4, skipped := IPv6Skip(ProtoUDP, tcp); proto != ProtoUDP || len(l4) != 20 || skipped != 0 {
+		t.Errorf("no extension header: proto %d len %d skipped %d", proto, len(l4), skipped)
+	}
+	if _, l4, _ := IPv6Skip(44, make([]byte, 16)); l4 != nil {
 		t.Error("a fragment has an L4 header")
 	}
-	if _, l4, _ := IPv6Upper(0, hop[:4]); l4 != nil {
+	if _, l4, _ := IPv6Skip(0, hop[:4]); l4 != nil {
 		t.Error("truncated extension header accepted")
 	}
 }
