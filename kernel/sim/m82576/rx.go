@@ -10,6 +10,7 @@ const (
 	maxFrame    = 1518 // with FCS, untagged, without RCTL.LPE
 	minFrameFCS = 64
 	rlpmlMask   = 0x3fff
+	protoSCTP   = 132
 
 	// rxPrefetch is how many descriptors one fetch reads ahead. The
 	// 82576 fetches receive descriptors in bursts into an on-chip cache
@@ -258,7 +259,7 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 		return rxDone
 	}
 	var faults uint64
-	o := rxOffload(frame, s, data)
+	o := rxOffload(s, data)
 	if strip {
 		o.status |= RxdVP
 	}
@@ -336,7 +337,7 @@ type rxResult struct {
 
 // rxOffload verifies the checksums RXCSUM asks for and fills the packet
 // type and the RSS fields.
-func rxOffload(f []byte, s *rxSetup, stored []byte) rxResult {
+func rxOffload(s *rxSetup, stored []byte) rxResult {
 	p := &s.pkt
 	o := rxResult{pcsd: s.rxcsum&RxcsumPCSD != 0, rssType: s.rssType, hash: s.rssHash}
 	ipofl, tuofl := s.rxcsum&RxcsumIPOFL != 0, s.rxcsum&RxcsumTUOFL != 0
@@ -363,43 +364,31 @@ func rxOffload(f []byte, s *rxSetup, stored []byte) rxResult {
 			o.pktType |= PktTCP
 		case nicmodel.ProtoUDP:
 			o.pktType |= PktUDP
-		case 132:
+		case protoSCTP:
 			o.pktType |= PktSCTP
 		}
 	}
-	if p.IPv4 && ipofl {
+	c := nicmodel.CheckRx(p, ipofl, tuofl)
+	if c.IP {
 		o.status |= RxdIPCS
-		if p.IPBad || nicmodel.Sum(p.IPHdr) != 0xffff {
-			o.errors |= RxdErrIPE
-		}
+	}
+	if c.IPBad {
+		o.errors |= RxdErrIPE
+	}
+	if c.L4 {
+		o.status |= RxdL4I
+	}
+	if c.UDP {
+		o.status |= RxdUDPCS
+	}
+	if c.L4Bad {
+		o.errors |= RxdErrL4E
 	}
 	if p.IPHdr != nil {
 		o.ipid = binary.BigEndian.Uint16(p.IPHdr[4:])
 	}
-	if tuofl {
-		switch {
-		case p.TCP():
-			o.status |= RxdL4I
-			if nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
-				o.errors |= RxdErrL4E
-			}
-		case p.UDP():
-			o.status |= RxdL4I | RxdUDPCS
-			// An IPv4 UDP checksum of zero means none was sent.
-			if (p.IPv6 || binary.BigEndian.Uint16(p.L4[6:]) != 0) &&
-				nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
-				o.errors |= RxdErrL4E
-			}
-		}
-	}
 	if !o.pcsd {
-		end := len(stored)
-		if s.rctl&RctlSECRC == 0 {
-			end -= nicmodel.FCSLen
-		}
-		if pcss := int(s.rxcsum & RxcsumPCSSMask); pcss < end {
-			o.csum = nicmodel.Sum(stored[pcss:end])
-		}
+		o.csum = nicmodel.PacketChecksum(stored, int(s.rxcsum&RxcsumPCSSMask), s.rctl&RctlSECRC == 0)
 	}
 	return o
 }
@@ -427,19 +416,15 @@ func (o *rxResult) writeBackAdv(wb []byte, length, tci uint16, last bool) {
 	}
 }
 
-// writeBackLegacy fills a legacy descriptor: the buffer address stays,
-// then length, packet checksum, status, errors and VLAN tag.
+// writeBackLegacy fills a legacy descriptor. Status beyond DD, the
+// errors and the VLAN tag are reported in the last descriptor of a frame.
 func (o *rxResult) writeBackLegacy(wb []byte, addr uint64, length, tci uint16, last bool) {
-	le := binary.LittleEndian
-	clear(wb)
-	le.PutUint64(wb[0:], addr)
-	le.PutUint16(wb[8:], length)
-	le.PutUint16(wb[10:], o.csum)
-	st := uint8(RxdDD)
+	st, errs := uint8(RxdDD), uint8(0)
 	if last {
 		st |= RxdEOP | uint8(o.status)
-		wb[13] = uint8(o.errors >> legacyErrShift)
-		le.PutUint16(wb[14:], tci)
+		errs = uint8(o.errors >> legacyErrShift)
+	} else {
+		tci = 0
 	}
-	wb[12] = st
+	nicmodel.PutLegacyRx(wb, addr, length, o.csum, st, errs, tci)
 }

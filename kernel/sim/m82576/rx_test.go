@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 func TestRxChecksumStatus(t *testing.T) {
@@ -250,7 +251,8 @@ func TestRxLegacyDescriptors(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 8, 2048)
 	r.Regs.Write32(SRRCTL, 2) // DESCTYPE 0: legacy
-	r.Regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL)
+	const pcss = 14           // the packet checksum from the IP header on
+	r.Regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|pcss)
 	f := tcp4(srcIP4, dstIP4, 1, 2, []byte("legacy"))
 	f[len(f)-1-3] ^= 1 // corrupt the payload
 	r.Inject(f)
@@ -264,6 +266,16 @@ func TestRxLegacyDescriptors(t *testing.T) {
 	}
 	if d[13] != RxdErrL4E>>legacyErrShift {
 		t.Errorf("errors %#x, want TCPE", d[13])
+	}
+	if got, want := le.Uint16(d[10:]), checksum.Checksum(f[pcss:], 0); got != want {
+		t.Errorf("packet checksum %#04x, want %#04x", got, want)
+	}
+	// With the FCS kept in the buffer the sum still ends with the frame.
+	r.Regs.Write32(RCTL, r.Regs.Read32(RCTL)&^RctlSECRC)
+	r.Inject(f)
+	d = r.rx[0].ring.Buf[descLen : 2*descLen]
+	if got, want := le.Uint16(d[10:]), checksum.Checksum(f[pcss:], 0); int(le.Uint16(d[8:])) != len(f)+4 || got != want {
+		t.Errorf("FCS kept: length %d, packet checksum %#04x, want %#04x", le.Uint16(d[8:]), got, want)
 	}
 }
 
