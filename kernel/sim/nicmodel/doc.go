@@ -2,8 +2,9 @@
 // so that each model keeps only what its own registers and descriptors
 // mean: the transmit queue engine (ring fetch, status or head write-back,
 // buffer gathering, frames to the wire) and TCP segmentation; the receive
-// parser, the frame as stored, the descriptor prefetch cache and the
-// packet buffer; the Internet checksums and the Toeplitz hash; the
+// parser, the frame as stored, the descriptor prefetch cache, the legacy
+// write-back and the packet buffer; the Internet checksums (inserted on
+// transmit, checked on receive) and the Toeplitz hash; the
 // statistics registers, MDIC with the clause 22 PHY registers, the NVM
 // checksum and EERD; and the PCI capabilities and BAR plumbing.
 // Package nicmodeltest holds what their tests share.
