@@ -200,8 +200,9 @@ func (n *NIC) rxRingLocked(s *rxSetup) bool {
 	s.ring = nicmodel.RxRing{
 		Base:  uint64(r[(RDBAH+qo)/4])<<32 | uint64(r[(RDBAL+qo)/4]),
 		Count: r[(RDLEN+qo)/4] / descLen,
-		Head:  r[(RDH+qo)/4], Tail: r[(RDT+qo)/4],
-		Gen: n.rxGen[s.q],
+		Head:  r[(RDH+qo)/4],
+		Tail:  r[(RDT+qo)/4],
+		Gen:   n.rxGen[s.q],
 	}
 	return true
 }
