@@ -288,6 +288,10 @@ func (m *Memory) SyncForCPU(kernel.PhysAddr, int) {}
 // SyncForDevice is a no-op for the same reason.
 func (m *Memory) SyncForDevice(kernel.PhysAddr, int) {}
 
+// DMACoherent implements kernel.CoherentDMA: always, for the reason above,
+// so the DMA layer's syncs stop at their checks.
+func (m *Memory) DMACoherent() bool { return true }
+
 // FlushCache writes buf back to memory with CLFLUSH on each line and a
 // fence, for a VT-d unit that does not snoop its table walks (ECAP.C=0).
 func (m *Memory) FlushCache(buf []byte) {

@@ -12,7 +12,10 @@ import (
 	"github.com/ether9/ether9/kernel"
 )
 
-var _ kernel.Memory = (*Memory)(nil)
+var (
+	_ kernel.Memory      = (*Memory)(nil)
+	_ kernel.CoherentDMA = (*Memory)(nil)
+)
 
 // newTestMemory needs what PID 1 has: root, for mlockall of everything and
 // for frame numbers in /proc/self/pagemap.
