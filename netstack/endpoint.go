@@ -457,8 +457,7 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 		}
 		wait := pace.idle(time.Since(start))
 		if wait == 0 {
-			e.stats.spins.Add(1)
-			runtime.Gosched()
+			e.spin(q, &pace, start)
 			continue
 		}
 		e.checkLink()
@@ -468,6 +467,28 @@ func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
 		e.stats.waitNanos.Add(uint64(time.Since(t)))
 		if woken {
 			pace.woken()
+		}
+	}
+}
+
+// rxReadier is an optional nic.Queue capability: whether a received frame
+// waits, found without touching the device (a done bit in the ring's
+// memory). A spinning loop asks it instead of polling: a poll reads
+// registers, and under emulation every register access stops the vCPU in
+// the device model, which holds up the emulation of the NIC itself.
+type rxReadier interface {
+	RxReady() bool
+}
+
+// spin yields the processor until q has a frame or the spin time is over.
+// A queue without RxReady is simply polled again after one yield.
+func (e *Endpoint) spin(q *txQueue, pace *pacer, start time.Time) {
+	r, _ := q.q.(rxReadier)
+	for {
+		e.stats.spins.Add(1)
+		runtime.Gosched()
+		if r == nil || r.RxReady() || !pace.spinning(time.Since(start)) {
+			return
 		}
 	}
 }
@@ -502,17 +523,19 @@ func (p *pacer) busy(now time.Duration) {
 // idle returns how long to wait after an empty poll at now; 0 means poll
 // again at once.
 func (p *pacer) idle(now time.Duration) time.Duration {
-	quiet := now - p.lastWork
 	switch {
-	case quiet < p.spin:
+	case p.spinning(now):
 		return 0
-	case quiet >= p.idleAfter:
+	case now-p.lastWork >= p.idleAfter:
 		return p.idleWait
 	}
 	w := p.wait
 	p.wait = min(2*w, p.maxWait)
 	return w
 }
+
+// spinning reports whether traffic at now is recent enough to poll on.
+func (p *pacer) spinning(now time.Duration) bool { return now-p.lastWork < p.spin }
 
 // woken records a wait the device ended: work is coming, so the back-off
 // starts over.

@@ -599,8 +599,17 @@ func TestPollLoopSpinsOnlyAfterTraffic(t *testing.T) {
 	if stat(t, ep, "idle_waits") == waits {
 		t.Errorf("an idle queue did not wait")
 	}
+	polls, waits := stat(t, ep, "polls"), stat(t, ep, "idle_waits")
 	n.inject(udpFrame([6]byte{2, 0, 0, 0, 0, 9}, n.MAC(), addrB.Addr(), addrA.Addr(), 9, []byte{1}, false))
-	eventually(t, "the frame delivered and the loop spinning after it", func() bool {
-		return stat(t, ep, "rx_packets") == 1 && stat(t, ep, "spins") > spins
+	eventually(t, "the frame delivered, the loop spinning after it and then waiting again", func() bool {
+		return stat(t, ep, "rx_packets") == 1 && stat(t, ep, "spins") > spins && stat(t, ep, "idle_waits") > waits
 	})
+	// The spin asked RxReady, not Poll. Besides one poll after each wait,
+	// there were the poll that took the frame, the empty one that started
+	// the spin and the one that ended it.
+	dp := stat(t, ep, "polls") - polls
+	dw := stat(t, ep, "idle_waits") - waits
+	if dp > dw+3 {
+		t.Errorf("%d polls around one frame, its spin and %d waits; want at most %d", dp, dw, dw+3)
+	}
 }

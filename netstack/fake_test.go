@@ -166,6 +166,11 @@ func (q *fakeQueue) signal() {
 	}
 }
 
+// RxReady says whether a frame waits, as a driver reads a done bit.
+func (q *fakeQueue) RxReady() bool {
+	return !q.paused.Load() && len(q.rx)+len(q.unverified) > 0
+}
+
 // Poll hands up to budget frames to deliver, reporting a verified checksum
 // the way a device with RX checksum offload would.
 func (q *fakeQueue) Poll(budget int, deliver func(*nic.RxPacket)) int {

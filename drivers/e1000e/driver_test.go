@@ -622,3 +622,37 @@ func TestTransmitCopiesSmallTSO(t *testing.T) {
 	}
 	r.close(t)
 }
+
+// TestRxReady: the next descriptor's write-back alone decides, in order
+// (a later one done first does not count), and a closed device has none.
+func TestRxReady(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	d := r.d
+	r.regs.set(ICR, ICR_LSC) // a read would clear it
+	if d.RxReady() {
+		t.Fatal("ready with nothing written back")
+	}
+	next := d.rx.Clean()
+	r.complete(t, d.rx.Descs.Next(next), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
+	if d.RxReady() {
+		t.Fatal("ready on a descriptor past the next one")
+	}
+	r.complete(t, next, make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
+	if !d.RxReady() {
+		t.Fatal("not ready with the next descriptor written back")
+	}
+	if r.regs.get(ICR) != ICR_LSC {
+		t.Fatal("RxReady read ICR: it must touch no register")
+	}
+	for _, p := range r.poll() {
+		p.Data.Release()
+	}
+	if d.RxReady() {
+		t.Fatal("still ready after the poll took both frames")
+	}
+	r.complete(t, d.rx.Clean(), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
+	r.close(t)
+	if d.RxReady() {
+		t.Fatal("a closed device is ready")
+	}
+}

@@ -77,6 +77,23 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	return delivered
 }
 
+// RxReady reports whether the device has written back the next receive
+// descriptor, from the ring in memory alone: no register is touched, so a
+// poll loop that spins between bursts asks this instead of polling, and
+// under emulation never holds up the device model with register reads.
+func (d *Device) RxReady() bool {
+	if d.closed.Load() {
+		return false
+	}
+	d.rxMu.Lock()
+	defer d.rxMu.Unlock()
+	if d.closed.Load() {
+		return false
+	}
+	rx := d.rx
+	return rx.Armed() > 0 && decodeRx(rx.Descs.At(rx.Clean())).done()
+}
+
 // faultCounter is an optional capability of a DMA view: the number of DMA
 // faults the IOMMU recorded for this device so far.
 type faultCounter interface {
