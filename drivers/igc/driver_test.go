@@ -131,7 +131,11 @@ func TestLinkChange(t *testing.T) {
 	before := r.stat(t, "link_changes")
 	r.regs.set(STATUS, STATUS_LU|STATUS_FD|1<<STATUS_SPEED_SHIFT)
 	r.regs.set(ICR, ICR_LSC)
-	r.poll(0)
+	r.poll(2)
+	if l := r.d.Link(); l.SpeedMbps != 2500 {
+		t.Fatalf("a busy queue's poll read the link: %+v", l)
+	}
+	r.d.queues[2].Wait(0) // any queue going idle looks
 	if l := r.d.Link(); l.SpeedMbps != 100 {
 		t.Fatalf("link after LSC %+v", l)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
@@ -45,7 +46,8 @@ type Device struct {
 	regs   kernel.Regs
 	dma    kernel.DMA
 	clock  kernel.Clock
-	irq    kernel.Waiter
+	line   *intr.Line // the device's interrupt, shared by the queues' poll loops
+	other  uint32     // EIMS bit of the other causes' vector
 	logf   func(string, ...any)
 	mac    [6]byte
 
@@ -89,13 +91,10 @@ func probe(dev *nic.Device) (*Device, error) {
 	a := dev.Func.Addr
 	d := &Device{
 		name: dev.Name, id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn},
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Logf,
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, line: intr.NewLine(dev.IRQ), logf: dev.Logf,
 	}
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
-	}
-	if d.irq == nil {
-		d.irq = kernel.PollWaiter{}
 	}
 	d.serial = readSerial(dev)
 	d.mtu.Store(defaultMTU)
@@ -161,8 +160,7 @@ func (d *Device) up() error {
 	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST
 	r.Write32(CTRL, ctrl)
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
-	r.Read32(ICR)
-	r.Write32(IMS, ICR_RXDW|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
+	d.setupInterrupts()
 	d.updateLink()
 	return nil
 }
@@ -238,6 +236,7 @@ func (d *Device) Close() error {
 	}
 	r := d.regs
 	r.Write32(IMC, 0xffffffff)
+	r.Write32(EIMC, 0xffffffff)
 	r.Write32(RCTL, 0)
 	r.Write32(TCTL, 0)
 	for _, q := range d.queues {

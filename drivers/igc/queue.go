@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/advtx"
@@ -35,6 +34,10 @@ type queue struct {
 	txw     advtx.Writer
 	txDirty bool // descriptors queued since the last doorbell
 	txDone  bool // closed: refuse TX
+
+	eims   uint32        // EIMS bit of the queue's vector
+	rearms atomic.Uint64 // idle re-arms of the vector
+	wakes  atomic.Uint64 // sleeps ended by an interrupt
 }
 
 var _ nic.Queue = (*queue)(nil)
@@ -180,12 +183,4 @@ func (q *queue) close() error {
 	err := q.x.Unbind(false)
 	q.stopped, q.txDone = true, true
 	return errors.Join(err, q.rx.close(), q.tx.Close())
-}
-
-// Wait implements nic.Queue.
-func (q *queue) Wait(timeout time.Duration) bool {
-	if q.d.closed.Load() {
-		return false
-	}
-	return q.d.irq.Wait(timeout)
 }

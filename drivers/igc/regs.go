@@ -10,14 +10,20 @@ const (
 	MDIC     = 0x00020
 	EERD     = 0x12014 // NVM read through the flash interface
 
-	ICR  = 0x01500
-	ICS  = 0x01504
-	IMS  = 0x01508
-	IMC  = 0x0150c
-	GPIE = 0x01514
-	EIMS = 0x01524
-	EIMC = 0x01528
-	EICR = 0x01580
+	ICR       = 0x01500
+	ICS       = 0x01504
+	IMS       = 0x01508
+	IMC       = 0x0150c
+	GPIE      = 0x01514
+	EICS      = 0x01520
+	EIMS      = 0x01524
+	EIMC      = 0x01528
+	EIAC      = 0x0152c // auto-clear: a vector's EICR bit clears as it fires
+	EIAM      = 0x01530 // auto-mask: a vector's EIMS bit clears as it fires
+	EICR      = 0x01580
+	EITR0     = 0x01680 // EITR(n) = EITR0 + 4n, one per MSI-X vector
+	IVAR0     = 0x01700 // IVAR(n) = IVAR0 + 4n: queues 2n and 2n+1
+	IVAR_MISC = 0x01740
 
 	RCTL = 0x00100
 	TCTL = 0x00400
@@ -99,6 +105,24 @@ const (
 	ICR_RXDMT0 = 1 << 4
 	ICR_RXO    = 1 << 6
 	ICR_RXDW   = 1 << 7
+)
+
+// GPIE bits.
+const (
+	GPIE_NSICR         = 1 << 0 // ICR reads clear whether or not an interrupt was asserted
+	GPIE_MULTIPLE_MSIX = 1 << 4
+	GPIE_EIAME         = 1 << 30 // EIAM applies when a vector fires
+	GPIE_PBA           = 1 << 31 // PBA support: MSI-X pending bits
+)
+
+// IVAR entries and EITR.
+const (
+	IVAR_VALID            = 0x80
+	IVAR_MISC_OTHER_SHIFT = 8 // IVAR_MISC bits 15:8: the other causes' vector
+
+	EITR_INTERVAL_SHIFT = 2 // interval in microseconds, bits 14:2
+	EITR_INTERVAL_MASK  = 0x1fff << EITR_INTERVAL_SHIFT
+	EITR_CNT_IGNR       = 1 << 31 // write the interval without resetting the counter
 )
 
 // RCTL bits.

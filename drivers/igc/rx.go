@@ -21,16 +21,12 @@ const (
 // Poll implements nic.Queue: it cleans up to budget completed RX
 // descriptors, runs the queue's packet program if one is attached, builds
 // or constructs each frame passed to the stack, re-arms the ring and
-// writes the tail once. Queue 0 also looks for link changes.
+// writes the tail once. Link changes are looked for when a queue goes
+// idle (Wait).
 func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	d := q.d
 	if d.closed.Load() {
 		return 0
-	}
-	if q.idx == 0 {
-		if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
-			d.updateLink()
-		}
 	}
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()

@@ -81,15 +81,12 @@ func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device u
 		t.Fatalf("probe bound %T, want the igc driver", nics[0])
 	}
 	h := &host{m: m, model: model, unit: unit, nic: d}
-	// Every frame to queue 0: the model, receiving late (DeferRx),
-	// writes the ring when the driver's receive path touches it, so on
-	// the goroutine that polls queue 0 and reads the ring next; the race
-	// detector then sees the order.
-	if err := d.Ctl("rss off"); err != nil {
-		t.Fatal(err)
-	}
 	if addr.IsValid() {
-		h.s, err = netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: d, Addrs: []netip.Prefix{addr}})
+		// No spinning: with DeferRx a frame lands when its queue's loop
+		// re-arms the vector, which a loop polling the ring never does, so
+		// a loop that spun would only let the packet buffer fill.
+		ep := netstack.Options{Spin: -1}
+		h.s, err = netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: d, Addrs: []netip.Prefix{addr}, Endpoint: ep})
 		if err != nil {
 			d.Close()
 			t.Fatal(err)
@@ -140,9 +137,32 @@ func fullAddr(a netip.Addr, port uint16) tcpip.FullAddress {
 // sendTCP moves n random bytes from client to server and compares hashes.
 func sendTCP(t *testing.T, client, server *netstack.Stack, dst netip.Addr, n int) {
 	t.Helper()
+	if err := transferTCP(client, server, dst, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendTCPConns runs conns connections at once from client to server, each
+// moving n random bytes, so RSS spreads them over the queues.
+func sendTCPConns(t *testing.T, client, server *netstack.Stack, dst netip.Addr, conns, n int) {
+	t.Helper()
+	errs := make(chan error, conns)
+	for range conns {
+		go func() { errs <- transferTCP(client, server, dst, n) }()
+	}
+	for i := range conns {
+		if err := <-errs; err != nil {
+			t.Errorf("connection %d of %d: %v", i+1, conns, err)
+		}
+	}
+}
+
+// transferTCP moves n random bytes over one connection from client to
+// server and compares hashes.
+func transferTCP(client, server *netstack.Stack, dst netip.Addr, n int) error {
 	ln, err := gonet.ListenTCP(server.Stack, fullAddr(dst, 0), ipv4.ProtocolNumber)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
@@ -165,22 +185,46 @@ func sendTCP(t *testing.T, client, server *netstack.Stack, dst netip.Addr, n int
 	}()
 	c, err := gonet.DialTCP(client.Stack, fullAddr(dst, port), ipv4.ProtocolNumber)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("dial: %w", err)
 	}
 	data := make([]byte, n)
 	rand.Read(data)
 	if _, err := c.Write(data); err != nil {
-		t.Fatal(err)
+		c.Close()
+		return fmt.Errorf("write: %w", err)
 	}
 	c.Close()
 	select {
 	case r := <-got:
 		want := sha256.Sum256(data)
 		if r.err != nil || r.n != int64(n) || !bytes.Equal(r.sum, want[:]) {
-			t.Fatalf("TCP: received %d of %d bytes (err %v), hash match %v", r.n, n, r.err, bytes.Equal(r.sum, want[:]))
+			return fmt.Errorf("TCP: received %d of %d bytes (err %v), hash match %v", r.n, n, r.err, bytes.Equal(r.sum, want[:]))
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatal("TCP transfer timed out")
+		return fmt.Errorf("TCP transfer of %d bytes timed out", n)
+	}
+	return nil
+}
+
+// checkQueuesSpread asserts that received frames came in on more than
+// one queue, and that every queue that received went idle, re-armed its
+// vector and was woken by an interrupt.
+func checkQueuesSpread(t *testing.T, h *host) {
+	t.Helper()
+	busy := 0
+	for q := range h.nic.Queues() {
+		frames := h.stat(t, fmt.Sprintf("q%d_rx_frames", q))
+		if frames == 0 {
+			continue
+		}
+		busy++
+		rearms, wakes := h.stat(t, fmt.Sprintf("q%d_irq_rearm", q)), h.stat(t, fmt.Sprintf("q%d_irq_wake", q))
+		if rearms == 0 || wakes == 0 {
+			t.Errorf("%s queue %d: %d frames with %d re-arms and %d interrupt wake-ups", h.nic.Name(), q, frames, rearms, wakes)
+		}
+	}
+	if busy < 2 {
+		t.Errorf("%s: frames arrived on %d queue(s), want RSS to use several", h.nic.Name(), busy)
 	}
 }
 
@@ -221,6 +265,16 @@ func udpRoundTrip(t *testing.T, a, b *netstack.Stack, src, dst netip.Addr, sizes
 // the current MTU, and (with the MTU one higher) one byte over it.
 func udpSizes(mtu int) []int { return []int{1, 18, 200, 1000, mtu - 28} }
 
+// tcpConns is how many TCP connections run at once each way: RSS spreads
+// them, and the ACKs of the other direction, over the four queues.
+const tcpConns = 4
+
+// TestSimTrafficBuildAndConstruct runs UDP and TCP both ways between two
+// I225 models with RSS on. The models defer receive DMA (DeferRx): a
+// frame lands in its queue's ring when that queue's poll loop re-arms its
+// interrupt vector before sleeping, or touches its ring registers, so
+// descriptor writes and reads are ordered on one goroutine, as interrupts
+// order them on real hardware, and the test runs under -race.
 func TestSimTrafficBuildAndConstruct(t *testing.T) {
 	size := 4 << 20
 	if testing.Short() {
@@ -261,9 +315,10 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 				}
 			}
 			udpRoundTrip(t, a.s, b.s, addrA.Addr(), addrB.Addr(), udpSizes(tc.mtu)...)
-			sendTCP(t, a.s, b.s, addrB.Addr(), size)
-			sendTCP(t, b.s, a.s, addrA.Addr(), size)
+			sendTCPConns(t, a.s, b.s, addrB.Addr(), tcpConns, size/tcpConns)
+			sendTCPConns(t, b.s, a.s, addrA.Addr(), tcpConns, size/tcpConns)
 			for _, h := range []*host{a, b} {
+				checkQueuesSpread(t, h)
 				built, constructed := h.stat(t, "rx_build"), h.stat(t, "rx_construct")
 				if tc.want == igc.Build && (built == 0 || constructed != 0) || tc.want == igc.Construct && (built != 0 || constructed == 0) {
 					t.Errorf("%s: %d built, %d constructed, want all %v", h.nic.Name(), built, constructed, tc.want)

@@ -46,6 +46,10 @@ func newXDPHost(t *testing.T) *xdpHost {
 	if h.regs, err = h.m.Bus.Regs(pci.Addr{Dev: 3}, 0); err != nil {
 		t.Fatal(err)
 	}
+	// RSS off: what no filter places goes to queue 0.
+	if err := h.nic.Ctl("rss off"); err != nil {
+		t.Fatal(err)
+	}
 	h.peer.Receive(func(f []byte) {
 		h.mu.Lock()
 		h.wire = append(h.wire, bytes.Clone(f))
@@ -544,6 +548,7 @@ func TestXDPProgramVerdicts(t *testing.T) {
 	for i := range 40 {
 		h.peer.Send(frame(i))
 	}
+	h.dma(0)
 	q.Poll(64, deliver)
 	q.Poll(0, deliver) // rings the doorbell for the TX verdicts
 	if len(stack) != 10 || h.sent() != 10 {
@@ -573,6 +578,7 @@ func TestXDPProgramVerdicts(t *testing.T) {
 	for i := range 40 {
 		h.peer.Send(frame(i))
 	}
+	h.dma(0)
 	q.Poll(64, deliver)
 	q.Poll(0, deliver)
 	rx := a.rx(t)
@@ -652,6 +658,7 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 		h.peer.Send(xdpFrame(64, 0x0806, i)) // ARP: RSS has no hash for it, queue 0
 	}
 	h.dma(2)
+	h.dma(0)
 	a.s.Poll(2 * frames)
 	got := a.rx(t)
 	if len(got) != frames || h.queueFrames(2) != frames || h.queueFrames(0) != frames {
@@ -670,6 +677,7 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 	}
 	h.peer.Send(xdpFrame(64, etherTypeLocal, 0))
 	h.dma(2)
+	h.dma(0)
 	if h.queueFrames(2) != frames || h.queueFrames(0) != frames+1 {
 		t.Fatalf("after unsteer: queue 2 %d, queue 0 %d", h.queueFrames(2), h.queueFrames(0))
 	}
@@ -705,7 +713,7 @@ func udpTo(port uint16, seq int) []byte {
 }
 
 func TestXDPUDPPortSteering(t *testing.T) {
-	h := newXDPHost(t) // RSS off: what no filter places goes to queue 0
+	h := newXDPHost(t)
 	defer h.close(t)
 	const port = 4791
 	slot, err := h.nic.Steer(xsk.Filter{UDPPort: port}, 3)
@@ -725,6 +733,7 @@ func TestXDPUDPPortSteering(t *testing.T) {
 		h.peer.Send(udpTo(port+1, i))
 	}
 	h.dma(3)
+	h.dma(0)
 	a.s.Poll(2 * frames)
 	got := a.rx(t)
 	if len(got) != frames || h.queueFrames(3) != frames || h.queueFrames(0) != frames {
@@ -768,6 +777,7 @@ func TestXDPCloseWhileBound(t *testing.T) {
 	for i := range 20 {
 		h.peer.Send(xdpFrame(100, etherTypeLocal, i))
 	}
+	h.dma(0)
 	a.s.Poll(64)
 	held := a.rx(t)
 	for _, d := range held[:10] {

@@ -13,30 +13,27 @@ func queueReg(off uint32) (reg uint32, q int, ok bool) {
 	return 0, 0, false
 }
 
-// The receive path's registers: with Options.DeferRx an access to one of
-// them moves waiting frames into the rings first (reads) or after
-// (writes). Other registers leave the packet buffer alone, so a transmit
-// or statistics thread never writes a ring the receive thread reads.
-func drainsOnRead(off uint32) bool {
-	if reg, _, ok := queueReg(off); ok {
-		return reg == RDH || reg == RDT || reg == RXDCTL
+// rxQueueTouched is the queue whose waiting frames (Options.DeferRx) an
+// access to off moves into its ring: a read of RDH, RDT or RXDCTL (before
+// the read), a write of RDT or RXDCTL (after the write: a new tail may
+// make room). Other registers leave the packet buffer alone, the
+// interrupt causes included, so a thread that transmits, reads
+// statistics or acknowledges causes never writes a ring another thread
+// polls.
+func rxQueueTouched(off uint32, write bool) (int, bool) {
+	reg, q, ok := queueReg(off)
+	if !ok || reg < RDBAL || reg >= TDBAL {
+		return 0, false
 	}
-	return off == ICR || off == EICR
-}
-
-func drainsOnWrite(off uint32) bool {
-	if reg, _, ok := queueReg(off); ok {
-		return reg == RDT || reg == RXDCTL
-	}
-	return off == EIMS || off == IMS || off == EICS || off == ICS
+	return q, reg == RDT || reg == RXDCTL || !write && reg == RDH
 }
 
 func (n *NIC) read32(off uint32) uint32 {
 	if off%4 != 0 || off >= regFileSize {
 		return 0
 	}
-	if drainsOnRead(off) {
-		n.drainRx()
+	if q, ok := rxQueueTouched(off, false); ok {
+		n.drainQueue(q)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -111,8 +108,8 @@ func (n *NIC) write32(off, v uint32) {
 	if off%4 != 0 || off >= regFileSize {
 		return
 	}
-	if drainsOnWrite(off) {
-		defer n.drainRx() // after the write: a new RDT may make room
+	if q, ok := rxQueueTouched(off, true); ok {
+		defer n.drainQueue(q)
 	}
 	if off == CTRL && v&ctrlSelfClr != 0 {
 		n.Reset()
@@ -125,7 +122,15 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	n.mu.Lock()
 	kick := n.writeLocked(off, v)
+	var armed uint32
+	if off == EIMS && n.opt.DeferRx {
+		armed = n.queuesOnLocked(v)
+	}
 	n.mu.Unlock()
+	// Arming a queue's vector is when its waiting frames land: the
+	// driver's idle poll loop writes EIMS on its own goroutine just before
+	// it sleeps, and the frames fire the vector it armed.
+	n.drainQueues(armed)
 	if kick >= 0 {
 		n.kickTx(kick)
 	} else if kick == kickAll {

@@ -1,9 +1,11 @@
 package mi225
 
 // Interrupts. Causes for the queues are mapped by IVAR to an MSI-X vector
-// (GPIE.Multiple_MSIX set) or to an EICR bit 3:0 (MSI and INTx); the other
-// causes latch in ICR and, when enabled in IMS, set the vector IVAR_MISC
-// names (or EICR bit 31 in MSI and INTx mode).
+// (GPIE.Multiple_MSIX set) or to an EICR bit 3:0 (MSI and INTx): IVAR(n)
+// holds queues 2n and 2n+1, each as an RX byte then a TX byte (vector in
+// the low bits, bit 7 valid), queue 2n in bits 15:0. The other causes
+// latch in ICR and, when enabled in IMS, set the vector IVAR_MISC bits
+// 15:8 name (or EICR bit 31 in MSI and INTx mode).
 //
 // In MSI-X mode a vector fires when its EICR bit is set and enabled in
 // EIMS; firing clears the EICR bits in EIAC and, with GPIE.EIAME, masks
@@ -29,13 +31,51 @@ func (n *NIC) ivarEntry(q int, tx bool) uint32 {
 	return v & 0xff
 }
 
+// ivarVectorLocked is the EICR bit a queue's valid RX (or TX) IVAR entry
+// names in the current mode, or false if the entry names none.
+func (n *NIC) ivarVectorLocked(q int, tx bool) (uint32, bool) {
+	e := n.ivarEntry(q, tx)
+	switch {
+	case e&IvarValid == 0:
+		return 0, false
+	case !n.msixModeLocked():
+		return 1 << (e & 3), true
+	case e&ivarVecMask < msixVectors:
+		return 1 << (e & ivarVecMask), true
+	}
+	return 0, false
+}
+
+// queuesOnLocked returns, one bit per queue, the RX queues whose vector
+// is among the EICR bits in vectors.
+func (n *NIC) queuesOnLocked(vectors uint32) uint32 {
+	var qs uint32
+	for q := range Queues {
+		if b, ok := n.ivarVectorLocked(q, false); ok && vectors&b != 0 {
+			qs |= 1 << q
+		}
+	}
+	return qs
+}
+
+// queueArmedLocked reports whether RX queue q's vector may signal now:
+// in MSI-X mode, its EIMS bit is set; in MSI and INTx mode the line
+// carries every cause.
+func (n *NIC) queueArmedLocked(q int) bool {
+	if !n.msixModeLocked() {
+		return true
+	}
+	b, ok := n.ivarVectorLocked(q, false)
+	return ok && n.regs[EIMS/4]&b != 0
+}
+
 // queueEventLocked signals that queue q completed receive (or transmit)
 // work.
 func (n *NIC) queueEventLocked(q int, tx bool) {
-	e := n.ivarEntry(q, tx)
+	bit, ok := n.ivarVectorLocked(q, tx)
 	if n.msixModeLocked() {
-		if e&IvarValid != 0 && e&ivarVecMask < msixVectors {
-			n.extCauseLocked(1 << (e & ivarVecMask))
+		if ok {
+			n.extCauseLocked(bit)
 		}
 		return
 	}
@@ -44,11 +84,7 @@ func (n *NIC) queueEventLocked(q int, tx bool) {
 		cause = IntTXDW
 	}
 	n.regs[ICR/4] |= cause
-	var bit uint32
-	if e&IvarValid != 0 {
-		bit = 1 << (e & 3)
-	}
-	n.extCauseLocked(bit)
+	n.extCauseLocked(bit) // no bit without a valid entry: ICR alone asserts
 }
 
 // otherCauseLocked latches ICR causes and passes enabled ones on.
@@ -63,7 +99,7 @@ func (n *NIC) otherCauseLocked(bits uint32) {
 		n.extCauseLocked(EicrOther)
 		return
 	}
-	if m := r[IVARMisc/4] & 0xff; m&IvarValid != 0 && m&ivarVecMask < msixVectors {
+	if m := r[IVARMisc/4] >> ivarMiscOtherShift & 0xff; m&IvarValid != 0 && m&ivarVecMask < msixVectors {
 		n.extCauseLocked(1 << (m & ivarVecMask))
 	}
 }

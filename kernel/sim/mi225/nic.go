@@ -51,14 +51,17 @@ type Options struct {
 	// MAC is the address programmed in the NVM; zero gives
 	// 02:00:00:22:50:01. Blank-NVM parts ignore it.
 	MAC [6]byte
-	// DeferRx keeps frames from the wire in a receive packet buffer
-	// until the driver's receive path next touches the device, which
-	// writes them to the rings on its goroutine (see packetBuffer) and
-	// raises the line when a frame waits. Without it
-	// a frame is written to its ring on the sender's goroutine as it
-	// arrives.
+	// DeferRx keeps each frame from the wire in the receive packet
+	// buffer, in its queue's line, until the driver's receive path for
+	// that queue next touches the device (its RDH, RDT or RXDCTL, or an
+	// EIMS write arming its vector), which writes the queue's frames to
+	// its ring on that goroutine (see packetBuffer). Without it a frame
+	// is written to its ring on the sender's goroutine as it arrives.
 	DeferRx bool
-	// RxBufferKiB sizes that packet buffer; 0 means 256.
+	// RxBufferKiB sizes that packet buffer; 0 means 1024. A deferred
+	// frame stands for one the card would already have written to its
+	// ring, so the buffer is sized like the rings (four rings of 256 2 KiB
+	// buffers hold 2 MiB) rather than like the card's own buffer.
 	RxBufferKiB int
 }
 
@@ -83,6 +86,7 @@ type Counters struct {
 
 // NIC is one controller.
 type NIC struct {
+	opt  Options
 	part Part
 	mac  [6]byte
 	dma  DMA
@@ -103,11 +107,13 @@ type NIC struct {
 	ringGen  [Queues]uint64 // RX ring set-ups: a frame in flight under an older one is not completed
 	msix     nicmodel.MSIXTable
 
-	rxMu sync.Mutex // the RX engine; taken before mu
-	rx   rxEngine
-	pb   *packetBuffer // with Options.DeferRx
-	txMu sync.Mutex    // the TX engine; taken before mu
-	tx   txEngine
+	rxMu    sync.Mutex // the RX engine and the packet buffer; taken before mu
+	rx      rxEngine
+	pbq     [Queues]*packetBuffer // with Options.DeferRx: each queue's line
+	pbUsed  int                   // bytes waiting in all lines
+	pbLimit int                   // the packet buffer's size
+	txMu    sync.Mutex            // the TX engine; taken before mu
+	tx      txEngine
 }
 
 type linkState struct {
@@ -134,16 +140,19 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	if dma == nil || irq == nil {
 		return nil, fmt.Errorf("mi225: a DMA port and an interrupt line are required")
 	}
-	n := &NIC{part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4)}
+	n := &NIC{opt: opt, part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4)}
 	if part.BlankNVM {
 		n.mac = [6]byte{}
 	}
 	if opt.DeferRx {
 		kib := opt.RxBufferKiB
 		if kib <= 0 {
-			kib = 256
+			kib = 1024
 		}
-		n.pb = nicmodel.NewPacketBuffer[rxAdmit](kib << 10)
+		n.pbLimit = kib << 10
+		for q := range n.pbq {
+			n.pbq[q] = nicmodel.NewPacketBuffer[rxAdmit](n.pbLimit)
+		}
 	}
 	n.nvm = buildNVM(part, n.mac)
 	n.cable = linkState{speed: part.MaxMbps}
@@ -261,10 +270,12 @@ func (n *NIC) resetLocked() {
 		r[RAH0/4] = uint32(le.Uint16(n.mac[4:6])) | RahAV
 	}
 	n.tx.reset()
-	n.rx.starved = false
-	if n.pb != nil {
-		n.pb.Reset()
+	for _, pb := range n.pbq {
+		if pb != nil {
+			pb.Reset()
+		}
 	}
+	n.pbUsed = 0
 	n.counters.Resets++
 	n.link = linkState{} // the MAC relearns the link: LSC follows if it is up
 	n.linkChangedLocked()

@@ -147,6 +147,10 @@ const (
 	eicrLegacy  = 0xf | EicrOther
 	IvarValid   = 0x80
 	ivarVecMask = 0x1f
+
+	// IVAR_MISC: bits 7:0 are the TCP timer's entry (not modelled), bits
+	// 15:8 the other causes'.
+	ivarMiscOtherShift = 8
 )
 
 // RCTL bits.

@@ -86,7 +86,7 @@ func TestMSIXVectorsFollowIVAR(t *testing.T) {
 	r.regs.Write32(GPIE, GpieMSIX|GpieEIAME|GpiePBASup)
 	// Queue 1 RX on vector 2, queue 1 TX on vector 3, other causes on 4.
 	r.regs.Write32(IVAR0, uint32(IvarValid|2)<<16|uint32(IvarValid|3)<<24)
-	r.regs.Write32(IVARMisc, IvarValid|4)
+	r.regs.Write32(IVARMisc, (IvarValid|4)<<8) // other causes: bits 15:8
 	r.regs.Write32(EIAC, 1<<2)
 	r.regs.Write32(EIAM, 1<<2)
 	r.regs.Write32(EIMS, 1<<2|1<<3|1<<4)

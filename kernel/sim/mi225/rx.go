@@ -23,9 +23,6 @@ type rxEngine struct {
 	descs  [maxRxDescs * descLen]byte
 	wb     [maxRxDescs * descLen]byte
 	pf     [Queues]nicmodel.RxPrefetch
-	// starved: the frame being written found too few descriptors and was
-	// counted in RNBC; it is not counted again while it waits.
-	starved bool
 }
 
 // rxQueue is one receive ring's state for one frame.
@@ -46,9 +43,9 @@ type rxAdmit struct {
 }
 
 // receive takes one frame from the wire on the sender's goroutine. The
-// checks made on arrival (filters, size) run at once; then the frame is
-// written to a ring at once or, with Options.DeferRx, waits in the packet
-// buffer.
+// checks made on arrival (filters, size) and the choice of queue run at
+// once; then the frame is written to its ring at once or, with
+// Options.DeferRx, waits in its queue's line of the packet buffer.
 func (n *NIC) receive(frame []byte) {
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
@@ -58,28 +55,44 @@ func (n *NIC) receive(frame []byte) {
 		n.mu.Unlock()
 		return
 	}
-	if n.pb != nil {
-		if !n.pb.Push(frame, a) {
-			n.statLocked(nicmodel.MPC, 1)
-			n.counters.RxNoDescriptor++
-			n.otherCauseLocked(IntRXO)
-		}
+	if n.opt.DeferRx {
+		n.rxDeferLocked(frame, a)
 		n.mu.Unlock()
-		n.irq.Raise() // wake the driver: its next register access moves the frame
 		return
 	}
-	n.deliverLocked(frame, a, false)
+	n.deliverLocked(frame, a, nil)
 }
 
-// deliverLocked writes an admitted frame to its queue's ring: the queue
-// choice (RAH.QSEL, else RSS), parsing and checksums, descriptor fetch,
-// data DMA and write-back. It is called with rxMu and mu held and
-// releases mu. It reports false when the frame found too few free
-// descriptors and hold asked to keep it (the packet buffer keeps it at
-// its head); otherwise the frame is gone, stored or dropped.
-func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
-	e := &n.rx
-	c := &e.conf
+// rxDeferLocked puts an admitted frame in its queue's line of the packet
+// buffer, or misses it (MPC) when the buffer is full. The frame's DMA is
+// yet to happen, so its vector does not fire; but if the vector is armed
+// the line is raised, standing for the interrupt the frame will cause,
+// so that a driver asleep wakes and looks at the queue. rxMu and mu are
+// held.
+func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
+	var p rxParse
+	a.qsel, _ = n.steerLocked(frame, a, &p)
+	l := len(frame)
+	if n.pbUsed+l > n.pbLimit || !n.pbq[a.qsel].Push(frame, a) {
+		n.statLocked(nicmodel.MPC, 1)
+		n.counters.RxNoDescriptor++
+		n.otherCauseLocked(IntRXO)
+		return
+	}
+	n.pbUsed += l
+	if n.queueArmedLocked(a.qsel) {
+		n.irq.Raise()
+	}
+}
+
+// steerLocked chooses a frame's receive queue: the one its address filter
+// selects (RAH.QSEL), else the EtherType and 2-tuple filters', else RSS
+// through the redirection table (queue 0 for a frame RSS does not hash),
+// else queue 0. It loads the receive configuration into the engine; when
+// RSS needed the frame parsed, p holds it and parsed is true. It is
+// called with rxMu and mu held, and drops mu while parsing.
+func (n *NIC) steerLocked(frame []byte, a rxAdmit, p *rxParse) (q int, parsed bool) {
+	c := &n.rx.conf
 	c.rxcsum, c.mrqc, c.vet = n.regs[RXCSUM/4], n.regs[MRQC/4], uint16(n.regs[VET/4])
 	rss := c.mrqc&MrqcEnableMask == MrqcEnableRSS
 	if rss {
@@ -87,29 +100,38 @@ func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
 			binary.LittleEndian.PutUint32(c.key[4*i:], n.regs[RSSRK/4+uint32(i)])
 		}
 	}
-
-	if a.qsel < 0 {
-		a.qsel = n.filterQueueLocked(frame)
+	q = a.qsel
+	if q < 0 {
+		q = n.filterQueueLocked(frame)
 	}
-	var ring rxQueue
-	var ok bool
-	if !rss || a.qsel >= 0 {
-		q := max(a.qsel, 0)
-		ring, ok = n.rxQueueLocked(q)
+	if q >= 0 || !rss {
+		return max(q, 0), false
 	}
 	n.mu.Unlock()
+	*p = parseRx(frame, c)
+	n.mu.Lock()
+	if p.rssType == RSSNone {
+		return 0, true
+	}
+	i := p.hash & 0x7f
+	return int(n.regs[RETA/4+i/4]>>(8*(i%4))) & (Queues - 1), true
+}
 
-	p := parseRx(frame, c)
-
-	if rss && a.qsel < 0 {
-		q := 0
-		n.mu.Lock()
-		if p.rssType != RSSNone {
-			i := p.hash & 0x7f
-			q = int(n.regs[RETA/4+i/4]>>(8*(i%4))) & (Queues - 1)
-		}
-		ring, ok = n.rxQueueLocked(q)
-		n.mu.Unlock()
+// deliverLocked writes an admitted frame to its queue's ring: the queue
+// choice (steerLocked), parsing and checksums, descriptor fetch, data DMA
+// and write-back. It is called with rxMu and mu held and releases mu. It
+// reports false when the frame found too few free descriptors and is
+// held: starved is then its packet buffer's flag, set once the frame was
+// counted in RNBC so it is not counted again while it waits at the head.
+// Otherwise (starved nil: the frame is arriving) the frame is gone,
+// stored or dropped.
+func (n *NIC) deliverLocked(frame []byte, a rxAdmit, starved *bool) bool {
+	var p rxParse
+	q, parsed := n.steerLocked(frame, a, &p)
+	ring, ok := n.rxQueueLocked(q)
+	n.mu.Unlock()
+	if !parsed {
+		p = parseRx(frame, &n.rx.conf)
 	}
 	if !ok {
 		n.count(func(c *Counters) { c.RxOff++ })
@@ -119,7 +141,7 @@ func (n *NIC) deliverLocked(frame []byte, a rxAdmit, hold bool) bool {
 		n.count(func(c *Counters) { c.RxUnsupported++ })
 		return true
 	}
-	return n.rxStore(frame, a, &p, ring, hold)
+	return n.rxStore(frame, a, &p, ring, starved)
 }
 
 func (n *NIC) count(f func(*Counters)) {
@@ -233,7 +255,7 @@ func bufSizes(srrctl, rctl uint32) (pkt, hdr int) {
 // stripped with CTRL.VME, FCS kept without RCTL.SECRC), over as many
 // descriptors as the packet buffer size asks, the header in the first
 // header buffer in header-split mode; then the write-backs.
-func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bool) bool {
+func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved *bool) bool {
 	e := &n.rx
 	vp := a.vme && nicmodel.Tagged(frame, e.conf.vet)
 	buf, vlan := e.stored.Build(frame, vp, a.rctl&RctlSECRC == 0)
@@ -249,24 +271,22 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, hold bo
 	if k > maxRxDescs || uint32(k) > free {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if !e.starved {
+		if starved == nil || !*starved {
 			n.statLocked(nicmodel.RNBC, 1) // once per frame, however long it waits
 		}
 		switch {
 		case ring.srrctl&SrrctlDropEn != 0 || k > maxRxDescs:
 			n.regs[RxQ(RQDPC, ring.q)/4]++
-		case hold:
-			e.starved = true
+		case starved != nil:
+			*starved = true
 			return false
 		default:
 			n.statLocked(nicmodel.MPC, 1)
 			n.otherCauseLocked(IntRXO)
 		}
-		e.starved = false
 		n.counters.RxNoDescriptor++
 		return true
 	}
-	e.starved = false
 	descs := e.descs[:k*descLen]
 	if !n.rxFetch(ring, descs) {
 		return true

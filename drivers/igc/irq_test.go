@@ -1,0 +1,87 @@
+package igc
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestIVARSlot(t *testing.T) {
+	for _, c := range []struct {
+		q     int
+		tx    bool
+		reg   uint32
+		shift uint
+	}{
+		{0, false, IVAR0, 0},
+		{0, true, IVAR0, 8},
+		{1, false, IVAR0, 16},
+		{1, true, IVAR0, 24},
+		{2, false, IVAR0 + 4, 0},
+		{3, true, IVAR0 + 4, 24},
+	} {
+		reg, shift := ivarSlot(c.q, c.tx)
+		if reg != c.reg || shift != c.shift {
+			t.Errorf("queue %d tx %v: IVAR %#x bit %d, want %#x bit %d", c.q, c.tx, reg, shift, c.reg, c.shift)
+		}
+	}
+}
+
+// Bring-up routes queue pair n to vector n and link to vector 4, each
+// auto-clearing, auto-masking and moderated, and arms them all.
+func TestInterruptRouting(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	if n := len(r.d.queues); n != 4 {
+		t.Fatalf("%d queues, want 4", n)
+	}
+	want := map[uint32]uint32{
+		GPIE:      GPIE_NSICR | GPIE_MULTIPLE_MSIX | GPIE_EIAME | GPIE_PBA,
+		IVAR0:     0x80808080 | 1<<24 | 1<<16,
+		IVAR0 + 4: 0x80808080 | 3<<24 | 3<<16 | 2<<8 | 2,
+		IVAR_MISC: (IVAR_VALID | 4) << 8,
+		EIAC:      0x1f,
+		EIAM:      0x1f,
+		EIMS:      0x1f,
+		IMS:       ICR_LSC,
+	}
+	for v := range uint32(5) {
+		want[EITR0+4*v] = 50<<2 | EITR_CNT_IGNR
+	}
+	for off, v := range want {
+		if got := r.regs.get(off); got != v {
+			t.Errorf("register %#x = %#x, want %#x", off, got, v)
+		}
+	}
+}
+
+// An idle queue re-arms its own vector and the link vector, nothing else,
+// and acts on a pending link change.
+func TestWaitRearmsOwnVector(t *testing.T) {
+	r := newRig(t)
+	defer r.close(t)
+	for i, q := range r.d.queues {
+		r.regs.set(EIMS, 0)
+		if q.Wait(0) {
+			t.Errorf("queue %d: woken with no interrupt", i)
+		}
+		if got, want := r.regs.get(EIMS), uint32(1<<i|1<<4); got != want {
+			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
+		}
+		if got := r.stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
+			t.Errorf("q%d_irq_rearm %d, want 1", i, got)
+		}
+		if got := r.stat(t, fmt.Sprintf("q%d_irq_wake", i)); got != 0 {
+			t.Errorf("q%d_irq_wake %d with no interrupt", i, got)
+		}
+	}
+	if err := r.d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.regs.get(EIMC) != 0xffffffff {
+		t.Error("Close left vectors unmasked")
+	}
+	if r.d.queues[0].Wait(time.Hour) {
+		t.Error("Wait after Close reported an interrupt")
+	}
+}
