@@ -7,7 +7,7 @@
 // DMA port (every access translated by the simulated VT-d unit), it
 // signals on the machine's interrupt line, and it puts frames on a
 // simulated wire. The model does what the card does: address and VLAN
-// filtering, RSS, checksum verification, header split, frames spread over
+// filtering, EtherType and 2-tuple queue filters, RSS, checksum verification, header split, frames spread over
 // several buffers, checksum insertion and TCP segmentation, statistics.
 // Both the advanced and the legacy descriptor formats are handled.
 //
@@ -16,12 +16,14 @@
 // MSI and INTx mode ICR.INT_ASSERTED and read-to-clear apply. Every
 // message or assertion signals the machine's one line for the function
 // and is counted per vector; the MSI-X table is stored, its mask bits
-// are not applied.
+// are not applied. With Options.DeferRx a received frame waits in its
+// queue's line of the packet buffer until that queue's driver thread
+// arms its vector or touches its ring registers (see packetBuffer).
 //
 // What is not modelled: interrupt moderation (EITR is stored; causes are
 // signalled at once), flow control, time stamping and launch time,
-// PSRTYPE (every recognised header is split), SCTP checksums, EtherType
-// and 2-tuple filters, wake-up and manageability. Descriptor types other
+// PSRTYPE (every recognised header is split), SCTP checksums, wake-up
+// and manageability. Descriptor types other
 // than legacy, advanced one-buffer and the two header-split modes drop
 // the frame and count it.
 package mi225
