@@ -3,6 +3,7 @@ package igb
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/nic"
@@ -49,37 +50,37 @@ func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 		t.Fatalf("%d queues", n)
 	}
 	for q := 0; q < maxQueues; q++ {
-		s := r.regs.get(qreg(SRRCTL, q))
-		if s&(7<<25) != SRRCTL_DESCTYPE_ADV_ONE || s&0x7f != 2 {
+		s := r.regs.get(advregs.QueueReg(advregs.SRRCTL, q))
+		if s&(7<<25) != advregs.SRRCTL_DESCTYPE_ADV_ONEBUF || s&0x7f != 2 {
 			t.Errorf("queue %d SRRCTL %#x: want advanced one-buffer, 2 KiB", q, s)
 		}
-		if r.regs.get(qreg(RXDCTL, q))&XDCTL_ENABLE == 0 || r.regs.get(qreg(TXDCTL, q))&XDCTL_ENABLE == 0 {
+		if r.regs.get(advregs.QueueReg(advregs.RXDCTL, q))&advregs.XDCTL_ENABLE == 0 || r.regs.get(advregs.QueueReg(advregs.TXDCTL, q))&advregs.XDCTL_ENABLE == 0 {
 			t.Errorf("queue %d not enabled", q)
 		}
 		if got := r.rxTail(q); got != rxDescs-1 {
 			t.Errorf("queue %d RDT %d, want %d", q, got, rxDescs-1)
 		}
 	}
-	if m := r.regs.get(MRQC); m&7 != MRQC_ENABLE_RSS || m&MRQC_RSS_FIELD_IPV4_TCP == 0 {
+	if m := r.regs.get(advregs.MRQC); m&7 != advregs.MRQC_ENABLE_RSS || m&advregs.MRQC_RSS_FIELD_IPV4_TCP == 0 {
 		t.Errorf("MRQC %#x", m)
 	}
 	hits := make([]int, maxQueues)
-	for i := 0; i < retaEntries; i++ {
-		v := r.regs.get(RETA + uint32(i/4*4))
+	for i := 0; i < advregs.RETAEntries; i++ {
+		v := r.regs.get(advregs.RETA + uint32(i/4*4))
 		hits[v>>(8*(i%4))&0xff]++
 	}
 	for q, n := range hits {
-		if n != retaEntries/maxQueues {
+		if n != advregs.RETAEntries/maxQueues {
 			t.Errorf("queue %d has %d RETA entries", q, n)
 		}
 	}
-	if k := r.regs.get(RSSRK); k != 0xda565a6d {
+	if k := r.regs.get(advregs.RSSRK); k != 0xda565a6d {
 		t.Errorf("RSSRK0 %#x", k)
 	}
-	if c := r.regs.phy[PHY_CONTROL]; c&(MII_CR_AUTO_NEG_EN|MII_CR_RESTART_AN) != MII_CR_AUTO_NEG_EN|MII_CR_RESTART_AN {
+	if c := r.regs.phy[advregs.PHY_BMCR]; c&(advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART) != advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART {
 		t.Errorf("PHY control %#x: auto-negotiation not restarted", c)
 	}
-	if r.regs.get(RCTL)&RCTL_EN == 0 || r.regs.get(TCTL)&TCTL_EN == 0 {
+	if r.regs.get(advregs.RCTL)&advregs.RCTL_EN == 0 || r.regs.get(advregs.TCTL)&advregs.TCTL_EN == 0 {
 		t.Error("RX or TX not enabled")
 	}
 }
@@ -240,8 +241,8 @@ func TestCtl(t *testing.T) {
 	if err := r.d.Ctl("tso off"); err != nil || r.d.Features().TSOv4 {
 		t.Errorf("tso off: %v %+v", err, r.d.Features())
 	}
-	if err := r.d.Ctl("mtu 2000"); err != nil || r.d.MTU() != 2000 || r.regs.get(RLPML) != 2000+22 {
-		t.Errorf("mtu 2000: %v, mtu %d RLPML %d", err, r.d.MTU(), r.regs.get(RLPML))
+	if err := r.d.Ctl("mtu 2000"); err != nil || r.d.MTU() != 2000 || r.regs.get(advregs.RLPML) != 2000+22 {
+		t.Errorf("mtu 2000: %v, mtu %d RLPML %d", err, r.d.MTU(), r.regs.get(advregs.RLPML))
 	}
 }
 

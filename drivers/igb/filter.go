@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"math/bits"
 
 	"github.com/ether9/ether9/drivers/xsk"
@@ -12,19 +13,17 @@ const (
 
 	// Steering filter slots returned by Steer: EtherType filters first,
 	// then 2-tuple filters.
-	slotTwoTuple = etqfCount
+	slotTwoTuple = advregs.NumETQF
 )
 
-// On the 82576 the queue filter register at TTQF's offset is FTQF, a
-// 5-tuple filter (the 82580 and later parts put their 2-tuple TTQF there):
-// it compares the IPv4 source address (SAQF), destination address (DAQF)
-// and source port (SPQF) too, unless these bits bypass them. On TTQF they
-// are reserved.
-const (
-	FTQF_MASK_SOURCE_ADDR_BP = 1 << 29
-	FTQF_MASK_DEST_ADDR_BP   = 1 << 30
-	FTQF_MASK_SOURCE_PORT_BP = 1 << 31
-)
+// tupleFilter is the queue filter register at TTQF's offset: the 82576's
+// 5-tuple FTQF, the later parts' 2-tuple TTQF.
+func tupleFilter(t MACType) uint32 {
+	if t == Mac82576 {
+		return FTQF
+	}
+	return advregs.TTQF
+}
 
 // portOnly is, per MAC type, what the queue filter register needs beyond
 // protocol, queue and enable so that it compares protocol and destination
@@ -67,11 +66,11 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 		for i := range d.etqf {
 			if !d.etqf[i] {
 				d.etqf[i] = true
-				r.Write32(ETQF+uint32(4*i), uint32(f.EtherType)|uint32(q)<<ETQF_QUEUE_SHIFT&ETQF_QUEUE_MASK|ETQF_FILTER_ENABLE|ETQF_QUEUE_ENABLE)
+				r.Write32(advregs.ETQF+uint32(4*i), uint32(f.EtherType)|uint32(q)<<advregs.ETQF_QUEUE_SHIFT&advregs.ETQF_QUEUE_MASK|advregs.ETQF_FILTER_ENABLE|advregs.ETQF_QUEUE_ENABLE)
 				return i, nil
 			}
 		}
-		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.name, f, etqfCount)
+		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.name, f, advregs.NumETQF)
 	}
 	if d.info.Flags&FlagPortFilter == 0 {
 		return -1, fmt.Errorf("igb %s: %v has no destination-port queue filters", d.name, d.info.Type)
@@ -80,13 +79,13 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 		if !d.ttqf[i] {
 			d.ttqf[i] = true
 			off := uint32(4 * i)
-			r.Write32(IMIR+off, imirPort(f.UDPPort)|7<<IMIR_PRIORITY_SHIFT)
-			r.Write32(IMIREXT+off, IMIREXT_SIZE_BP|IMIREXT_CTRL_BP)
-			r.Write32(TTQF+off, protoUDP|portOnly[d.info.Type]|TTQF_QUEUE_ENABLE|uint32(q)<<TTQF_QUEUE_SHIFT&TTQF_QUEUE_MASK)
+			r.Write32(advregs.IMIR+off, imirPort(f.UDPPort)|7<<advregs.IMIR_PRIORITY_SHIFT)
+			r.Write32(advregs.IMIREXT+off, advregs.IMIREXT_SIZE_BP|advregs.IMIREXT_CTRL_BP)
+			r.Write32(tupleFilter(d.info.Type)+off, protoUDP|portOnly[d.info.Type]|advregs.TTQF_QUEUE_ENABLE|uint32(q)<<advregs.TTQF_QUEUE_SHIFT&advregs.TTQF_QUEUE_MASK)
 			return slotTwoTuple + i, nil
 		}
 	}
-	return -1, fmt.Errorf("igb %s: steer %v: all %d 2-tuple filters in use", d.name, f, ttqfCount)
+	return -1, fmt.Errorf("igb %s: steer %v: all %d 2-tuple filters in use", d.name, f, advregs.NumIMIR)
 }
 
 // Unsteer implements xsk.Binder.
@@ -94,16 +93,16 @@ func (d *Device) Unsteer(slot int) error {
 	d.filterMu.Lock()
 	defer d.filterMu.Unlock()
 	switch {
-	case slot >= 0 && slot < etqfCount && d.etqf[slot]:
+	case slot >= 0 && slot < advregs.NumETQF && d.etqf[slot]:
 		d.etqf[slot] = false
-		d.regs.Write32(ETQF+uint32(4*slot), 0)
-	case slot >= slotTwoTuple && slot < slotTwoTuple+ttqfCount && d.ttqf[slot-slotTwoTuple]:
+		d.regs.Write32(advregs.ETQF+uint32(4*slot), 0)
+	case slot >= slotTwoTuple && slot < slotTwoTuple+advregs.NumIMIR && d.ttqf[slot-slotTwoTuple]:
 		i := slot - slotTwoTuple
 		d.ttqf[i] = false
 		off := uint32(4 * i)
-		d.regs.Write32(TTQF+off, 0)
-		d.regs.Write32(IMIR+off, 0)
-		d.regs.Write32(IMIREXT+off, 0)
+		d.regs.Write32(tupleFilter(d.info.Type)+off, 0)
+		d.regs.Write32(advregs.IMIR+off, 0)
+		d.regs.Write32(advregs.IMIREXT+off, 0)
 	default:
 		return fmt.Errorf("igb %s: unsteer: filter slot %d not in use", d.name, slot)
 	}

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"errors"
+	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/xsk"
@@ -14,7 +15,7 @@ func TestSteerFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := r.regs.get(ETQF + uint32(4*s)); v != 0x88b5|3<<16|ETQF_FILTER_ENABLE|ETQF_QUEUE_ENABLE {
+	if v := r.regs.get(advregs.ETQF + uint32(4*s)); v != 0x88b5|3<<16|advregs.ETQF_FILTER_ENABLE|advregs.ETQF_QUEUE_ENABLE {
 		t.Errorf("ETQF %#x", v)
 	}
 	u, err := r.d.Steer(xsk.Filter{UDPPort: 4791}, 2)
@@ -25,10 +26,10 @@ func TestSteerFilters(t *testing.T) {
 	// The rig's 82576: FTQF compares protocol and port alone with the
 	// source and destination address and source port bypassed; IMIR holds
 	// 4791 (0x12b7) as on the wire.
-	if v := r.regs.get(TTQF + i); v != protoUDP|TTQF_QUEUE_ENABLE|2<<16|FTQF_MASK_SOURCE_ADDR_BP|FTQF_MASK_DEST_ADDR_BP|FTQF_MASK_SOURCE_PORT_BP {
+	if v := r.regs.get(FTQF + i); v != protoUDP|advregs.TTQF_QUEUE_ENABLE|2<<16|FTQF_MASK_SOURCE_ADDR_BP|FTQF_MASK_DEST_ADDR_BP|FTQF_MASK_SOURCE_PORT_BP {
 		t.Errorf("FTQF %#x", v)
 	}
-	if v := r.regs.get(IMIR + i); v&0xffff != 0xb712 || v&IMIR_PORT_BP != 0 {
+	if v := r.regs.get(advregs.IMIR + i); v&0xffff != 0xb712 || v&advregs.IMIR_PORT_BP != 0 {
 		t.Errorf("IMIR %#x", v)
 	}
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1}, 9); !errors.Is(err, xsk.ErrNoQueue) {
@@ -37,7 +38,7 @@ func TestSteerFilters(t *testing.T) {
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1, EtherType: 2}, 0); err == nil {
 		t.Error("filter with two conditions accepted")
 	}
-	for k := 1; k < ttqfCount; k++ {
+	for k := 1; k < advregs.NumIMIR; k++ {
 		if _, err := r.d.Steer(xsk.Filter{UDPPort: uint16(k)}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -45,13 +46,13 @@ func TestSteerFilters(t *testing.T) {
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 99}, 0); err == nil {
 		t.Error("ninth 2-tuple filter accepted")
 	}
-	if err := r.d.Unsteer(u); err != nil || r.regs.get(TTQF+i) != 0 {
-		t.Errorf("unsteer: %v, TTQF %#x", err, r.regs.get(TTQF+i))
+	if err := r.d.Unsteer(u); err != nil || r.regs.get(FTQF+i) != 0 {
+		t.Errorf("unsteer: %v, FTQF %#x", err, r.regs.get(FTQF+i))
 	}
 	if err := r.d.Unsteer(u); err == nil {
 		t.Error("double unsteer accepted")
 	}
-	if err := r.d.Unsteer(s); err != nil || r.regs.get(ETQF+uint32(4*s)) != 0 {
+	if err := r.d.Unsteer(s); err != nil || r.regs.get(advregs.ETQF+uint32(4*s)) != 0 {
 		t.Errorf("unsteer ethertype: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"encoding/binary"
+	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"testing"
 	"time"
@@ -25,11 +26,11 @@ type regFile struct {
 
 func newRegFile(mac [6]byte) *regFile {
 	f := &regFile{r: map[uint32]uint32{
-		STATUS: STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT,
-		EECD:   EECD_AUTO_RD,
+		advregs.STATUS: advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT,
+		advregs.EECD:   advregs.EECD_AUTO_RD,
 	}, writes: map[uint32]int{}}
-	f.r[RAL0] = uint32(mac[0]) | uint32(mac[1])<<8 | uint32(mac[2])<<16 | uint32(mac[3])<<24
-	f.r[RAH0] = uint32(mac[4]) | uint32(mac[5])<<8 | RAH_AV
+	f.r[advregs.RAL0] = uint32(mac[0]) | uint32(mac[1])<<8 | uint32(mac[2])<<16 | uint32(mac[3])<<24
+	f.r[advregs.RAH0] = uint32(mac[4]) | uint32(mac[5])<<8 | advregs.RAH_AV
 	return f
 }
 
@@ -37,7 +38,7 @@ func (f *regFile) Read32(off uint32) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.r[off]
-	if off == ICR || (off >= CRCERRS && off <= TSCTFC) {
+	if off == advregs.ICR || (off >= CRCERRS && off <= TSCTFC) {
 		f.r[off] = 0
 	}
 	return v
@@ -48,16 +49,16 @@ func (f *regFile) Write32(off uint32, v uint32) {
 	defer f.mu.Unlock()
 	f.writes[off]++
 	switch off {
-	case CTRL:
-		v &^= CTRL_RST
-	case MDIC: // PHY registers: plain storage, always ready
-		reg := v >> MDIC_REG_SHIFT & 0x1f
-		if v&MDIC_OP_WRITE != 0 {
+	case advregs.CTRL:
+		v &^= advregs.CTRL_RST
+	case advregs.MDIC: // PHY registers: plain storage, always ready
+		reg := v >> advregs.MDIC_REG_SHIFT & 0x1f
+		if v&advregs.MDIC_OP_WRITE != 0 {
 			f.phy[reg] = uint16(v)
 		} else {
-			v = v&^MDIC_DATA_MASK | uint32(f.phy[reg])
+			v = v&^advregs.MDIC_DATA_MASK | uint32(f.phy[reg])
 		}
-		v |= MDIC_READY
+		v |= advregs.MDIC_READY
 	}
 	f.r[off] = v
 }
@@ -140,7 +141,7 @@ func newRigOn(t testing.TB, dma kernel.DMA, dev deviceMem) *rig {
 }
 
 // rxTail is the tail the driver last wrote for queue q.
-func (r *rig) rxTail(q int) int { return int(r.regs.get(qreg(RDT, q))) }
+func (r *rig) rxTail(q int) int { return int(r.regs.get(advregs.QueueReg(advregs.RDT, q))) }
 
 // deliver plays the device receiving frame f on queue q: it takes the
 // descriptor at the device's head (if the driver armed it), writes the
@@ -177,7 +178,7 @@ func (r *rig) writeback(q, i int, staterr uint32, n int, hash uint32) {
 func (r *rig) transmit(t testing.TB, q int) (ctxs [][]byte) {
 	t.Helper()
 	tx := r.d.queues[q].tx
-	tail := int(r.regs.get(qreg(TDT, q)))
+	tail := int(r.regs.get(advregs.QueueReg(advregs.TDT, q)))
 	var cur []byte
 	for h := r.txHead[q]; h != tail; h = tx.Descs.Next(h) {
 		desc := tx.Descs.At(h)

@@ -9,6 +9,7 @@ package igb
 import (
 	"errors"
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,8 +63,8 @@ type Device struct {
 	closed  atomic.Bool
 
 	filterMu sync.Mutex
-	etqf     [etqfCount]bool
-	ttqf     [ttqfCount]bool
+	etqf     [advregs.NumETQF]bool
+	ttqf     [advregs.NumIMIR]bool
 }
 
 var (
@@ -139,12 +140,12 @@ func (d *Device) freeQueues() {
 func (d *Device) up() error {
 	r := d.regs
 	for i := 0; i < 128; i++ {
-		r.Write32(MTA+uint32(4*i), 0)
+		r.Write32(advregs.MTA+uint32(4*i), 0)
 	}
 	d.setupRSS()
-	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL|RXCSUM_PCSD)
-	r.Write32(RLPML, uint32(d.MTU()+ethHdrLen+vlanTagLen+fcsLen))
-	r.Write32(TIPG, tipgCopper)
+	r.Write32(advregs.RXCSUM, advregs.RXCSUM_IPOFL|advregs.RXCSUM_TUOFL|advregs.RXCSUM_PCSD)
+	r.Write32(advregs.RLPML, uint32(d.MTU()+ethHdrLen+vlanTagLen+fcsLen))
+	r.Write32(advregs.TIPG, tipgCopper)
 	for _, q := range d.queues {
 		if err := q.startTx(); err != nil {
 			return err
@@ -153,16 +154,16 @@ func (d *Device) up() error {
 			return err
 		}
 	}
-	r.Write32(TCTL, TCTL_EN|TCTL_PSP|tctlCT<<TCTL_CT_SHIFT|tctlCOLD<<TCTL_COLD_SHIFT|TCTL_RTLC)
-	r.Write32(RCTL, RCTL_EN|RCTL_BAM|RCTL_SECRC|RCTL_LPE)
-	ctrl := r.Read32(CTRL)
-	ctrl |= CTRL_SLU
-	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST
-	r.Write32(CTRL, ctrl)
+	r.Write32(advregs.TCTL, advregs.TCTL_EN|advregs.TCTL_PSP|advregs.TCTL_CT_DEFAULT<<advregs.TCTL_CT_SHIFT|advregs.TCTL_COLD_FD<<advregs.TCTL_COLD_SHIFT|advregs.TCTL_RTLC)
+	r.Write32(advregs.RCTL, advregs.RCTL_EN|advregs.RCTL_BAM|advregs.RCTL_SECRC|advregs.RCTL_LPE)
+	ctrl := r.Read32(advregs.CTRL)
+	ctrl |= advregs.CTRL_SLU
+	ctrl &^= advregs.CTRL_FRCSPD | advregs.CTRL_FRCDPX | advregs.CTRL_PHY_RST
+	r.Write32(advregs.CTRL, ctrl)
 	if err := d.restartAutoneg(); err != nil {
 		d.logf("%s: phy: %v", d.name, err)
 	}
-	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
+	r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)|advregs.CTRL_EXT_DRV_LOAD)
 	d.setupInterrupts()
 	d.updateLink()
 	return nil
@@ -202,7 +203,7 @@ func (d *Device) SetMTU(mtu int) error {
 		return fmt.Errorf("igb %s: mtu %d outside 68..%d (one %d-byte buffer per frame)", d.name, mtu, d.MaxMTU(), ring.HalfPage)
 	}
 	d.mtu.Store(int32(mtu))
-	d.regs.Write32(RLPML, uint32(mtu+ethHdrLen+vlanTagLen+fcsLen))
+	d.regs.Write32(advregs.RLPML, uint32(mtu+ethHdrLen+vlanTagLen+fcsLen))
 	return nil
 }
 
@@ -244,14 +245,14 @@ func (d *Device) Close() error {
 		return nil
 	}
 	r := d.regs
-	r.Write32(IMC, 0xffffffff)
-	r.Write32(EIMC, 0xffffffff)
-	r.Write32(RCTL, 0)
-	r.Write32(TCTL, 0)
+	r.Write32(advregs.IMC, 0xffffffff)
+	r.Write32(advregs.EIMC, 0xffffffff)
+	r.Write32(advregs.RCTL, 0)
+	r.Write32(advregs.TCTL, 0)
 	for _, q := range d.queues {
 		q.disable()
 	}
-	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
+	r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)&^advregs.CTRL_EXT_DRV_LOAD)
 	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
 	var errs []error
 	for _, q := range d.queues {

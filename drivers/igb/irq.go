@@ -1,5 +1,6 @@
 package igb
 
+import "github.com/ether9/ether9/drivers/advregs"
 import "time"
 
 // Interrupts: queue pair n's RX and TX causes go to vector n, the other
@@ -21,10 +22,10 @@ func ivarSlot(t MACType, q int, tx bool) (reg uint32, shift uint) {
 	}
 	if t == Mac82576 {
 		// IVAR(q mod 8): queues 0-7 in bits 15:0, queues 8-15 in 31:16.
-		return IVAR0 + 4*uint32(q&7), shift + uint(q&8)<<1
+		return advregs.IVAR0 + 4*uint32(q&7), shift + uint(q&8)<<1
 	}
 	// 82580 and later: IVAR(q/2), odd queues in bits 31:16.
-	return IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
+	return advregs.IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
 }
 
 // setupInterrupts routes the causes to vectors, sets moderation and
@@ -36,7 +37,7 @@ func (d *Device) setupInterrupts() {
 	if d.info.Type == Mac82575 {
 		// The 82575's EICR bits are causes; MSIXBM groups them into
 		// vectors.
-		r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_PBA_CLR|CTRL_EXT_EIAME|CTRL_EXT_IRCA)
+		r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)|CTRL_EXT_PBA_CLR|CTRL_EXT_EIAME|CTRL_EXT_IRCA)
 		for _, q := range d.queues {
 			q.eims = EICR_RX_QUEUE0<<q.idx | EICR_TX_QUEUE0<<q.idx
 			r.Write32(MSIXBM0+4*uint32(q.idx), q.eims)
@@ -45,33 +46,33 @@ func (d *Device) setupInterrupts() {
 		d.other = EICR_OTHER
 		r.Write32(MSIXBM0+4*uint32(other), EICR_OTHER)
 	} else {
-		r.Write32(GPIE, GPIE_NSICR|GPIE_MULTIPLE_MSIX|GPIE_EIAME|GPIE_PBA)
+		r.Write32(advregs.GPIE, advregs.GPIE_NSICR|advregs.GPIE_MULTIPLE_MSIX|advregs.GPIE_EIAME|advregs.GPIE_PBA)
 		var ivar [8]uint32
 		for _, q := range d.queues {
 			for _, tx := range []bool{false, true} {
 				reg, shift := ivarSlot(d.info.Type, q.idx, tx)
-				ivar[(reg-IVAR0)/4] |= (IVAR_VALID | uint32(q.idx)) << shift
+				ivar[(reg-advregs.IVAR0)/4] |= (advregs.IVAR_VALID | uint32(q.idx)) << shift
 			}
 			q.eims = 1 << q.idx
 			all |= q.eims
 		}
 		for i, v := range ivar {
-			r.Write32(IVAR0+4*uint32(i), v)
+			r.Write32(advregs.IVAR0+4*uint32(i), v)
 		}
-		r.Write32(IVAR_MISC, (IVAR_VALID|uint32(other))<<8)
+		r.Write32(advregs.IVAR_MISC, (advregs.IVAR_VALID|uint32(other))<<advregs.IVAR_MISC_OTHER_SHIFT)
 		d.other = 1 << other
 	}
 	all |= d.other
-	itr := uint32(itrInterval/time.Microsecond) << EITR_INTERVAL_SHIFT & EITR_INTERVAL_MASK
+	itr := uint32(itrInterval/time.Microsecond) << advregs.EITR_INTERVAL_SHIFT & advregs.EITR_INTERVAL_MASK
 	if d.info.Type == Mac82575 {
 		itr |= itr << 16 // the 82575 loads its counter from the upper half
 	}
 	for v := 0; v <= other; v++ {
-		r.Write32(EITR0+4*uint32(v), itr)
+		r.Write32(advregs.EITR0+4*uint32(v), itr)
 	}
-	r.Write32(EIAC, all)
-	r.Write32(EIAM, all)
-	r.Read32(ICR)
-	r.Write32(IMS, ICR_LSC)
-	r.Write32(EIMS, all)
+	r.Write32(advregs.EIAC, all)
+	r.Write32(advregs.EIAM, all)
+	r.Read32(advregs.ICR)
+	r.Write32(advregs.IMS, advregs.ICR_LSC)
+	r.Write32(advregs.EIMS, all)
 }

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
 	"time"
 )
@@ -14,16 +15,16 @@ func TestIVARSlot(t *testing.T) {
 		reg   uint32
 		shift uint
 	}{
-		{Mac82576, 0, false, IVAR0, 0},
-		{Mac82576, 0, true, IVAR0, 8},
-		{Mac82576, 3, false, IVAR0 + 12, 0},
-		{Mac82576, 9, false, IVAR0 + 4, 16},
-		{Mac82576, 15, true, IVAR0 + 28, 24},
-		{Mac82580, 0, true, IVAR0, 8},
-		{Mac82580, 1, false, IVAR0, 16},
-		{MacI350, 2, false, IVAR0 + 4, 0},
-		{MacI350, 3, true, IVAR0 + 4, 24},
-		{MacI210, 1, true, IVAR0, 24},
+		{Mac82576, 0, false, advregs.IVAR0, 0},
+		{Mac82576, 0, true, advregs.IVAR0, 8},
+		{Mac82576, 3, false, advregs.IVAR0 + 12, 0},
+		{Mac82576, 9, false, advregs.IVAR0 + 4, 16},
+		{Mac82576, 15, true, advregs.IVAR0 + 28, 24},
+		{Mac82580, 0, true, advregs.IVAR0, 8},
+		{Mac82580, 1, false, advregs.IVAR0, 16},
+		{MacI350, 2, false, advregs.IVAR0 + 4, 0},
+		{MacI350, 3, true, advregs.IVAR0 + 4, 24},
+		{MacI210, 1, true, advregs.IVAR0, 24},
 	} {
 		reg, shift := ivarSlot(c.mac, c.q, c.tx)
 		if reg != c.reg || shift != c.shift {
@@ -42,18 +43,18 @@ func TestInterruptRouting(t *testing.T) {
 		t.Fatalf("%d queues, want 4", n)
 	}
 	want := map[uint32]uint32{
-		GPIE:      GPIE_NSICR | GPIE_MULTIPLE_MSIX | GPIE_EIAME | GPIE_PBA,
-		IVAR_MISC: (IVAR_VALID | 4) << 8,
-		EIAC:      0x1f,
-		EIAM:      0x1f,
-		EIMS:      0x1f,
-		IMS:       ICR_LSC,
+		advregs.GPIE:      advregs.GPIE_NSICR | advregs.GPIE_MULTIPLE_MSIX | advregs.GPIE_EIAME | advregs.GPIE_PBA,
+		advregs.IVAR_MISC: (advregs.IVAR_VALID | 4) << 8,
+		advregs.EIAC:      0x1f,
+		advregs.EIAM:      0x1f,
+		advregs.EIMS:      0x1f,
+		advregs.IMS:       advregs.ICR_LSC,
 	}
 	for q := range uint32(n) {
-		want[IVAR0+4*q] = (IVAR_VALID | q) | (IVAR_VALID|q)<<8
+		want[advregs.IVAR0+4*q] = (advregs.IVAR_VALID | q) | (advregs.IVAR_VALID|q)<<8
 	}
 	for v := range uint32(n + 1) {
-		want[EITR0+4*v] = 50 << EITR_INTERVAL_SHIFT
+		want[advregs.EITR0+4*v] = 50 << advregs.EITR_INTERVAL_SHIFT
 	}
 	for off, v := range want {
 		if got := r.regs.get(off); got != v {
@@ -67,11 +68,11 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	for i, q := range r.d.queues {
-		r.regs.Write32(EIMC, 0xffffffff)
+		r.regs.Write32(advregs.EIMC, 0xffffffff)
 		if q.Wait(0) {
 			t.Errorf("queue %d: woken with no interrupt", i)
 		}
-		if got, want := r.regs.get(EIMS), uint32(1<<i|1<<4); got != want {
+		if got, want := r.regs.get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
 			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
 		}
 		if got := r.stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
@@ -81,7 +82,7 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	if err := r.d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r.regs.get(EIMC) != 0xffffffff {
+	if r.regs.get(advregs.EIMC) != 0xffffffff {
 		t.Error("Close left vectors unmasked")
 	}
 	if r.d.queues[0].Wait(time.Hour) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/advtx"
 	"sync"
 	"sync/atomic"
@@ -70,15 +71,15 @@ func (q *queue) free() {
 // device reports the new state.
 func (q *queue) setEnable(reg uint32, on bool) error {
 	r, d := q.d.regs, q.d
-	off := qreg(reg, q.idx)
+	off := advregs.QueueReg(reg, q.idx)
 	v := r.Read32(off)
 	if on {
-		v |= XDCTL_ENABLE
+		v |= advregs.XDCTL_ENABLE
 	} else {
-		v &^= XDCTL_ENABLE
+		v &^= advregs.XDCTL_ENABLE
 	}
 	r.Write32(off, v)
-	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&XDCTL_ENABLE != 0) == on }) {
+	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
 		return fmt.Errorf("igb %s: queue %d: %#x.ENABLE did not become %v", d.name, q.idx, off, on)
 	}
 	return nil
@@ -91,14 +92,14 @@ func (q *queue) startRx() error {
 	r := q.d.regs
 	n := q.idx
 	descs := q.rx.Descs
-	descs.Program(r, qreg(RDBAL, n))
+	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	bsize := uint32(ring.HalfPage / 1024)
 	if q.x.ZeroCopy() {
 		bsize = uint32(q.x.RxFrameSize() / 1024)
 	}
-	r.Write32(qreg(SRRCTL, n), bsize<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
-	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|1<<XDCTL_WTHRESH_SHIFT)
-	if err := q.setEnable(RXDCTL, true); err != nil {
+	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), bsize<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
+	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|8<<advregs.XDCTL_HTHRESH_SHIFT|1<<advregs.XDCTL_WTHRESH_SHIFT)
+	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
 		return err
 	}
 	q.discard = false
@@ -112,7 +113,7 @@ func (q *queue) startRx() error {
 		q.rx.Refill(q.writeRx)
 		tail = q.rx.Tail()
 	}
-	r.Write32(qreg(RDT, n), uint32(tail))
+	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(tail))
 	return nil
 }
 
@@ -131,21 +132,21 @@ func (q *queue) startTx() error {
 func (q *queue) startTxLocked() error {
 	r := q.d.regs
 	n := q.idx
-	q.tx.Descs.Program(r, qreg(TDBAL, n))
+	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
 	q.txDirty = false
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)
 	}
-	r.Write32(qreg(TXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|1<<XDCTL_HTHRESH_SHIFT|1<<XDCTL_WTHRESH_SHIFT)
-	return q.setEnable(TXDCTL, true)
+	r.Write32(advregs.QueueReg(advregs.TXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|1<<advregs.XDCTL_HTHRESH_SHIFT|1<<advregs.XDCTL_WTHRESH_SHIFT)
+	return q.setEnable(advregs.TXDCTL, true)
 }
 
 // disable stops the queue pair in the device.
 func (q *queue) disable() {
-	if err := q.setEnable(RXDCTL, false); err != nil {
+	if err := q.setEnable(advregs.RXDCTL, false); err != nil {
 		q.d.logf("%v", err)
 	}
-	if err := q.setEnable(TXDCTL, false); err != nil {
+	if err := q.setEnable(advregs.TXDCTL, false); err != nil {
 		q.d.logf("%v", err)
 	}
 }
@@ -174,10 +175,10 @@ func (q *queue) Wait(timeout time.Duration) bool {
 		return false
 	}
 	mark := d.line.Mark()
-	if d.regs.Read32(ICR)&ICR_LSC != 0 {
+	if d.regs.Read32(advregs.ICR)&advregs.ICR_LSC != 0 {
 		d.updateLink()
 	}
-	d.regs.Write32(EIMS, q.eims|d.other)
+	d.regs.Write32(advregs.EIMS, q.eims|d.other)
 	q.rearms.Add(1)
 	if !d.line.Wait(timeout, mark) {
 		return false

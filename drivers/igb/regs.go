@@ -2,246 +2,27 @@ package igb
 
 import "github.com/ether9/ether9/drivers/nicstat"
 
-// Register offsets and bits of the 82576 (datasheet section 8), shared by
-// the family where noted. Names follow the datasheet.
+// Registers and bits of the 82575/82576 family (82576 datasheet section 8)
+// that the I225 lacks or places elsewhere; those the two give identically
+// are in advregs. Names follow the datasheet.
 const (
-	CTRL     = 0x00000
-	STATUS   = 0x00008
-	EECD     = 0x00010
-	EERD     = 0x00014
-	CTRL_EXT = 0x00018
-	MDIC     = 0x00020
-
-	ICR  = 0x01500
-	ICS  = 0x01504
-	IMS  = 0x01508
-	IMC  = 0x0150c
-	GPIE = 0x01514
-	EIMC = 0x01528
-	EICR = 0x01580
-
-	RCTL     = 0x00100
-	TCTL     = 0x00400
+	EERD     = 0x00014 // NVM read
 	TCTL_EXT = 0x00404
-	TIPG     = 0x00410
+	MSIXBM0  = 0x01600 // 82575: MSIXBM(n) = MSIXBM0 + 4n, the causes of vector n
 
-	RXCSUM  = 0x05000
-	RLPML   = 0x05004
-	MTA     = 0x05200 // 128 registers
-	RAL0    = 0x05400
-	RAH0    = 0x05404
-	MRQC    = 0x05818
-	RETA    = 0x05c00 // 32 registers, 4 one-byte entries each
-	RSSRK   = 0x05c80 // 10 registers: the 40-byte hash key
-	ETQF    = 0x05cb0 // 8 EtherType queue filters
-	TTQF    = 0x059e0 // 8 2-tuple filters: protocol and queue
-	IMIR    = 0x05a80 // 8 2-tuple filters: destination port
-	IMIREXT = 0x05aa0
+	// FTQF is the 82576's 5-tuple queue filter at TTQF's offset (the
+	// 82580 and later put their 2-tuple TTQF there). Protocol, queue and
+	// enable keep TTQF's bits; these compare the IPv4 source address
+	// (SAQF), destination address (DAQF) and source port (SPQF) unless
+	// set. On TTQF they are reserved.
+	FTQF                     = 0x059e0 // FTQF(n) = FTQF + 4n
+	FTQF_MASK_SOURCE_ADDR_BP = 1 << 29
+	FTQF_MASK_DEST_ADDR_BP   = 1 << 30
+	FTQF_MASK_SOURCE_PORT_BP = 1 << 31
 )
 
-// Per-queue registers: queue n's copy is at base + n*queueStride.
-const (
-	queueStride = 0x40
-
-	RDBAL  = 0x0c000
-	RDBAH  = 0x0c004
-	RDLEN  = 0x0c008
-	SRRCTL = 0x0c00c
-	RDH    = 0x0c010
-	RDT    = 0x0c018
-	RXDCTL = 0x0c028
-	RQDPC  = 0x0c030 // per-queue drop count
-
-	TDBAL  = 0x0e000
-	TDBAH  = 0x0e004
-	TDLEN  = 0x0e008
-	TDH    = 0x0e010
-	TDT    = 0x0e018
-	TXDCTL = 0x0e028
-)
-
-// qreg is queue n's copy of per-queue register base.
-func qreg(base uint32, n int) uint32 { return base + uint32(n)*queueStride }
-
-// CTRL bits.
-const (
-	CTRL_FD         = 1 << 0
-	CTRL_GIO_MASTER = 1 << 2 // GIO master disable
-	CTRL_SLU        = 1 << 6
-	CTRL_FRCSPD     = 1 << 11
-	CTRL_FRCDPX     = 1 << 12
-	CTRL_RST        = 1 << 26
-	CTRL_PHY_RST    = 1 << 31
-)
-
-// STATUS bits.
-const (
-	STATUS_FD          = 1 << 0
-	STATUS_LU          = 1 << 1
-	STATUS_SPEED_SHIFT = 6
-	STATUS_SPEED_MASK  = 3 << STATUS_SPEED_SHIFT
-	STATUS_GIO_MASTER  = 1 << 19 // GIO master requests pending
-)
-
-// EECD and EERD (NVM access through EERD).
-const (
-	EECD_AUTO_RD    = 1 << 9
-	EERD_START      = 1 << 0
-	EERD_DONE       = 1 << 1
-	EERD_ADDR_SHIFT = 2
-	EERD_DATA_SHIFT = 16
-)
-
-// MDIC: access to the internal PHY's registers.
-const (
-	MDIC_DATA_MASK  = 0xffff
-	MDIC_REG_SHIFT  = 16
-	MDIC_PHY_SHIFT  = 21
-	MDIC_OP_WRITE   = 1 << 26
-	MDIC_OP_READ    = 2 << 26
-	MDIC_READY      = 1 << 28
-	MDIC_ERROR      = 1 << 30
-	phyAddrInternal = 1
-
-	// PHY registers (IEEE 802.3 clause 22).
-	PHY_CONTROL        = 0
-	MII_CR_RESTART_AN  = 1 << 9
-	MII_CR_AUTO_NEG_EN = 1 << 12
-)
-
-// CTRL_EXT bits.
-const CTRL_EXT_DRV_LOAD = 1 << 28
-
-// Interrupt causes (ICR/IMS/IMC, legacy and MSI mode).
-const (
-	ICR_TXDW   = 1 << 0
-	ICR_LSC    = 1 << 2
-	ICR_RXDMT0 = 1 << 4
-	ICR_RXO    = 1 << 6
-	ICR_RXDW   = 1 << 7
-)
-
-// RCTL bits.
-const (
-	RCTL_EN       = 1 << 1
-	RCTL_SBP      = 1 << 2
-	RCTL_UPE      = 1 << 3
-	RCTL_MPE      = 1 << 4
-	RCTL_LPE      = 1 << 5
-	RCTL_RDMTS_HF = 0 << 8
-	RCTL_BAM      = 1 << 15
-	RCTL_SECRC    = 1 << 26
-)
-
-// SRRCTL: buffer sizes and descriptor type of one RX queue.
-const (
-	SRRCTL_BSIZEPKT_SHIFT   = 0 // packet buffer size in 1 KiB units
-	SRRCTL_BSIZEHDR_SHIFT   = 8 // header buffer size in 64-byte units
-	SRRCTL_DESCTYPE_ADV_ONE = 1 << 25
-	SRRCTL_DROP_EN          = 1 << 31
-)
-
-// RXDCTL and TXDCTL.
-const (
-	XDCTL_PTHRESH_SHIFT = 0
-	XDCTL_HTHRESH_SHIFT = 8
-	XDCTL_WTHRESH_SHIFT = 16
-	XDCTL_ENABLE        = 1 << 25
-	XDCTL_SWFLSH        = 1 << 26
-)
-
-// RXCSUM bits.
-const (
-	RXCSUM_IPOFL = 1 << 8
-	RXCSUM_TUOFL = 1 << 9
-	RXCSUM_PCSD  = 1 << 13 // packet checksum off: the RSS hash takes its place
-)
-
-// TCTL bits and fields.
-const (
-	TCTL_EN         = 1 << 1
-	TCTL_PSP        = 1 << 3
-	TCTL_CT_SHIFT   = 4
-	TCTL_COLD_SHIFT = 12
-	TCTL_RTLC       = 1 << 24
-
-	tctlCT     = 0x0f
-	tctlCOLD   = 0x3f // full duplex
-	tipgCopper = 8 | 8<<10 | 6<<20
-)
-
-// RAH address-valid bit.
-const RAH_AV = 1 << 31
-
-// MRQC: multiple receive queues with RSS and the hashed fields.
-const (
-	MRQC_ENABLE_RSS         = 0x2
-	MRQC_RSS_FIELD_IPV4_TCP = 1 << 16
-	MRQC_RSS_FIELD_IPV4     = 1 << 17
-	MRQC_RSS_FIELD_IPV6     = 1 << 20
-	MRQC_RSS_FIELD_IPV6_TCP = 1 << 21
-	MRQC_RSS_FIELD_IPV4_UDP = 1 << 22
-	MRQC_RSS_FIELD_IPV6_UDP = 1 << 23
-	retaEntries             = 128
-)
-
-// ETQF: EtherType filters steering to a queue.
-const (
-	ETQF_ETYPE_MASK    = 0xffff
-	ETQF_QUEUE_SHIFT   = 16
-	ETQF_QUEUE_MASK    = 7 << ETQF_QUEUE_SHIFT
-	ETQF_FILTER_ENABLE = 1 << 26
-	ETQF_QUEUE_ENABLE  = 1 << 31
-	etqfCount          = 8
-)
-
-// 2-tuple filters: TTQF holds protocol and queue, IMIR the destination
-// port, IMIREXT the size and control-bit conditions (bypassed here).
-const (
-	TTQF_PROTOCOL_MASK = 0xff
-	TTQF_QUEUE_ENABLE  = 1 << 8
-	TTQF_QUEUE_SHIFT   = 16
-	TTQF_QUEUE_MASK    = 7 << TTQF_QUEUE_SHIFT
-	TTQF_MASK_PROTOCOL = 1 << 28 // protocol not compared
-
-	IMIR_PORT_MASK      = 0xffff
-	IMIR_PORT_BP        = 1 << 17 // port not compared
-	IMIR_PRIORITY_SHIFT = 29
-
-	IMIREXT_SIZE_BP = 1 << 12
-	IMIREXT_CTRL_BP = 1 << 19
-
-	ttqfCount = 8
-)
-
-// The statistics block's first and last registers; the counters themselves
-// are in nicstat.
-const (
-	CRCERRS = nicstat.CRCERRS
-	TSCTFC  = nicstat.TSCTFC
-)
-
-// Extended interrupt registers (datasheet 7.3 and 8.8): queue and other
-// causes are routed to vectors (IVAR, or MSIXBM on the 82575), each
-// vector with its cause, mask and moderation registers.
-const (
-	EICS      = 0x01520
-	EIMS      = 0x01524
-	EIAC      = 0x0152c // auto-clear: a vector's EICR bit clears as it fires
-	EIAM      = 0x01530 // auto-mask: a vector's EIMS bit clears as it fires
-	MSIXBM0   = 0x01600 // 82575: MSIXBM(n) = MSIXBM0 + 4n, the causes of vector n
-	EITR0     = 0x01680 // EITR(n) = EITR0 + 4n
-	IVAR0     = 0x01700 // IVAR(n) = IVAR0 + 4n
-	IVAR_MISC = 0x01740
-)
-
-// GPIE bits (82576 and later).
-const (
-	GPIE_NSICR         = 1 << 0 // ICR reads clear whether or not an interrupt was asserted
-	GPIE_MULTIPLE_MSIX = 1 << 4
-	GPIE_EIAME         = 1 << 30 // EIAM applies when a vector fires
-	GPIE_PBA           = 1 << 31 // PBA support: MSI-X pending bits
-)
+// TIPG for copper: IPGT 8, IPGR1 8, IPGR2 6.
+const tipgCopper = 8 | 8<<10 | 6<<20
 
 // CTRL_EXT interrupt bits of the 82575, which has no GPIE.
 const (
@@ -250,14 +31,17 @@ const (
 	CTRL_EXT_PBA_CLR = 1 << 31
 )
 
-// IVAR entries, EICR/EIMS cause bits of the 82575, and EITR.
+// EICR/EIMS cause bits of the 82575, where EICR bits are causes rather
+// than vectors.
 const (
-	IVAR_VALID = 0x80
-
-	EICR_RX_QUEUE0 = 1 << 0 // 82575: RX queue n is bit n
-	EICR_TX_QUEUE0 = 1 << 8 // 82575: TX queue n is bit 8+n
+	EICR_RX_QUEUE0 = 1 << 0 // RX queue n is bit n
+	EICR_TX_QUEUE0 = 1 << 8 // TX queue n is bit 8+n
 	EICR_OTHER     = 1 << 31
+)
 
-	EITR_INTERVAL_SHIFT = 2 // interval in microseconds, bits 14:2
-	EITR_INTERVAL_MASK  = 0x1fff << EITR_INTERVAL_SHIFT
+// The statistics block's first and last registers; the counters themselves
+// are in nicstat.
+const (
+	CRCERRS = nicstat.CRCERRS
+	TSCTFC  = nicstat.TSCTFC
 )

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"time"
 )
 
@@ -22,49 +23,49 @@ const (
 // TX, waits for outstanding master requests, then CTRL.RST.
 func (d *Device) reset() error {
 	r := d.regs
-	if v := r.Read32(STATUS); v == 0xffffffff {
+	if v := r.Read32(advregs.STATUS); v == 0xffffffff {
 		return fmt.Errorf("igb %s: STATUS reads all ones: device not responding", d.name)
 	}
-	r.Write32(IMC, 0xffffffff)
-	r.Write32(EIMC, 0xffffffff)
-	r.Write32(RCTL, 0)
-	r.Write32(TCTL, TCTL_PSP)
-	r.Read32(STATUS)
+	r.Write32(advregs.IMC, 0xffffffff)
+	r.Write32(advregs.EIMC, 0xffffffff)
+	r.Write32(advregs.RCTL, 0)
+	r.Write32(advregs.TCTL, advregs.TCTL_PSP)
+	r.Read32(advregs.STATUS)
 	d.clock.Sleep(10 * time.Millisecond)
 
-	r.Write32(CTRL, r.Read32(CTRL)|CTRL_GIO_MASTER)
-	if !d.waitFor(masterTimeout, func() bool { return r.Read32(STATUS)&STATUS_GIO_MASTER == 0 }) {
+	r.Write32(advregs.CTRL, r.Read32(advregs.CTRL)|advregs.CTRL_GIO_MASTER)
+	if !d.waitFor(masterTimeout, func() bool { return r.Read32(advregs.STATUS)&advregs.STATUS_GIO_MASTER == 0 }) {
 		d.logf("%s: GIO master requests still pending at reset", d.name)
 	}
-	r.Write32(CTRL, r.Read32(CTRL)|CTRL_RST)
+	r.Write32(advregs.CTRL, r.Read32(advregs.CTRL)|advregs.CTRL_RST)
 	d.clock.Sleep(resetSettle)
-	if !d.waitFor(resetTimeout, func() bool { return r.Read32(CTRL)&CTRL_RST == 0 }) {
+	if !d.waitFor(resetTimeout, func() bool { return r.Read32(advregs.CTRL)&advregs.CTRL_RST == 0 }) {
 		return fmt.Errorf("igb %s: CTRL.RST did not clear within %v", d.name, resetTimeout)
 	}
 	if d.info.Flags&FlagFlashless == 0 {
-		if !d.waitFor(autoReadTimeout, func() bool { return r.Read32(EECD)&EECD_AUTO_RD != 0 }) {
+		if !d.waitFor(autoReadTimeout, func() bool { return r.Read32(advregs.EECD)&advregs.EECD_AUTO_RD != 0 }) {
 			d.logf("%s: NVM auto-read not done after reset", d.name)
 		}
 	}
-	r.Write32(IMC, 0xffffffff)
-	r.Write32(EIMC, 0xffffffff)
-	r.Read32(ICR)
+	r.Write32(advregs.IMC, 0xffffffff)
+	r.Write32(advregs.EIMC, 0xffffffff)
+	r.Read32(advregs.ICR)
 	return nil
 }
 
 // readNVM reads one 16-bit NVM word through EERD.
 func (d *Device) readNVM(word int) (uint16, error) {
 	r := d.regs
-	r.Write32(EERD, uint32(word)<<EERD_ADDR_SHIFT|EERD_START)
+	r.Write32(EERD, uint32(word)<<advregs.EERD_ADDR_SHIFT|advregs.EERD_START)
 	var v uint32
 	ok := d.waitFor(10*time.Millisecond, func() bool {
 		v = r.Read32(EERD)
-		return v&EERD_DONE != 0
+		return v&advregs.EERD_DONE != 0
 	})
 	if !ok {
 		return 0, fmt.Errorf("igb %s: NVM word %d: EERD not done", d.name, word)
 	}
-	return uint16(v >> EERD_DATA_SHIFT), nil
+	return uint16(v >> advregs.EERD_DATA_SHIFT), nil
 }
 
 func validMAC(m [6]byte) bool { return m[0]&1 == 0 && m != [6]byte{} }
@@ -72,9 +73,9 @@ func validMAC(m [6]byte) bool { return m[0]&1 == 0 && m != [6]byte{} }
 // readMAC takes the station address the hardware loaded into RAL0/RAH0,
 // or reads it from the port's NVM words, and programs it back as valid.
 func (d *Device) readMAC() ([6]byte, error) {
-	lo, hi := d.regs.Read32(RAL0), d.regs.Read32(RAH0)
+	lo, hi := d.regs.Read32(advregs.RAL0), d.regs.Read32(advregs.RAH0)
 	m := [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
-	if hi&RAH_AV == 0 || !validMAC(m) {
+	if hi&advregs.RAH_AV == 0 || !validMAC(m) {
 		var nvmErr error
 		base := 0
 		if d.info.Flags&FlagLANFuncNVM != 0 && d.fn > 0 {
@@ -95,7 +96,7 @@ func (d *Device) readMAC() ([6]byte, error) {
 			return m, fmt.Errorf("igb %s: no valid MAC address (RAL/RAH %08x/%08x, NVM %x, err %v)", d.name, lo, hi, m, nvmErr)
 		}
 	}
-	d.regs.Write32(RAL0, uint32(m[0])|uint32(m[1])<<8|uint32(m[2])<<16|uint32(m[3])<<24)
-	d.regs.Write32(RAH0, uint32(m[4])|uint32(m[5])<<8|RAH_AV)
+	d.regs.Write32(advregs.RAL0, uint32(m[0])|uint32(m[1])<<8|uint32(m[2])<<16|uint32(m[3])<<24)
+	d.regs.Write32(advregs.RAH0, uint32(m[4])|uint32(m[5])<<8|advregs.RAH_AV)
 	return m, nil
 }

@@ -1,6 +1,7 @@
 package igb
 
 import (
+	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -93,7 +94,7 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 		moved, tail = q.rx.Refill(q.writeRx), q.rx.Tail()
 	}
 	if moved {
-		q.d.regs.Write32(qreg(RDT, q.idx), uint32(tail))
+		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(tail))
 	}
 	return handled
 }

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
@@ -18,10 +19,10 @@ var _ xsk.Hw = (*xskHw)(nil)
 
 func (h *xskHw) q() *queue { return (*queue)(h) }
 
-func (h *xskHw) StopRx() error                      { return h.q().setEnable(RXDCTL, false) }
+func (h *xskHw) StopRx() error                      { return h.q().setEnable(advregs.RXDCTL, false) }
 func (h *xskHw) ReleaseRx() error                   { return h.q().rx.Release() }
 func (h *xskHw) StartRx() error                     { return h.q().startRx() }
-func (h *xskHw) StopTx() error                      { return h.q().setEnable(TXDCTL, false) }
+func (h *xskHw) StopTx() error                      { return h.q().setEnable(advregs.TXDCTL, false) }
 func (h *xskHw) StartTx() error                     { return h.q().startTxLocked() }
 func (h *xskHw) WriteRx(i int, addr kernel.DMAAddr) { h.q().writeRx(i, addr) }
 func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().sendCopy(frame) }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/advdesc"
@@ -81,7 +82,7 @@ func TestBlankNVM(t *testing.T) {
 			if want := localMAC(0, [3]uint8{3, 0, 0}); m[0]&2 == 0 || m[0]&1 != 0 || m != want {
 				t.Fatalf("mac %x: want the locally administered unicast %x", m, want)
 			}
-			if lo, hi := regs.get(RAL0), regs.get(RAH0); hi&RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
+			if lo, hi := regs.get(advregs.RAL0), regs.get(advregs.RAH0); hi&advregs.RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
 				t.Fatalf("RAL0/RAH0 %08x/%08x not programmed with %x", lo, hi, m)
 			}
 		})
@@ -107,14 +108,14 @@ func TestLinkFromStatus(t *testing.T) {
 		want   nic.Link
 	}{
 		{0, nic.Link{}},
-		{STATUS_FD | STATUS_SPEED_2500, nic.Link{}},
-		{STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
-		{STATUS_LU | STATUS_FD | 1<<STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
-		{STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
-		{STATUS_LU | STATUS_FD | 3<<STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
+		{advregs.STATUS_FD | STATUS_SPEED_2500, nic.Link{}},
+		{advregs.STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
+		{advregs.STATUS_LU | advregs.STATUS_FD | 1<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
+		{advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
+		{advregs.STATUS_LU | advregs.STATUS_FD | 3<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
 		{status2500, nic.Link{Up: true, SpeedMbps: 2500, FullDuplex: true}},
 		// The 2.5 Gb/s bit qualifies only the 1000 Mb/s code.
-		{STATUS_LU | STATUS_FD | 1<<STATUS_SPEED_SHIFT | STATUS_SPEED_2500, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
+		{advregs.STATUS_LU | advregs.STATUS_FD | 1<<advregs.STATUS_SPEED_SHIFT | STATUS_SPEED_2500, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
 	} {
 		if got := linkFromStatus(tc.status); got != tc.want {
 			t.Errorf("STATUS %#x: %+v, want %+v", tc.status, got, tc.want)
@@ -129,8 +130,8 @@ func TestLinkChange(t *testing.T) {
 		t.Fatalf("link at probe %+v", l)
 	}
 	before := r.stat(t, "link_changes")
-	r.regs.set(STATUS, STATUS_LU|STATUS_FD|1<<STATUS_SPEED_SHIFT)
-	r.regs.set(ICR, ICR_LSC)
+	r.regs.set(advregs.STATUS, advregs.STATUS_LU|advregs.STATUS_FD|1<<advregs.STATUS_SPEED_SHIFT)
+	r.regs.set(advregs.ICR, advregs.ICR_LSC)
 	r.poll(2)
 	if l := r.d.Link(); l.SpeedMbps != 2500 {
 		t.Fatalf("a busy queue's poll read the link: %+v", l)
@@ -172,23 +173,23 @@ func TestBringUp(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	regs := r.regs
-	if v := regs.get(RCTL); v&RCTL_EN == 0 || v&RCTL_LPE == 0 || v&RCTL_SECRC == 0 {
+	if v := regs.get(advregs.RCTL); v&advregs.RCTL_EN == 0 || v&advregs.RCTL_LPE == 0 || v&advregs.RCTL_SECRC == 0 {
 		t.Errorf("RCTL %#x", v)
 	}
-	if v := regs.get(TCTL); v&TCTL_EN == 0 {
+	if v := regs.get(advregs.TCTL); v&advregs.TCTL_EN == 0 {
 		t.Errorf("TCTL %#x", v)
 	}
-	if v := regs.get(RLPML); v != 1500+frameExtra {
+	if v := regs.get(advregs.RLPML); v != 1500+frameExtra {
 		t.Errorf("RLPML %d", v)
 	}
-	if v := regs.get(MRQC); v&MRQC_ENABLE_RSS == 0 {
+	if v := regs.get(advregs.MRQC); v&advregs.MRQC_ENABLE_RSS == 0 {
 		t.Errorf("MRQC %#x: RSS off with %d queues", v, len(r.d.queues))
 	}
 	for q := range r.d.queues {
-		if v := regs.get(qreg(SRRCTL, q)); v&SRRCTL_DESCTYPE_ADV_ONE == 0 || v&0x7f != 2 {
+		if v := regs.get(advregs.QueueReg(advregs.SRRCTL, q)); v&advregs.SRRCTL_DESCTYPE_ADV_ONEBUF == 0 || v&0x7f != 2 {
 			t.Errorf("queue %d SRRCTL %#x", q, v)
 		}
-		if v := regs.get(qreg(RXDCTL, q)); v&XDCTL_ENABLE == 0 {
+		if v := regs.get(advregs.QueueReg(advregs.RXDCTL, q)); v&advregs.XDCTL_ENABLE == 0 {
 			t.Errorf("queue %d RXDCTL %#x", q, v)
 		}
 		if v := r.rxTail(q); v != rxDescs-1 {
@@ -313,7 +314,7 @@ func TestThreshold(t *testing.T) {
 			if l, _ := r.d.Layout(0); l != tc.want {
 				t.Fatalf("mtu %d: layout %v, want %v", tc.mtu, l, tc.want)
 			}
-			if v := r.regs.get(RLPML); int(v) != maxFrame(tc.mtu) {
+			if v := r.regs.get(advregs.RLPML); int(v) != maxFrame(tc.mtu) {
 				t.Fatalf("RLPML %d, want %d", v, maxFrame(tc.mtu))
 			}
 			f := udpFrame(maxFrame(tc.mtu)-fcsLen, 3) // the longest frame after FCS strip
@@ -586,8 +587,8 @@ func TestRSS(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	seen := map[uint32]bool{}
-	for i := 0; i < retaEntries/4; i++ {
-		v := r.regs.get(RETA + uint32(4*i))
+	for i := 0; i < advregs.RETAEntries/4; i++ {
+		v := r.regs.get(advregs.RETA + uint32(4*i))
 		for j := 0; j < 4; j++ {
 			seen[v>>(8*j)&0xff] = true
 		}
@@ -595,22 +596,22 @@ func TestRSS(t *testing.T) {
 	if len(seen) != maxQueues {
 		t.Fatalf("redirection table reaches queues %v, want all %d", seen, maxQueues)
 	}
-	if k := r.regs.get(RSSRK); k != 0xda565a6d {
+	if k := r.regs.get(advregs.RSSRK); k != 0xda565a6d {
 		t.Fatalf("RSSRK[0] %#x", k)
 	}
 	if err := r.d.Ctl("rss off"); err != nil {
 		t.Fatal(err)
 	}
-	if v := r.regs.get(MRQC); v != 0 {
+	if v := r.regs.get(advregs.MRQC); v != 0 {
 		t.Fatalf("MRQC %#x with rss off", v)
 	}
-	for i := 0; i < retaEntries/4; i++ {
-		if v := r.regs.get(RETA + uint32(4*i)); v != 0 {
+	for i := 0; i < advregs.RETAEntries/4; i++ {
+		if v := r.regs.get(advregs.RETA + uint32(4*i)); v != 0 {
 			t.Fatalf("RETA[%d] %#x with rss off", i, v)
 		}
 	}
-	if err := r.d.Ctl("rss on"); err != nil || r.regs.get(MRQC)&MRQC_ENABLE_RSS == 0 {
-		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.get(MRQC))
+	if err := r.d.Ctl("rss on"); err != nil || r.regs.get(advregs.MRQC)&advregs.MRQC_ENABLE_RSS == 0 {
+		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.get(advregs.MRQC))
 	}
 }
 

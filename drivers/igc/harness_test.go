@@ -2,6 +2,7 @@ package igc
 
 import (
 	"encoding/binary"
+	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"testing"
 	"time"
@@ -25,13 +26,13 @@ type regFile struct {
 }
 
 func newRegFile(status uint32) *regFile {
-	return &regFile{r: map[uint32]uint32{STATUS: status, EECD: EECD_AUTO_RD}}
+	return &regFile{r: map[uint32]uint32{advregs.STATUS: status, advregs.EECD: advregs.EECD_AUTO_RD}}
 }
 
 // withMAC loads m into RAL0/RAH0 as the hardware does from a good NVM.
 func (f *regFile) withMAC(m [6]byte) *regFile {
-	f.r[RAL0] = uint32(m[0]) | uint32(m[1])<<8 | uint32(m[2])<<16 | uint32(m[3])<<24
-	f.r[RAH0] = uint32(m[4]) | uint32(m[5])<<8 | RAH_AV
+	f.r[advregs.RAL0] = uint32(m[0]) | uint32(m[1])<<8 | uint32(m[2])<<16 | uint32(m[3])<<24
+	f.r[advregs.RAH0] = uint32(m[4]) | uint32(m[5])<<8 | advregs.RAH_AV
 	return f
 }
 
@@ -39,7 +40,7 @@ func (f *regFile) Read32(off uint32) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.r[off]
-	if off == ICR || (off >= nicstat.CRCERRS && off <= nicstat.TSCTC) {
+	if off == advregs.ICR || (off >= nicstat.CRCERRS && off <= nicstat.TSCTC) {
 		f.r[off] = 0
 	}
 	return v
@@ -49,17 +50,17 @@ func (f *regFile) Write32(off, v uint32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch off {
-	case CTRL:
+	case advregs.CTRL:
 		v &^= CTRL_DEV_RST
-	case MDIC:
-		v |= MDIC_READY
+	case advregs.MDIC:
+		v |= advregs.MDIC_READY
 	case EERD:
-		w := int(v >> EERD_ADDR_SHIFT & 0x3fff)
+		w := int(v >> advregs.EERD_ADDR_SHIFT & 0x3fff)
 		d := uint16(0xffff) // erased flash
 		if w < len(f.nvm) {
 			d = f.nvm[w]
 		}
-		v = uint32(d)<<EERD_DATA_SHIFT | EERD_DONE
+		v = uint32(d)<<advregs.EERD_DATA_SHIFT | advregs.EERD_DONE
 	}
 	f.r[off] = v
 }
@@ -105,7 +106,7 @@ func (c *testClock) Sleep(d time.Duration) {
 var testMAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
 
 // status2500 is STATUS of a full-duplex 2.5 Gb/s link.
-const status2500 = STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT | STATUS_SPEED_2500
+const status2500 = advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT | STATUS_SPEED_2500
 
 // rig is a probed driver over the register file, the test playing the
 // device: rxHead and txHead are its head pointers per queue.
@@ -154,7 +155,7 @@ func newRigOn(t testing.TB, dma kernel.DMA, dev deviceMem) *rig {
 }
 
 // rxTail is the tail the driver last wrote for queue q.
-func (r *rig) rxTail(q int) int { return int(r.regs.get(qreg(RDT, q))) }
+func (r *rig) rxTail(q int) int { return int(r.regs.get(advregs.QueueReg(advregs.RDT, q))) }
 
 // rxAddr is the buffer address in the read descriptor at the device's head.
 func (r *rig) rxAddr(q int) kernel.DMAAddr {
@@ -205,7 +206,7 @@ func (r *rig) poll(q int) (out [][]byte) {
 func (r *rig) transmit(t testing.TB, q int) (ctxs [][]byte) {
 	t.Helper()
 	tx := r.d.queues[q].tx
-	tail := int(r.regs.get(qreg(TDT, q)))
+	tail := int(r.regs.get(advregs.QueueReg(advregs.TDT, q)))
 	var cur []byte
 	for h := r.txHead[q]; h != tail; h = tx.Descs.Next(h) {
 		desc := tx.Descs.At(h)

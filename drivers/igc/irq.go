@@ -1,5 +1,6 @@
 package igc
 
+import "github.com/ether9/ether9/drivers/advregs"
 import "time"
 
 // Interrupts (I225 datasheet 7.3, registers in 8.8): MSI-X mode, queue
@@ -23,40 +24,40 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 	if tx {
 		shift += 8
 	}
-	return IVAR0 + 4*uint32(q>>1), shift
+	return advregs.IVAR0 + 4*uint32(q>>1), shift
 }
 
 // setupInterrupts routes the causes to vectors, sets moderation and
 // auto-clear/auto-mask, and arms every vector.
 func (d *Device) setupInterrupts() {
 	r := d.regs
-	r.Write32(GPIE, GPIE_NSICR|GPIE_MULTIPLE_MSIX|GPIE_EIAME|GPIE_PBA)
+	r.Write32(advregs.GPIE, advregs.GPIE_NSICR|advregs.GPIE_MULTIPLE_MSIX|advregs.GPIE_EIAME|advregs.GPIE_PBA)
 	var ivar [maxQueues / 2]uint32
 	var all uint32
 	for _, q := range d.queues {
 		for _, tx := range []bool{false, true} {
 			reg, shift := ivarSlot(q.idx, tx)
-			ivar[(reg-IVAR0)/4] |= (IVAR_VALID | uint32(q.idx)) << shift
+			ivar[(reg-advregs.IVAR0)/4] |= (advregs.IVAR_VALID | uint32(q.idx)) << shift
 		}
 		q.eims = 1 << q.idx
 		all |= q.eims
 	}
 	for i, v := range ivar {
-		r.Write32(IVAR0+4*uint32(i), v)
+		r.Write32(advregs.IVAR0+4*uint32(i), v)
 	}
 	other := len(d.queues)
-	r.Write32(IVAR_MISC, (IVAR_VALID|uint32(other))<<IVAR_MISC_OTHER_SHIFT)
+	r.Write32(advregs.IVAR_MISC, (advregs.IVAR_VALID|uint32(other))<<advregs.IVAR_MISC_OTHER_SHIFT)
 	d.other = 1 << other
 	all |= d.other
-	itr := uint32(itrInterval/time.Microsecond)<<EITR_INTERVAL_SHIFT&EITR_INTERVAL_MASK | EITR_CNT_IGNR
+	itr := uint32(itrInterval/time.Microsecond)<<advregs.EITR_INTERVAL_SHIFT&advregs.EITR_INTERVAL_MASK | advregs.EITR_CNT_IGNR
 	for v := 0; v <= other; v++ {
-		r.Write32(EITR0+4*uint32(v), itr)
+		r.Write32(advregs.EITR0+4*uint32(v), itr)
 	}
-	r.Write32(EIAC, all)
-	r.Write32(EIAM, all)
-	r.Read32(ICR)
-	r.Write32(IMS, ICR_LSC)
-	r.Write32(EIMS, all)
+	r.Write32(advregs.EIAC, all)
+	r.Write32(advregs.EIAM, all)
+	r.Read32(advregs.ICR)
+	r.Write32(advregs.IMS, advregs.ICR_LSC)
+	r.Write32(advregs.EIMS, all)
 }
 
 // Wait implements nic.Queue. The queue is idle: it reads (and so
@@ -71,10 +72,10 @@ func (q *queue) Wait(timeout time.Duration) bool {
 		return false
 	}
 	mark := d.line.Mark()
-	if d.regs.Read32(ICR)&ICR_LSC != 0 {
+	if d.regs.Read32(advregs.ICR)&advregs.ICR_LSC != 0 {
 		d.updateLink()
 	}
-	d.regs.Write32(EIMS, q.eims|d.other)
+	d.regs.Write32(advregs.EIMS, q.eims|d.other)
 	q.rearms.Add(1)
 	if !d.line.Wait(timeout, mark) {
 		return false

@@ -2,6 +2,7 @@ package igc
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
 	"time"
 )
@@ -13,12 +14,12 @@ func TestIVARSlot(t *testing.T) {
 		reg   uint32
 		shift uint
 	}{
-		{0, false, IVAR0, 0},
-		{0, true, IVAR0, 8},
-		{1, false, IVAR0, 16},
-		{1, true, IVAR0, 24},
-		{2, false, IVAR0 + 4, 0},
-		{3, true, IVAR0 + 4, 24},
+		{0, false, advregs.IVAR0, 0},
+		{0, true, advregs.IVAR0, 8},
+		{1, false, advregs.IVAR0, 16},
+		{1, true, advregs.IVAR0, 24},
+		{2, false, advregs.IVAR0 + 4, 0},
+		{3, true, advregs.IVAR0 + 4, 24},
 	} {
 		reg, shift := ivarSlot(c.q, c.tx)
 		if reg != c.reg || shift != c.shift {
@@ -36,17 +37,17 @@ func TestInterruptRouting(t *testing.T) {
 		t.Fatalf("%d queues, want 4", n)
 	}
 	want := map[uint32]uint32{
-		GPIE:      GPIE_NSICR | GPIE_MULTIPLE_MSIX | GPIE_EIAME | GPIE_PBA,
-		IVAR0:     0x80808080 | 1<<24 | 1<<16,
-		IVAR0 + 4: 0x80808080 | 3<<24 | 3<<16 | 2<<8 | 2,
-		IVAR_MISC: (IVAR_VALID | 4) << 8,
-		EIAC:      0x1f,
-		EIAM:      0x1f,
-		EIMS:      0x1f,
-		IMS:       ICR_LSC,
+		advregs.GPIE:      advregs.GPIE_NSICR | advregs.GPIE_MULTIPLE_MSIX | advregs.GPIE_EIAME | advregs.GPIE_PBA,
+		advregs.IVAR0:     0x80808080 | 1<<24 | 1<<16,
+		advregs.IVAR0 + 4: 0x80808080 | 3<<24 | 3<<16 | 2<<8 | 2,
+		advregs.IVAR_MISC: (advregs.IVAR_VALID | 4) << 8,
+		advregs.EIAC:      0x1f,
+		advregs.EIAM:      0x1f,
+		advregs.EIMS:      0x1f,
+		advregs.IMS:       advregs.ICR_LSC,
 	}
 	for v := range uint32(5) {
-		want[EITR0+4*v] = 50<<2 | EITR_CNT_IGNR
+		want[advregs.EITR0+4*v] = 50<<2 | advregs.EITR_CNT_IGNR
 	}
 	for off, v := range want {
 		if got := r.regs.get(off); got != v {
@@ -61,11 +62,11 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	for i, q := range r.d.queues {
-		r.regs.set(EIMS, 0)
+		r.regs.set(advregs.EIMS, 0)
 		if q.Wait(0) {
 			t.Errorf("queue %d: woken with no interrupt", i)
 		}
-		if got, want := r.regs.get(EIMS), uint32(1<<i|1<<4); got != want {
+		if got, want := r.regs.get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
 			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
 		}
 		if got := r.stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
@@ -78,7 +79,7 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	if err := r.d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r.regs.get(EIMC) != 0xffffffff {
+	if r.regs.get(advregs.EIMC) != 0xffffffff {
 		t.Error("Close left vectors unmasked")
 	}
 	if r.d.queues[0].Wait(time.Hour) {

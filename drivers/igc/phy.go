@@ -2,40 +2,26 @@ package igc
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"time"
 )
 
-// MDIC: the MAC's window on the internal PHY's registers.
-const (
-	MDIC_DATA_MASK = 0xffff
-	MDIC_REG_SHIFT = 16
-	MDIC_PHY_SHIFT = 21
-	MDIC_OP_WRITE  = 1 << 26
-	MDIC_OP_READ   = 2 << 26
-	MDIC_READY     = 1 << 28
-	MDIC_ERROR     = 1 << 30
+const mdicTimeout = 2 * time.Millisecond
 
-	phyAddr     = 1
-	mdicTimeout = 2 * time.Millisecond
-)
-
-// PHY registers (IEEE 802.3 clause 22) and, through the MMD access
-// registers, the clause 45 multi-gigabit auto-negotiation control.
+// PHY registers (IEEE 802.3 clause 22) beyond BMCR and, through the MMD
+// access registers, the clause 45 multi-gigabit auto-negotiation control.
 const (
-	PHY_BMCR    = 0
 	PHY_ANAR    = 4
 	PHY_GCTRL   = 9 // 1000BASE-T control
 	PHY_MMDCTRL = 13
 	PHY_MMDDATA = 14
 
-	BMCR_AN_ENABLE  = 1 << 12
-	BMCR_AN_RESTART = 1 << 9
-	ANAR_SELECTOR   = 0x01 // IEEE 802.3
-	ANAR_10HD       = 1 << 5
-	ANAR_10FD       = 1 << 6
-	ANAR_100HD      = 1 << 7
-	ANAR_100FD      = 1 << 8
-	GCTRL_1000FD    = 1 << 9
+	ANAR_SELECTOR = 0x01 // IEEE 802.3
+	ANAR_10HD     = 1 << 5
+	ANAR_10FD     = 1 << 6
+	ANAR_100HD    = 1 << 7
+	ANAR_100FD    = 1 << 8
+	GCTRL_1000FD  = 1 << 9
 
 	MMD_AN             = 7
 	MMD_FUNC_DATA      = 1 << 14 // MMDCTRL function: data, no post-increment
@@ -47,19 +33,19 @@ const (
 // mdic runs one MDIC transaction and returns the data of a read.
 func (d *Device) mdic(op uint32, reg int, v uint16) (uint16, error) {
 	r := d.regs
-	r.Write32(MDIC, op|uint32(reg)<<MDIC_REG_SHIFT|phyAddr<<MDIC_PHY_SHIFT|uint32(v))
+	r.Write32(advregs.MDIC, op|uint32(reg)<<advregs.MDIC_REG_SHIFT|advregs.PHYAddrInternal<<advregs.MDIC_PHY_SHIFT|uint32(v))
 	var m uint32
-	if !d.waitFor(mdicTimeout, func() bool { m = r.Read32(MDIC); return m&MDIC_READY != 0 }) {
+	if !d.waitFor(mdicTimeout, func() bool { m = r.Read32(advregs.MDIC); return m&advregs.MDIC_READY != 0 }) {
 		return 0, fmt.Errorf("igc %s: PHY register %d: MDIC not ready", d.name, reg)
 	}
-	if m&MDIC_ERROR != 0 {
+	if m&advregs.MDIC_ERROR != 0 {
 		return 0, fmt.Errorf("igc %s: PHY register %d: MDIC error", d.name, reg)
 	}
-	return uint16(m & MDIC_DATA_MASK), nil
+	return uint16(m & advregs.MDIC_DATA_MASK), nil
 }
 
 func (d *Device) phyWrite(reg int, v uint16) error {
-	_, err := d.mdic(MDIC_OP_WRITE, reg, v)
+	_, err := d.mdic(advregs.MDIC_OP_WRITE, reg, v)
 	return err
 }
 
@@ -87,7 +73,7 @@ func (d *Device) setupPHY() {
 		err = d.mmdWrite(MMD_AN, AN_MGBT_CTRL, AN_MGBT_CTRL_2500)
 	}
 	if err == nil {
-		err = d.phyWrite(PHY_BMCR, BMCR_AN_ENABLE|BMCR_AN_RESTART)
+		err = d.phyWrite(advregs.PHY_BMCR, advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART)
 	}
 	if err != nil {
 		d.logf("%s: PHY set-up: %v", d.name, err)

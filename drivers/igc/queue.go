@@ -3,6 +3,7 @@ package igc
 import (
 	"errors"
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"sync/atomic"
 
@@ -74,15 +75,15 @@ func (q *queue) layout() Layout {
 // setEnable sets or clears XDCTL.ENABLE and waits for the device to agree.
 func (q *queue) setEnable(reg uint32, on bool) error {
 	r, d := q.d.regs, q.d
-	off := qreg(reg, q.idx)
+	off := advregs.QueueReg(reg, q.idx)
 	v := r.Read32(off)
 	if on {
-		v |= XDCTL_ENABLE
+		v |= advregs.XDCTL_ENABLE
 	} else {
-		v &^= XDCTL_ENABLE
+		v &^= advregs.XDCTL_ENABLE
 	}
 	r.Write32(off, v)
-	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&XDCTL_ENABLE != 0) == on }) {
+	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
 		return fmt.Errorf("igc %s: queue %d: %#x.ENABLE did not become %v", d.name, q.idx, off, on)
 	}
 	return nil
@@ -100,17 +101,17 @@ func (q *queue) startRx() error {
 	if err := q.rx.reset(q.layout()); err != nil {
 		return fmt.Errorf("igc: rx queue %d: %w", n, err)
 	}
-	descs.Program(r, qreg(RDBAL, n))
+	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	// The buffer is 2 KiB; with the build layout the frame starts
 	// rxHeadroom in, and RLPML keeps it inside the half.
-	r.Write32(qreg(SRRCTL, n), uint32(rxBufLen/1024)<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
-	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|4<<XDCTL_WTHRESH_SHIFT)
-	if err := q.setEnable(RXDCTL, true); err != nil {
+	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), uint32(rxBufLen/1024)<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
+	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|8<<advregs.XDCTL_HTHRESH_SHIFT|4<<advregs.XDCTL_WTHRESH_SHIFT)
+	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
 		return err
 	}
 	q.discard = false
 	q.rx.refill(q.writeRx)
-	r.Write32(qreg(RDT, n), uint32(q.rx.next))
+	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(q.rx.next))
 	return nil
 }
 
@@ -123,7 +124,7 @@ func (q *queue) relayout() error {
 	if q.stopped || q.x.ZeroCopy() || q.layout() == q.rx.layout {
 		return nil
 	}
-	if err := q.setEnable(RXDCTL, false); err != nil {
+	if err := q.setEnable(advregs.RXDCTL, false); err != nil {
 		return err
 	}
 	q.relayouts.Add(1)
@@ -155,21 +156,21 @@ func (q *queue) startTx() error {
 // startTxLocked is startTx with txMu held.
 func (q *queue) startTxLocked() error {
 	r, n := q.d.regs, q.idx
-	q.tx.Descs.Program(r, qreg(TDBAL, n))
+	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
 	q.txDirty = false
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igc %s: queue %d: %w", q.d.name, q.idx, err)
 	}
-	r.Write32(qreg(TXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|1<<XDCTL_HTHRESH_SHIFT|16<<XDCTL_WTHRESH_SHIFT)
-	return q.setEnable(TXDCTL, true)
+	r.Write32(advregs.QueueReg(advregs.TXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|1<<advregs.XDCTL_HTHRESH_SHIFT|16<<advregs.XDCTL_WTHRESH_SHIFT)
+	return q.setEnable(advregs.TXDCTL, true)
 }
 
 // disable stops the queue pair in the device.
 func (q *queue) disable() {
-	if err := q.setEnable(RXDCTL, false); err != nil {
+	if err := q.setEnable(advregs.RXDCTL, false); err != nil {
 		q.d.logf("%v", err)
 	}
-	if err := q.setEnable(TXDCTL, false); err != nil {
+	if err := q.setEnable(advregs.TXDCTL, false); err != nil {
 		q.d.logf("%v", err)
 	}
 }

@@ -2,6 +2,7 @@ package igc
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
@@ -37,43 +38,43 @@ func (d *Device) waitFor(timeout time.Duration, cond func() bool) bool {
 // TX, waits for outstanding master requests, then CTRL.DEV_RST.
 func (d *Device) reset() error {
 	r := d.regs
-	if v := r.Read32(STATUS); v == 0xffffffff {
+	if v := r.Read32(advregs.STATUS); v == 0xffffffff {
 		return fmt.Errorf("igc %s: STATUS reads all ones: device not responding", d.name)
 	}
-	r.Write32(IMC, 0xffffffff)
-	r.Write32(EIMC, 0xffffffff)
-	r.Write32(RCTL, 0)
-	r.Write32(TCTL, TCTL_PSP)
-	r.Read32(STATUS)
+	r.Write32(advregs.IMC, 0xffffffff)
+	r.Write32(advregs.EIMC, 0xffffffff)
+	r.Write32(advregs.RCTL, 0)
+	r.Write32(advregs.TCTL, advregs.TCTL_PSP)
+	r.Read32(advregs.STATUS)
 	d.clock.Sleep(10 * time.Millisecond)
 
-	r.Write32(CTRL, r.Read32(CTRL)|CTRL_GIO_MASTER)
-	if !d.waitFor(masterTimeout, func() bool { return r.Read32(STATUS)&STATUS_GIO_MASTER == 0 }) {
+	r.Write32(advregs.CTRL, r.Read32(advregs.CTRL)|advregs.CTRL_GIO_MASTER)
+	if !d.waitFor(masterTimeout, func() bool { return r.Read32(advregs.STATUS)&advregs.STATUS_GIO_MASTER == 0 }) {
 		d.logf("%s: GIO master requests still pending at reset", d.name)
 	}
-	r.Write32(CTRL, r.Read32(CTRL)|CTRL_DEV_RST)
+	r.Write32(advregs.CTRL, r.Read32(advregs.CTRL)|CTRL_DEV_RST)
 	d.clock.Sleep(resetSettle)
-	if !d.waitFor(resetTimeout, func() bool { return r.Read32(CTRL)&CTRL_DEV_RST == 0 }) {
+	if !d.waitFor(resetTimeout, func() bool { return r.Read32(advregs.CTRL)&CTRL_DEV_RST == 0 }) {
 		return fmt.Errorf("igc %s: CTRL.DEV_RST did not clear within %v", d.name, resetTimeout)
 	}
-	if !d.waitFor(autoReadTimeout, func() bool { return r.Read32(EECD)&EECD_AUTO_RD != 0 }) {
+	if !d.waitFor(autoReadTimeout, func() bool { return r.Read32(advregs.EECD)&advregs.EECD_AUTO_RD != 0 }) {
 		d.logf("%s: NVM auto-read not done after reset", d.name)
 	}
-	r.Write32(IMC, 0xffffffff)
-	r.Write32(EIMC, 0xffffffff)
-	r.Read32(ICR)
+	r.Write32(advregs.IMC, 0xffffffff)
+	r.Write32(advregs.EIMC, 0xffffffff)
+	r.Read32(advregs.ICR)
 	return nil
 }
 
 // readNVM reads one 16-bit NVM word through EERD.
 func (d *Device) readNVM(word int) (uint16, error) {
 	r := d.regs
-	r.Write32(EERD, uint32(word)<<EERD_ADDR_SHIFT|EERD_START)
+	r.Write32(EERD, uint32(word)<<advregs.EERD_ADDR_SHIFT|advregs.EERD_START)
 	var v uint32
-	if !d.waitFor(10*time.Millisecond, func() bool { v = r.Read32(EERD); return v&EERD_DONE != 0 }) {
+	if !d.waitFor(10*time.Millisecond, func() bool { v = r.Read32(EERD); return v&advregs.EERD_DONE != 0 }) {
 		return 0, fmt.Errorf("igc %s: NVM word %d: EERD not done", d.name, word)
 	}
-	return uint16(v >> EERD_DATA_SHIFT), nil
+	return uint16(v >> advregs.EERD_DATA_SHIFT), nil
 }
 
 func validMAC(m [6]byte) bool {
@@ -89,9 +90,9 @@ func validMAC(m [6]byte) bool {
 // part without a valid address is refused: a programmed NVM that yields
 // garbage is a fault to report, not to hide.
 func (d *Device) readMAC() ([6]byte, error) {
-	lo, hi := d.regs.Read32(RAL0), d.regs.Read32(RAH0)
+	lo, hi := d.regs.Read32(advregs.RAL0), d.regs.Read32(advregs.RAH0)
 	m := [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
-	if hi&RAH_AV == 0 || !validMAC(m) {
+	if hi&advregs.RAH_AV == 0 || !validMAC(m) {
 		var nvmErr error
 		for w := 0; w < nvmWordsMAC; w++ {
 			v, err := d.readNVM(w)
@@ -148,6 +149,6 @@ func readSerial(dev *nic.Device) uint64 {
 }
 
 func (d *Device) writeMAC(m [6]byte) {
-	d.regs.Write32(RAL0, uint32(m[0])|uint32(m[1])<<8|uint32(m[2])<<16|uint32(m[3])<<24)
-	d.regs.Write32(RAH0, uint32(m[4])|uint32(m[5])<<8|RAH_AV)
+	d.regs.Write32(advregs.RAL0, uint32(m[0])|uint32(m[1])<<8|uint32(m[2])<<16|uint32(m[3])<<24)
+	d.regs.Write32(advregs.RAH0, uint32(m[4])|uint32(m[5])<<8|advregs.RAH_AV)
 }

@@ -2,6 +2,7 @@ package igc
 
 import (
 	"encoding/binary"
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
@@ -79,7 +80,7 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 		handled++
 	}
 	if r.refill(q.writeRx) {
-		q.d.regs.Write32(qreg(RDT, q.idx), uint32(r.next))
+		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(r.next))
 	}
 	q.publishRx()
 	return handled

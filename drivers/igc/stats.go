@@ -1,6 +1,7 @@
 package igc
 
 import (
+	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 )
@@ -12,7 +13,7 @@ var absentCounters = []uint32{nicstat.SYMERRS, nicstat.SEC, nicstat.TSCTFC}
 func (d *Device) initStats() {
 	qdrop := make([]uint32, len(d.queues))
 	for i := range qdrop {
-		qdrop[i] = qreg(RQDPC, i)
+		qdrop[i] = advregs.QueueReg(advregs.RQDPC, i)
 	}
 	d.hw.Init(nicstat.Table(absentCounters...), qdrop...)
 }

@@ -2,6 +2,7 @@ package igc
 
 import (
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
@@ -29,7 +30,7 @@ func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) {
 
 // doorbell tells the device about new descriptors; txMu is held.
 func (q *queue) doorbell() {
-	q.d.regs.Write32(qreg(TDT, q.idx), uint32(q.tx.Tail()))
+	q.d.regs.Write32(advregs.QueueReg(advregs.TDT, q.idx), uint32(q.tx.Tail()))
 	q.tx.Stats.Doorbells.Add(1)
 }
 

@@ -3,6 +3,7 @@ package igc
 import (
 	"errors"
 	"fmt"
+	"github.com/ether9/ether9/drivers/advregs"
 	"time"
 
 	"github.com/ether9/ether9/drivers/advdesc"
@@ -27,9 +28,9 @@ var _ xsk.Hw = (*xskHw)(nil)
 
 func (h *xskHw) q() *queue { return (*queue)(h) }
 
-func (h *xskHw) StopRx() error                      { return h.q().setEnable(RXDCTL, false) }
+func (h *xskHw) StopRx() error                      { return h.q().setEnable(advregs.RXDCTL, false) }
 func (h *xskHw) StartRx() error                     { return h.q().startRx() }
-func (h *xskHw) StopTx() error                      { return h.q().setEnable(TXDCTL, false) }
+func (h *xskHw) StopTx() error                      { return h.q().setEnable(advregs.TXDCTL, false) }
 func (h *xskHw) StartTx() error                     { return h.q().startTxLocked() }
 func (h *xskHw) WriteRx(i int, addr kernel.DMAAddr) { h.q().writeRx(i, addr) }
 func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().sendCopy(frame) }
@@ -78,17 +79,17 @@ func (h *xskHw) WriteTx(addr kernel.DMAAddr, n int) (int, bool) {
 func (q *queue) startRxZC() error {
 	r, n := q.d.regs, q.idx
 	q.rx.Descs.Clear()
-	q.rx.Descs.Program(r, qreg(RDBAL, n))
+	q.rx.Descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	bsize := uint32(q.x.RxFrameSize() / 1024)
-	r.Write32(qreg(SRRCTL, n), bsize<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONE|SRRCTL_DROP_EN)
-	r.Write32(qreg(RXDCTL, n), 8<<XDCTL_PTHRESH_SHIFT|8<<XDCTL_HTHRESH_SHIFT|4<<XDCTL_WTHRESH_SHIFT)
-	if err := q.setEnable(RXDCTL, true); err != nil {
+	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), bsize<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
+	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|8<<advregs.XDCTL_HTHRESH_SHIFT|4<<advregs.XDCTL_WTHRESH_SHIFT)
+	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
 		return err
 	}
 	q.discard = false
 	q.x.Reset()
 	q.x.Refill()
-	r.Write32(qreg(RDT, n), uint32(q.x.Tail()))
+	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(q.x.Tail()))
 	return nil
 }
 
@@ -125,7 +126,7 @@ func (q *queue) cleanZC(budget int, deliver func(*nic.RxPacket)) int {
 		handled++
 	}
 	if x.Refill() {
-		q.d.regs.Write32(qreg(RDT, q.idx), uint32(x.Tail()))
+		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(x.Tail()))
 	}
 	return handled
 }
