@@ -28,19 +28,19 @@ func BenchmarkRxClean(b *testing.B) {
 
 func benchRx(b *testing.B, mode, mmu string, cb, size int) {
 	mc := newMachine(b, rigOpt{passthrough: mmu == "off"})
-	defer mc.nic.Close()
+	defer mc.NIC.Close()
 	if mmu == "deferred" {
-		if err := mc.unit.SetMode(iommu.Deferred, 64); err != nil {
+		if err := mc.Unit.SetMode(iommu.Deferred, 64); err != nil {
 			b.Fatal(err)
 		}
 	}
-	mc.nic.Ctl("copybreak-mode " + mode)
-	mc.nic.Ctl(fmt.Sprintf("copybreak %d", cb))
+	mc.NIC.Ctl("copybreak-mode " + mode)
+	mc.NIC.Ctl(fmt.Sprintf("copybreak %d", cb))
 	frame := mc.frame(size, 1)
 	const batch = 128
 	got := make([]*nic.RxPacket, 0, batch)
 	deliver := func(p *nic.RxPacket) { got = append(got, p) }
-	st0 := mc.iommuStats()
+	st0 := mc.IOMMUStats()
 	frames := 0
 	b.ResetTimer()
 	b.StopTimer()
@@ -60,7 +60,7 @@ func benchRx(b *testing.B, mode, mmu string, cb, size int) {
 		got = got[:0]
 		frames += batch
 	}
-	st := mc.iommuStats()
+	st := mc.IOMMUStats()
 	per := func(v uint64) float64 { return float64(v) * 1000 / float64(frames) }
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/buffer")
 	b.ReportMetric(per(st.Maps-st0.Maps), "maps/1k")

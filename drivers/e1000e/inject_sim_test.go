@@ -7,14 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/probe"
-	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
-	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/m82574"
-	"github.com/ether9/ether9/kernel/sim/vtd"
-	"github.com/ether9/ether9/kernel/sim/wire"
-	"github.com/ether9/ether9/pci"
 )
 
 // logLines collects a driver's log.
@@ -53,56 +46,23 @@ func TestSimInjectUnmappedRx(t *testing.T) {
 }
 
 func testInjectUnmappedRx(t *testing.T, nc bool) {
-	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: nc})
-	if err := m.Err(); err != nil {
-		t.Fatal(err)
-	}
-	addr := pci.Addr{Bus: 0, Dev: 2, Fn: 0}
-	model, err := m82574.Plug(m, addr, m82574.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wire.New(wire.Options{Clock: m.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model.Attach(w.A())
-	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &logLines{}
-	res, err := probe.Bind(probe.Platform{
-		Config: m.Bus,
-		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
-		IOMMU:  unit,
-		Memory: m.Mem,
-		Clock:  m.Clock,
-		IRQ:    func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) },
-		Logf:   log.logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.Err(); err != nil {
-		t.Fatal(err)
-	}
-	mc := &machine{m: m, model: model, wire: w, unit: unit, nic: res.NICs()[0]}
-	mc.q = mc.nic.Queues()[0]
-	dom, err := unit.Domain(iommu.SourceID(addr.Bus, addr.Dev, addr.Fn))
+	mc := newMachine(t, rigOpt{nonCoherent: nc, logf: log.logf})
+	unit := mc.Unit
+	dom, err := unit.Domain(iommu.SourceID(machineAddr.Bus, machineAddr.Dev, machineAddr.Fn))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	for _, bad := range []string{"debug", "debug nothing", "debug inject-unmapped-rx now"} {
-		if err := mc.nic.Ctl(bad); err == nil {
+		if err := mc.NIC.Ctl(bad); err == nil {
 			t.Errorf("ctl %q accepted", bad)
 		}
 	}
-	if err := mc.nic.Ctl("debug inject-unmapped-rx"); err != nil {
+	if err := mc.NIC.Ctl("debug inject-unmapped-rx"); err != nil {
 		t.Fatal(err)
 	}
-	if err := mc.nic.Ctl("debug inject-unmapped-rx"); err == nil {
+	if err := mc.NIC.Ctl("debug inject-unmapped-rx"); err == nil {
 		t.Error("a second injection while one is in flight was accepted")
 	}
 
@@ -145,7 +105,7 @@ func testInjectUnmappedRx(t *testing.T, nc bool) {
 	if dom.DMAFaults() != 1 {
 		t.Fatalf("domain fault count %d, want 1", dom.DMAFaults())
 	}
-	dropped := mc.stat(t, "rx_drop_dma")
+	dropped := mc.Stat(t, "rx_drop_dma")
 	if dropped != 1 || log.find("ether0: rx: dma fault: dropped 1 frames") == "" {
 		t.Fatalf("rx_drop_dma %d, want 1; log %q", dropped, log.lines)
 	}
@@ -177,7 +137,7 @@ func testInjectUnmappedRx(t *testing.T, nc bool) {
 		t.Fatalf("%d faults after the ring went round, want 1", n)
 	}
 	// The hole went back; another injection works the same way.
-	if err := mc.nic.Ctl("debug inject-unmapped-rx"); err != nil {
+	if err := mc.NIC.Ctl("debug inject-unmapped-rx"); err != nil {
 		t.Fatalf("second injection after the first completed: %v", err)
 	}
 	mc.close(t)
@@ -187,7 +147,7 @@ func testInjectUnmappedRx(t *testing.T, nc bool) {
 // refused instead of aiming the device at physical memory.
 func TestInjectRefusedWithoutIOMMU(t *testing.T) {
 	mc := newMachine(t, rigOpt{passthrough: true})
-	err := mc.nic.Ctl("debug inject-unmapped-rx")
+	err := mc.NIC.Ctl("debug inject-unmapped-rx")
 	if err == nil || !strings.Contains(err.Error(), "translation off") {
 		t.Fatalf("inject with passthrough DMA: %v", err)
 	}

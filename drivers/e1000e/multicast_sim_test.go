@@ -30,11 +30,11 @@ func TestSimMulticastFilter(t *testing.T) {
 		t.Fatalf("group frame received before joining (%d)", n)
 	}
 	for _, bad := range []string{"addmulti zz", "addmulti 02:00:00:00:00:01", "remmulti 33:33:00:00:00:09", "allmulti maybe", "addmulti 33:33:00:00:00:01:02:03"} {
-		if err := mc.nic.Ctl(bad); err == nil {
+		if err := mc.NIC.Ctl(bad); err == nil {
 			t.Errorf("Ctl(%q) accepted", bad)
 		}
 	}
-	if err := mc.nic.Ctl("addmulti 33:33:ff:00:00:02"); err != nil {
+	if err := mc.NIC.Ctl("addmulti 33:33:ff:00:00:02"); err != nil {
 		t.Fatal(err)
 	}
 	if n := send(group); n != 1 {
@@ -43,14 +43,14 @@ func TestSimMulticastFilter(t *testing.T) {
 	if n := send(other); n != 0 {
 		t.Fatalf("other group passed the filter (%d)", n)
 	}
-	d, ok := mc.nic.(nic.MulticastFilter)
+	d, ok := mc.NIC.(nic.MulticastFilter)
 	if !ok {
 		t.Fatal("e1000e does not implement nic.MulticastFilter")
 	}
 	if err := d.AddMulticast(sibling); err != nil {
 		t.Fatal(err)
 	}
-	if err := mc.nic.Ctl("remmulti 33:33:ff:00:00:02"); err != nil {
+	if err := mc.NIC.Ctl("remmulti 33:33:ff:00:00:02"); err != nil {
 		t.Fatal(err)
 	}
 	if n := send(group); n != 1 {
@@ -62,20 +62,20 @@ func TestSimMulticastFilter(t *testing.T) {
 	if n := send(group); n != 0 {
 		t.Fatalf("group frame received after leaving (%d)", n)
 	}
-	if err := mc.nic.Ctl("allmulti on"); err != nil {
+	if err := mc.NIC.Ctl("allmulti on"); err != nil {
 		t.Fatal(err)
 	}
 	if n := send(other); n != 1 {
 		t.Fatalf("allmulti on: %d frames", n)
 	}
 	// The MTU path rewrites RCTL: allmulti must survive it.
-	if err := mc.nic.SetMTU(1500); err != nil {
+	if err := mc.NIC.SetMTU(1500); err != nil {
 		t.Fatal(err)
 	}
 	if n := send(other); n != 1 {
 		t.Fatalf("allmulti lost on an MTU change: %d frames", n)
 	}
-	if err := mc.nic.Ctl("allmulti off"); err != nil {
+	if err := mc.NIC.Ctl("allmulti off"); err != nil {
 		t.Fatal(err)
 	}
 	if n := send(other); n != 0 {

@@ -32,11 +32,11 @@ func (mc *machine) transmit(t *testing.T, n int, seed byte) {
 	t.Helper()
 	f := mc.frame(n, seed)
 	copy(f, []byte{0x02, 0, 0, 0, 0, 9})
-	mac := mc.nic.MAC()
+	mac := mc.NIC.MAC()
 	copy(f[6:], mac[:])
 	mc.send(t, &nic.TxPacket{Data: buffer.MakeWithData(f)})
-	if len(mc.seen) != 1 || !bytes.Equal(mc.seen[0], f) {
-		t.Fatalf("transmit of %d bytes: %d frames on the wire", n, len(mc.seen))
+	if seen := mc.peer.Frames(); len(seen) != 1 || !bytes.Equal(seen[0], f) {
+		t.Fatalf("transmit of %d bytes: %d frames on the wire", n, len(seen))
 	}
 }
 
@@ -59,31 +59,31 @@ func TestSimPromiscuous(t *testing.T) {
 	want("default, another station", stranger, 0)
 	want("default, a group not joined", group, 0)
 	want("default, our address", mine, 1)
-	if err := mc.nic.Ctl("promiscuous perhaps"); err == nil {
+	if err := mc.NIC.Ctl("promiscuous perhaps"); err == nil {
 		t.Error("promiscuous perhaps accepted")
 	}
 	want("after a bad command", stranger, 0)
 
-	if err := mc.nic.Ctl("promiscuous on"); err != nil {
+	if err := mc.NIC.Ctl("promiscuous on"); err != nil {
 		t.Fatal(err)
 	}
 	want("promiscuous, another station", stranger, 1)
 	want("promiscuous, a group not joined", group, 1)
 	want("promiscuous, our address", mine, 1)
-	if err := mc.nic.SetMTU(1500); err != nil { // rewrites RCTL
+	if err := mc.NIC.SetMTU(1500); err != nil { // rewrites RCTL
 		t.Fatal(err)
 	}
 	want("promiscuous after an MTU change", stranger, 1)
 
-	if err := mc.nic.Ctl("allmulti on"); err != nil {
+	if err := mc.NIC.Ctl("allmulti on"); err != nil {
 		t.Fatal(err)
 	}
-	if err := mc.nic.Ctl("promiscuous off"); err != nil {
+	if err := mc.NIC.Ctl("promiscuous off"); err != nil {
 		t.Fatal(err)
 	}
 	want("allmulti, another station", stranger, 0)
 	want("allmulti, a group", group, 1)
-	if err := mc.nic.Ctl("allmulti off"); err != nil {
+	if err := mc.NIC.Ctl("allmulti off"); err != nil {
 		t.Fatal(err)
 	}
 	want("filters back, a group", group, 0)
@@ -112,49 +112,49 @@ func TestSimRingResize(t *testing.T) {
 			traffic("before", 20)
 			// Every slot now holds a mapped buffer (the frames were
 			// copied): the steady state to come back to.
-			base := mc.iommuStats()
+			base := mc.IOMMUStats()
 			// A frame the driver has not polled yet when the ring goes.
 			mc.wire.B().Send(mc.frame(200, 99))
-			received := mc.stat(t, "rx_frames")
+			received := mc.Stat(t, "rx_frames")
 			for _, bad := range []string{"rxring 250", "rxring 32", "rxring 8200", "txring x", "txring 12"} {
-				if err := mc.nic.Ctl(bad); err == nil {
+				if err := mc.NIC.Ctl(bad); err == nil {
 					t.Errorf("%q accepted", bad)
 				}
 			}
-			if err := mc.nic.Ctl("rxring 512"); err != nil {
+			if err := mc.NIC.Ctl("rxring 512"); err != nil {
 				t.Fatal(err)
 			}
-			if err := mc.nic.Ctl("txring 64"); err != nil {
+			if err := mc.NIC.Ctl("txring 64"); err != nil {
 				t.Fatal(err)
 			}
-			if got := mc.stat(t, "rx_frames"); got < received {
+			if got := mc.Stat(t, "rx_frames"); got < received {
 				t.Errorf("rx_frames went back from %d to %d", received, got)
 			}
-			if got := mc.stat(t, "rx_drop_reconfig"); got != 1 {
+			if got := mc.Stat(t, "rx_drop_reconfig"); got != 1 {
 				t.Errorf("rx_drop_reconfig %d, want the 1 frame left unpolled", got)
 			}
 			traffic("512 rx, 64 tx", 600)
-			if err := mc.nic.Ctl("rxring 128"); err != nil {
+			if err := mc.NIC.Ctl("rxring 128"); err != nil {
 				t.Fatal(err)
 			}
-			if err := mc.nic.Ctl("txring 4096"); err != nil {
+			if err := mc.NIC.Ctl("txring 4096"); err != nil {
 				t.Fatal(err)
 			}
 			traffic("128 rx, 4096 tx", 300)
 			for _, cmd := range []string{"rxring 256", "txring 256"} {
-				if err := mc.nic.Ctl(cmd); err != nil {
+				if err := mc.NIC.Ctl(cmd); err != nil {
 					t.Fatal(err)
 				}
 			}
 			traffic("256 rx, 256 tx", 10)
-			if got := mc.stat(t, "rx_frames"); got < received+910 {
+			if got := mc.Stat(t, "rx_frames"); got < received+910 {
 				t.Errorf("rx_frames %d, want at least %d", got, received+910)
 			}
-			now := mc.iommuStats()
+			now := mc.IOMMUStats()
 			if now.MappedPages != base.MappedPages || now.IOVAInUse != base.IOVAInUse {
 				t.Errorf("back at the probe lengths: %d pages mapped, %d IOVA bytes; before %d, %d", now.MappedPages, now.IOVAInUse, base.MappedPages, base.IOVAInUse)
 			}
-			if f := mc.unit.Faults(); len(f) != 0 {
+			if f := mc.Unit.Faults(); len(f) != 0 {
 				t.Errorf("VT-d faults: %v", f)
 			}
 		})
@@ -168,7 +168,7 @@ func TestSimReset(t *testing.T) {
 	mc := newMachine(t, rigOpt{})
 	defer mc.close(t)
 	for _, cmd := range []string{"mtu 2000", "copybreak 2048", "tso off", "addmulti 01:00:5e:00:00:fb", "promiscuous on"} {
-		if err := mc.nic.Ctl(cmd); err != nil {
+		if err := mc.NIC.Ctl(cmd); err != nil {
 			t.Fatalf("%q: %v", cmd, err)
 		}
 	}
@@ -176,7 +176,7 @@ func TestSimReset(t *testing.T) {
 		t.Fatalf("before reset: %d frames", got)
 	}
 	gprc := func() uint64 {
-		for _, s := range mc.nic.(nic.DeviceStater).DeviceStats() {
+		for _, s := range mc.NIC.(nic.DeviceStater).DeviceStats() {
 			if s.Name == "good_packets_rx" {
 				return s.Value
 			}
@@ -185,23 +185,23 @@ func TestSimReset(t *testing.T) {
 		return 0
 	}
 	countedBefore := gprc()
-	resets := mc.model.Counters().Resets
+	resets := mc.Model.Counters().Resets
 	mc.wire.B().Send(mc.frame(300, 9)) // still unpolled at the reset
-	if err := mc.nic.Ctl("reset"); err != nil {
+	if err := mc.NIC.Ctl("reset"); err != nil {
 		t.Fatal(err)
 	}
-	if got := mc.stat(t, "rx_drop_reconfig"); got != 1 {
+	if got := mc.Stat(t, "rx_drop_reconfig"); got != 1 {
 		t.Errorf("rx_drop_reconfig %d, want the 1 frame left unpolled", got)
 	}
-	if got := mc.model.Counters().Resets; got != resets+1 {
+	if got := mc.Model.Counters().Resets; got != resets+1 {
 		t.Fatalf("model saw %d resets, want %d", got-resets, 1)
 	}
 	mc.poll() // the LSC the reset raised
-	if l := mc.nic.Link(); !l.Up || l.SpeedMbps != 1000 {
+	if l := mc.NIC.Link(); !l.Up || l.SpeedMbps != 1000 {
 		t.Errorf("link after reset %+v", l)
 	}
-	if mc.nic.MTU() != 2000 || mc.nic.Features().TSOv4 || mc.stat(t, "copybreak") != 2048 {
-		t.Errorf("settings lost: mtu %d features %+v copybreak %d", mc.nic.MTU(), mc.nic.Features(), mc.stat(t, "copybreak"))
+	if mc.NIC.MTU() != 2000 || mc.NIC.Features().TSOv4 || mc.Stat(t, "copybreak") != 2048 {
+		t.Errorf("settings lost: mtu %d features %+v copybreak %d", mc.NIC.MTU(), mc.NIC.Features(), mc.Stat(t, "copybreak"))
 	}
 	if got := gprc(); got < countedBefore {
 		t.Errorf("good_packets_rx went back from %d to %d across the reset", countedBefore, got)
@@ -210,17 +210,17 @@ func TestSimReset(t *testing.T) {
 	copy(stranger, []byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55})
 	group := mc.frame(100, 3)
 	copy(group, []byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb})
-	copies := mc.stat(t, "rx_copybreak")
+	copies := mc.Stat(t, "rx_copybreak")
 	for _, f := range [][]byte{mc.frame(2000+14, 4), stranger, group, mc.frame(60, 5)} {
 		if got := mc.deliver(t, f); got != 1 {
 			t.Errorf("after reset: %d-byte frame to %x: %d received", len(f), f[:6], got)
 		}
 	}
-	if got := mc.stat(t, "rx_copybreak") - copies; got != 4 {
+	if got := mc.Stat(t, "rx_copybreak") - copies; got != 4 {
 		t.Errorf("%d of 4 frames copied under copybreak 2048", got)
 	}
 	mc.transmit(t, 1000, 6)
-	if err := mc.nic.Ctl("promiscuous off"); err != nil {
+	if err := mc.NIC.Ctl("promiscuous off"); err != nil {
 		t.Fatal(err)
 	}
 	if got := mc.deliver(t, stranger); got != 0 {
@@ -229,7 +229,7 @@ func TestSimReset(t *testing.T) {
 	if got := mc.deliver(t, group); got != 1 {
 		t.Error("the joined group did not survive the reset in the MTA")
 	}
-	if f := mc.unit.Faults(); len(f) != 0 {
+	if f := mc.Unit.Faults(); len(f) != 0 {
 		t.Errorf("VT-d faults: %v", f)
 	}
 }
@@ -279,9 +279,9 @@ func TestSimControlUnderTraffic(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
-			_ = mc.nic.Stats()
-			_ = mc.nic.(nic.DeviceStater).DeviceStats()
-			_ = mc.nic.Link()
+			_ = mc.NIC.Stats()
+			_ = mc.NIC.(nic.DeviceStater).DeviceStats()
+			_ = mc.NIC.Link()
 			runtime.Gosched()
 		}
 	}()
@@ -289,7 +289,7 @@ func TestSimControlUnderTraffic(t *testing.T) {
 	for k := range 40 {
 		runtime.Gosched()
 		wireMu.Lock()
-		err := mc.nic.Ctl(cmds[k%len(cmds)])
+		err := mc.NIC.Ctl(cmds[k%len(cmds)])
 		wireMu.Unlock()
 		if err != nil {
 			t.Errorf("%q: %v", cmds[k%len(cmds)], err)
@@ -306,7 +306,7 @@ func TestSimControlUnderTraffic(t *testing.T) {
 	if got := mc.deliver(t, want); got != 1 {
 		t.Errorf("after the commands: %d frames received", got)
 	}
-	if f := mc.unit.Faults(); len(f) != 0 {
+	if f := mc.Unit.Faults(); len(f) != 0 {
 		t.Errorf("VT-d faults: %v", f)
 	}
 	mc.close(t)

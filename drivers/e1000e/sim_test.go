@@ -6,13 +6,10 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/e1000e"
+	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/drivers/probe"
-	"github.com/ether9/ether9/kernel"
-	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
-	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -24,95 +21,53 @@ import (
 // machine is one simulated machine with an e1000e model behind VT-d, its
 // wire, and the far end of the wire played by the test.
 type machine struct {
-	m     *sim.Machine
-	model *m82574.NIC
-	wire  *wire.Wire
-	unit  *iommu.Unit
-	nic   nic.NIC
-	q     nic.Queue
-	seen  [][]byte // frames the device put on the wire
+	*simhost.Host[*m82574.NIC]
+	wire *wire.Wire
+	peer *simhost.Peer // frames the device put on the wire
+	q    nic.Queue
 }
+
+// machineAddr is where the model sits.
+var machineAddr = pci.Addr{Dev: 2}
 
 type rigOpt struct {
 	pers        m82574.Personality
 	passthrough bool
 	nonCoherent bool
+	logf        func(format string, args ...any) // the driver's log; nil: the test's
 }
 
 func newMachine(t testing.TB, o rigOpt) *machine {
 	t.Helper()
-	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.nonCoherent})
-	if err := m.Err(); err != nil {
-		t.Fatal(err)
-	}
-	addr := pci.Addr{Bus: 0, Dev: 2, Fn: 0}
-	model, err := m82574.Plug(m, addr, m82574.Options{Personality: o.pers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wire.New(wire.Options{Clock: m.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc := &machine{m: m, model: model, wire: w}
-	w.B().Receive(func(f []byte) { mc.seen = append(mc.seen, bytes.Clone(f)) })
-	model.Attach(w.A())
-	logf := t.Logf
-	if _, bench := t.(*testing.B); bench {
-		logf = func(string, ...any) {}
-	}
-	if !o.passthrough {
-		mc.unit, err = iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
-		if err != nil {
-			t.Fatal(err)
+	logf := o.logf
+	if logf == nil {
+		logf = t.Logf
+		if _, bench := t.(*testing.B); bench {
+			logf = func(string, ...any) {}
 		}
 	}
-	res, err := probe.Bind(probe.Platform{
-		Config: m.Bus,
-		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
-		IOMMU:  mc.unit,
-		Memory: m.Mem,
-		Clock:  m.Clock,
-		IRQ:    func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) },
-		Logf:   logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.Err(); err != nil {
-		t.Fatal(err)
-	}
-	nics := res.NICs()
-	if len(nics) != 1 {
-		t.Fatalf("%d NICs", len(nics))
-	}
-	mc.nic = nics[0]
-	mc.q = mc.nic.Queues()[0]
+	mc := &machine{}
+	mc.Host = simhost.New(t, simhost.Options{Addr: machineAddr, NonCoherent: o.nonCoherent, Passthrough: o.passthrough, Logf: logf},
+		func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+			model, err := m82574.Plug(m, a, m82574.Options{Personality: o.pers})
+			if err != nil {
+				return nil, err
+			}
+			if mc.wire, err = wire.New(wire.Options{Clock: m.Clock}); err != nil {
+				return nil, err
+			}
+			mc.peer = simhost.NewPeer(mc.wire.B())
+			model.Attach(mc.wire.A())
+			return model, nil
+		})
+	mc.q = mc.NIC.Queues()[0]
 	return mc
-}
-
-func (mc *machine) stat(t *testing.T, name string) uint64 {
-	t.Helper()
-	for _, s := range mc.nic.Stats() {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	t.Fatalf("no stat %q", name)
-	return 0
-}
-
-func (mc *machine) iommuStats() iommu.Stats {
-	if mc.unit == nil {
-		return iommu.Stats{}
-	}
-	return mc.unit.Stats()
 }
 
 // frame builds an n-byte frame to the NIC's address with a recognisable body.
 func (mc *machine) frame(n int, seed byte) []byte {
 	f := make([]byte, n)
-	mac := mc.nic.MAC()
+	mac := mc.NIC.MAC()
 	copy(f, mac[:])
 	copy(f[6:], []byte{0x02, 0, 0, 0, 0, 9})
 	f[12], f[13] = 0x88, 0xb5 // local experimental ethertype
@@ -135,33 +90,21 @@ func (mc *machine) poll() []*nic.RxPacket {
 // close shuts the NIC down and checks nothing stayed pinned or mapped.
 func (mc *machine) close(t *testing.T) {
 	t.Helper()
-	if err := mc.nic.Close(); err != nil {
+	if err := mc.NIC.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ms := mc.m.Mem.Stats()
-	if ms.Pins != ms.Unpins {
-		t.Errorf("%d pins, %d unpins: buffers leaked", ms.Pins, ms.Unpins)
-	}
-	if ms.Misuses != 0 {
-		t.Errorf("memory misuses: %v", mc.m.Mem.Errors())
-	}
-	if mc.unit != nil {
-		st := mc.unit.Stats()
-		if st.Maps != st.Unmaps || st.IOVAInUse != 0 {
-			t.Errorf("iommu after close: %d maps %d unmaps, %d IOVA bytes in use", st.Maps, st.Unmaps, st.IOVAInUse)
-		}
-	}
+	mc.CheckNoLeaks(t)
 }
 
 func TestSimProbe(t *testing.T) {
 	mc := newMachine(t, rigOpt{})
-	if mc.nic.Name() != "ether0" || mc.nic.MAC() != mc.model.MAC() {
-		t.Errorf("%s mac %x, model %x", mc.nic.Name(), mc.nic.MAC(), mc.model.MAC())
+	if mc.NIC.Name() != "ether0" || mc.NIC.MAC() != mc.Model.MAC() {
+		t.Errorf("%s mac %x, model %x", mc.NIC.Name(), mc.NIC.MAC(), mc.Model.MAC())
 	}
-	if l := mc.nic.Link(); !l.Up || l.SpeedMbps != 1000 || !l.FullDuplex {
+	if l := mc.NIC.Link(); !l.Up || l.SpeedMbps != 1000 || !l.FullDuplex {
 		t.Errorf("link %+v", l)
 	}
-	if f := mc.nic.Features(); !f.TSOv4 || !f.TSOv6 {
+	if f := mc.NIC.Features(); !f.TSOv4 || !f.TSOv6 {
 		t.Errorf("82574L at 1000 Mb/s: features %+v", f)
 	}
 	mc.close(t)
@@ -176,7 +119,7 @@ func TestSimCopybreak(t *testing.T) {
 		// Cycle the whole ring through the copy path so that every slot
 		// holds a mapped buffer: from then on the refill maps nothing
 		// unless a buffer was handed up.
-		mc.nic.Ctl("copybreak 2048")
+		mc.NIC.Ctl("copybreak 2048")
 		for i := 0; i < 300; i++ {
 			mc.wire.B().Send(mc.frame(60, byte(i)))
 			for _, p := range mc.poll() {
@@ -187,7 +130,7 @@ func TestSimCopybreak(t *testing.T) {
 		// handed-off buffer is replaced (one map) one frame later.
 		prevHandoff := false
 		for _, cb := range []int{0, 256, 2048} {
-			if err := mc.nic.Ctl(fmt.Sprintf("copybreak %d", cb)); err != nil {
+			if err := mc.NIC.Ctl(fmt.Sprintf("copybreak %d", cb)); err != nil {
 				t.Fatal(err)
 			}
 			for _, n := range []int{60, cb - 1, cb, cb + 1, 1514} {
@@ -195,16 +138,16 @@ func TestSimCopybreak(t *testing.T) {
 					continue
 				}
 				want := mc.frame(n, byte(cb+n))
-				copies, handoffs := mc.stat(t, "rx_copybreak"), mc.stat(t, "rx_handoff")
-				before := mc.iommuStats()
+				copies, handoffs := mc.Stat(t, "rx_copybreak"), mc.Stat(t, "rx_handoff")
+				before := mc.IOMMUStats()
 				mc.wire.B().Send(want)
 				got := mc.poll()
-				after := mc.iommuStats()
+				after := mc.IOMMUStats()
 				if len(got) != 1 || !bytes.Equal(got[0].Data.Flatten(), want) {
 					t.Fatalf("nc %v cb %d n %d: %d frames, or payload differs", nc, cb, n, len(got))
 				}
 				got[0].Data.Release()
-				dc, dh := mc.stat(t, "rx_copybreak")-copies, mc.stat(t, "rx_handoff")-handoffs
+				dc, dh := mc.Stat(t, "rx_copybreak")-copies, mc.Stat(t, "rx_handoff")-handoffs
 				maps, unmaps := after.Maps-before.Maps, after.Unmaps-before.Unmaps
 				inv := after.Invalidations() - before.Invalidations()
 				wantMaps := uint64(0)
@@ -221,8 +164,8 @@ func TestSimCopybreak(t *testing.T) {
 				prevHandoff = n >= cb
 			}
 		}
-		if len(mc.unit.Faults()) != 0 {
-			t.Errorf("VT-d faults: %v", mc.unit.Faults())
+		if len(mc.Unit.Faults()) != 0 {
+			t.Errorf("VT-d faults: %v", mc.Unit.Faults())
 		}
 		mc.close(t)
 	}
@@ -232,9 +175,9 @@ func TestSimCopybreak(t *testing.T) {
 // buffer, copied or not.
 func TestSimCopybreakUnmapMode(t *testing.T) {
 	mc := newMachine(t, rigOpt{})
-	mc.nic.Ctl("copybreak 2048")
-	mc.nic.Ctl("copybreak-mode unmap")
-	before := mc.iommuStats()
+	mc.NIC.Ctl("copybreak 2048")
+	mc.NIC.Ctl("copybreak-mode unmap")
+	before := mc.IOMMUStats()
 	const frames = 600
 	for i := 0; i < frames; i++ {
 		mc.wire.B().Send(mc.frame(100, byte(i)))
@@ -242,12 +185,12 @@ func TestSimCopybreakUnmapMode(t *testing.T) {
 			p.Data.Release()
 		}
 	}
-	after := mc.iommuStats()
+	after := mc.IOMMUStats()
 	if u := after.Unmaps - before.Unmaps; u != frames {
 		t.Errorf("%d unmaps for %d copied frames in unmap mode", u, frames)
 	}
-	if mc.stat(t, "rx_copybreak") != frames {
-		t.Errorf("copies %d", mc.stat(t, "rx_copybreak"))
+	if mc.Stat(t, "rx_copybreak") != frames {
+		t.Errorf("copies %d", mc.Stat(t, "rx_copybreak"))
 	}
 	mc.close(t)
 }
@@ -327,7 +270,7 @@ func checkWire(t *testing.T, frames [][]byte, v6 bool, seq0 uint32, total int) {
 
 func (mc *machine) send(t *testing.T, p *nic.TxPacket) {
 	t.Helper()
-	mc.seen = nil
+	mc.peer.Reset()
 	if n, err := mc.q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatalf("transmit: %d %v", n, err)
 	}
@@ -348,28 +291,28 @@ func testTSOQuirk(t *testing.T, nc bool) {
 	for _, v6 := range []bool{false, true} {
 		mc.wire.SetLink(true, 1000)
 		mc.poll()
-		tso0 := mc.model.Counters().TxTSO
+		tso0 := mc.Model.Counters().TxTSO
 		p, _, _ := gsoPacket(v6, 5000, 20000)
 		mc.send(t, p)
-		if mc.model.Counters().TxTSO != tso0+1 {
-			t.Fatalf("v6 %v: the device segmented %d packets, want 1", v6, mc.model.Counters().TxTSO-tso0)
+		if mc.Model.Counters().TxTSO != tso0+1 {
+			t.Fatalf("v6 %v: the device segmented %d packets, want 1", v6, mc.Model.Counters().TxTSO-tso0)
 		}
-		checkWire(t, mc.seen, v6, 5000, 20000)
+		checkWire(t, mc.peer.Frames(), v6, 5000, 20000)
 
 		mc.wire.SetLink(true, 100)
 		mc.poll()
-		if l := mc.nic.Link(); l.SpeedMbps != 100 || mc.nic.Features().TSOv4 {
-			t.Fatalf("at 100 Mb/s: link %+v features %+v", l, mc.nic.Features())
+		if l := mc.NIC.Link(); l.SpeedMbps != 100 || mc.NIC.Features().TSOv4 {
+			t.Fatalf("at 100 Mb/s: link %+v features %+v", l, mc.NIC.Features())
 		}
 		p, _, _ = gsoPacket(v6, 25000, 20000)
 		mc.send(t, p)
-		if mc.model.Counters().TxTSO != tso0+1 {
+		if mc.Model.Counters().TxTSO != tso0+1 {
 			t.Fatal("the device segmented at 100 Mb/s")
 		}
-		checkWire(t, mc.seen, v6, 25000, 20000)
+		checkWire(t, mc.peer.Frames(), v6, 25000, 20000)
 	}
-	if mc.stat(t, "tx_soft_gso") != 2 || mc.stat(t, "tx_tso") != 2 {
-		t.Errorf("tx_soft_gso %d tx_tso %d", mc.stat(t, "tx_soft_gso"), mc.stat(t, "tx_tso"))
+	if mc.Stat(t, "tx_soft_gso") != 2 || mc.Stat(t, "tx_tso") != 2 {
+		t.Errorf("tx_soft_gso %d tx_tso %d", mc.Stat(t, "tx_soft_gso"), mc.Stat(t, "tx_tso"))
 	}
 	aToB, _ := mc.wire.Stats()
 	if aToB.MaxLen > 1514 {
@@ -380,24 +323,24 @@ func testTSOQuirk(t *testing.T, nc bool) {
 
 func TestSimPCHSPTNeverTSO(t *testing.T) {
 	mc := newMachine(t, rigOpt{pers: m82574.I219LM})
-	if mc.nic.(*e1000e.Device).Type() != e1000e.MacPCHSPT {
-		t.Fatalf("type %v", mc.nic.(*e1000e.Device).Type())
+	if mc.NIC.(*e1000e.Device).Type() != e1000e.MacPCHSPT {
+		t.Fatalf("type %v", mc.NIC.(*e1000e.Device).Type())
 	}
-	if err := mc.nic.Ctl("tso on"); err != nil {
+	if err := mc.NIC.Ctl("tso on"); err != nil {
 		t.Fatal(err)
 	}
 	for _, speed := range []int{1000, 100, 1000} {
 		mc.wire.SetLink(true, speed)
 		mc.poll()
-		if f := mc.nic.Features(); f.TSOv4 || f.TSOv6 {
+		if f := mc.NIC.Features(); f.TSOv4 || f.TSOv6 {
 			t.Fatalf("pch_spt at %d Mb/s: %+v", speed, f)
 		}
 		p, _, _ := gsoPacket(false, 1, 9000)
 		mc.send(t, p)
-		checkWire(t, mc.seen, false, 1, 9000)
+		checkWire(t, mc.peer.Frames(), false, 1, 9000)
 	}
-	if mc.model.Counters().TxTSO != 0 {
-		t.Errorf("the I219 segmented %d packets", mc.model.Counters().TxTSO)
+	if mc.Model.Counters().TxTSO != 0 {
+		t.Errorf("the I219 segmented %d packets", mc.Model.Counters().TxTSO)
 	}
 	mc.close(t)
 }
@@ -424,7 +367,7 @@ func testBadInput(t *testing.T, nc bool) {
 		got[0].Data.Release()
 	}
 	drops := func() uint64 {
-		return mc.stat(t, "rx_drop_error") + mc.stat(t, "rx_drop_length") + mc.stat(t, "rx_drop_multi") + mc.stat(t, "rx_drop_dma")
+		return mc.Stat(t, "rx_drop_error") + mc.Stat(t, "rx_drop_length") + mc.Stat(t, "rx_drop_multi") + mc.Stat(t, "rx_drop_dma")
 	}
 	faults := []m82574.RxFault{
 		{Frames: 1, Errors: m82574.RxdErrCE},
@@ -434,7 +377,7 @@ func testBadInput(t *testing.T, nc bool) {
 	}
 	for k, f := range faults {
 		d0 := drops()
-		mc.model.InjectRx(f)
+		mc.Model.InjectRx(f)
 		mc.wire.B().Send(mc.frame(200, 1))
 		if got := mc.poll(); len(got) != 0 {
 			t.Errorf("fault %d: %d frames delivered", k, len(got))
@@ -449,11 +392,11 @@ func testBadInput(t *testing.T, nc bool) {
 	}
 	// Out of order: the first frame's write-back is held back until the
 	// second's is written; nothing may be taken past the gap, then both.
-	mc.model.InjectRx(m82574.RxFault{Frames: 1, OutOfOrder: true})
+	mc.Model.InjectRx(m82574.RxFault{Frames: 1, OutOfOrder: true})
 	a, b := mc.frame(100, 0xa), mc.frame(120, 0xb)
 	mc.wire.B().Send(a)
 	mc.wire.B().Send(b)
-	mc.model.FlushRx()
+	mc.Model.FlushRx()
 	got := mc.poll()
 	if len(got) != 2 || !bytes.Equal(got[0].Data.Flatten(), a) || !bytes.Equal(got[1].Data.Flatten(), b) {
 		t.Fatalf("out of order: %d frames", len(got))
@@ -463,12 +406,12 @@ func testBadInput(t *testing.T, nc bool) {
 	}
 	// A DMA fault: the device completes the descriptor though its write
 	// went nowhere. The IOMMU records the fault; the driver keeps going.
-	mc.model.InjectRx(m82574.RxFault{Frames: 1, DMAFault: true})
+	mc.Model.InjectRx(m82574.RxFault{Frames: 1, DMAFault: true})
 	mc.wire.B().Send(mc.frame(200, 3))
 	for _, p := range mc.poll() {
 		p.Data.Release()
 	}
-	if len(mc.unit.Faults()) == 0 {
+	if len(mc.Unit.Faults()) == 0 {
 		t.Error("the DMA fault left no fault record")
 	}
 	good(99)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
@@ -46,15 +47,15 @@ func BenchmarkRxClean(b *testing.B) {
 				r := newRigOn(b, &dma, physMem{mem})
 				defer r.close(b)
 				q := r.d.queues[0]
-				var a *app
+				var a *xskapp.App
 				switch path {
 				case "handoff":
 					r.d.Ctl("copybreak 0")
 				case "copybreak":
 					r.d.Ctl("copybreak 2048")
 				case "zero-copy":
-					a = newApp(b, 1024, 1024)
-					if err := r.d.Bind(0, a.s, xsk.ZeroCopy); err != nil {
+					a = xskapp.New(b, 1024, 1024, 256)
+					if err := r.d.Bind(0, a.S, xsk.ZeroCopy); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -69,10 +70,7 @@ func BenchmarkRxClean(b *testing.B) {
 						}
 						q.Poll(64, release)
 						if a != nil {
-							for _, d := range a.rx(b) {
-								a.free = append(a.free, d.Addr)
-							}
-							a.fill(len(a.free))
+							a.Recycle(b)
 						}
 					}
 				}

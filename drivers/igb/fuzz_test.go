@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 )
@@ -20,10 +21,10 @@ func FuzzRxWriteback(f *testing.F) {
 	f.Add(false, []byte{0x03, 0, 0, 0x20, 0, 0})                        // L4 error, length 0
 	f.Fuzz(func(t *testing.T, zc bool, wbs []byte) {
 		r := newRig(t)
-		var a *app
+		var a *xskapp.App
 		if zc {
-			a = newApp(t, 512, 512)
-			if err := r.d.Bind(0, a.s, xsk.ZeroCopy); err != nil {
+			a = xskapp.New(t, 512, 512, 256)
+			if err := r.d.Bind(0, a.S, xsk.ZeroCopy); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -43,10 +44,7 @@ func FuzzRxWriteback(f *testing.F) {
 			if completed%16 == 0 || len(wbs) < 6 {
 				q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
 				if a != nil {
-					for _, d := range a.rx(t) {
-						a.free = append(a.free, d.Addr)
-					}
-					a.fill(len(a.free))
+					a.Recycle(t)
 				}
 			}
 		}
@@ -61,7 +59,7 @@ func FuzzRxWriteback(f *testing.F) {
 			if err := r.d.Unbind(0); err != nil {
 				t.Fatal(err)
 			}
-			a.account(t, nil)
+			a.Account(t, nil)
 		}
 		r.close(t)
 	})

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/igc"
+	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
@@ -19,8 +21,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-var xskModes = []xsk.Mode{xsk.Copy, xsk.ZeroCopy}
-
 const etherTypeLocal = 0x88b5 // IEEE local experimental
 
 // xdpHost is an I225 model bound by igc with no stack on it; the far end
@@ -28,12 +28,8 @@ const etherTypeLocal = 0x88b5 // IEEE local experimental
 // the NIC sends.
 type xdpHost struct {
 	*host
-	t    *testing.T
-	peer *wire.End
+	peer *simhost.Peer
 	regs kernel.Regs
-
-	mu   sync.Mutex
-	wire [][]byte // frames the NIC sent
 }
 
 func newXDPHost(t *testing.T) *xdpHost {
@@ -42,27 +38,15 @@ func newXDPHost(t *testing.T) *xdpHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &xdpHost{host: newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false), t: t, peer: w.B()}
-	if h.regs, err = h.m.Bus.Regs(pci.Addr{Dev: 3}, 0); err != nil {
+	h := &xdpHost{host: newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false), peer: simhost.NewPeer(w.B())}
+	if h.regs, err = h.Machine.Bus.Regs(pci.Addr{Dev: 3}, 0); err != nil {
 		t.Fatal(err)
 	}
 	// RSS off: what no filter places goes to queue 0.
 	if err := h.nic.Ctl("rss off"); err != nil {
 		t.Fatal(err)
 	}
-	h.peer.Receive(func(f []byte) {
-		h.mu.Lock()
-		h.wire = append(h.wire, bytes.Clone(f))
-		h.mu.Unlock()
-	})
 	return h
-}
-
-// sent is how many frames the NIC put on the wire.
-func (h *xdpHost) sent() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.wire)
 }
 
 // dma lets the model move the frames waiting in its packet buffer into
@@ -72,7 +56,7 @@ func (h *xdpHost) sent() int {
 func (h *xdpHost) dma(q int) { h.regs.Read32(mi225.RxQ(mi225.RDH, q)) }
 
 // queueFrames is the model's count of frames written to queue q's ring.
-func (h *xdpHost) queueFrames(q int) uint64 { return h.model.Counters().RxQueueFrames[q] }
+func (h *xdpHost) queueFrames(q int) uint64 { return h.Model.Counters().RxQueueFrames[q] }
 
 // xdpFrame is an n-byte frame to the host of the given EtherType, its
 // payload numbered by seed.
@@ -89,161 +73,59 @@ func xdpFrame(n int, etype uint16, seed int) []byte {
 	return f
 }
 
-// app is a test application: its socket and the frames it holds.
-type app struct {
-	s    *xsk.Socket
-	free []uint64
-}
-
-func newApp(t testing.TB, frames, fill, ring int) *app {
-	t.Helper()
-	u, err := xsk.NewUmem(xsk.UmemConfig{Frames: frames})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := xsk.NewSocket(u, ring)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &app{s: s}
-	for i := range frames {
-		a.free = append(a.free, u.Frame(i))
-	}
-	a.fill(fill)
-	return a
-}
-
-// fill gives up to n free frames to the driver.
-func (a *app) fill(n int) {
-	n = min(n, len(a.free))
-	k := a.s.Umem.Fill.ProduceBatch(a.free[:n])
-	a.free = a.free[k:]
-}
-
-// rx takes the received frames.
-func (a *app) rx(t testing.TB) []xsk.Desc {
-	t.Helper()
-	var out []xsk.Desc
-	for {
-		d, ok := a.s.RX.Consume()
-		if !ok {
-			return out
-		}
-		if err := a.s.Umem.Check(d.Addr, int(d.Len)); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, d)
-	}
-}
-
-// complete takes finished frames back.
-func (a *app) complete() int {
-	n := 0
-	for {
-		f, ok := a.s.Umem.Comp.Consume()
-		if !ok {
-			return n
-		}
-		a.free = append(a.free, f)
-		n++
-	}
-}
-
-// account checks, once the queue is unbound, that every frame is in
-// exactly one place: with the application or on a ring it consumes.
-func (a *app) account(t testing.TB, held []xsk.Desc) {
-	t.Helper()
-	seen := map[uint64]string{}
-	add := func(f uint64, where string) {
-		if w, ok := seen[f]; ok {
-			t.Fatalf("frame %#x twice (%s, %s)", f, w, where)
-		}
-		seen[f] = where
-	}
-	for _, f := range a.free {
-		add(f, "free")
-	}
-	for _, d := range held {
-		add(d.Addr, "held")
-	}
-	for _, d := range a.rx(t) {
-		add(d.Addr, "rx")
-	}
-	for {
-		f, ok := a.s.Umem.Comp.Consume()
-		if !ok {
-			break
-		}
-		add(f, "completion")
-	}
-	for {
-		f, ok := a.s.Umem.Fill.Consume()
-		if !ok {
-			break
-		}
-		add(f, "fill")
-	}
-	if len(seen) != a.s.Umem.Frames() {
-		t.Fatalf("%d of %d frames accounted for", len(seen), a.s.Umem.Frames())
-	}
-	if n := a.s.Stats.CompOverflow.Load(); n != 0 {
-		t.Fatalf("%d frames overflowed the completion ring", n)
-	}
-}
-
 func TestXDPRxDropCountsExact(t *testing.T) {
-	for _, m := range xskModes {
+	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newXDPHost(t)
 			defer h.close(t)
-			a := newApp(t, 512, 512, 256)
-			if err := h.nic.Bind(0, a.s, m); err != nil {
+			a := xskapp.New(t, 512, 512, 256)
+			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
 			}
 			if l, _ := h.nic.Layout(0); m == xsk.Copy && l != igc.Construct {
 				t.Fatalf("copy mode: layout %v, want construct (a program is attached)", l)
 			}
-			built, constructed := h.stat(t, "rx_build"), h.stat(t, "rx_construct")
+			built, constructed := h.Stat(t, "rx_build"), h.Stat(t, "rx_construct")
 			const frames = 2000
 			got := 0
 			maps0 := -1
 			for sent := 0; sent < frames; {
 				if maps0 < 0 && sent >= 256 {
-					maps0 = int(h.unit.Stats().Maps) // every descriptor has been armed
+					maps0 = int(h.Unit.Stats().Maps) // every descriptor has been armed
 				}
 				for k := 0; k < 32 && sent < frames; k++ {
 					h.peer.Send(xdpFrame(60+sent%1400, etherTypeLocal, sent))
 					sent++
 				}
 				h.dma(0)
-				a.s.Poll(64)
-				for _, d := range a.rx(t) {
-					if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), xdpFrame(60+got%1400, etherTypeLocal, got)) {
+				a.S.Poll(64)
+				for _, d := range a.RX(t) {
+					if !bytes.Equal(a.S.Umem.Bytes(d.Addr, int(d.Len)), xdpFrame(60+got%1400, etherTypeLocal, got)) {
 						t.Fatalf("frame %d corrupted", got)
 					}
 					got++
-					a.free = append(a.free, d.Addr)
+					a.Free = append(a.Free, d.Addr)
 				}
-				a.fill(len(a.free))
+				a.Fill(len(a.Free))
 			}
-			if got != frames || a.s.Stats.RxDelivered.Load() != frames || h.stat(t, "xdp_redirect") != frames || h.queueFrames(0) != frames {
+			if got != frames || a.S.Stats.RxDelivered.Load() != frames || h.Stat(t, "xdp_redirect") != frames || h.queueFrames(0) != frames {
 				t.Fatalf("got %d, delivered %d, redirects %d, model queue 0 %d, want %d",
-					got, a.s.Stats.RxDelivered.Load(), h.stat(t, "xdp_redirect"), h.queueFrames(0), frames)
+					got, a.S.Stats.RxDelivered.Load(), h.Stat(t, "xdp_redirect"), h.queueFrames(0), frames)
 			}
 			if m == xsk.ZeroCopy {
-				if maps := int(h.unit.Stats().Maps); maps != maps0 {
+				if maps := int(h.Unit.Stats().Maps); maps != maps0 {
 					t.Errorf("%d maps while receiving", maps-maps0)
 				}
 				// The frame stays in the application's buffer: neither
 				// built around nor constructed.
-				if b, c := h.stat(t, "rx_build")-built, h.stat(t, "rx_construct")-constructed; b != 0 || c != 0 {
+				if b, c := h.Stat(t, "rx_build")-built, h.Stat(t, "rx_construct")-constructed; b != 0 || c != 0 {
 					t.Errorf("zero-copy: %d frames built, %d constructed", b, c)
 				}
 			}
 			if err := h.nic.Unbind(0); err != nil {
 				t.Fatal(err)
 			}
-			a.account(t, nil)
+			a.Account(t, nil)
 			if l, _ := h.nic.Layout(0); l != igc.Build {
 				t.Fatalf("after unbind: layout %v, want build", l)
 			}
@@ -252,55 +134,52 @@ func TestXDPRxDropCountsExact(t *testing.T) {
 }
 
 func TestXDPTxPushCountsExact(t *testing.T) {
-	for _, m := range xskModes {
+	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newXDPHost(t)
 			defer h.close(t)
-			a := newApp(t, 256, 0, 256)
-			if err := h.nic.Bind(2, a.s, m); err != nil {
+			a := xskapp.New(t, 256, 0, 256)
+			if err := h.nic.Bind(2, a.S, m); err != nil {
 				t.Fatal(err)
 			}
-			pkts0 := h.model.Counters().TxPackets
+			pkts0 := h.Model.Counters().TxPackets
 			const frames = 3000
 			sent := 0
-			for rounds := 0; sent < frames || h.sent() < frames; rounds++ {
+			for rounds := 0; sent < frames || h.peer.Len() < frames; rounds++ {
 				if rounds > 100*frames {
-					t.Fatalf("stuck: %d queued, %d on the wire", sent, h.sent())
+					t.Fatalf("stuck: %d queued, %d on the wire", sent, h.peer.Len())
 				}
-				for len(a.free) > 0 && sent < frames && a.s.TX.Free() > 0 {
-					f := a.free[0]
-					a.free = a.free[1:]
+				for len(a.Free) > 0 && sent < frames && a.S.TX.Free() > 0 {
+					f := a.Free[0]
+					a.Free = a.Free[1:]
 					b := xdpFrame(60+sent%1000, etherTypeLocal, sent)
-					copy(a.s.Umem.Bytes(f, len(b)), b)
-					a.s.TX.Produce(xsk.Desc{Addr: f, Len: uint32(len(b))})
+					copy(a.S.Umem.Bytes(f, len(b)), b)
+					a.S.TX.Produce(xsk.Desc{Addr: f, Len: uint32(len(b))})
 					sent++
 				}
-				a.s.Poll(64)
-				a.complete()
+				a.S.Poll(64)
+				a.Complete()
 			}
-			for a.s.Stats.TxSent.Load() < frames {
-				a.s.Poll(64)
-				a.complete()
+			for a.S.Stats.TxSent.Load() < frames {
+				a.S.Poll(64)
+				a.Complete()
 			}
-			h.mu.Lock()
-			for i, f := range h.wire {
+			for i, f := range h.peer.Frames() {
 				if !bytes.Equal(f, xdpFrame(60+i%1000, etherTypeLocal, i)) {
-					h.mu.Unlock()
 					t.Fatalf("wire frame %d wrong", i)
 				}
 			}
-			h.mu.Unlock()
-			if n, p := a.s.Stats.TxSent.Load(), h.model.Counters().TxPackets-pkts0; n != frames || p != frames || h.sent() != frames {
-				t.Errorf("TxSent %d, model sent %d, wire %d, want %d", n, p, h.sent(), frames)
+			if n, p := a.S.Stats.TxSent.Load(), h.Model.Counters().TxPackets-pkts0; n != frames || p != frames || h.peer.Len() != frames {
+				t.Errorf("TxSent %d, model sent %d, wire %d, want %d", n, p, h.peer.Len(), frames)
 			}
-			bounced := h.stat(t, "tx_bounced")
+			bounced := h.Stat(t, "tx_bounced")
 			if m == xsk.ZeroCopy && bounced != 0 || m == xsk.Copy && bounced != frames {
 				t.Errorf("%v: %d frames copied", m, bounced)
 			}
 			if err := h.nic.Unbind(2); err != nil {
 				t.Fatal(err)
 			}
-			a.account(t, nil)
+			a.Account(t, nil)
 		})
 	}
 }
@@ -314,57 +193,54 @@ func swapMAC(b []byte) {
 }
 
 func TestXDPL2FwdCountsExact(t *testing.T) {
-	for _, m := range xskModes {
+	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newXDPHost(t)
 			defer h.close(t)
-			a := newApp(t, 512, 256, 256)
-			if err := h.nic.Bind(0, a.s, m); err != nil {
+			a := xskapp.New(t, 512, 256, 256)
+			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
 			}
 			const frames = 2000
 			sent, fwd := 0, 0
-			for rounds := 0; fwd < frames || a.s.Stats.TxSent.Load() < frames; rounds++ {
+			for rounds := 0; fwd < frames || a.S.Stats.TxSent.Load() < frames; rounds++ {
 				if rounds > 100*frames {
-					t.Fatalf("stuck: %d sent, %d forwarded, %d completed", sent, fwd, a.s.Stats.TxSent.Load())
+					t.Fatalf("stuck: %d sent, %d forwarded, %d completed", sent, fwd, a.S.Stats.TxSent.Load())
 				}
 				for k := 0; k < 16 && sent < frames; k++ {
 					h.peer.Send(xdpFrame(60+sent%1400, etherTypeLocal, sent))
 					sent++
 				}
 				h.dma(0)
-				a.s.Poll(64)
-				for _, d := range a.rx(t) {
-					swapMAC(a.s.Umem.Bytes(d.Addr, int(d.Len)))
-					if !a.s.TX.Produce(d) {
+				a.S.Poll(64)
+				for _, d := range a.RX(t) {
+					swapMAC(a.S.Umem.Bytes(d.Addr, int(d.Len)))
+					if !a.S.TX.Produce(d) {
 						t.Fatal("TX ring full")
 					}
 					fwd++
 				}
-				a.s.Poll(64)
-				a.complete()
-				a.fill(len(a.free))
+				a.S.Poll(64)
+				a.Complete()
+				a.Fill(len(a.Free))
 			}
-			if h.sent() != frames || h.queueFrames(0) != frames {
-				t.Fatalf("%d forwarded onto the wire, model queue 0 got %d, want %d", h.sent(), h.queueFrames(0), frames)
+			if h.peer.Len() != frames || h.queueFrames(0) != frames {
+				t.Fatalf("%d forwarded onto the wire, model queue 0 got %d, want %d", h.peer.Len(), h.queueFrames(0), frames)
 			}
-			h.mu.Lock()
-			for i, f := range h.wire {
+			for i, f := range h.peer.Frames() {
 				want := xdpFrame(60+i%1400, etherTypeLocal, i)
 				swapMAC(want)
 				if !bytes.Equal(f, want) {
-					h.mu.Unlock()
 					t.Fatalf("forwarded frame %d wrong", i)
 				}
 			}
-			h.mu.Unlock()
-			if bounced := h.stat(t, "tx_bounced"); m == xsk.ZeroCopy && bounced != 0 {
+			if bounced := h.Stat(t, "tx_bounced"); m == xsk.ZeroCopy && bounced != 0 {
 				t.Errorf("zero-copy forwarding copied %d frames", bounced)
 			}
 			if err := h.nic.Unbind(0); err != nil {
 				t.Fatal(err)
 			}
-			a.account(t, nil)
+			a.Account(t, nil)
 		})
 	}
 }
@@ -373,12 +249,12 @@ func TestXDPL2FwdCountsExact(t *testing.T) {
 // application forwards them: every frame the socket was given comes back
 // and nothing stays mapped (checked at close).
 func TestXDPUnbindUnderTraffic(t *testing.T) {
-	for _, m := range xskModes {
+	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newXDPHost(t)
 			defer h.close(t)
-			a := newApp(t, 256, 128, 64)
-			if err := h.nic.Bind(0, a.s, m); err != nil {
+			a := xskapp.New(t, 256, 128, 64)
+			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
 			}
 			stop := make(chan struct{})
@@ -402,23 +278,23 @@ func TestXDPUnbindUnderTraffic(t *testing.T) {
 				defer close(done)
 				started := false
 				for i := 0; ; i++ {
-					if !started && (a.s.Stats.RxDelivered.Load() >= 200 || i == 100000) {
+					if !started && (a.S.Stats.RxDelivered.Load() >= 200 || i == 100000) {
 						started = true
 						go func() { unbound <- h.nic.Unbind(0) }()
 					}
 					h.dma(0)
-					a.s.Poll(32)
-					for _, d := range a.rx(t) {
+					a.S.Poll(32)
+					for _, d := range a.RX(t) {
 						if len(held) < 8 {
 							held = append(held, d) // the application keeps a few
 							continue
 						}
-						if !a.s.TX.Produce(d) {
-							a.free = append(a.free, d.Addr)
+						if !a.S.TX.Produce(d) {
+							a.Free = append(a.Free, d.Addr)
 						}
 					}
-					a.complete()
-					a.fill(len(a.free))
+					a.Complete()
+					a.Fill(len(a.Free))
 					if started && len(unbound) > 0 {
 						return
 					}
@@ -432,43 +308,43 @@ func TestXDPUnbindUnderTraffic(t *testing.T) {
 			}
 			// Unbound: polling the socket does nothing, and the frames
 			// left on its TX ring were never taken.
-			if a.s.Poll(64) != 0 {
+			if a.S.Poll(64) != 0 {
 				t.Fatal("an unbound socket still polls its queue")
 			}
 			for {
-				d, ok := a.s.TX.Consume()
+				d, ok := a.S.TX.Consume()
 				if !ok {
 					break
 				}
-				a.free = append(a.free, d.Addr)
+				a.Free = append(a.Free, d.Addr)
 			}
-			if a.s.Stats.RxDelivered.Load() == 0 {
+			if a.S.Stats.RxDelivered.Load() == 0 {
 				t.Fatal("nothing delivered before the unbind")
 			}
-			a.account(t, held)
-			st := &a.s.Stats
+			a.Account(t, held)
+			st := &a.S.Stats
 			t.Logf("delivered %d, sent %d, aborted %d, returned %d", st.RxDelivered.Load(), st.TxSent.Load(), st.TxAborted.Load(), st.RxReturned.Load())
 		})
 	}
 }
 
 func TestXDPFillEmptyAndRxRingFull(t *testing.T) {
-	for _, m := range xskModes {
+	for _, m := range xskapp.Modes {
 		t.Run(m.String()+"/fill empty", func(t *testing.T) {
 			h := newXDPHost(t)
 			defer h.close(t)
-			a := newApp(t, 64, 8, 64)
-			if err := h.nic.Bind(0, a.s, m); err != nil {
+			a := xskapp.New(t, 64, 8, 64)
+			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 20 {
 				h.peer.Send(xdpFrame(100, etherTypeLocal, i))
 			}
 			h.dma(0)
-			a.s.Poll(64)
-			rx := a.rx(t)
+			a.S.Poll(64)
+			rx := a.RX(t)
 			got := len(rx)
-			st := &a.s.Stats
+			st := &a.S.Stats
 			switch m {
 			case xsk.Copy:
 				// The device took all 20 into the ring's own buffers; the
@@ -479,46 +355,46 @@ func TestXDPFillEmptyAndRxRingFull(t *testing.T) {
 			case xsk.ZeroCopy:
 				// Only 8 descriptors were armed: the device dropped the
 				// rest for want of a descriptor.
-				if c := h.model.Counters(); got != 8 || c.RxQueueFrames[0] != 8 || c.RxNoDescriptor != 12 {
+				if c := h.Model.Counters(); got != 8 || c.RxQueueFrames[0] != 8 || c.RxNoDescriptor != 12 {
 					t.Fatalf("got %d, model queue 0 %d, dropped for want of a descriptor %d; want 8, 8, 12", got, c.RxQueueFrames[0], c.RxNoDescriptor)
 				}
 			}
 			if err := h.nic.Unbind(0); err != nil {
 				t.Fatal(err)
 			}
-			a.account(t, rx)
+			a.Account(t, rx)
 		})
 		t.Run(m.String()+"/rx ring full", func(t *testing.T) {
 			h := newXDPHost(t)
 			defer h.close(t)
-			a := newApp(t, 128, 128, 16)
-			if err := h.nic.Bind(0, a.s, m); err != nil {
+			a := xskapp.New(t, 128, 128, 16)
+			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 40 {
 				h.peer.Send(xdpFrame(100, etherTypeLocal, i))
 			}
 			h.dma(0)
-			a.s.Poll(64)
-			st := &a.s.Stats
+			a.S.Poll(64)
+			st := &a.S.Stats
 			if st.RxDelivered.Load() != 16 || st.RxRingFull.Load() != 24 || h.queueFrames(0) != 40 {
 				t.Fatalf("delivered %d, ring full %d, model queue 0 %d; want 16, 24, 40", st.RxDelivered.Load(), st.RxRingFull.Load(), h.queueFrames(0))
 			}
 			// The application catches up and traffic flows again.
-			held := a.rx(t)
+			held := a.RX(t)
 			for i := range 8 {
 				h.peer.Send(xdpFrame(100, etherTypeLocal, 100+i))
 			}
 			h.dma(0)
-			a.s.Poll(64)
-			more := a.rx(t)
+			a.S.Poll(64)
+			more := a.RX(t)
 			if len(more) != 8 {
 				t.Fatalf("%d frames after the ring drained, want 8", len(more))
 			}
 			if err := h.nic.Unbind(0); err != nil {
 				t.Fatal(err)
 			}
-			a.account(t, append(held, more...))
+			a.Account(t, append(held, more...))
 		})
 	}
 }
@@ -551,15 +427,15 @@ func TestXDPProgramVerdicts(t *testing.T) {
 	h.dma(0)
 	q.Poll(64, deliver)
 	q.Poll(0, deliver) // rings the doorbell for the TX verdicts
-	if len(stack) != 10 || h.sent() != 10 {
-		t.Fatalf("%d to the stack, %d sent back; want 10 each", len(stack), h.sent())
+	if len(stack) != 10 || h.peer.Len() != 10 {
+		t.Fatalf("%d to the stack, %d sent back; want 10 each", len(stack), h.peer.Len())
 	}
 	for v := xsk.Pass; v <= xsk.Redirect; v++ {
-		if n := h.stat(t, "xdp_"+v.String()); n != 10 {
+		if n := h.Stat(t, "xdp_"+v.String()); n != 10 {
 			t.Errorf("xdp_%v %d, want 10", v, n)
 		}
 	}
-	if n := h.stat(t, "xdp_redirect_no_socket"); n != 10 {
+	if n := h.Stat(t, "xdp_redirect_no_socket"); n != 10 {
 		t.Errorf("redirects with no socket %d, want 10", n)
 	}
 	for k, b := range stack {
@@ -570,8 +446,8 @@ func TestXDPProgramVerdicts(t *testing.T) {
 
 	// With a zero-copy socket bound the same program redirects into it,
 	// and a passed frame reaches the stack as a copy of the socket's.
-	a := newApp(t, 128, 128, 64)
-	if err := h.nic.Bind(0, a.s, xsk.ZeroCopy); err != nil {
+	a := xskapp.New(t, 128, 128, 64)
+	if err := h.nic.Bind(0, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
 	}
 	stack = nil
@@ -581,12 +457,12 @@ func TestXDPProgramVerdicts(t *testing.T) {
 	h.dma(0)
 	q.Poll(64, deliver)
 	q.Poll(0, deliver)
-	rx := a.rx(t)
-	if len(stack) != 10 || len(rx) != 10 || h.sent() != 20 {
-		t.Fatalf("%d to the stack, %d to the socket, %d sent back in all; want 10, 10, 20", len(stack), len(rx), h.sent())
+	rx := a.RX(t)
+	if len(stack) != 10 || len(rx) != 10 || h.peer.Len() != 20 {
+		t.Fatalf("%d to the stack, %d to the socket, %d sent back in all; want 10, 10, 20", len(stack), len(rx), h.peer.Len())
 	}
 	for k, d := range rx {
-		if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), frame(4*k+3)) {
+		if !bytes.Equal(a.S.Umem.Bytes(d.Addr, int(d.Len)), frame(4*k+3)) {
 			t.Fatalf("redirected frame %d wrong", k)
 		}
 	}
@@ -598,7 +474,7 @@ func TestXDPProgramVerdicts(t *testing.T) {
 	if err := h.nic.Unbind(0); err != nil {
 		t.Fatal(err)
 	}
-	a.account(t, rx)
+	a.Account(t, rx)
 	if err := h.nic.SetProgram(0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -610,8 +486,8 @@ func TestXDPProgramVerdicts(t *testing.T) {
 func TestXDPBindErrors(t *testing.T) {
 	h := newXDPHost(t)
 	defer h.close(t)
-	a := newApp(t, 64, 0, 64)
-	if err := h.nic.Bind(4, a.s, xsk.ZeroCopy); !errors.Is(err, xsk.ErrNoQueue) {
+	a := xskapp.New(t, 64, 0, 64)
+	if err := h.nic.Bind(4, a.S, xsk.ZeroCopy); !errors.Is(err, xsk.ErrNoQueue) {
 		t.Fatalf("bind queue 4: %v", err)
 	}
 	if err := h.nic.Bind(0, nil, xsk.ZeroCopy); err == nil {
@@ -620,11 +496,11 @@ func TestXDPBindErrors(t *testing.T) {
 	if err := h.nic.Unbind(1); err == nil {
 		t.Fatal("unbound a queue with no socket")
 	}
-	if err := h.nic.Bind(1, a.s, xsk.ZeroCopy); err != nil {
+	if err := h.nic.Bind(1, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
 	}
-	b := newApp(t, 64, 0, 64)
-	if err := h.nic.Bind(1, b.s, xsk.Copy); !errors.Is(err, xsk.ErrBound) {
+	b := xskapp.New(t, 64, 0, 64)
+	if err := h.nic.Bind(1, b.S, xsk.Copy); !errors.Is(err, xsk.ErrBound) {
 		t.Fatalf("second bind: %v", err)
 	}
 	if err := h.nic.Unbind(1); err != nil {
@@ -648,8 +524,8 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 	if _, err := h.nic.Steer(xsk.Filter{EtherType: etherTypeLocal}, 1); err == nil {
 		t.Fatal("one EtherType steered twice")
 	}
-	a := newApp(t, 256, 256, 256)
-	if err := h.nic.Bind(2, a.s, xsk.ZeroCopy); err != nil {
+	a := xskapp.New(t, 256, 256, 256)
+	if err := h.nic.Bind(2, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
 	}
 	const frames = 100
@@ -659,13 +535,13 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 	}
 	h.dma(2)
 	h.dma(0)
-	a.s.Poll(2 * frames)
-	got := a.rx(t)
+	a.S.Poll(2 * frames)
+	got := a.RX(t)
 	if len(got) != frames || h.queueFrames(2) != frames || h.queueFrames(0) != frames {
 		t.Fatalf("socket got %d, model queue 2 %d, queue 0 %d; want %d each", len(got), h.queueFrames(2), h.queueFrames(0), frames)
 	}
 	for i, d := range got {
-		if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), xdpFrame(64, etherTypeLocal, i)) {
+		if !bytes.Equal(a.S.Umem.Bytes(d.Addr, int(d.Len)), xdpFrame(64, etherTypeLocal, i)) {
 			t.Fatalf("steered frame %d wrong", i)
 		}
 	}
@@ -693,7 +569,7 @@ func TestXDPEtherTypeSteering(t *testing.T) {
 	if err := h.nic.Unbind(2); err != nil {
 		t.Fatal(err)
 	}
-	a.account(t, got)
+	a.Account(t, got)
 }
 
 // udpTo is an IPv4 UDP frame to the host's port, seq in its payload.
@@ -723,8 +599,8 @@ func TestXDPUDPPortSteering(t *testing.T) {
 	if _, err := h.nic.Steer(xsk.Filter{UDPPort: port}, 1); err == nil {
 		t.Fatal("one port steered twice")
 	}
-	a := newApp(t, 256, 256, 256)
-	if err := h.nic.Bind(3, a.s, xsk.ZeroCopy); err != nil {
+	a := xskapp.New(t, 256, 256, 256)
+	if err := h.nic.Bind(3, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
 	}
 	const frames = 100
@@ -734,13 +610,13 @@ func TestXDPUDPPortSteering(t *testing.T) {
 	}
 	h.dma(3)
 	h.dma(0)
-	a.s.Poll(2 * frames)
-	got := a.rx(t)
+	a.S.Poll(2 * frames)
+	got := a.RX(t)
 	if len(got) != frames || h.queueFrames(3) != frames || h.queueFrames(0) != frames {
 		t.Fatalf("socket got %d; model queue 3 %d, queue 0 %d; want %d each", len(got), h.queueFrames(3), h.queueFrames(0), frames)
 	}
 	for i, d := range got {
-		if !bytes.Equal(a.s.Umem.Bytes(d.Addr, int(d.Len)), udpTo(port, i)) {
+		if !bytes.Equal(a.S.Umem.Bytes(d.Addr, int(d.Len)), udpTo(port, i)) {
 			t.Fatalf("steered frame %d wrong", i)
 		}
 	}
@@ -761,7 +637,7 @@ func TestXDPUDPPortSteering(t *testing.T) {
 	if err := h.nic.Unbind(3); err != nil {
 		t.Fatal(err)
 	}
-	a.account(t, got)
+	a.Account(t, got)
 }
 
 // TestXDPCloseWhileBound closes the device under a zero-copy socket with
@@ -770,31 +646,31 @@ func TestXDPUDPPortSteering(t *testing.T) {
 func TestXDPCloseWhileBound(t *testing.T) {
 	h := newXDPHost(t)
 	defer h.close(t)
-	a := newApp(t, 256, 128, 64)
-	if err := h.nic.Bind(0, a.s, xsk.ZeroCopy); err != nil {
+	a := xskapp.New(t, 256, 128, 64)
+	if err := h.nic.Bind(0, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
 		h.peer.Send(xdpFrame(100, etherTypeLocal, i))
 	}
 	h.dma(0)
-	a.s.Poll(64)
-	held := a.rx(t)
+	a.S.Poll(64)
+	held := a.RX(t)
 	for _, d := range held[:10] {
-		a.s.TX.Produce(d) // sent back, some maybe still in flight at close
+		a.S.TX.Produce(d) // sent back, some maybe still in flight at close
 	}
-	a.s.Poll(64)
+	a.S.Poll(64)
 	if err := h.nic.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if a.s.Poll(64) != 0 {
+	if a.S.Poll(64) != 0 {
 		t.Fatal("the socket still polls a closed device")
 	}
-	if n := a.s.TX.Len(); n != 0 {
+	if n := a.S.TX.Len(); n != 0 {
 		t.Fatalf("%d frames never taken from the TX ring", n)
 	}
-	a.account(t, held[10:])
-	if a.s.Stats.RxReturned.Load() == 0 {
+	a.Account(t, held[10:])
+	if a.S.Stats.RxReturned.Load() == 0 {
 		t.Fatal("no armed frame came back at close")
 	}
 }

@@ -1,0 +1,204 @@
+// Package simhost builds the hosts the drivers' tests run on: a simulated
+// machine with a NIC model plugged in behind the VT-d model, our VT-d
+// driver giving the device its domain, the driver bound through probe,
+// and gVisor on top when asked. It holds the checks those tests share:
+// statistics by name, nothing pinned or mapped after close, no DMA fault,
+// the frames a wire's far end saw, and TCP and UDP transfers between two
+// hosts. What is particular to a device stays in its driver's tests.
+package simhost
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/kernel/sim/wire"
+	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/pci"
+)
+
+// Options say how a host is put together.
+type Options struct {
+	// Addr is where the model sits on the bus.
+	Addr pci.Addr
+	// NonCoherent makes device and CPU views of memory meet only at syncs.
+	NonCoherent bool
+	// Passthrough leaves the VT-d unit alone: DMA addresses are physical.
+	Passthrough bool
+	// Polling binds the driver with no interrupt line.
+	Polling bool
+	// Logf receives the driver's log; nil leaves probe's default.
+	Logf func(format string, args ...any)
+}
+
+// Host is one simulated machine with its NIC bound.
+type Host[M any] struct {
+	Machine *sim.Machine
+	Model   M
+	Unit    *iommu.Unit // nil with Options.Passthrough
+	NIC     nic.NIC
+	Stack   *netstack.Stack // set by Up
+}
+
+// New builds a machine, lets plug put the model at o.Addr (and attach it
+// to its wire), and binds the driver through probe. Exactly one NIC must
+// come up.
+func New[M any](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr) (M, error)) *Host[M] {
+	t.Helper()
+	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.NonCoherent})
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	model, err := plug(m, o.Addr)
+	if err != nil {
+		t.Fatalf("plug the model at %v: %v", o.Addr, err)
+	}
+	h := &Host[M]{Machine: m, Model: model}
+	if !o.Passthrough {
+		if h.Unit, err = iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := probe.Platform{
+		Config: m.Bus,
+		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
+		IOMMU:  h.Unit,
+		Memory: m.Mem,
+		Clock:  m.Clock,
+		Logf:   o.Logf,
+	}
+	if !o.Polling {
+		p.IRQ = func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) }
+	}
+	res, err := probe.Bind(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	nics := res.NICs()
+	if len(nics) != 1 {
+		t.Fatalf("probe found %d NICs, want 1", len(nics))
+	}
+	h.NIC = nics[0]
+	return h
+}
+
+// Up puts a gVisor stack on the NIC with addr.
+func (h *Host[M]) Up(t testing.TB, addr netip.Prefix, ep netstack.Options) {
+	t.Helper()
+	s, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: h.NIC, Addrs: []netip.Prefix{addr}, Endpoint: ep})
+	if err != nil {
+		h.NIC.Close()
+		t.Fatal(err)
+	}
+	h.Stack = s
+}
+
+// Close takes the stack down (which closes the NIC), or the NIC when no
+// stack runs on it.
+func (h *Host[M]) Close(t testing.TB) {
+	t.Helper()
+	if h.Stack == nil {
+		if err := h.NIC.Close(); err != nil {
+			t.Error(err)
+		}
+		return
+	}
+	for _, ep := range h.Stack.Endpoints {
+		ep.Attach(nil) // stop the poll loops before RemoveNIC takes the stack lock
+	}
+	h.Stack.Close()
+}
+
+// Stat is the NIC's statistic called name.
+func (h *Host[M]) Stat(t testing.TB, name string) uint64 {
+	t.Helper()
+	return Stat(t, h.NIC.Stats(), name)
+}
+
+// IOMMUStats are the VT-d driver's counters, zero with translation off.
+func (h *Host[M]) IOMMUStats() iommu.Stats {
+	if h.Unit == nil {
+		return iommu.Stats{}
+	}
+	return h.Unit.Stats()
+}
+
+// CheckNoLeaks checks, after the NIC closed, that every pin was undone,
+// memory saw no misuse, and every IOMMU mapping went with its IOVA.
+func (h *Host[M]) CheckNoLeaks(t testing.TB) {
+	t.Helper()
+	if ms := h.Machine.Mem.Stats(); ms.Pins != ms.Unpins || ms.Misuses != 0 {
+		t.Errorf("after close: %d pins, %d unpins, %d misuses %v", ms.Pins, ms.Unpins, ms.Misuses, h.Machine.Mem.Errors())
+	}
+	if h.Unit == nil {
+		return
+	}
+	if st := h.Unit.Stats(); st.Maps != st.Unmaps || st.IOVAInUse != 0 {
+		t.Errorf("iommu after close: %d maps, %d unmaps, %d IOVA bytes in use", st.Maps, st.Unmaps, st.IOVAInUse)
+	}
+}
+
+// CheckNoFaults checks that the VT-d unit recorded no fault.
+func (h *Host[M]) CheckNoFaults(t testing.TB) {
+	t.Helper()
+	if f := h.Unit.Faults(); len(f) != 0 {
+		t.Errorf("%d VT-d faults, first %v", len(f), f[0])
+	}
+	if n := h.Unit.Stats().Faults; n != 0 {
+		t.Errorf("iommu counted %d faults", n)
+	}
+}
+
+// Stat finds the statistic called name.
+func Stat(t testing.TB, stats []nic.Stat, name string) uint64 {
+	t.Helper()
+	for _, s := range stats {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	t.Fatalf("no stat %q", name)
+	return 0
+}
+
+// CheckQueuesSpread checks that received frames came in on more than one
+// queue, and that every queue that received went idle, re-armed its
+// vector and was woken by an interrupt.
+func CheckQueuesSpread(t testing.TB, n nic.NIC) {
+	t.Helper()
+	stats := n.Stats()
+	busy := 0
+	for q := range n.Queues() {
+		frames := Stat(t, stats, fmt.Sprintf("q%d_rx_frames", q))
+		if frames == 0 {
+			continue
+		}
+		busy++
+		rearms, wakes := Stat(t, stats, fmt.Sprintf("q%d_irq_rearm", q)), Stat(t, stats, fmt.Sprintf("q%d_irq_wake", q))
+		if rearms == 0 || wakes == 0 {
+			t.Errorf("%s queue %d: %d frames with %d re-arms and %d interrupt wake-ups", n.Name(), q, frames, rearms, wakes)
+		}
+	}
+	if busy < 2 {
+		t.Errorf("%s: frames arrived on %d queue(s), want RSS to use several", n.Name(), busy)
+	}
+}
+
+// Wire is a new wire, the test failing if o is refused.
+func Wire(t testing.TB, o wire.Options) *wire.Wire {
+	t.Helper()
+	w, err := wire.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
