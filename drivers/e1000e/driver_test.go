@@ -12,6 +12,7 @@ import (
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -25,14 +26,14 @@ func TestProbeBringsUp(t *testing.T) {
 	if d.MAC() != testMAC {
 		t.Errorf("mac %x", d.MAC())
 	}
-	if lo, hi := r.regs.get(RAL0), r.regs.get(RAH0); lo != 0x12005452 || hi != 0x5634|RAH_AV {
+	if lo, hi := r.regs.Get(RAL0), r.regs.Get(RAH0); lo != 0x12005452 || hi != 0x5634|RAH_AV {
 		t.Errorf("RAL/RAH %08x/%08x", lo, hi)
 	}
-	if r.regs.get(RCTL)&RCTL_EN == 0 || r.regs.get(TCTL)&TCTL_EN == 0 || r.regs.get(RFCTL)&RFCTL_EXSTEN == 0 {
-		t.Errorf("RCTL %#x TCTL %#x RFCTL %#x", r.regs.get(RCTL), r.regs.get(TCTL), r.regs.get(RFCTL))
+	if r.regs.Get(RCTL)&RCTL_EN == 0 || r.regs.Get(TCTL)&TCTL_EN == 0 || r.regs.Get(RFCTL)&RFCTL_EXSTEN == 0 {
+		t.Errorf("RCTL %#x TCTL %#x RFCTL %#x", r.regs.Get(RCTL), r.regs.Get(TCTL), r.regs.Get(RFCTL))
 	}
-	if got := r.regs.get(RDT); got != rxDescs-1 || r.regs.get(RDLEN) != rxDescs*descSize {
-		t.Errorf("RDT %d RDLEN %d", got, r.regs.get(RDLEN))
+	if got := r.regs.Get(RDT); got != rxDescs-1 || r.regs.Get(RDLEN) != rxDescs*descSize {
+		t.Errorf("RDT %d RDLEN %d", got, r.regs.Get(RDLEN))
 	}
 	if l := d.Link(); l != (nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}) {
 		t.Errorf("link %+v", l)
@@ -52,12 +53,12 @@ func TestProbeRefusesUnknownAndBroken(t *testing.T) {
 		t.Errorf("igb id: %v", err)
 	}
 	regs := newRegFile(0xffffffff, testMAC)
-	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: &testClock{}})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: sim.NewClock()})
 	if err == nil {
 		t.Error("probe of a device reading all ones succeeded")
 	}
 	regs = newRegFile(status1000, [6]byte{})
-	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: &testClock{}})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: sim.NewClock()})
 	if err == nil || !strings.Contains(err.Error(), "MAC") {
 		t.Errorf("zero MAC: %v", err)
 	}
@@ -163,8 +164,8 @@ func TestPollSurvivesMapFailure(t *testing.T) {
 	}
 	r.dma.FailAllMaps(false)
 	r.poll()
-	if r.d.rx.Armed() != rxDescs-1 || int(r.regs.get(RDT)) != r.d.rx.Tail() {
-		t.Fatalf("after recovery armed %d RDT %d tail %d", r.d.rx.Armed(), r.regs.get(RDT), r.d.rx.Tail())
+	if r.d.rx.Armed() != rxDescs-1 || int(r.regs.Get(RDT)) != r.d.rx.Tail() {
+		t.Fatalf("after recovery armed %d RDT %d tail %d", r.d.rx.Armed(), r.regs.Get(RDT), r.d.rx.Tail())
 	}
 	r.close(t)
 }
@@ -185,7 +186,7 @@ func TestCtl(t *testing.T) {
 			t.Errorf("%q: %v", good, err)
 		}
 	}
-	if d.rx.Copybreak() != 2048 || d.rx.Mode() != ring.UnmapAlways || d.Features().TSOv4 || d.MTU() != 2000 || r.regs.get(RCTL)&RCTL_LPE == 0 {
+	if d.rx.Copybreak() != 2048 || d.rx.Mode() != ring.UnmapAlways || d.Features().TSOv4 || d.MTU() != 2000 || r.regs.Get(RCTL)&RCTL_LPE == 0 {
 		t.Error("good commands did not apply")
 	}
 	r.close(t)
@@ -202,13 +203,13 @@ func TestStatsAccumulate(t *testing.T) {
 		t.Fatalf("no stat %q", name)
 		return 0
 	}
-	r.regs.set(nicstat.GPRC, 5)
-	r.regs.set(nicstat.GORCL, 0xffffffff)
-	r.regs.set(nicstat.GORCH, 1)
+	r.regs.Set(nicstat.GPRC, 5)
+	r.regs.Set(nicstat.GORCL, 0xffffffff)
+	r.regs.Set(nicstat.GORCH, 1)
 	if v := find("good_packets_rx"); v != 5 {
 		t.Errorf("good_packets_rx %d", v)
 	}
-	r.regs.set(nicstat.GPRC, 3)
+	r.regs.Set(nicstat.GPRC, 3)
 	if v := find("good_packets_rx"); v != 8 {
 		t.Errorf("good_packets_rx %d after a second read, want 8 (read-to-clear accumulated)", v)
 	}
@@ -274,15 +275,15 @@ func TestTransmitTSO(t *testing.T) {
 	d := r.d
 	for _, v6 := range []bool{false, true} {
 		from := d.tx.Tail()
-		doorbells := r.regs.count(TDT)
+		doorbells := r.regs.Writes(TDT)
 		p1, _, _ := tcpFrame(v6, 10000)
 		p2, _, _ := tcpFrame(v6, 3000)
 		n, err := d.Transmit([]*nic.TxPacket{p1, p2})
 		if n != 2 || err != nil {
 			t.Fatalf("transmit: %d %v", n, err)
 		}
-		if r.regs.count(TDT) != doorbells+1 || int(r.regs.get(TDT)) != d.tx.Tail() {
-			t.Errorf("doorbells %d for one batch", r.regs.count(TDT)-doorbells)
+		if r.regs.Writes(TDT) != doorbells+1 || int(r.regs.Get(TDT)) != d.tx.Tail() {
+			t.Errorf("doorbells %d for one batch", r.regs.Writes(TDT)-doorbells)
 		}
 		descs := txDescsFrom(d, from)
 		ctx := descs[0]
@@ -327,8 +328,8 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 	if !d.Features().TSOv4 {
 		t.Fatal("82574 at 1000 Mb/s without TSO")
 	}
-	r.regs.set(STATUS, STATUS_LU|STATUS_FD|1<<STATUS_SPEED_SHIFT)
-	r.regs.set(ICR, ICR_LSC)
+	r.regs.Set(STATUS, STATUS_LU|STATUS_FD|1<<STATUS_SPEED_SHIFT)
+	r.regs.Set(ICR, ICR_LSC)
 	r.poll()
 	if d.Link().SpeedMbps != 100 || d.Features().TSOv4 {
 		t.Fatalf("after drop to 100: link %+v features %+v", d.Link(), d.Features())
@@ -385,8 +386,8 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 		t.Errorf("soft GSO counter %d", d.tx.Stats.SoftGSO.Load())
 	}
 	// Back at 1000 TSO returns; "tso on" forces it at 100.
-	r.regs.set(STATUS, status1000)
-	r.regs.set(ICR, ICR_LSC)
+	r.regs.Set(STATUS, status1000)
+	r.regs.Set(ICR, ICR_LSC)
 	r.poll()
 	if !d.Features().TSOv4 {
 		t.Error("TSO did not return at 1000 Mb/s")
@@ -403,7 +404,7 @@ func TestPCHSPTNeverTSO(t *testing.T) {
 		t.Fatalf("%v features %+v", d.Type(), d.Features())
 	}
 	d.Ctl("tso on")
-	r.regs.set(ICR, ICR_LSC)
+	r.regs.Set(ICR, ICR_LSC)
 	r.poll()
 	if d.Features().TSOv4 || d.Features().TSOv6 {
 		t.Fatal("pch_spt uses TSO when forced")
@@ -628,7 +629,7 @@ func TestTransmitCopiesSmallTSO(t *testing.T) {
 func TestRxReady(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	r.regs.set(ICR, ICR_LSC) // a read would clear it
+	r.regs.Set(ICR, ICR_LSC) // a read would clear it
 	if d.RxReady() {
 		t.Fatal("ready with nothing written back")
 	}
@@ -641,7 +642,7 @@ func TestRxReady(t *testing.T) {
 	if !d.RxReady() {
 		t.Fatal("not ready with the next descriptor written back")
 	}
-	if r.regs.get(ICR) != ICR_LSC {
+	if r.regs.Get(ICR) != ICR_LSC {
 		t.Fatal("RxReady read ICR: it must touch no register")
 	}
 	for _, p := range r.poll() {

@@ -2,57 +2,44 @@ package e1000e
 
 import (
 	"encoding/binary"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
 )
 
-// regFile is a register file for driver unit tests: plain storage with the
-// few side effects bring-up depends on (CTRL.RST self-clears, ICR clears on
-// read, EERD answers from an NVM image). It moves no packets; tests play
-// the device through the descriptor rings and ringtest.DMA.
+// regFile is the register file with an 82574's side effects: CTRL.RST
+// resets it, ICR and the statistics clear on read, ICS sets causes in
+// ICR, and EERD answers from an NVM image.
 type regFile struct {
-	mu     sync.Mutex
-	r      map[uint32]uint32
-	nvm    []uint16
-	writes map[uint32]int
+	*regfile.File
+	nvm []uint16
 }
 
 func newRegFile(status uint32, mac [6]byte) *regFile {
-	f := &regFile{r: map[uint32]uint32{STATUS: status, EECD: EECD_AUTO_RD}, writes: map[uint32]int{}}
+	f := &regFile{nvm: []uint16{uint16(mac[0]) | uint16(mac[1])<<8, uint16(mac[2]) | uint16(mac[3])<<8, uint16(mac[4]) | uint16(mac[5])<<8}}
+	init := map[uint32]uint32{STATUS: status, EECD: EECD_AUTO_RD}
 	// Hardware loads the first receive address from the NVM at reset.
 	if mac != [6]byte{} {
-		f.r[RAL0] = uint32(mac[0]) | uint32(mac[1])<<8 | uint32(mac[2])<<16 | uint32(mac[3])<<24
-		f.r[RAH0] = uint32(mac[4]) | uint32(mac[5])<<8 | RAH_AV
+		init[RAL0], init[RAH0] = regfile.ReceiveAddress(mac)
 	}
-	f.nvm = []uint16{uint16(mac[0]) | uint16(mac[1])<<8, uint16(mac[2]) | uint16(mac[3])<<8, uint16(mac[4]) | uint16(mac[5])<<8}
+	f.File = regfile.New(init, regfile.Effects{
+		ClearOnRead: func(off uint32) bool { return off == ICR || off >= nicstat.CRCERRS && off <= nicstat.TSCTFC },
+		Write:       f.write,
+	})
 	return f
 }
 
-func (f *regFile) Read32(off uint32) uint32 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v := f.r[off]
-	if off == ICR || (off >= nicstat.CRCERRS && off <= nicstat.TSCTFC) {
-		f.r[off] = 0
-	}
-	return v
-}
-
-func (f *regFile) Write32(off uint32, v uint32) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.writes[off]++
+func (f *regFile) write(r map[uint32]uint32, off, v uint32) {
 	switch off {
 	case CTRL:
 		if v&CTRL_RST != 0 {
-			f.resetLocked()
+			f.reset(r)
 		}
 		v &^= CTRL_RST
 	case EERD:
@@ -65,67 +52,22 @@ func (f *regFile) Write32(off uint32, v uint32) {
 			v = uint32(data)<<EERD_DATA_SHIFT | EERD_DONE
 		}
 	case ICS:
-		f.r[ICR] |= v
+		r[ICR] |= v
 		return
 	}
-	f.r[off] = v
+	r[off] = v
 }
 
-// resetLocked is CTRL.RST: every register back to zero but STATUS (the
-// link) and EECD, the station address reloaded from the NVM.
-func (f *regFile) resetLocked() {
-	status, eecd := f.r[STATUS], f.r[EECD]
-	clear(f.r)
-	f.r[STATUS], f.r[EECD] = status, eecd
+// reset is CTRL.RST: every register back to zero but STATUS (the link)
+// and EECD, the station address reloaded from the NVM.
+func (f *regFile) reset(r map[uint32]uint32) {
+	status, eecd := r[STATUS], r[EECD]
+	clear(r)
+	r[STATUS], r[EECD] = status, eecd
 	if len(f.nvm) >= 3 && (f.nvm[0] != 0 || f.nvm[1] != 0 || f.nvm[2] != 0) {
-		f.r[RAL0] = uint32(f.nvm[0]) | uint32(f.nvm[1])<<16
-		f.r[RAH0] = uint32(f.nvm[2]) | RAH_AV
+		r[RAL0] = uint32(f.nvm[0]) | uint32(f.nvm[1])<<16
+		r[RAH0] = uint32(f.nvm[2]) | RAH_AV
 	}
-}
-
-func (f *regFile) Read64(off uint32) uint64 {
-	return uint64(f.Read32(off)) | uint64(f.Read32(off+4))<<32
-}
-
-func (f *regFile) Write64(off uint32, v uint64) {
-	f.Write32(off, uint32(v))
-	f.Write32(off+4, uint32(v>>32))
-}
-
-func (f *regFile) get(off uint32) uint32 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.r[off]
-}
-
-func (f *regFile) set(off, v uint32) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.r[off] = v
-}
-
-func (f *regFile) count(off uint32) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writes[off]
-}
-
-// testClock advances on Sleep.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Duration
-}
-
-func (c *testClock) Now() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Sleep(d time.Duration) {
-	c.mu.Lock()
-	c.now += d
-	c.mu.Unlock()
 }
 
 const status1000 = STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT
@@ -147,7 +89,7 @@ func newRig(t testing.TB, device uint16) *rig {
 		Func:  &pci.Function{Vendor: VendorIntel, Device: device},
 		Regs:  regs,
 		DMA:   dma,
-		Clock: &testClock{},
+		Clock: sim.NewClock(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 func TestPromiscuousRCTL(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	filter := func() uint32 { return r.regs.get(RCTL) & (RCTL_UPE | RCTL_MPE | RCTL_EN) }
+	filter := func() uint32 { return r.regs.Get(RCTL) & (RCTL_UPE | RCTL_MPE | RCTL_EN) }
 	for _, bad := range []string{"promiscuous", "promiscuous maybe", "promiscuous on off", "promiscuous 1"} {
 		if err := d.Ctl(bad); err == nil {
 			t.Errorf("%q accepted", bad)
@@ -65,8 +65,8 @@ func TestRingResize(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if r.regs.get(RDLEN) != rxDescs*descSize || r.regs.get(TDLEN) != txDescs*descSize || d.rx.Descs.Len() != rxDescs || d.tx.Descs.Len() != txDescs {
-		t.Fatalf("bad commands changed the rings: RDLEN %d TDLEN %d", r.regs.get(RDLEN), r.regs.get(TDLEN))
+	if r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(TDLEN) != txDescs*descSize || d.rx.Descs.Len() != rxDescs || d.tx.Descs.Len() != txDescs {
+		t.Fatalf("bad commands changed the rings: RDLEN %d TDLEN %d", r.regs.Get(RDLEN), r.regs.Get(TDLEN))
 	}
 
 	// A ring that cannot be allocated leaves the old one running.
@@ -78,8 +78,8 @@ func TestRingResize(t *testing.T) {
 		t.Error("txring with no memory succeeded")
 	}
 	d.dma = r.dma
-	if r.regs.get(RDLEN) != rxDescs*descSize || r.regs.get(RCTL)&RCTL_EN == 0 || r.regs.get(TCTL)&TCTL_EN == 0 || r.dma.Live() != rxDescs-1 {
-		t.Fatalf("failed resize changed the device: RDLEN %d RCTL %#x TCTL %#x live %d", r.regs.get(RDLEN), r.regs.get(RCTL), r.regs.get(TCTL), r.dma.Live())
+	if r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(RCTL)&RCTL_EN == 0 || r.regs.Get(TCTL)&TCTL_EN == 0 || r.dma.Live() != rxDescs-1 {
+		t.Fatalf("failed resize changed the device: RDLEN %d RCTL %#x TCTL %#x live %d", r.regs.Get(RDLEN), r.regs.Get(RCTL), r.regs.Get(TCTL), r.dma.Live())
 	}
 
 	// One frame received on the old ring: its counter must survive.
@@ -114,14 +114,14 @@ func TestRingResize(t *testing.T) {
 	if err := d.Ctl("txring 64"); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.regs.get(RDLEN); got != 512*descSize || r.regs.get(RDT) != 511 || r.regs.get(RDH) != 0 {
-		t.Errorf("RDLEN %d RDH %d RDT %d", got, r.regs.get(RDH), r.regs.get(RDT))
+	if got := r.regs.Get(RDLEN); got != 512*descSize || r.regs.Get(RDT) != 511 || r.regs.Get(RDH) != 0 {
+		t.Errorf("RDLEN %d RDH %d RDT %d", got, r.regs.Get(RDH), r.regs.Get(RDT))
 	}
-	if got := r.regs.get(TDLEN); got != 64*descSize || r.regs.get(TDT) != 0 || r.regs.get(TDH) != 0 {
-		t.Errorf("TDLEN %d TDH %d TDT %d", got, r.regs.get(TDH), r.regs.get(TDT))
+	if got := r.regs.Get(TDLEN); got != 64*descSize || r.regs.Get(TDT) != 0 || r.regs.Get(TDH) != 0 {
+		t.Errorf("TDLEN %d TDH %d TDT %d", got, r.regs.Get(TDH), r.regs.Get(TDT))
 	}
-	if rctl := r.regs.get(RCTL); rctl&(RCTL_EN|RCTL_UPE|RCTL_MPE) != RCTL_EN|RCTL_UPE|RCTL_MPE || r.regs.get(TCTL)&TCTL_EN == 0 {
-		t.Errorf("after resize RCTL %#x TCTL %#x", rctl, r.regs.get(TCTL))
+	if rctl := r.regs.Get(RCTL); rctl&(RCTL_EN|RCTL_UPE|RCTL_MPE) != RCTL_EN|RCTL_UPE|RCTL_MPE || r.regs.Get(TCTL)&TCTL_EN == 0 {
+		t.Errorf("after resize RCTL %#x TCTL %#x", rctl, r.regs.Get(TCTL))
 	}
 	if got := r.dma.Live(); got != 511 {
 		t.Errorf("%d streaming mappings, want 511 (the new RX buffers only)", got)
@@ -172,30 +172,30 @@ func TestResetKeepsSettings(t *testing.T) {
 			t.Fatalf("%q: %v", cmd, err)
 		}
 	}
-	r.regs.set(nicstat.GPRC, 7) // counted before the reset clears it
+	r.regs.Set(nicstat.GPRC, 7) // counted before the reset clears it
 	if err := d.Ctl("reset now"); err == nil {
 		t.Error("reset with an argument accepted")
 	}
-	resets := r.regs.count(CTRL)
+	resets := r.regs.Writes(CTRL)
 	if err := d.Ctl("reset"); err != nil {
 		t.Fatal(err)
 	}
-	if r.regs.count(CTRL) == resets {
+	if r.regs.Writes(CTRL) == resets {
 		t.Fatal("reset wrote no CTRL")
 	}
-	if lo, hi := r.regs.get(RAL0), r.regs.get(RAH0); lo != 0x12005452 || hi != 0x5634|RAH_AV {
+	if lo, hi := r.regs.Get(RAL0), r.regs.Get(RAH0); lo != 0x12005452 || hi != 0x5634|RAH_AV {
 		t.Errorf("RAL/RAH %08x/%08x", lo, hi)
 	}
-	rctl := r.regs.get(RCTL)
+	rctl := r.regs.Get(RCTL)
 	if want := uint32(RCTL_EN | RCTL_LPE | RCTL_UPE | RCTL_MPE | RCTL_BAM | RCTL_SECRC); rctl&want != want {
 		t.Errorf("RCTL %#x lacks %#x", rctl, want&^rctl)
 	}
 	h := mtaHash(group)
-	if r.regs.get(MTA+4*(h>>5))&(1<<(h&31)) == 0 {
+	if r.regs.Get(MTA+4*(h>>5))&(1<<(h&31)) == 0 {
 		t.Error("multicast group lost from the MTA")
 	}
-	if r.regs.get(TCTL)&TCTL_EN == 0 || r.regs.get(RDLEN) != rxDescs*descSize || r.regs.get(RDT) != rxDescs-1 || r.regs.get(IMS)&ICR_RXT0 == 0 {
-		t.Errorf("not brought up: TCTL %#x RDLEN %d RDT %d IMS %#x", r.regs.get(TCTL), r.regs.get(RDLEN), r.regs.get(RDT), r.regs.get(IMS))
+	if r.regs.Get(TCTL)&TCTL_EN == 0 || r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(RDT) != rxDescs-1 || r.regs.Get(IMS)&ICR_RXT0 == 0 {
+		t.Errorf("not brought up: TCTL %#x RDLEN %d RDT %d IMS %#x", r.regs.Get(TCTL), r.regs.Get(RDLEN), r.regs.Get(RDT), r.regs.Get(IMS))
 	}
 	if d.MTU() != 2000 || d.rx.Copybreak() != 1024 || d.rx.Mode().String() != "unmap" || d.Features().TSOv4 || d.TSOReason() == "" {
 		t.Errorf("settings lost: mtu %d copybreak %d mode %v features %+v", d.MTU(), d.rx.Copybreak(), d.rx.Mode(), d.Features())
@@ -228,8 +228,8 @@ func TestResetKeepsSettings(t *testing.T) {
 func TestDeviceStatsAreRegistersOnly(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	r.regs.set(nicstat.GPRC, 5)
-	r.regs.set(nicstat.CRCERRS, 2)
+	r.regs.Set(nicstat.GPRC, 5)
+	r.regs.Set(nicstat.CRCERRS, 2)
 	dev := d.DeviceStats()
 	var names []string
 	for _, s := range dev {

@@ -1,0 +1,101 @@
+// Package regfile is a register file for the drivers' unit tests: a
+// kernel.Regs whose registers are plain storage, each write counted, with
+// the few side effects a device's bring-up depends on (a self-clearing
+// reset bit, clear-on-read causes and statistics, an NVM or PHY answering
+// through its access register) supplied by the device's tests. It moves
+// no packets; the tests play the device through the descriptor rings.
+package regfile
+
+import "sync"
+
+// Effects are a device's side effects. Both run with the file locked.
+type Effects struct {
+	// ClearOnRead reports whether reading off clears it (ICR, the
+	// statistics).
+	ClearOnRead func(off uint32) bool
+	// Write stores v at off in r as the device would, changing any other
+	// register the write acts on. Nil stores v as it is.
+	Write func(r map[uint32]uint32, off, v uint32)
+}
+
+// File is the register file.
+type File struct {
+	mu     sync.Mutex
+	r      map[uint32]uint32
+	writes map[uint32]int
+	fx     Effects
+}
+
+// New is a file holding init, acting as fx says.
+func New(init map[uint32]uint32, fx Effects) *File {
+	r := make(map[uint32]uint32, len(init))
+	for off, v := range init {
+		r[off] = v
+	}
+	return &File{r: r, writes: map[uint32]int{}, fx: fx}
+}
+
+// Read32 is the driver's read: what the register holds, cleared after
+// if it clears on read.
+func (f *File) Read32(off uint32) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.r[off]
+	if f.fx.ClearOnRead != nil && f.fx.ClearOnRead(off) {
+		f.r[off] = 0
+	}
+	return v
+}
+
+// Write32 is the driver's write, counted and passed through the effects.
+func (f *File) Write32(off, v uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes[off]++
+	if f.fx.Write != nil {
+		f.fx.Write(f.r, off, v)
+		return
+	}
+	f.r[off] = v
+}
+
+// Read64 reads the low register, then the high one.
+func (f *File) Read64(off uint32) uint64 {
+	return uint64(f.Read32(off)) | uint64(f.Read32(off+4))<<32
+}
+
+// Write64 writes the low register, then the high one.
+func (f *File) Write64(off uint32, v uint64) {
+	f.Write32(off, uint32(v))
+	f.Write32(off+4, uint32(v>>32))
+}
+
+// Get is what off holds, read with no side effect.
+func (f *File) Get(off uint32) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.r[off]
+}
+
+// Set puts v in off with no side effect, as the device changing its own
+// register.
+func (f *File) Set(off, v uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.r[off] = v
+}
+
+// Writes is how many times the driver wrote off.
+func (f *File) Writes(off uint32) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes[off]
+}
+
+// ReceiveAddress is what an Intel NIC loads into RAL0 and RAH0 from a
+// good NVM: mac, marked valid (RAH.AV, bit 31).
+func ReceiveAddress(mac [6]byte) (ral, rah uint32) {
+	ral = uint32(mac[0]) | uint32(mac[1])<<8 | uint32(mac[2])<<16 | uint32(mac[3])<<24
+	rah = uint32(mac[4]) | uint32(mac[5])<<8 | 1<<31
+	return ral, rah
+}
