@@ -9,11 +9,12 @@ package igb
 import (
 	"errors"
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/ether9/ether9/drivers/advregs"
+
+	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
@@ -46,6 +47,7 @@ type Device struct {
 	info  MACInfo
 	fn    uint8
 	regs  kernel.Regs
+	core  advmac.MAC // the MAC steps igb and igc share
 	dma   kernel.DMA
 	clock kernel.Clock
 	line  *intr.Line // the device's interrupt, shared by the queues' poll loops
@@ -53,14 +55,12 @@ type Device struct {
 	logf  func(string, ...any)
 	mac   [6]byte
 
-	queues  []*queue
-	mtu     atomic.Int32
-	linkMu  sync.Mutex
-	link    atomic.Pointer[nic.Link]
-	tso     atomic.Bool
-	changes atomic.Uint64
-	hw      hwStats
-	closed  atomic.Bool
+	queues []*queue
+	mtu    atomic.Int32
+	link   advmac.Link
+	tso    atomic.Bool
+	hw     hwStats
+	closed atomic.Bool
 
 	filterMu sync.Mutex
 	etqf     [advregs.NumETQF]bool
@@ -99,8 +99,8 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
+	d.core = advmac.MAC{Regs: d.regs, Clock: d.clock, Driver: "igb", Name: d.name, Logf: d.logf}
 	d.mtu.Store(defaultMTU)
-	d.link.Store(&nic.Link{})
 	d.tso.Store(true)
 	if err := d.reset(); err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		d.freeQueues()
 		return nil, err
 	}
-	d.logf("%s: %s (%s) %04x:%04x mac %x, %d queues, link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, n, *d.link.Load())
+	d.logf("%s: %s (%s) %04x:%04x mac %x, %d queues, link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, n, d.link.Load())
 	return d, nil
 }
 
@@ -138,14 +138,10 @@ func (d *Device) freeQueues() {
 
 // up programs filters, RSS, the rings and the link and enables RX and TX.
 func (d *Device) up() error {
-	r := d.regs
-	for i := 0; i < 128; i++ {
-		r.Write32(advregs.MTA+uint32(4*i), 0)
-	}
+	c := &d.core
+	c.PrepareRx(d.MTU() + ethHdrLen + vlanTagLen + fcsLen)
 	d.setupRSS()
-	r.Write32(advregs.RXCSUM, advregs.RXCSUM_IPOFL|advregs.RXCSUM_TUOFL|advregs.RXCSUM_PCSD)
-	r.Write32(advregs.RLPML, uint32(d.MTU()+ethHdrLen+vlanTagLen+fcsLen))
-	r.Write32(advregs.TIPG, tipgCopper)
+	d.regs.Write32(advregs.TIPG, tipgCopper)
 	for _, q := range d.queues {
 		if err := q.startTx(); err != nil {
 			return err
@@ -154,32 +150,15 @@ func (d *Device) up() error {
 			return err
 		}
 	}
-	r.Write32(advregs.TCTL, advregs.TCTL_EN|advregs.TCTL_PSP|advregs.TCTL_CT_DEFAULT<<advregs.TCTL_CT_SHIFT|advregs.TCTL_COLD_FD<<advregs.TCTL_COLD_SHIFT|advregs.TCTL_RTLC)
-	r.Write32(advregs.RCTL, advregs.RCTL_EN|advregs.RCTL_BAM|advregs.RCTL_SECRC|advregs.RCTL_LPE)
-	ctrl := r.Read32(advregs.CTRL)
-	ctrl |= advregs.CTRL_SLU
-	ctrl &^= advregs.CTRL_FRCSPD | advregs.CTRL_FRCDPX | advregs.CTRL_PHY_RST
-	r.Write32(advregs.CTRL, ctrl)
+	c.EnableRxTx()
+	c.SetLinkUp()
 	if err := d.restartAutoneg(); err != nil {
 		d.logf("%s: phy: %v", d.name, err)
 	}
-	r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)|advregs.CTRL_EXT_DRV_LOAD)
+	c.SetDriverLoaded(true)
 	d.setupInterrupts()
 	d.updateLink()
 	return nil
-}
-
-// waitFor polls cond every pollStep of clock time until it holds or
-// timeout passes.
-func (d *Device) waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := d.clock.Now() + timeout
-	for !cond() {
-		if d.clock.Now() >= deadline {
-			return cond()
-		}
-		d.clock.Sleep(pollStep)
-	}
-	return true
 }
 
 // Name implements nic.NIC.
@@ -203,7 +182,7 @@ func (d *Device) SetMTU(mtu int) error {
 		return fmt.Errorf("igb %s: mtu %d outside 68..%d (one %d-byte buffer per frame)", d.name, mtu, d.MaxMTU(), ring.HalfPage)
 	}
 	d.mtu.Store(int32(mtu))
-	d.regs.Write32(advregs.RLPML, uint32(mtu+ethHdrLen+vlanTagLen+fcsLen))
+	d.core.SetMaxFrame(mtu + ethHdrLen + vlanTagLen + fcsLen)
 	return nil
 }
 
@@ -213,7 +192,7 @@ func (d *Device) Link() nic.Link {
 	if !d.closed.Load() {
 		d.updateLink()
 	}
-	return *d.link.Load()
+	return d.link.Load()
 }
 
 // Features implements nic.NIC.
@@ -244,16 +223,12 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	r := d.regs
-	r.Write32(advregs.IMC, 0xffffffff)
-	r.Write32(advregs.EIMC, 0xffffffff)
-	r.Write32(advregs.RCTL, 0)
-	r.Write32(advregs.TCTL, 0)
+	d.core.Stop()
 	for _, q := range d.queues {
 		q.disable()
 	}
-	r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)&^advregs.CTRL_EXT_DRV_LOAD)
-	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
+	d.core.SetDriverLoaded(false)
+	d.core.DrainDMA()
 	var errs []error
 	for _, q := range d.queues {
 		if err := q.close(); err != nil {

@@ -1,7 +1,11 @@
 package igb
 
-import "github.com/ether9/ether9/drivers/advregs"
-import "time"
+import (
+	"time"
+
+	"github.com/ether9/ether9/drivers/advmac"
+	"github.com/ether9/ether9/drivers/advregs"
+)
 
 // Interrupts: queue pair n's RX and TX causes go to vector n, the other
 // causes (link) to the vector after the queues'. Every vector auto-clears
@@ -32,47 +36,30 @@ func ivarSlot(t MACType, q int, tx bool) (reg uint32, shift uint) {
 // auto-clear/auto-mask, and arms every vector.
 func (d *Device) setupInterrupts() {
 	r := d.regs
-	other := len(d.queues)
-	var all uint32
+	var bits []uint32
+	itr := advmac.ITR(itrInterval)
 	if d.info.Type == Mac82575 {
-		// The 82575's EICR bits are causes; MSIXBM groups them into
-		// vectors.
+		// The 82575 has no GPIE and no IVAR: its EICR bits are causes,
+		// which MSIXBM groups into vectors; it loads its moderation
+		// counter from EITR's upper half.
 		r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)|CTRL_EXT_PBA_CLR|CTRL_EXT_EIAME|CTRL_EXT_IRCA)
 		for _, q := range d.queues {
-			q.eims = EICR_RX_QUEUE0<<q.idx | EICR_TX_QUEUE0<<q.idx
-			r.Write32(MSIXBM0+4*uint32(q.idx), q.eims)
-			all |= q.eims
+			bits = append(bits, EICR_RX_QUEUE0<<q.idx|EICR_TX_QUEUE0<<q.idx)
 		}
-		d.other = EICR_OTHER
-		r.Write32(MSIXBM0+4*uint32(other), EICR_OTHER)
+		bits = append(bits, EICR_OTHER)
+		for v, b := range bits {
+			r.Write32(MSIXBM0+4*uint32(v), b)
+		}
+		itr |= itr << 16
 	} else {
-		r.Write32(advregs.GPIE, advregs.GPIE_NSICR|advregs.GPIE_MULTIPLE_MSIX|advregs.GPIE_EIAME|advregs.GPIE_PBA)
-		var ivar [8]uint32
-		for _, q := range d.queues {
-			for _, tx := range []bool{false, true} {
-				reg, shift := ivarSlot(d.info.Type, q.idx, tx)
-				ivar[(reg-advregs.IVAR0)/4] |= (advregs.IVAR_VALID | uint32(q.idx)) << shift
-			}
-			q.eims = 1 << q.idx
-			all |= q.eims
-		}
-		for i, v := range ivar {
-			r.Write32(advregs.IVAR0+4*uint32(i), v)
-		}
-		r.Write32(advregs.IVAR_MISC, (advregs.IVAR_VALID|uint32(other))<<advregs.IVAR_MISC_OTHER_SHIFT)
-		d.other = 1 << other
+		bits = d.core.RouteMSIX(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
 	}
+	var all uint32
+	for i, q := range d.queues {
+		q.vec.EIMS = bits[i]
+		all |= bits[i]
+	}
+	d.other = bits[len(d.queues)]
 	all |= d.other
-	itr := uint32(itrInterval/time.Microsecond) << advregs.EITR_INTERVAL_SHIFT & advregs.EITR_INTERVAL_MASK
-	if d.info.Type == Mac82575 {
-		itr |= itr << 16 // the 82575 loads its counter from the upper half
-	}
-	for v := 0; v <= other; v++ {
-		r.Write32(advregs.EITR0+4*uint32(v), itr)
-	}
-	r.Write32(advregs.EIAC, all)
-	r.Write32(advregs.EIAM, all)
-	r.Read32(advregs.ICR)
-	r.Write32(advregs.IMS, advregs.ICR_LSC)
-	r.Write32(advregs.EIMS, all)
+	d.core.ArmVectors(len(bits), itr, all)
 }

@@ -3,12 +3,13 @@ package igb
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"time"
+
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/advtx"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
@@ -35,9 +36,7 @@ type queue struct {
 	txDirty bool // descriptors queued since the last doorbell
 	stopped bool // closed: refuse TX
 
-	eims   uint32        // EIMS bit(s) of the queue's vector
-	rearms atomic.Uint64 // idle re-arms of the vector
-	wakes  atomic.Uint64 // sleeps ended by an interrupt
+	vec advmac.Vector // the queue pair's interrupt vector
 }
 
 var _ nic.Queue = (*queue)(nil)
@@ -67,22 +66,10 @@ func (q *queue) free() {
 	q.tx.Close()
 }
 
-// setEnable sets or clears XDCTL.ENABLE of a queue and waits until the
-// device reports the new state.
+// setEnable sets or clears ENABLE of the queue's RXDCTL or TXDCTL (reg)
+// and waits until the device reports the new state.
 func (q *queue) setEnable(reg uint32, on bool) error {
-	r, d := q.d.regs, q.d
-	off := advregs.QueueReg(reg, q.idx)
-	v := r.Read32(off)
-	if on {
-		v |= advregs.XDCTL_ENABLE
-	} else {
-		v &^= advregs.XDCTL_ENABLE
-	}
-	r.Write32(off, v)
-	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
-		return fmt.Errorf("igb %s: queue %d: %#x.ENABLE did not become %v", d.name, q.idx, off, on)
-	}
-	return nil
+	return q.d.core.SetQueueEnable(reg, q.idx, on)
 }
 
 // startRx programs and enables the RX queue and arms its buffers (pages,
@@ -93,12 +80,11 @@ func (q *queue) startRx() error {
 	n := q.idx
 	descs := q.rx.Descs
 	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
-	bsize := uint32(ring.HalfPage / 1024)
+	bsize := ring.HalfPage
 	if q.x.ZeroCopy() {
-		bsize = uint32(q.x.RxFrameSize() / 1024)
+		bsize = q.x.RxFrameSize()
 	}
-	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), bsize<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
-	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|8<<advregs.XDCTL_HTHRESH_SHIFT|1<<advregs.XDCTL_WTHRESH_SHIFT)
+	q.d.core.RxQueueConfig(n, bsize, 8, 8, 1)
 	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
 		return err
 	}
@@ -137,16 +123,13 @@ func (q *queue) startTxLocked() error {
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)
 	}
-	r.Write32(advregs.QueueReg(advregs.TXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|1<<advregs.XDCTL_HTHRESH_SHIFT|1<<advregs.XDCTL_WTHRESH_SHIFT)
+	q.d.core.TxQueueConfig(n, 8, 1, 1)
 	return q.setEnable(advregs.TXDCTL, true)
 }
 
 // disable stops the queue pair in the device.
 func (q *queue) disable() {
-	if err := q.setEnable(advregs.RXDCTL, false); err != nil {
-		q.d.logf("%v", err)
-	}
-	if err := q.setEnable(advregs.TXDCTL, false); err != nil {
+	if err := q.d.core.StopQueue(q.idx); err != nil {
 		q.d.logf("%v", err)
 	}
 }
@@ -164,25 +147,12 @@ func (q *queue) close() error {
 	return errors.Join(errs...)
 }
 
-// Wait implements nic.Queue. The queue is idle: it reads (and so
-// acknowledges) the other causes, acting on a link change, re-arms its
-// own vector and the other causes' in EIMS, and sleeps until an interrupt
-// or timeout. A busy queue never gets here, so its vector stays masked
-// and costs nothing per frame.
+// Wait implements nic.Queue: an idle queue re-arms its vector and sleeps
+// (advmac.Vector.Sleep).
 func (q *queue) Wait(timeout time.Duration) bool {
 	d := q.d
 	if d.closed.Load() {
 		return false
 	}
-	mark := d.line.Mark()
-	if d.regs.Read32(advregs.ICR)&advregs.ICR_LSC != 0 {
-		d.updateLink()
-	}
-	d.regs.Write32(advregs.EIMS, q.eims|d.other)
-	q.rearms.Add(1)
-	if !d.line.Wait(timeout, mark) {
-		return false
-	}
-	q.wakes.Add(1)
-	return true
+	return q.vec.Sleep(&d.core, d.line, d.other, timeout, d.updateLink)
 }

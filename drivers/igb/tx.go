@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+
 	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"

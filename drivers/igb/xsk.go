@@ -2,8 +2,9 @@ package igb
 
 import (
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"time"
+
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -31,7 +32,7 @@ func (h *xskHw) ReclaimTx()                         { h.q().reclaim() }
 func (h *xskHw) Wait(timeout time.Duration) bool    { return h.q().Wait(timeout) }
 
 func (h *xskHw) WaitFor(timeout time.Duration, cond func() bool) bool {
-	return h.q().d.waitFor(timeout, cond)
+	return h.q().d.core.WaitFor(timeout, cond)
 }
 
 func (h *xskHw) Poll(budget int, deliver func(*nic.RxPacket)) int {

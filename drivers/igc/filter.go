@@ -2,8 +2,9 @@ package igc
 
 import (
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"math/bits"
+
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/xsk"
 )

@@ -9,11 +9,12 @@ package igc
 import (
 	"errors"
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/ether9/ether9/drivers/advregs"
+
+	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -45,6 +46,7 @@ type Device struct {
 	loc    [3]uint8 // PCI bus, device, function
 	serial uint64   // PCIe device serial number, 0 if none
 	regs   kernel.Regs
+	core   advmac.MAC // the MAC steps igb and igc share
 	dma    kernel.DMA
 	clock  kernel.Clock
 	line   *intr.Line // the device's interrupt, shared by the queues' poll loops
@@ -52,17 +54,15 @@ type Device struct {
 	logf   func(string, ...any)
 	mac    [6]byte
 
-	queues  []*queue
-	cfgMu   sync.Mutex // MTU and RX layout changes
-	mtu     atomic.Int32
-	build   atomic.Bool // the build policy: on lets rings build (seed rule), off forces construct
-	linkMu  sync.Mutex
-	link    atomic.Pointer[nic.Link]
-	tso     atomic.Bool
-	rss     atomic.Bool // spread received flows over the queues
-	changes atomic.Uint64
-	hw      nicstat.Hardware
-	closed  atomic.Bool
+	queues []*queue
+	cfgMu  sync.Mutex // MTU and RX layout changes
+	mtu    atomic.Int32
+	build  atomic.Bool // the build policy: on lets rings build (seed rule), off forces construct
+	link   advmac.Link
+	tso    atomic.Bool
+	rss    atomic.Bool // spread received flows over the queues
+	hw     nicstat.Hardware
+	closed atomic.Bool
 
 	filterMu sync.Mutex // EtherType filter slots (filter.go)
 }
@@ -97,9 +97,9 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
+	d.core = advmac.MAC{Regs: d.regs, Clock: d.clock, Driver: "igc", Name: d.name, Logf: d.logf}
 	d.serial = readSerial(dev)
 	d.mtu.Store(defaultMTU)
-	d.link.Store(&nic.Link{})
 	d.tso.Store(true)
 	d.build.Store(true)
 	d.rss.Store(true)
@@ -122,7 +122,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		d.freeQueues()
 		return nil, err
 	}
-	d.logf("%s: %s (%v) %04x:%04x mac %x, %d queues, link %+v", d.name, id.Name, id.Type, VendorIntel, id.Device, d.mac, len(d.queues), *d.link.Load())
+	d.logf("%s: %s (%v) %04x:%04x mac %x, %d queues, link %+v", d.name, id.Name, id.Type, VendorIntel, id.Device, d.mac, len(d.queues), d.link.Load())
 	return d, nil
 }
 
@@ -135,14 +135,10 @@ func (d *Device) freeQueues() {
 
 // up programs filters, RSS, the rings and the link and enables RX and TX.
 func (d *Device) up() error {
-	r := d.regs
-	for i := 0; i < 128; i++ {
-		r.Write32(advregs.MTA+uint32(4*i), 0)
-	}
+	c := &d.core
+	c.PrepareRx(maxFrame(d.MTU()))
 	d.setupRSS()
-	r.Write32(advregs.RXCSUM, advregs.RXCSUM_IPOFL|advregs.RXCSUM_TUOFL|advregs.RXCSUM_PCSD)
-	r.Write32(advregs.RLPML, uint32(d.MTU()+frameExtra))
-	r.Write32(advregs.TIPG, tipgIPGT)
+	d.regs.Write32(advregs.TIPG, tipgIPGT)
 	for _, q := range d.queues {
 		if err := q.startTx(); err != nil {
 			return err
@@ -151,16 +147,12 @@ func (d *Device) up() error {
 			return err
 		}
 	}
-	r.Write32(advregs.TCTL, advregs.TCTL_EN|advregs.TCTL_PSP|advregs.TCTL_CT_DEFAULT<<advregs.TCTL_CT_SHIFT|advregs.TCTL_COLD_FD<<advregs.TCTL_COLD_SHIFT|advregs.TCTL_RTLC)
-	// LPE on: RLPML, the current maximum frame, is the length limit, so
-	// a build-layout buffer never receives past its half page.
-	r.Write32(advregs.RCTL, advregs.RCTL_EN|advregs.RCTL_BAM|advregs.RCTL_SECRC|advregs.RCTL_LPE)
+	// RCTL.LPE on: RLPML, the current maximum frame, is the length
+	// limit, so a build-layout buffer never receives past its half page.
+	c.EnableRxTx()
 	d.setupPHY()
-	ctrl := r.Read32(advregs.CTRL)
-	ctrl |= advregs.CTRL_SLU
-	ctrl &^= advregs.CTRL_FRCSPD | advregs.CTRL_FRCDPX | advregs.CTRL_PHY_RST
-	r.Write32(advregs.CTRL, ctrl)
-	r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)|advregs.CTRL_EXT_DRV_LOAD)
+	c.SetLinkUp()
+	c.SetDriverLoaded(true)
 	d.setupInterrupts()
 	d.updateLink()
 	return nil
@@ -194,7 +186,7 @@ func (d *Device) SetMTU(mtu int) error {
 		return fmt.Errorf("igc %s: set mtu on a closed device", d.name)
 	}
 	old := d.MTU()
-	d.regs.Write32(advregs.RLPML, uint32(min(old, mtu)+frameExtra))
+	d.core.SetMaxFrame(maxFrame(min(old, mtu)))
 	d.mtu.Store(int32(mtu))
 	var errs []error
 	for _, q := range d.queues {
@@ -202,12 +194,12 @@ func (d *Device) SetMTU(mtu int) error {
 			errs = append(errs, err)
 		}
 	}
-	d.regs.Write32(advregs.RLPML, uint32(mtu+frameExtra))
+	d.core.SetMaxFrame(maxFrame(mtu))
 	return errors.Join(errs...)
 }
 
 // Link implements nic.NIC.
-func (d *Device) Link() nic.Link { return *d.link.Load() }
+func (d *Device) Link() nic.Link { return d.link.Load() }
 
 // Features implements nic.NIC.
 func (d *Device) Features() nic.Features {
@@ -235,16 +227,12 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	r := d.regs
-	r.Write32(advregs.IMC, 0xffffffff)
-	r.Write32(advregs.EIMC, 0xffffffff)
-	r.Write32(advregs.RCTL, 0)
-	r.Write32(advregs.TCTL, 0)
+	d.core.Stop()
 	for _, q := range d.queues {
 		q.disable()
 	}
-	r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)&^advregs.CTRL_EXT_DRV_LOAD)
-	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
+	d.core.SetDriverLoaded(false)
+	d.core.DrainDMA()
 	var errs []error
 	for _, q := range d.queues {
 		if err := q.close(); err != nil {

@@ -1,7 +1,11 @@
 package igc
 
-import "github.com/ether9/ether9/drivers/advregs"
-import "time"
+import (
+	"time"
+
+	"github.com/ether9/ether9/drivers/advmac"
+	"github.com/ether9/ether9/drivers/advregs"
+)
 
 // Interrupts (I225 datasheet 7.3, registers in 8.8): MSI-X mode, queue
 // pair n's RX and TX causes on vector n, the other causes (link) on the
@@ -30,56 +34,23 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 // setupInterrupts routes the causes to vectors, sets moderation and
 // auto-clear/auto-mask, and arms every vector.
 func (d *Device) setupInterrupts() {
-	r := d.regs
-	r.Write32(advregs.GPIE, advregs.GPIE_NSICR|advregs.GPIE_MULTIPLE_MSIX|advregs.GPIE_EIAME|advregs.GPIE_PBA)
-	var ivar [maxQueues / 2]uint32
+	bits := d.core.RouteMSIX(len(d.queues), ivarSlot)
 	var all uint32
-	for _, q := range d.queues {
-		for _, tx := range []bool{false, true} {
-			reg, shift := ivarSlot(q.idx, tx)
-			ivar[(reg-advregs.IVAR0)/4] |= (advregs.IVAR_VALID | uint32(q.idx)) << shift
-		}
-		q.eims = 1 << q.idx
-		all |= q.eims
+	for i, q := range d.queues {
+		q.vec.EIMS = bits[i]
+		all |= bits[i]
 	}
-	for i, v := range ivar {
-		r.Write32(advregs.IVAR0+4*uint32(i), v)
-	}
-	other := len(d.queues)
-	r.Write32(advregs.IVAR_MISC, (advregs.IVAR_VALID|uint32(other))<<advregs.IVAR_MISC_OTHER_SHIFT)
-	d.other = 1 << other
+	d.other = bits[len(d.queues)]
 	all |= d.other
-	itr := uint32(itrInterval/time.Microsecond)<<advregs.EITR_INTERVAL_SHIFT&advregs.EITR_INTERVAL_MASK | advregs.EITR_CNT_IGNR
-	for v := 0; v <= other; v++ {
-		r.Write32(advregs.EITR0+4*uint32(v), itr)
-	}
-	r.Write32(advregs.EIAC, all)
-	r.Write32(advregs.EIAM, all)
-	r.Read32(advregs.ICR)
-	r.Write32(advregs.IMS, advregs.ICR_LSC)
-	r.Write32(advregs.EIMS, all)
+	d.core.ArmVectors(len(bits), advmac.ITR(itrInterval)|advregs.EITR_CNT_IGNR, all)
 }
 
-// Wait implements nic.Queue. The queue is idle: it reads (and so
-// acknowledges) the other causes, acting on a link change, re-arms its
-// own vector and the other causes' in EIMS, and sleeps until an interrupt
-// or timeout. The mark is taken before the re-arm, so an interrupt that
-// fires in between, and that another queue's sleep takes, still ends this
-// wait.
+// Wait implements nic.Queue: an idle queue re-arms its vector and sleeps
+// on the device's line (advmac.Vector.Sleep).
 func (q *queue) Wait(timeout time.Duration) bool {
 	d := q.d
 	if d.closed.Load() {
 		return false
 	}
-	mark := d.line.Mark()
-	if d.regs.Read32(advregs.ICR)&advregs.ICR_LSC != 0 {
-		d.updateLink()
-	}
-	d.regs.Write32(advregs.EIMS, q.eims|d.other)
-	q.rearms.Add(1)
-	if !d.line.Wait(timeout, mark) {
-		return false
-	}
-	q.wakes.Add(1)
-	return true
+	return q.vec.Sleep(&d.core, d.line, d.other, timeout, d.updateLink)
 }

@@ -1,12 +1,8 @@
 package igc
 
 import (
-	"fmt"
 	"github.com/ether9/ether9/drivers/advregs"
-	"time"
 )
-
-const mdicTimeout = 2 * time.Millisecond
 
 // PHY registers (IEEE 802.3 clause 22) beyond BMCR and, through the MMD
 // access registers, the clause 45 multi-gigabit auto-negotiation control.
@@ -30,30 +26,11 @@ const (
 	phyAdvertiseLegacy = ANAR_SELECTOR | ANAR_10HD | ANAR_10FD | ANAR_100HD | ANAR_100FD
 )
 
-// mdic runs one MDIC transaction and returns the data of a read.
-func (d *Device) mdic(op uint32, reg int, v uint16) (uint16, error) {
-	r := d.regs
-	r.Write32(advregs.MDIC, op|uint32(reg)<<advregs.MDIC_REG_SHIFT|advregs.PHYAddrInternal<<advregs.MDIC_PHY_SHIFT|uint32(v))
-	var m uint32
-	if !d.waitFor(mdicTimeout, func() bool { m = r.Read32(advregs.MDIC); return m&advregs.MDIC_READY != 0 }) {
-		return 0, fmt.Errorf("igc %s: PHY register %d: MDIC not ready", d.name, reg)
-	}
-	if m&advregs.MDIC_ERROR != 0 {
-		return 0, fmt.Errorf("igc %s: PHY register %d: MDIC error", d.name, reg)
-	}
-	return uint16(m & advregs.MDIC_DATA_MASK), nil
-}
-
-func (d *Device) phyWrite(reg int, v uint16) error {
-	_, err := d.mdic(advregs.MDIC_OP_WRITE, reg, v)
-	return err
-}
-
 // mmdWrite writes a clause 45 register through MMDCTRL/MMDDATA: select
 // the device and the address, then write the data.
 func (d *Device) mmdWrite(dev, reg int, v uint16) error {
 	for _, w := range [][2]int{{PHY_MMDCTRL, dev}, {PHY_MMDDATA, reg}, {PHY_MMDCTRL, MMD_FUNC_DATA | dev}, {PHY_MMDDATA, int(v)}} {
-		if err := d.phyWrite(w[0], uint16(w[1])); err != nil {
+		if err := d.core.PHYWrite(w[0], uint16(w[1])); err != nil {
 			return err
 		}
 	}
@@ -65,15 +42,15 @@ func (d *Device) mmdWrite(dev, reg int, v uint16) error {
 // partner and STATUS reports it. A PHY that does not answer leaves the
 // link to its power-on advertisement, which also covers every speed.
 func (d *Device) setupPHY() {
-	err := d.phyWrite(PHY_ANAR, phyAdvertiseLegacy)
+	err := d.core.PHYWrite(PHY_ANAR, phyAdvertiseLegacy)
 	if err == nil {
-		err = d.phyWrite(PHY_GCTRL, GCTRL_1000FD)
+		err = d.core.PHYWrite(PHY_GCTRL, GCTRL_1000FD)
 	}
 	if err == nil {
 		err = d.mmdWrite(MMD_AN, AN_MGBT_CTRL, AN_MGBT_CTRL_2500)
 	}
 	if err == nil {
-		err = d.phyWrite(advregs.PHY_BMCR, advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART)
+		err = d.core.PHYWrite(advregs.PHY_BMCR, advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART)
 	}
 	if err != nil {
 		d.logf("%s: PHY set-up: %v", d.name, err)

@@ -3,9 +3,11 @@ package igc
 import (
 	"errors"
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ether9/ether9/drivers/advmac"
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/advtx"
@@ -36,9 +38,7 @@ type queue struct {
 	txDirty bool // descriptors queued since the last doorbell
 	txDone  bool // closed: refuse TX
 
-	eims   uint32        // EIMS bit of the queue's vector
-	rearms atomic.Uint64 // idle re-arms of the vector
-	wakes  atomic.Uint64 // sleeps ended by an interrupt
+	vec advmac.Vector // the queue pair's interrupt vector
 }
 
 var _ nic.Queue = (*queue)(nil)
@@ -72,21 +72,10 @@ func (q *queue) layout() Layout {
 	return chooseLayout(q.d.build.Load(), q.x.Program() != nil, q.d.MTU())
 }
 
-// setEnable sets or clears XDCTL.ENABLE and waits for the device to agree.
+// setEnable sets or clears ENABLE of the queue's RXDCTL or TXDCTL (reg)
+// and waits for the device to agree.
 func (q *queue) setEnable(reg uint32, on bool) error {
-	r, d := q.d.regs, q.d
-	off := advregs.QueueReg(reg, q.idx)
-	v := r.Read32(off)
-	if on {
-		v |= advregs.XDCTL_ENABLE
-	} else {
-		v &^= advregs.XDCTL_ENABLE
-	}
-	r.Write32(off, v)
-	if !d.waitFor(queueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
-		return fmt.Errorf("igc %s: queue %d: %#x.ENABLE did not become %v", d.name, q.idx, off, on)
-	}
-	return nil
+	return q.d.core.SetQueueEnable(reg, q.idx, on)
 }
 
 // startRx programs and enables the RX queue with the layout the seed's
@@ -104,8 +93,7 @@ func (q *queue) startRx() error {
 	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	// The buffer is 2 KiB; with the build layout the frame starts
 	// rxHeadroom in, and RLPML keeps it inside the half.
-	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), uint32(rxBufLen/1024)<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
-	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|8<<advregs.XDCTL_HTHRESH_SHIFT|4<<advregs.XDCTL_WTHRESH_SHIFT)
+	q.d.core.RxQueueConfig(n, rxBufLen, 8, 8, 4)
 	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
 		return err
 	}
@@ -161,16 +149,13 @@ func (q *queue) startTxLocked() error {
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igc %s: queue %d: %w", q.d.name, q.idx, err)
 	}
-	r.Write32(advregs.QueueReg(advregs.TXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|1<<advregs.XDCTL_HTHRESH_SHIFT|16<<advregs.XDCTL_WTHRESH_SHIFT)
+	q.d.core.TxQueueConfig(n, 8, 1, 16)
 	return q.setEnable(advregs.TXDCTL, true)
 }
 
 // disable stops the queue pair in the device.
 func (q *queue) disable() {
-	if err := q.setEnable(advregs.RXDCTL, false); err != nil {
-		q.d.logf("%v", err)
-	}
-	if err := q.setEnable(advregs.TXDCTL, false); err != nil {
+	if err := q.d.core.StopQueue(q.idx); err != nil {
 		q.d.logf("%v", err)
 	}
 }

@@ -2,6 +2,7 @@ package igc
 
 import (
 	"fmt"
+
 	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"

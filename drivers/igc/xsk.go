@@ -3,8 +3,9 @@ package igc
 import (
 	"errors"
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"time"
+
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
@@ -39,7 +40,7 @@ func (h *xskHw) ReclaimTx()                         { h.q().reclaim() }
 func (h *xskHw) Wait(timeout time.Duration) bool    { return h.q().Wait(timeout) }
 
 func (h *xskHw) WaitFor(timeout time.Duration, cond func() bool) bool {
-	return h.q().d.waitFor(timeout, cond)
+	return h.q().d.core.WaitFor(timeout, cond)
 }
 
 func (h *xskHw) Poll(budget int, deliver func(*nic.RxPacket)) int {
@@ -80,9 +81,7 @@ func (q *queue) startRxZC() error {
 	r, n := q.d.regs, q.idx
 	q.rx.Descs.Clear()
 	q.rx.Descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
-	bsize := uint32(q.x.RxFrameSize() / 1024)
-	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), bsize<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
-	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), 8<<advregs.XDCTL_PTHRESH_SHIFT|8<<advregs.XDCTL_HTHRESH_SHIFT|4<<advregs.XDCTL_WTHRESH_SHIFT)
+	q.d.core.RxQueueConfig(n, q.x.RxFrameSize(), 8, 8, 4)
 	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
 		return err
 	}
