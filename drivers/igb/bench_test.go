@@ -65,7 +65,7 @@ func BenchmarkRxClean(b *testing.B) {
 					for i := 0; i < n; {
 						k := 0
 						for ; k < 32 && i < n; k++ {
-							r.deliver(b, 0, f, RXD_STAT_EOP, 0)
+							r.Deliver(b, 0, f, RXD_STAT_EOP, 0)
 							i++
 						}
 						q.Poll(64, release)

@@ -3,8 +3,9 @@ package igb
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
+
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -50,23 +51,23 @@ func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 		t.Fatalf("%d queues", n)
 	}
 	for q := 0; q < maxQueues; q++ {
-		s := r.regs.get(advregs.QueueReg(advregs.SRRCTL, q))
+		s := r.regs.Get(advregs.QueueReg(advregs.SRRCTL, q))
 		if s&(7<<25) != advregs.SRRCTL_DESCTYPE_ADV_ONEBUF || s&0x7f != 2 {
 			t.Errorf("queue %d SRRCTL %#x: want advanced one-buffer, 2 KiB", q, s)
 		}
-		if r.regs.get(advregs.QueueReg(advregs.RXDCTL, q))&advregs.XDCTL_ENABLE == 0 || r.regs.get(advregs.QueueReg(advregs.TXDCTL, q))&advregs.XDCTL_ENABLE == 0 {
+		if r.regs.Get(advregs.QueueReg(advregs.RXDCTL, q))&advregs.XDCTL_ENABLE == 0 || r.regs.Get(advregs.QueueReg(advregs.TXDCTL, q))&advregs.XDCTL_ENABLE == 0 {
 			t.Errorf("queue %d not enabled", q)
 		}
-		if got := r.rxTail(q); got != rxDescs-1 {
+		if got := r.RxTail(q); got != rxDescs-1 {
 			t.Errorf("queue %d RDT %d, want %d", q, got, rxDescs-1)
 		}
 	}
-	if m := r.regs.get(advregs.MRQC); m&7 != advregs.MRQC_ENABLE_RSS || m&advregs.MRQC_RSS_FIELD_IPV4_TCP == 0 {
+	if m := r.regs.Get(advregs.MRQC); m&7 != advregs.MRQC_ENABLE_RSS || m&advregs.MRQC_RSS_FIELD_IPV4_TCP == 0 {
 		t.Errorf("MRQC %#x", m)
 	}
 	hits := make([]int, maxQueues)
 	for i := 0; i < advregs.RETAEntries; i++ {
-		v := r.regs.get(advregs.RETA + uint32(i/4*4))
+		v := r.regs.Get(advregs.RETA + uint32(i/4*4))
 		hits[v>>(8*(i%4))&0xff]++
 	}
 	for q, n := range hits {
@@ -74,13 +75,13 @@ func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 			t.Errorf("queue %d has %d RETA entries", q, n)
 		}
 	}
-	if k := r.regs.get(advregs.RSSRK); k != 0xda565a6d {
+	if k := r.regs.Get(advregs.RSSRK); k != 0xda565a6d {
 		t.Errorf("RSSRK0 %#x", k)
 	}
 	if c := r.regs.phy[advregs.PHY_BMCR]; c&(advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART) != advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART {
 		t.Errorf("PHY control %#x: auto-negotiation not restarted", c)
 	}
-	if r.regs.get(advregs.RCTL)&advregs.RCTL_EN == 0 || r.regs.get(advregs.TCTL)&advregs.TCTL_EN == 0 {
+	if r.regs.Get(advregs.RCTL)&advregs.RCTL_EN == 0 || r.regs.Get(advregs.TCTL)&advregs.TCTL_EN == 0 {
 		t.Error("RX or TX not enabled")
 	}
 }
@@ -110,7 +111,7 @@ func TestRxPageReuseSteadyState(t *testing.T) {
 			maps0, _, _ = r.dma.Counts() // every slot has had its page
 		}
 		for k := 0; k < 32 && sent < frames; k++ {
-			if !r.deliver(t, 0, frame(1000, byte(sent)), RXD_STAT_EOP, 0) {
+			if !r.Deliver(t, 0, frame(1000, byte(sent)), RXD_STAT_EOP, 0) {
 				t.Fatal("ring empty")
 			}
 			sent++
@@ -153,7 +154,7 @@ func TestRxPageHeldByStack(t *testing.T) {
 	const frames = 2 * rxDescs
 	for sent := 0; sent < frames; {
 		for k := 0; k < 16 && sent < frames; k++ {
-			r.deliver(t, 0, frame(1500, byte(sent)), RXD_STAT_EOP, 0)
+			r.Deliver(t, 0, frame(1500, byte(sent)), RXD_STAT_EOP, 0)
 			sent++
 		}
 		q.Poll(64, func(p *nic.RxPacket) { held = append(held, p.Data) })
@@ -177,7 +178,7 @@ func TestRxCopybreakKeepsBuffer(t *testing.T) {
 	defer r.close(t)
 	q := r.d.queues[2]
 	for i := 0; i < 100; i++ {
-		r.deliver(t, 2, frame(64, byte(i)), RXD_STAT_EOP|RXD_STAT_L4CS, 0x1234)
+		r.Deliver(t, 2, frame(64, byte(i)), RXD_STAT_EOP|RXD_STAT_L4CS, 0x1234)
 		n := 0
 		q.Poll(64, func(p *nic.RxPacket) {
 			if !bytes.Equal(p.Data.Flatten(), frame(64, byte(i))) || !p.CsumOK || p.Hash != 0x1234 {
@@ -214,9 +215,9 @@ func TestRxBadWritebacksRecycle(t *testing.T) {
 		{RXD_STAT_EOP, 100, "rx_drop_multi"}, // ... through its EOP
 	}
 	for _, c := range cases {
-		h := r.rxHead[0]
-		r.writeback(0, h, c.staterr|RXD_STAT_DD, c.n, 0)
-		r.rxHead[0] = q.rx.Descs.Next(h)
+		h := r.RxHead[0]
+		r.Writeback(0, h, c.staterr|RXD_STAT_DD, c.n, 0)
+		r.RxHead[0] = q.rx.Descs.Next(h)
 		before := r.stat(t, c.stat)
 		if n := q.Poll(64, func(p *nic.RxPacket) { t.Fatalf("bad frame delivered") }); n != 1 {
 			t.Fatalf("%+v: poll took %d", c, n)
@@ -241,8 +242,8 @@ func TestCtl(t *testing.T) {
 	if err := r.d.Ctl("tso off"); err != nil || r.d.Features().TSOv4 {
 		t.Errorf("tso off: %v %+v", err, r.d.Features())
 	}
-	if err := r.d.Ctl("mtu 2000"); err != nil || r.d.MTU() != 2000 || r.regs.get(advregs.RLPML) != 2000+22 {
-		t.Errorf("mtu 2000: %v, mtu %d RLPML %d", err, r.d.MTU(), r.regs.get(advregs.RLPML))
+	if err := r.d.Ctl("mtu 2000"); err != nil || r.d.MTU() != 2000 || r.regs.Get(advregs.RLPML) != 2000+22 {
+		t.Errorf("mtu 2000: %v, mtu %d RLPML %d", err, r.d.MTU(), r.regs.Get(advregs.RLPML))
 	}
 }
 
@@ -274,9 +275,9 @@ func TestTxChecksumAndTSODescriptors(t *testing.T) {
 	if n, err := q.Transmit(pkts); n != 2 || err != nil {
 		t.Fatalf("transmit: %d, %v", n, err)
 	}
-	ctxs := r.transmit(t, 1)
-	if len(ctxs) != 2 || len(r.wire) != 2 {
-		t.Fatalf("%d contexts, %d frames", len(ctxs), len(r.wire))
+	ctxs := r.Transmit(t, 1)
+	if len(ctxs) != 2 || len(r.Wire) != 2 {
+		t.Fatalf("%d contexts, %d frames", len(ctxs), len(r.Wire))
 	}
 	c := ctxs[0]
 	maciplen := binary.LittleEndian.Uint32(c[0:])
@@ -285,7 +286,7 @@ func TestTxChecksumAndTSODescriptors(t *testing.T) {
 	if maciplen != 20|14<<ADVTXD_MACLEN_SHIFT || tucmd&(ADVTXD_TUCMD_IPV4|ADVTXD_TUCMD_L4T_TCP) != ADVTXD_TUCMD_IPV4|ADVTXD_TUCMD_L4T_TCP || mss != 20<<8|1000<<16 {
 		t.Errorf("TSO context %#x %#x %#x", maciplen, tucmd, mss)
 	}
-	if got := r.wire[0]; len(got) != len(f) || !bytes.Equal(got[54:], f[54:]) || binary.BigEndian.Uint16(got[14+2:]) != 0 {
+	if got := r.Wire[0]; len(got) != len(f) || !bytes.Equal(got[54:], f[54:]) || binary.BigEndian.Uint16(got[14+2:]) != 0 {
 		t.Errorf("TSO frame: %d bytes, IP length %d", len(got), binary.BigEndian.Uint16(got[16:]))
 	}
 	if r.stat(t, "tx_tso") != 1 || r.stat(t, "tx_csum") != 1 {

@@ -2,8 +2,9 @@ package igb
 
 import (
 	"errors"
-	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
+
+	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/xsk"
 )
@@ -15,7 +16,7 @@ func TestSteerFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := r.regs.get(advregs.ETQF + uint32(4*s)); v != 0x88b5|3<<16|advregs.ETQF_FILTER_ENABLE|advregs.ETQF_QUEUE_ENABLE {
+	if v := r.regs.Get(advregs.ETQF + uint32(4*s)); v != 0x88b5|3<<16|advregs.ETQF_FILTER_ENABLE|advregs.ETQF_QUEUE_ENABLE {
 		t.Errorf("ETQF %#x", v)
 	}
 	u, err := r.d.Steer(xsk.Filter{UDPPort: 4791}, 2)
@@ -26,10 +27,10 @@ func TestSteerFilters(t *testing.T) {
 	// The rig's 82576: FTQF compares protocol and port alone with the
 	// source and destination address and source port bypassed; IMIR holds
 	// 4791 (0x12b7) as on the wire.
-	if v := r.regs.get(FTQF + i); v != protoUDP|advregs.TTQF_QUEUE_ENABLE|2<<16|FTQF_MASK_SOURCE_ADDR_BP|FTQF_MASK_DEST_ADDR_BP|FTQF_MASK_SOURCE_PORT_BP {
+	if v := r.regs.Get(FTQF + i); v != protoUDP|advregs.TTQF_QUEUE_ENABLE|2<<16|FTQF_MASK_SOURCE_ADDR_BP|FTQF_MASK_DEST_ADDR_BP|FTQF_MASK_SOURCE_PORT_BP {
 		t.Errorf("FTQF %#x", v)
 	}
-	if v := r.regs.get(advregs.IMIR + i); v&0xffff != 0xb712 || v&advregs.IMIR_PORT_BP != 0 {
+	if v := r.regs.Get(advregs.IMIR + i); v&0xffff != 0xb712 || v&advregs.IMIR_PORT_BP != 0 {
 		t.Errorf("IMIR %#x", v)
 	}
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1}, 9); !errors.Is(err, xsk.ErrNoQueue) {
@@ -46,13 +47,13 @@ func TestSteerFilters(t *testing.T) {
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 99}, 0); err == nil {
 		t.Error("ninth 2-tuple filter accepted")
 	}
-	if err := r.d.Unsteer(u); err != nil || r.regs.get(FTQF+i) != 0 {
-		t.Errorf("unsteer: %v, FTQF %#x", err, r.regs.get(FTQF+i))
+	if err := r.d.Unsteer(u); err != nil || r.regs.Get(FTQF+i) != 0 {
+		t.Errorf("unsteer: %v, FTQF %#x", err, r.regs.Get(FTQF+i))
 	}
 	if err := r.d.Unsteer(u); err == nil {
 		t.Error("double unsteer accepted")
 	}
-	if err := r.d.Unsteer(s); err != nil || r.regs.get(advregs.ETQF+uint32(4*s)) != 0 {
+	if err := r.d.Unsteer(s); err != nil || r.regs.Get(advregs.ETQF+uint32(4*s)) != 0 {
 		t.Errorf("unsteer ethertype: %v", err)
 	}
 }

@@ -34,12 +34,12 @@ func FuzzRxWriteback(f *testing.F) {
 			staterr := binary.LittleEndian.Uint32(wbs) | RXD_STAT_DD
 			n := int(binary.LittleEndian.Uint16(wbs[4:]))
 			wbs = wbs[6:]
-			h := r.rxHead[0]
-			if h == r.rxTail(0) {
+			h := r.RxHead[0]
+			if h == r.RxTail(0) {
 				break
 			}
-			r.writeback(0, h, staterr, n, 0)
-			r.rxHead[0] = q.rx.Descs.Next(h)
+			r.Writeback(0, h, staterr, n, 0)
+			r.RxHead[0] = q.rx.Descs.Next(h)
 			completed++
 			if completed%16 == 0 || len(wbs) < 6 {
 				q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })

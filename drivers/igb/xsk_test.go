@@ -27,7 +27,7 @@ func TestRxDropCountsExact(t *testing.T) {
 					maps0, _, _ = r.dma.Counts() // every slot has been armed
 				}
 				for k := 0; k < 32 && sent < frames; k++ {
-					if !r.deliver(t, 1, frame(60+sent%1400, byte(sent)), RXD_STAT_EOP, 0) {
+					if !r.Deliver(t, 1, frame(60+sent%1400, byte(sent)), RXD_STAT_EOP, 0) {
 						t.Fatalf("no armed descriptor at frame %d", sent)
 					}
 					sent++
@@ -67,7 +67,7 @@ func TestTxPushCountsExact(t *testing.T) {
 			}
 			const frames = 3000
 			sent := 0
-			for sent < frames || len(r.wire) < frames {
+			for sent < frames || len(r.Wire) < frames {
 				for len(a.Free) > 0 && sent < frames && a.S.TX.Free() > 0 {
 					f := a.Free[0]
 					a.Free = a.Free[1:]
@@ -77,11 +77,11 @@ func TestTxPushCountsExact(t *testing.T) {
 					sent++
 				}
 				a.S.Poll(64)
-				r.transmit(t, 2)
+				r.Transmit(t, 2)
 				a.S.Poll(64)
 				a.Complete()
 			}
-			for i, f := range r.wire {
+			for i, f := range r.Wire {
 				if !bytes.Equal(f, frame(60+i%1000, byte(i))) {
 					t.Fatalf("wire frame %d wrong", i)
 				}
@@ -111,9 +111,9 @@ func TestL2FwdCountsExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			const frames = 1500
-			for sent := 0; sent < frames || len(r.wire) < frames; {
+			for sent := 0; sent < frames || len(r.Wire) < frames; {
 				for k := 0; k < 16 && sent < frames; k++ {
-					if !r.deliver(t, 3, frame(100, byte(sent)), RXD_STAT_EOP, 0) {
+					if !r.Deliver(t, 3, frame(100, byte(sent)), RXD_STAT_EOP, 0) {
 						break
 					}
 					sent++
@@ -130,19 +130,19 @@ func TestL2FwdCountsExact(t *testing.T) {
 					}
 				}
 				a.S.Poll(64)
-				r.transmit(t, 3)
+				r.Transmit(t, 3)
 				a.S.Poll(64)
 				a.Complete()
 				a.Fill(len(a.Free))
 			}
-			for i, f := range r.wire {
+			for i, f := range r.Wire {
 				want := frame(100, byte(i))
 				if !bytes.Equal(f[:6], want[6:12]) || !bytes.Equal(f[12:], want[12:]) {
 					t.Fatalf("forwarded frame %d wrong", i)
 				}
 			}
-			if len(r.wire) != frames || a.S.Stats.TxSent.Load() != frames {
-				t.Fatalf("%d forwarded, TxSent %d", len(r.wire), a.S.Stats.TxSent.Load())
+			if len(r.Wire) != frames || a.S.Stats.TxSent.Load() != frames {
+				t.Fatalf("%d forwarded, TxSent %d", len(r.Wire), a.S.Stats.TxSent.Load())
 			}
 			if err := r.d.Unbind(3); err != nil {
 				t.Fatal(err)
@@ -163,7 +163,7 @@ func TestUnbindUnderTraffic(t *testing.T) {
 				t.Fatal(err)
 			}
 			for k := 0; k < 40; k++ {
-				r.deliver(t, 0, frame(200, byte(k)), RXD_STAT_EOP, 0)
+				r.Deliver(t, 0, frame(200, byte(k)), RXD_STAT_EOP, 0)
 			}
 			a.S.Poll(64)
 			var held []xsk.Desc // 20 taken, the rest stays on the RX ring
@@ -189,9 +189,9 @@ func TestUnbindUnderTraffic(t *testing.T) {
 			// The queue is the stack's again (a zero-copy queue restarted
 			// from descriptor 0 with pages).
 			if m == xsk.ZeroCopy {
-				r.rxHead[0] = 0
+				r.RxHead[0] = 0
 			}
-			r.deliver(t, 0, frame(300, 7), RXD_STAT_EOP, 0)
+			r.Deliver(t, 0, frame(300, 7), RXD_STAT_EOP, 0)
 			n := 0
 			r.d.queues[0].Poll(8, func(p *nic.RxPacket) { n++; p.Data.Release() })
 			if n != 1 {
@@ -211,7 +211,7 @@ func TestFillEmptyAndRxFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for r.deliver(t, 1, frame(80, byte(n)), RXD_STAT_EOP, 0) {
+	for r.Deliver(t, 1, frame(80, byte(n)), RXD_STAT_EOP, 0) {
 		n++
 	}
 	if n != 10 {
@@ -229,9 +229,9 @@ func TestFillEmptyAndRxFull(t *testing.T) {
 	if err := r.d.Bind(1, b.S, xsk.Copy); err != nil {
 		t.Fatal(err)
 	}
-	r.rxHead[1] = 0
+	r.RxHead[1] = 0
 	for k := 0; k < 12; k++ {
-		r.deliver(t, 1, frame(80, byte(k)), RXD_STAT_EOP, 0)
+		r.Deliver(t, 1, frame(80, byte(k)), RXD_STAT_EOP, 0)
 	}
 	b.S.Poll(64)
 	if d, e := b.S.Stats.RxDelivered.Load(), b.S.Stats.RxFillEmpty.Load(); d != 5 || e != 7 {
@@ -251,12 +251,12 @@ func TestProgramVerdicts(t *testing.T) {
 	r.d.SetProgram(1, func(f []byte) xsk.Verdict { return verdicts[int(f[14]-14)%4] })
 	var passed []*nic.RxPacket
 	for k := 0; k < 40; k++ {
-		r.deliver(t, 1, frame(70, byte(k)), RXD_STAT_EOP, 0)
+		r.Deliver(t, 1, frame(70, byte(k)), RXD_STAT_EOP, 0)
 	}
 	r.d.queues[1].Poll(64, func(p *nic.RxPacket) { passed = append(passed, p) })
-	r.transmit(t, 1)
-	if len(passed) != 10 || len(a.RX(t)) != 10 || len(r.wire) != 10 {
-		t.Fatalf("pass %d, redirect %d, tx %d", len(passed), len(a.RX(t)), len(r.wire))
+	r.Transmit(t, 1)
+	if len(passed) != 10 || len(a.RX(t)) != 10 || len(r.Wire) != 10 {
+		t.Fatalf("pass %d, redirect %d, tx %d", len(passed), len(a.RX(t)), len(r.Wire))
 	}
 	for _, v := range verdicts {
 		if n := r.stat(t, "xdp_"+v.String()); n != 10 {
@@ -288,7 +288,7 @@ func TestUnbindWhilePolling(t *testing.T) {
 				t.Fatal(err)
 			}
 			for k := 0; k < 100; k++ {
-				r.deliver(t, 0, frame(90, byte(k)), RXD_STAT_EOP, 0)
+				r.Deliver(t, 0, frame(90, byte(k)), RXD_STAT_EOP, 0)
 			}
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
