@@ -39,7 +39,7 @@ func BenchmarkRxLayout(b *testing.B) {
 			if err := r.d.Ctl("build " + policy); err != nil {
 				b.Fatal(err)
 			}
-			r.restartRx(0)
+			r.RestartRx(0)
 			f := udpFrame(60, 1)
 			q := r.d.queues[0]
 			release := func(p *nic.RxPacket) { // as the endpoint does once the stack is done
@@ -52,7 +52,7 @@ func BenchmarkRxLayout(b *testing.B) {
 			const batch = 64
 			poll := func() time.Duration {
 				for i := 0; i < batch; i++ {
-					r.deliver(b, 0, f, advdesc.RXD_STAT_EOP)
+					r.Deliver(b, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 				}
 				start := time.Now()
 				if n := q.Poll(batch, release); n != batch {

@@ -13,6 +13,7 @@ import (
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -82,7 +83,7 @@ func TestBlankNVM(t *testing.T) {
 			if want := localMAC(0, [3]uint8{3, 0, 0}); m[0]&2 == 0 || m[0]&1 != 0 || m != want {
 				t.Fatalf("mac %x: want the locally administered unicast %x", m, want)
 			}
-			if lo, hi := regs.get(advregs.RAL0), regs.get(advregs.RAH0); hi&advregs.RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
+			if lo, hi := regs.Get(advregs.RAL0), regs.Get(advregs.RAH0); hi&advregs.RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
 				t.Fatalf("RAL0/RAH0 %08x/%08x not programmed with %x", lo, hi, m)
 			}
 		})
@@ -130,8 +131,8 @@ func TestLinkChange(t *testing.T) {
 		t.Fatalf("link at probe %+v", l)
 	}
 	before := r.stat(t, "link_changes")
-	r.regs.set(advregs.STATUS, advregs.STATUS_LU|advregs.STATUS_FD|1<<advregs.STATUS_SPEED_SHIFT)
-	r.regs.set(advregs.ICR, advregs.ICR_LSC)
+	r.regs.Set(advregs.STATUS, advregs.STATUS_LU|advregs.STATUS_FD|1<<advregs.STATUS_SPEED_SHIFT)
+	r.regs.Set(advregs.ICR, advregs.ICR_LSC)
 	r.poll(2)
 	if l := r.d.Link(); l.SpeedMbps != 2500 {
 		t.Fatalf("a busy queue's poll read the link: %+v", l)
@@ -173,30 +174,30 @@ func TestBringUp(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	regs := r.regs
-	if v := regs.get(advregs.RCTL); v&advregs.RCTL_EN == 0 || v&advregs.RCTL_LPE == 0 || v&advregs.RCTL_SECRC == 0 {
+	if v := regs.Get(advregs.RCTL); v&advregs.RCTL_EN == 0 || v&advregs.RCTL_LPE == 0 || v&advregs.RCTL_SECRC == 0 {
 		t.Errorf("RCTL %#x", v)
 	}
-	if v := regs.get(advregs.TCTL); v&advregs.TCTL_EN == 0 {
+	if v := regs.Get(advregs.TCTL); v&advregs.TCTL_EN == 0 {
 		t.Errorf("TCTL %#x", v)
 	}
-	if v := regs.get(advregs.RLPML); v != 1500+frameExtra {
+	if v := regs.Get(advregs.RLPML); v != 1500+frameExtra {
 		t.Errorf("RLPML %d", v)
 	}
-	if v := regs.get(advregs.MRQC); v&advregs.MRQC_ENABLE_RSS == 0 {
+	if v := regs.Get(advregs.MRQC); v&advregs.MRQC_ENABLE_RSS == 0 {
 		t.Errorf("MRQC %#x: RSS off with %d queues", v, len(r.d.queues))
 	}
 	for q := range r.d.queues {
-		if v := regs.get(advregs.QueueReg(advregs.SRRCTL, q)); v&advregs.SRRCTL_DESCTYPE_ADV_ONEBUF == 0 || v&0x7f != 2 {
+		if v := regs.Get(advregs.QueueReg(advregs.SRRCTL, q)); v&advregs.SRRCTL_DESCTYPE_ADV_ONEBUF == 0 || v&0x7f != 2 {
 			t.Errorf("queue %d SRRCTL %#x", q, v)
 		}
-		if v := regs.get(advregs.QueueReg(advregs.RXDCTL, q)); v&advregs.XDCTL_ENABLE == 0 {
+		if v := regs.Get(advregs.QueueReg(advregs.RXDCTL, q)); v&advregs.XDCTL_ENABLE == 0 {
 			t.Errorf("queue %d RXDCTL %#x", q, v)
 		}
-		if v := r.rxTail(q); v != rxDescs-1 {
+		if v := r.RxTail(q); v != rxDescs-1 {
 			t.Errorf("queue %d tail %d", q, v)
 		}
 		// The build layout: each frame lands rxHeadroom into a half page.
-		if a := r.rxAddr(q); a%rxBufLen != rxHeadroom {
+		if a := r.RxAddr(q); a%rxBufLen != rxHeadroom {
 			t.Errorf("queue %d buffer address %#x: not rxHeadroom into a half page", q, a)
 		}
 	}
@@ -209,7 +210,7 @@ func TestBringUp(t *testing.T) {
 func (r *rig) receive(t *testing.T, frames ...[]byte) [][]byte {
 	t.Helper()
 	for _, f := range frames {
-		if !r.deliver(t, 0, f, advdesc.RXD_STAT_EOP) {
+		if !r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash) {
 			t.Fatal("no armed descriptor")
 		}
 	}
@@ -229,7 +230,7 @@ func TestRxBuildAndConstructSameBytes(t *testing.T) {
 			if err := r.d.Ctl("build " + policy); err != nil {
 				t.Fatal(err)
 			}
-			r.restartRx(0)
+			r.RestartRx(0)
 			for round := 0; round < 3; round++ { // round 2 runs on flipped halves
 				got := r.receive(t, frames...)
 				if len(got) != len(frames) {
@@ -259,13 +260,13 @@ func TestConstructCopiesHeadersOnly(t *testing.T) {
 	if err := r.d.Ctl("build off"); err != nil {
 		t.Fatal(err)
 	}
-	r.restartRx(0)
+	r.RestartRx(0)
 	// The head holds the headers; gVisor may fill the head's spare
 	// capacity from the rest when joining them, so the head is at least
 	// the headers and the rest is a view over the RX buffer.
 	for _, tc := range []struct{ n, head int }{{64, 64}, {256, 256}, {257, 42}, {1514, 42}} {
 		f := udpFrame(tc.n, 7)
-		r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+		r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 		var views []int
 		r.d.queues[0].Poll(1, func(p *nic.RxPacket) {
 			p.Data.SubApply(0, int(p.Data.Size()), func(v *buffer.View) { views = append(views, v.Size()) })
@@ -285,8 +286,8 @@ func TestBuildIsZeroCopy(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	f := udpFrame(64, 1)
-	addr := r.rxAddr(0)
-	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+	addr := r.RxAddr(0)
+	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 	var pkt *nic.RxPacket
 	r.d.queues[0].Poll(1, func(p *nic.RxPacket) { pkt = p })
 	defer pkt.Data.Release()
@@ -314,7 +315,7 @@ func TestThreshold(t *testing.T) {
 			if l, _ := r.d.Layout(0); l != tc.want {
 				t.Fatalf("mtu %d: layout %v, want %v", tc.mtu, l, tc.want)
 			}
-			if v := r.regs.get(advregs.RLPML); int(v) != maxFrame(tc.mtu) {
+			if v := r.regs.Get(advregs.RLPML); int(v) != maxFrame(tc.mtu) {
 				t.Fatalf("RLPML %d, want %d", v, maxFrame(tc.mtu))
 			}
 			f := udpFrame(maxFrame(tc.mtu)-fcsLen, 3) // the longest frame after FCS strip
@@ -350,9 +351,9 @@ func TestMTUChangeAtRunTime(t *testing.T) {
 			t.Fatalf("after %q: layout %v, want %v", s.ctl, l, s.want)
 		}
 		if r.stat(t, "rx_relayouts") != relayouts {
-			r.restartRx(0)
+			r.RestartRx(0)
 		}
-		if a := r.rxAddr(0); int(a%rxBufLen) != l.headroom() {
+		if a := r.RxAddr(0); int(a%rxBufLen) != l.headroom() {
 			t.Fatalf("after %q: buffer address %#x, headroom %d", s.ctl, a, l.headroom())
 		}
 		// Frames in flight from before the change are lost: the device
@@ -383,7 +384,7 @@ func TestProgramForcesConstruct(t *testing.T) {
 	if l, _ := r.d.Layout(0); l != Construct {
 		t.Fatalf("layout %v with a program", l)
 	}
-	r.restartRx(0)
+	r.RestartRx(0)
 	keep, drop := udpFrame(100, 1), udpFrame(100, 1)
 	drop[99] = 0xff
 	got := r.receive(t, keep, drop)
@@ -405,10 +406,10 @@ func TestRxErrorsRecycle(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	f := udpFrame(200, 2)
-	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXDEXT_ERR_CE)
-	r.deliver(t, 0, f, 0) // first part of a multi-buffer frame
-	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
-	r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXDEXT_ERR_CE, rssHash)
+	r.Deliver(t, 0, f, 0, rssHash) // first part of a multi-buffer frame
+	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
+	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 	got := r.poll(0)
 	if len(got) != 1 || !bytes.Equal(got[0], f) {
 		t.Fatalf("%d frames up, want the one good one", len(got))
@@ -482,7 +483,7 @@ func holdFrames(t *testing.T, r *rig, f []byte, n int) []buffer.Buffer {
 	t.Helper()
 	var held []buffer.Buffer
 	for i := 0; i < n; i++ {
-		r.deliver(t, 0, f, advdesc.RXD_STAT_EOP)
+		r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 		r.d.queues[0].Poll(1, func(p *nic.RxPacket) { held = append(held, p.Data) })
 	}
 	if len(held) != n {
@@ -518,9 +519,9 @@ func TestTransmitChecksumAndTSO(t *testing.T) {
 	if n, err := r.d.queues[0].Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatalf("transmit: %d %v", n, err)
 	}
-	ctxs := r.transmit(t, 0)
-	if len(ctxs) != 1 || len(r.wire) != 1 || !bytes.Equal(r.wire[0], f) {
-		t.Fatalf("%d contexts, %d frames", len(ctxs), len(r.wire))
+	ctxs := r.Transmit(t, 0)
+	if len(ctxs) != 1 || len(r.Wire) != 1 || !bytes.Equal(r.Wire[0], f) {
+		t.Fatalf("%d contexts, %d frames", len(ctxs), len(r.Wire))
 	}
 	c := binary.LittleEndian.Uint32(ctxs[0][0:])
 	if c&advdesc.MaxIPLen != 20 || c>>advdesc.TXD_MACLEN_SHIFT != 14 {
@@ -588,7 +589,7 @@ func TestRSS(t *testing.T) {
 	defer r.close(t)
 	seen := map[uint32]bool{}
 	for i := 0; i < advregs.RETAEntries/4; i++ {
-		v := r.regs.get(advregs.RETA + uint32(4*i))
+		v := r.regs.Get(advregs.RETA + uint32(4*i))
 		for j := 0; j < 4; j++ {
 			seen[v>>(8*j)&0xff] = true
 		}
@@ -596,22 +597,22 @@ func TestRSS(t *testing.T) {
 	if len(seen) != maxQueues {
 		t.Fatalf("redirection table reaches queues %v, want all %d", seen, maxQueues)
 	}
-	if k := r.regs.get(advregs.RSSRK); k != 0xda565a6d {
+	if k := r.regs.Get(advregs.RSSRK); k != 0xda565a6d {
 		t.Fatalf("RSSRK[0] %#x", k)
 	}
 	if err := r.d.Ctl("rss off"); err != nil {
 		t.Fatal(err)
 	}
-	if v := r.regs.get(advregs.MRQC); v != 0 {
+	if v := r.regs.Get(advregs.MRQC); v != 0 {
 		t.Fatalf("MRQC %#x with rss off", v)
 	}
 	for i := 0; i < advregs.RETAEntries/4; i++ {
-		if v := r.regs.get(advregs.RETA + uint32(4*i)); v != 0 {
+		if v := r.regs.Get(advregs.RETA + uint32(4*i)); v != 0 {
 			t.Fatalf("RETA[%d] %#x with rss off", i, v)
 		}
 	}
-	if err := r.d.Ctl("rss on"); err != nil || r.regs.get(advregs.MRQC)&advregs.MRQC_ENABLE_RSS == 0 {
-		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.get(advregs.MRQC))
+	if err := r.d.Ctl("rss on"); err != nil || r.regs.Get(advregs.MRQC)&advregs.MRQC_ENABLE_RSS == 0 {
+		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.Get(advregs.MRQC))
 	}
 }
 
@@ -709,7 +710,7 @@ func TestBlankNVMSerial(t *testing.T) {
 	} {
 		f := &pci.Function{Addr: pci.Addr{Bus: 3}, Vendor: VendorIntel, Device: 0x125f,
 			Caps: []pci.Capability{{ID: pci.ExtCapDSN, Offset: 0x100, Extended: true}}}
-		d, err := probe(&nic.Device{Name: "ether0", Func: f, Config: dsnConfig{tc.serial}, Regs: newRegFile(status2500), DMA: ringtest.New(), Clock: &testClock{}})
+		d, err := probe(&nic.Device{Name: "ether0", Func: f, Config: dsnConfig{tc.serial}, Regs: newRegFile(status2500), DMA: ringtest.New(), Clock: sim.NewClock()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,8 +29,8 @@ func FuzzRxWriteback(f *testing.F) {
 			staterr := binary.LittleEndian.Uint32(data) | advdesc.RXD_STAT_DD
 			n := int(binary.LittleEndian.Uint16(data[4:]))
 			data = data[6:]
-			h := r.rxHead[0]
-			if h == r.rxTail(0) {
+			h := r.RxHead[0]
+			if h == r.RxTail(0) {
 				break
 			}
 			body := make([]byte, min(n, room))
@@ -38,12 +38,12 @@ func FuzzRxWriteback(f *testing.F) {
 				body = udpFrame(len(body), byte(h))
 			}
 			if len(body) > 0 {
-				if err := r.dma.DeviceWrite(r.rxAddr(0), body); err != nil {
+				if err := r.dma.DeviceWrite(r.RxAddr(0), body); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r.writeback(0, h, staterr, n, 0)
-			r.rxHead[0] = r.d.queues[0].rx.Descs.Next(h)
+			r.Writeback(0, h, staterr, n, 0)
+			r.RxHead[0] = r.d.queues[0].rx.Descs.Next(h)
 			r.d.queues[0].Poll(4, func(p *nic.RxPacket) {
 				if sz := int(p.Data.Size()); sz == 0 || sz > room || sz != n {
 					t.Errorf("delivered %d bytes for a write-back of %d (room %d)", sz, n, room)

@@ -50,7 +50,7 @@ func TestInterruptRouting(t *testing.T) {
 		want[advregs.EITR0+4*v] = 50<<2 | advregs.EITR_CNT_IGNR
 	}
 	for off, v := range want {
-		if got := r.regs.get(off); got != v {
+		if got := r.regs.Get(off); got != v {
 			t.Errorf("register %#x = %#x, want %#x", off, got, v)
 		}
 	}
@@ -62,11 +62,11 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	r := newRig(t)
 	defer r.close(t)
 	for i, q := range r.d.queues {
-		r.regs.set(advregs.EIMS, 0)
+		r.regs.Set(advregs.EIMS, 0)
 		if q.Wait(0) {
 			t.Errorf("queue %d: woken with no interrupt", i)
 		}
-		if got, want := r.regs.get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
+		if got, want := r.regs.Get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
 			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
 		}
 		if got := r.stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
@@ -79,7 +79,7 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 	if err := r.d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r.regs.get(advregs.EIMC) != 0xffffffff {
+	if r.regs.Get(advregs.EIMC) != 0xffffffff {
 		t.Error("Close left vectors unmasked")
 	}
 	if r.d.queues[0].Wait(time.Hour) {
