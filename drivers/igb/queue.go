@@ -32,9 +32,8 @@ type queue struct {
 
 	txMu    sync.Mutex
 	tx      *ring.TxRing
-	txw     advtx.Writer
-	txDirty bool // descriptors queued since the last doorbell
-	stopped bool // closed: refuse TX
+	txq     advtx.Queue // the writer over tx and its doorbell
+	stopped bool        // closed: refuse TX
 
 	vec advmac.Vector // the queue pair's interrupt vector
 }
@@ -53,7 +52,10 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		return nil, err
 	}
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
-	q.txw = advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso}
+	q.txq = advtx.Queue{
+		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso},
+		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),
+	}
 	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
 		q.free()
 		return nil, err
@@ -119,7 +121,7 @@ func (q *queue) startTxLocked() error {
 	r := q.d.regs
 	n := q.idx
 	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
-	q.txDirty = false
+	q.txq.Dirty = false
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)
 	}

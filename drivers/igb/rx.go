@@ -27,15 +27,10 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	n := q.clean(budget, deliver)
 	q.txMu.Lock()
 	if q.x.Socket() != nil && !q.stopped {
-		if q.x.Send(budget) {
-			q.txDirty = true
-		}
+		q.x.Send(budget)
 		q.reclaim()
 	}
-	if q.txDirty {
-		q.doorbell()
-		q.txDirty = false
-	}
+	q.txq.Flush()
 	q.txMu.Unlock()
 	return n
 }

@@ -3,9 +3,6 @@ package igb
 import (
 	"fmt"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
 )
 
@@ -16,33 +13,24 @@ func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	if q.stopped {
-		return 0, fmt.Errorf("igb %s: transmit on a closed queue %d", q.d.name, q.idx)
+		return 0, fmt.Errorf("igb %s: transmit on closed queue %d", q.d.name, q.idx)
 	}
-	taken, err := q.txw.Batch(pkts)
-	if taken > 0 {
-		q.doorbell()
-	}
+	taken, err := q.txq.Send(pkts)
 	if err != nil {
 		return taken, fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)
 	}
 	return taken, nil
 }
 
-// doorbell tells the device about new descriptors; txMu is held.
-func (q *queue) doorbell() {
-	q.d.regs.Write32(advregs.QueueReg(advregs.TDT, q.idx), uint32(q.tx.Tail()))
-	q.tx.Stats.Doorbells.Add(1)
-}
-
 // sendCopy queues one frame copied into bounce space (a program's TX
-// verdict, a copy-mode socket's send); txMu is held. The caller rings the
-// doorbell.
+// verdict, a copy-mode socket's send); txMu is held and the caller
+// flushes.
 func (q *queue) sendCopy(frame []byte) bool {
-	if !q.txw.Copy(frame) {
+	if q.stopped {
+		q.tx.Stats.Drops.Add(1)
 		return false
 	}
-	q.txDirty = true
-	return true
+	return q.txq.SendCopy(frame)
 }
 
 // Reclaim implements nic.Queue.
@@ -58,13 +46,7 @@ func (q *queue) reclaim() int {
 	if q.stopped {
 		return 0
 	}
-	n, err := q.tx.Reclaim(func(i int) bool {
-		if !advdesc.TxDone(q.tx.Descs.At(i)) {
-			return false
-		}
-		q.x.Complete(i)
-		return true
-	})
+	n, err := q.txq.Reclaim(q.x.Complete)
 	if err != nil {
 		q.d.logf("%s: queue %d: tx reclaim: %v", q.d.name, q.idx, err)
 	}

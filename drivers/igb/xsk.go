@@ -42,18 +42,10 @@ func (h *xskHw) Poll(budget int, deliver func(*nic.RxPacket)) int {
 // WriteTx queues one frame as a single advanced data descriptor.
 func (h *xskHw) WriteTx(addr kernel.DMAAddr, n int) (int, bool) {
 	q := h.q()
-	if q.tx.Free() == 0 {
+	if q.stopped {
 		return 0, false
 	}
-	q.tx.Begin()
-	i := q.tx.Claim()
-	encodeTxData(q.tx.Descs.At(i), uint64(addr), n, ADVTXD_DCMD_IFCS|ADVTXD_DCMD_EOP|ADVTXD_DCMD_RS, 0, n)
-	q.tx.Commit(nil)
-	q.tx.Stats.Packets.Add(1)
-	q.tx.Stats.Frames.Add(1)
-	q.tx.Stats.Bytes.Add(uint64(n))
-	q.txDirty = true
-	return i, true
+	return q.txq.SendFrame(addr, n)
 }
 
 // Bind implements xsk.Binder. In zero-copy mode the frame area is mapped

@@ -32,11 +32,10 @@ type queue struct {
 	constructed atomic.Uint64
 	relayouts   atomic.Uint64
 
-	txMu    sync.Mutex
-	tx      *ring.TxRing
-	txw     advtx.Writer
-	txDirty bool // descriptors queued since the last doorbell
-	txDone  bool // closed: refuse TX
+	txMu   sync.Mutex
+	tx     *ring.TxRing
+	txq    advtx.Queue // the writer over tx and its doorbell
+	txDone bool        // closed: refuse TX
 
 	vec advmac.Vector // the queue pair's interrupt vector
 }
@@ -54,7 +53,10 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		return nil, err
 	}
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
-	q.txw = advtx.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso}
+	q.txq = advtx.Queue{
+		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso},
+		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),
+	}
 	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
 		q.free()
 		return nil, err
@@ -145,7 +147,7 @@ func (q *queue) startTx() error {
 func (q *queue) startTxLocked() error {
 	r, n := q.d.regs, q.idx
 	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
-	q.txDirty = false
+	q.txq.Dirty = false
 	if err := q.tx.Reset(); err != nil {
 		return fmt.Errorf("igc %s: queue %d: %w", q.d.name, q.idx, err)
 	}

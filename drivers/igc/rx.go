@@ -38,10 +38,7 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	n := q.clean(budget, deliver)
 	q.txMu.Lock()
 	q.serveSocket(budget)
-	if q.txDirty {
-		q.doorbell()
-		q.txDirty = false
-	}
+	q.txq.Flush()
 	q.txMu.Unlock()
 	return n
 }

@@ -61,18 +61,10 @@ func (h *xskHw) ReleaseRx() error {
 // WriteTx queues one frame as a single advanced data descriptor.
 func (h *xskHw) WriteTx(addr kernel.DMAAddr, n int) (int, bool) {
 	q := h.q()
-	if q.txDone || q.tx.Free() == 0 {
+	if q.txDone {
 		return 0, false
 	}
-	q.tx.Begin()
-	i := q.tx.Claim()
-	advdesc.EncodeData(q.tx.Descs.At(i), uint64(addr), n, advdesc.TXD_DCMD_IFCS|advdesc.TXD_DCMD_EOP|advdesc.TXD_DCMD_RS, 0, n)
-	q.tx.Commit(nil)
-	q.tx.Stats.Packets.Add(1)
-	q.tx.Stats.Frames.Add(1)
-	q.tx.Stats.Bytes.Add(uint64(n))
-	q.txDirty = true
-	return i, true
+	return q.txq.SendFrame(addr, n)
 }
 
 // startRxZC programs the RX queue for the socket's frames, enables it and
