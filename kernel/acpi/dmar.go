@@ -202,29 +202,3 @@ func parseScopes(b []byte) ([]DeviceScope, error) {
 	}
 	return out, nil
 }
-
-// UnitFor returns the remapping unit that translates the endpoint at
-// seg:bus:dev.fn: a unit whose scope names it by a single-hop path, else the
-// segment's INCLUDE_PCI_ALL unit. Devices behind bridges named in a scope
-// need the bridges' bus numbers from config space; callers resolve those.
-func (d *DMAR) UnitFor(seg uint16, bus, dev, fn uint8) (DRHD, bool) {
-	for _, u := range d.Units {
-		if u.Segment != seg || u.IncludeAll() {
-			continue
-		}
-		for _, s := range u.Scopes {
-			if s.Type != ScopePCIEndpoint || len(s.Path) != 1 {
-				continue
-			}
-			if s.StartBus == bus && s.Path[0].Dev == dev && s.Path[0].Fn == fn {
-				return u, true
-			}
-		}
-	}
-	for _, u := range d.Units {
-		if u.Segment == seg && u.IncludeAll() {
-			return u, true
-		}
-	}
-	return DRHD{}, false
-}
