@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/advplay"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -23,17 +24,6 @@ func (c *countingDMA) Map(b []byte, dir kernel.Direction) (kernel.DMAAddr, error
 	return c.DMA.Map(b, dir)
 }
 
-// physMem is the device side of untranslated DMA: addresses are physical.
-type physMem struct{ m *sim.Memory }
-
-func (p physMem) DeviceWrite(a kernel.DMAAddr, b []byte) error {
-	return p.m.DeviceWrite(kernel.PhysAddr(a), b)
-}
-
-func (p physMem) DeviceRead(a kernel.DMAAddr, b []byte) error {
-	return p.m.DeviceRead(kernel.PhysAddr(a), b)
-}
-
 // BenchmarkRxClean measures the driver's RX cost per frame with the test
 // playing the device over untranslated DMA on simulated memory: half-page
 // handoff to the stack, copybreak, and a zero-copy socket, with streaming
@@ -44,7 +34,7 @@ func BenchmarkRxClean(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%dB", path, size), func(b *testing.B) {
 				mem := sim.NewMemory()
 				dma := countingDMA{DMA: iommu.Passthrough(mem)}
-				r := newRigOn(b, &dma, physMem{mem})
+				r := newRigOn(b, &dma, advplay.PhysMem{M: mem})
 				defer r.close(b)
 				q := r.d.queues[0]
 				var a *xskapp.App

@@ -57,11 +57,7 @@ func TestInterruptRouting(t *testing.T) {
 	for v := range uint32(n + 1) {
 		want[advregs.EITR0+4*v] = 50 << advregs.EITR_INTERVAL_SHIFT
 	}
-	for off, v := range want {
-		if got := r.regs.Get(off); got != v {
-			t.Errorf("register %#x = %#x, want %#x", off, got, v)
-		}
-	}
+	r.regs.Check(t, want)
 }
 
 // An idle queue re-arms its own vector and the link vector, nothing else.

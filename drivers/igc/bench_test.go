@@ -5,23 +5,12 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/internal/advplay"
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
-
-// physMem is the device side of untranslated DMA on simulated memory.
-type physMem struct{ m *sim.Memory }
-
-func (p physMem) DeviceWrite(a kernel.DMAAddr, b []byte) error {
-	return p.m.DeviceWrite(kernel.PhysAddr(a), b)
-}
-
-func (p physMem) DeviceRead(a kernel.DMAAddr, b []byte) error {
-	return p.m.DeviceRead(kernel.PhysAddr(a), b)
-}
 
 // BenchmarkRxLayout measures the driver's own RX cost per 64-byte frame
 // with each layout over untranslated simulated memory, the test playing
@@ -34,7 +23,7 @@ func BenchmarkRxLayout(b *testing.B) {
 		name := map[string]string{"auto": "build", "off": "construct"}[policy]
 		b.Run(name, func(b *testing.B) {
 			mem := sim.NewMemory()
-			r := newRigOn(b, iommu.Passthrough(mem), physMem{mem})
+			r := newRigOn(b, iommu.Passthrough(mem), advplay.PhysMem{M: mem})
 			defer r.close(b)
 			if err := r.d.Ctl("build " + policy); err != nil {
 				b.Fatal(err)

@@ -49,11 +49,7 @@ func TestInterruptRouting(t *testing.T) {
 	for v := range uint32(5) {
 		want[advregs.EITR0+4*v] = 50<<2 | advregs.EITR_CNT_IGNR
 	}
-	for off, v := range want {
-		if got := r.regs.Get(off); got != v {
-			t.Errorf("register %#x = %#x, want %#x", off, got, v)
-		}
-	}
+	r.regs.Check(t, want)
 }
 
 // An idle queue re-arms its own vector and the link vector, nothing else,

@@ -13,6 +13,7 @@ import (
 	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
 )
 
 // Mem is the device's side of DMA: what it reads and writes through the
@@ -135,4 +136,18 @@ func (d *Device) Transmit(t testing.TB, q int) (ctxs [][]byte) {
 	}
 	d.TxHead[q] = tail
 	return ctxs
+}
+
+// PhysMem is the device's side of untranslated DMA on simulated memory:
+// descriptor addresses are physical.
+type PhysMem struct{ M *sim.Memory }
+
+// DeviceWrite writes b at physical address a.
+func (p PhysMem) DeviceWrite(a kernel.DMAAddr, b []byte) error {
+	return p.M.DeviceWrite(kernel.PhysAddr(a), b)
+}
+
+// DeviceRead reads b from physical address a.
+func (p PhysMem) DeviceRead(a kernel.DMAAddr, b []byte) error {
+	return p.M.DeviceRead(kernel.PhysAddr(a), b)
 }

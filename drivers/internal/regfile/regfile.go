@@ -6,7 +6,12 @@
 // no packets; the tests play the device through the descriptor rings.
 package regfile
 
-import "sync"
+import (
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+)
 
 // Effects are a device's side effects. Both run with the file locked.
 type Effects struct {
@@ -98,4 +103,14 @@ func ReceiveAddress(mac [6]byte) (ral, rah uint32) {
 	ral = uint32(mac[0]) | uint32(mac[1])<<8 | uint32(mac[2])<<16 | uint32(mac[3])<<24
 	rah = uint32(mac[4]) | uint32(mac[5])<<8 | 1<<31
 	return ral, rah
+}
+
+// Check reports every register in want that does not hold its value.
+func (f *File) Check(t testing.TB, want map[uint32]uint32) {
+	t.Helper()
+	for _, off := range slices.Sorted(maps.Keys(want)) {
+		if got := f.Get(off); got != want[off] {
+			t.Errorf("register %#x = %#x, want %#x", off, got, want[off])
+		}
+	}
 }

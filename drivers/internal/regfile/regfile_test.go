@@ -1,6 +1,9 @@
 package regfile
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestEffects(t *testing.T) {
 	const icr, ctrl, rst, plain = 0xc0, 0x0, 1 << 26, 0x100
@@ -40,5 +43,26 @@ func TestReceiveAddress(t *testing.T) {
 	ral, rah := ReceiveAddress([6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56})
 	if ral != 0x12005452 || rah != 0x80005634 {
 		t.Errorf("RAL %#x RAH %#x", ral, rah)
+	}
+}
+
+// recorder is a testing.TB that keeps what Errorf reports.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func TestCheck(t *testing.T) {
+	f := New(map[uint32]uint32{0x10: 1, 0x20: 2}, Effects{})
+	var r recorder
+	f.Check(&r, map[uint32]uint32{0x10: 1, 0x20: 3, 0x30: 0})
+	if len(r.errs) != 1 || r.errs[0] != "register 0x20 = 0x2, want 0x3" {
+		t.Errorf("Check reported %q, want register 0x20 alone", r.errs)
 	}
 }
