@@ -52,7 +52,7 @@ func FuzzRxWriteback(f *testing.F) {
 			})
 		}
 		r.poll(0)
-		if a := r.d.queues[0].rx.armed; a != rxDescs-1 {
+		if a := r.d.queues[0].rx.Armed(); a != rxDescs-1 {
 			t.Fatalf("%d descriptors armed after the storm", a)
 		}
 	})

@@ -101,7 +101,7 @@ func (q *queue) startRx() error {
 	}
 	q.discard = false
 	q.rx.refill(q.writeRx)
-	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(q.rx.next))
+	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(q.rx.Tail()))
 	return nil
 }
 

@@ -51,8 +51,8 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	r := q.rx
 	prog := q.prog
 	handled := 0
-	for handled < budget && r.armed > 0 {
-		desc := r.Descs.At(r.clean)
+	for handled < budget && r.Armed() > 0 {
+		desc := r.Descs.At(r.Clean())
 		if !advdesc.RxDone(desc) {
 			break
 		}
@@ -74,11 +74,11 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 		}
 		// Clear the write-back so a stale DD is never read again.
 		advdesc.EncodeRxRead(desc, 0)
-		r.advance()
+		r.Advance()
 		handled++
 	}
 	if r.refill(q.writeRx) {
-		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(r.next))
+		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(r.Tail()))
 	}
 	q.publishRx()
 	return handled

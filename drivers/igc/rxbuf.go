@@ -75,8 +75,9 @@ type rxPage struct {
 
 // rxRing is an RX ring of half-page buffers, flipped to the other half
 // when a packet went up with one and nobody else holds the other, as
-// Linux's igc does. The hardware owns the armed descriptors [clean, next).
+// Linux's igc does.
 type rxRing struct {
+	ring.Cursor
 	Descs  *ring.Descs
 	Stats  ring.RxStats
 	Pages  ring.PageStats
@@ -87,9 +88,6 @@ type rxRing struct {
 	chunks  chunkTable   // build layout: the mappings kept, by chunk address
 	returns chunkReturns // build layout: chunks taken back from released packets
 	tally   rxTally      // this poll's counts, not yet published
-	clean   int
-	next    int
-	armed   int
 	layout  Layout
 }
 
@@ -98,7 +96,7 @@ func newRxRing(dma kernel.DMA, n, descSize int) (*rxRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rxRing{Descs: d, dma: dma, slots: make([]rxPage, n), chunks: newChunkTable(maxMapped(n))}, nil
+	return &rxRing{Cursor: ring.NewCursor(n), Descs: d, dma: dma, slots: make([]rxPage, n), chunks: newChunkTable(maxMapped(n))}, nil
 }
 
 // room is the bytes the device may write into one buffer.
@@ -140,23 +138,10 @@ func (r *rxRing) publish() (built, constructed uint64) {
 	return t.built, t.constructed
 }
 
-// refill arms free descriptors through write(i, addr) and reports whether
-// the tail moved. A failure to allocate or map stops the loop; the next
-// refill tries again.
+// refill arms free descriptors through write(i, addr) (Cursor.Refill)
+// and reports whether the tail moved.
 func (r *rxRing) refill(write func(i int, addr kernel.DMAAddr)) bool {
-	moved := false
-	for r.armed < len(r.slots)-1 {
-		i := r.next
-		addr, err := r.arm(i)
-		if err != nil {
-			break
-		}
-		write(i, addr)
-		r.next = r.Descs.Next(i)
-		r.armed++
-		moved = true
-	}
-	return moved
+	return r.Refill(r.arm, write)
 }
 
 func (r *rxRing) arm(i int) (kernel.DMAAddr, error) {
@@ -195,10 +180,10 @@ func (r *rxRing) arm(i int) (kernel.DMAAddr, error) {
 // current checks the slot at clean for a frame of n bytes and makes the
 // bytes visible to the CPU. On error the frame is counted as dropped.
 func (r *rxRing) current(n int) (*rxPage, []byte, error) {
-	s := &r.slots[r.clean]
+	s := &r.slots[r.Clean()]
 	if s.page == nil || !s.mapped {
 		r.Stats.Drop(ring.DropDMA)
-		return nil, nil, fmt.Errorf("igc: rx descriptor %d completed with no armed buffer", r.clean)
+		return nil, nil, fmt.Errorf("igc: rx descriptor %d completed with no armed buffer", r.Clean())
 	}
 	if n <= 0 || n > r.room() {
 		r.drop(ring.DropLength)
@@ -208,7 +193,7 @@ func (r *rxRing) current(n int) (*rxPage, []byte, error) {
 	if err := r.dma.SyncForCPU(s.addr+kernel.DMAAddr(start), n, kernel.FromDevice); err != nil {
 		r.Stats.Drop(ring.DropDMA)
 		r.giveUp(s)
-		return nil, nil, fmt.Errorf("igc: sync rx buffer %d for cpu: %w", r.clean, err)
+		return nil, nil, fmt.Errorf("igc: sync rx buffer %d for cpu: %w", r.Clean(), err)
 	}
 	return s, s.page.AsSlice()[start : start+n], nil
 }
@@ -325,21 +310,12 @@ func (r *rxRing) drop(reason ring.DropReason) {
 	r.Stats.Recycled.Add(1)
 }
 
-// advance gives the descriptor at clean back to the driver.
-func (r *rxRing) advance() {
-	if r.armed == 0 {
-		return
-	}
-	r.clean = r.Descs.Next(r.clean)
-	r.armed--
-}
-
 // reset forgets the cursors after the device's queue was stopped and sets
 // the layout for the next refill; buffers of the layout's kind stay with
 // their slots, the others are given up, and leaving the build layout
 // drops the chunk mappings kept for the stack's returns.
 func (r *rxRing) reset(l Layout) error {
-	r.clean, r.next, r.armed = 0, 0, 0
+	r.Rewind()
 	r.layout = l
 	r.Descs.Clear()
 	var errs []error

@@ -45,10 +45,10 @@ func receive(t *testing.T, r *rxRing, mem *sim.Memory, addrs []kernel.DMAAddr, f
 // endpoint does.
 func receiveOffering(t *testing.T, r *rxRing, mem *sim.Memory, addrs []kernel.DMAAddr, frame []byte, offer bool) *stack.PacketBuffer {
 	t.Helper()
-	if err := mem.DeviceWrite(kernel.PhysAddr(addrs[r.clean]), frame); err != nil {
+	if err := mem.DeviceWrite(kernel.PhysAddr(addrs[r.Clean()]), frame); err != nil {
 		t.Fatal(err)
 	}
-	armed := r.slots[r.clean].page.AsSlice()
+	armed := r.slots[r.Clean()].page.AsSlice()
 	buf, recycle, err := r.build(len(frame))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func receiveOffering(t *testing.T, r *rxRing, mem *sim.Memory, addrs []kernel.DM
 	if recycle == nil {
 		t.Fatal("a chunk went up without its recycle hook")
 	}
-	r.advance()
+	r.Advance()
 	opts := stack.PacketBufferOptions{Payload: buf}
 	var pkt *stack.PacketBuffer
 	if offer {
@@ -136,7 +136,7 @@ func TestBuildChunkReturns(t *testing.T) {
 	r, mem, addrs := chunkRing(t, 8)
 	frame := udpTestFrame()
 	for round := 0; round < 20; round++ {
-		slot := r.clean
+		slot := r.Clean()
 		chunk := unsafe.SliceData(r.slots[slot].page.AsSlice())
 		pkt := receiveOffering(t, r, mem, addrs, frame, true)
 		pkt.DecRef()
@@ -170,10 +170,10 @@ func TestBuildReturnsInOrder(t *testing.T) {
 	r, mem, addrs := chunkRing(t, 8)
 	var up []*byte
 	for i := 0; i < 4; i++ {
-		up = append(up, unsafe.SliceData(r.slots[r.clean].page.AsSlice()))
+		up = append(up, unsafe.SliceData(r.slots[r.Clean()].page.AsSlice()))
 		receiveOffering(t, r, mem, addrs, udpTestFrame(), true).DecRef()
 	}
-	first := r.next
+	first := r.Tail()
 	r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
 	for k, want := range up {
 		if got := unsafe.SliceData(r.slots[(first+k)%8].page.AsSlice()); got != want {

@@ -41,17 +41,15 @@ type pageSlot struct {
 // the other half, as long as nobody else still holds that half. A steady
 // stream whose frames the stack consumes in time therefore allocates and
 // maps nothing. A frame shorter than copybreak is copied and its half
-// re-armed. The hardware owns the armed descriptors [clean, next).
+// re-armed.
 type PageRxRing struct {
+	Cursor
 	Descs *Descs
 	Stats RxStats
 	Pages PageStats
 
 	dma       kernel.DMA
 	slots     []pageSlot
-	clean     int
-	next      int
-	armed     int
 	copybreak atomic.Int64
 }
 
@@ -62,7 +60,7 @@ func NewPageRxRing(dma kernel.DMA, n, descSize int) (*PageRxRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PageRxRing{Descs: d, dma: dma, slots: make([]pageSlot, n)}, nil
+	return &PageRxRing{Cursor: NewCursor(n), Descs: d, dma: dma, slots: make([]pageSlot, n)}, nil
 }
 
 // BufSize is the size of every RX buffer.
@@ -73,15 +71,6 @@ func (r *PageRxRing) SetCopybreak(n int) { r.copybreak.Store(int64(n)) }
 
 // Copybreak returns the current copybreak.
 func (r *PageRxRing) Copybreak() int { return int(r.copybreak.Load()) }
-
-// Clean is the index of the next descriptor to examine.
-func (r *PageRxRing) Clean() int { return r.clean }
-
-// Tail is the value for the tail register after Refill.
-func (r *PageRxRing) Tail() int { return r.next }
-
-// Armed is the number of descriptors the hardware owns.
-func (r *PageRxRing) Armed() int { return r.armed }
 
 // Mapped counts the pages mapped for the device.
 func (r *PageRxRing) Mapped() int {
@@ -94,23 +83,11 @@ func (r *PageRxRing) Mapped() int {
 	return n
 }
 
-// Refill arms free descriptors through write(i, addr) and reports whether
-// the tail moved. A failure to allocate or map stops the loop; the next
-// Refill tries again.
+// Refill arms free descriptors through write(i, addr) (Cursor.Refill)
+// and reports whether the tail moved. A page is allocated and mapped when its slot
+// has none.
 func (r *PageRxRing) Refill(write func(i int, addr kernel.DMAAddr)) bool {
-	moved := false
-	for r.armed < len(r.slots)-1 {
-		i := r.next
-		addr, err := r.arm(i)
-		if err != nil {
-			break
-		}
-		write(i, addr)
-		r.next = r.Descs.Next(i)
-		r.armed++
-		moved = true
-	}
-	return moved
+	return r.Cursor.Refill(r.arm, write)
 }
 
 func (r *PageRxRing) arm(i int) (kernel.DMAAddr, error) {
@@ -146,10 +123,10 @@ func (r *PageRxRing) arm(i int) (kernel.DMAAddr, error) {
 // Receive takes the frame of length n at Clean. The caller has checked
 // the descriptor's status and calls Advance afterwards.
 func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
-	s := &r.slots[r.clean]
+	s := &r.slots[r.Clean()]
 	if s.page == nil || !s.mapped {
 		r.Stats.Drop(DropDMA)
-		return buffer.Buffer{}, 0, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.clean)
+		return buffer.Buffer{}, 0, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.Clean())
 	}
 	if n <= 0 || n > HalfPage {
 		r.Drop(DropLength)
@@ -191,9 +168,9 @@ func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 // the CPU, without taking it: a packet program looks at them and then
 // calls Receive, Drop or Keep. Valid until then.
 func (r *PageRxRing) Peek(n int) ([]byte, error) {
-	s := &r.slots[r.clean]
+	s := &r.slots[r.Clean()]
 	if s.page == nil || !s.mapped {
-		return nil, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.clean)
+		return nil, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.Clean())
 	}
 	if n <= 0 || n > HalfPage {
 		return nil, fmt.Errorf("ring: rx length %d outside 1..%d", n, HalfPage)
@@ -238,18 +215,9 @@ func (r *PageRxRing) Drop(reason DropReason) {
 	r.Stats.Recycled.Add(1)
 }
 
-// Advance gives the descriptor at Clean back to the driver.
-func (r *PageRxRing) Advance() {
-	if r.armed == 0 {
-		return
-	}
-	r.clean = r.Descs.Next(r.clean)
-	r.armed--
-}
-
 // Reset forgets the cursors after the device's ring was reset.
 func (r *PageRxRing) Reset() {
-	r.clean, r.next, r.armed = 0, 0, 0
+	r.Rewind()
 	r.Descs.Clear()
 }
 

@@ -105,18 +105,16 @@ type rxSlot struct {
 	mapped bool // still mapped for the device: re-arm without mapping
 }
 
-// RxRing is a receive ring: descriptors, one buffer per descriptor, and the
-// cursors. The hardware owns the armed descriptors [clean, next).
+// RxRing is a receive ring: descriptors, one buffer per descriptor, and
+// the cursor.
 type RxRing struct {
+	Cursor
 	Descs *Descs
 	Stats RxStats
 
 	dma     kernel.DMA
 	bufSize int
 	slots   []rxSlot
-	clean   int // next descriptor the driver examines
-	next    int // next descriptor to arm (the tail)
-	armed   int
 
 	copybreak atomic.Int64
 	mode      atomic.Uint32
@@ -132,7 +130,7 @@ func NewRxRing(dma kernel.DMA, n, descSize, bufSize int) (*RxRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RxRing{Descs: d, dma: dma, bufSize: bufSize, slots: make([]rxSlot, n)}, nil
+	return &RxRing{Cursor: NewCursor(n), Descs: d, dma: dma, bufSize: bufSize, slots: make([]rxSlot, n)}, nil
 }
 
 // BufSize is the size of every RX buffer.
@@ -151,15 +149,6 @@ func (r *RxRing) SetMode(m Mode) { r.mode.Store(uint32(m)) }
 // Mode returns the current mode.
 func (r *RxRing) Mode() Mode { return Mode(r.mode.Load()) }
 
-// Clean is the index of the next descriptor to examine.
-func (r *RxRing) Clean() int { return r.clean }
-
-// Tail is the index the driver writes to the tail register after Refill.
-func (r *RxRing) Tail() int { return r.next }
-
-// Armed is the number of descriptors the hardware owns.
-func (r *RxRing) Armed() int { return r.armed }
-
 // Mapped counts the ring's buffers that are mapped for the device.
 func (r *RxRing) Mapped() int {
 	n := 0
@@ -171,25 +160,12 @@ func (r *RxRing) Mapped() int {
 	return n
 }
 
-// Refill arms free descriptors, calling write(i, addr) to put buffer
-// address addr into descriptor i, and reports whether the tail moved. A
-// buffer still mapped is re-armed without a new mapping. A mapping failure
-// stops the loop: it is counted, the buffer stays with its slot, and the
-// next Refill tries again.
+// Refill arms free descriptors through write(i, addr) (Cursor.Refill)
+// and reports whether the tail moved. A buffer still mapped is re-armed
+// without a new mapping; a mapping failure is counted and the buffer
+// stays with its slot.
 func (r *RxRing) Refill(write func(i int, addr kernel.DMAAddr)) bool {
-	moved := false
-	for r.armed < len(r.slots)-1 {
-		i := r.next
-		addr, err := r.arm(i)
-		if err != nil {
-			break
-		}
-		write(i, addr)
-		r.next = r.Descs.Next(i)
-		r.armed++
-		moved = true
-	}
-	return moved
+	return r.Cursor.Refill(r.arm, write)
 }
 
 func (r *RxRing) arm(i int) (kernel.DMAAddr, error) {
@@ -221,7 +197,7 @@ func (r *RxRing) arm(i int) (kernel.DMAAddr, error) {
 // descriptor's status; Receive checks the length. On error the frame is
 // dropped and counted and the buffer recycled. The caller calls Advance.
 func (r *RxRing) Receive(n int) (buffer.Buffer, Path, error) {
-	i := r.clean
+	i := r.Clean()
 	s := &r.slots[i]
 	if s.view == nil || !s.mapped {
 		// Never armed: the device completed a descriptor it did not own.
@@ -308,7 +284,7 @@ func (r *RxRing) unmap(s *rxSlot) error {
 // kept mapped in SyncNoUnmap mode, unmapped (and re-mapped on re-arm) in
 // UnmapAlways mode. The caller calls Advance.
 func (r *RxRing) Drop(reason DropReason) {
-	s := &r.slots[r.clean]
+	s := &r.slots[r.Clean()]
 	if r.Mode() == UnmapAlways {
 		r.unmap(s)
 	}
@@ -316,19 +292,10 @@ func (r *RxRing) Drop(reason DropReason) {
 	r.Stats.Recycled.Add(1)
 }
 
-// Advance gives the descriptor at Clean back to the driver.
-func (r *RxRing) Advance() {
-	if r.armed == 0 {
-		return
-	}
-	r.clean = r.Descs.Next(r.clean)
-	r.armed--
-}
-
 // Reset forgets the cursors after the device's ring was reset; buffers
 // stay as they are and are re-armed by the next Refill from index 0.
 func (r *RxRing) Reset() {
-	r.clean, r.next, r.armed = 0, 0, 0
+	r.Rewind()
 	r.Descs.Clear()
 }
 
