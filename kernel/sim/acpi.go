@@ -6,29 +6,96 @@ import (
 
 	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/sim/vtd"
+	"github.com/ether9/ether9/pci"
 )
 
-// DMAR returns the machine's ACPI DMAR table: the host address width and
-// one DRHD at VTdBase covering every PCI device (INCLUDE_PCI_ALL).
+// DMAR returns the machine's ACPI DMAR table: the host address width, one
+// DRHD per scoped unit with its device scope, and last, as the VT-d
+// specification wants, the catch-all DRHD at VTdBase (INCLUDE_PCI_ALL).
+// Scope paths are written from the bridges on the bus when it is called,
+// as firmware writes them after numbering the buses.
 func (m *Machine) DMAR() []byte {
 	capReg := m.VTd.Read64(vtd.CAP)
 	ecapReg := m.VTd.Read64(vtd.ECAP)
 	haw := byte(capReg >> vtd.CAP_MGAW_SHIFT & 0x3f) // the table stores width - 1
 	var flags byte
 	if ecapReg&vtd.ECAP_IR != 0 {
-		flags |= 1 // INTR_REMAP
+		flags |= acpi.DMARIntrRemap
 	}
-	body := make([]byte, 12+16)
+	body := make([]byte, 12)
 	body[0] = haw
 	body[1] = flags
-	drhd := body[12:]
-	binary.LittleEndian.PutUint16(drhd[0:], 0)  // type: DRHD
-	binary.LittleEndian.PutUint16(drhd[2:], 16) // length
-	drhd[4] = 1                                 // INCLUDE_PCI_ALL
-	drhd[5] = regSetOrder(capReg)               // register set: 2^N pages
-	binary.LittleEndian.PutUint16(drhd[6:], 0)  // segment
-	binary.LittleEndian.PutUint64(drhd[8:], VTdBase)
+	for _, r := range m.scoped {
+		var scopes []byte
+		for _, a := range r.Scope.Endpoints {
+			scopes = append(scopes, m.scopeEntry(acpi.ScopePCIEndpoint, a)...)
+		}
+		for _, a := range r.Scope.Bridges {
+			scopes = append(scopes, m.scopeEntry(acpi.ScopePCIBridge, a)...)
+		}
+		body = append(body, drhd(0, r.Unit, r.Base, scopes)...)
+	}
+	body = append(body, drhd(acpi.DRHDIncludePCIAll, m.VTd, VTdBase, nil)...)
 	return acpi.Build("DMAR", 1, body)
+}
+
+// drhd encodes one DMA-remapping hardware unit definition.
+func drhd(flags byte, u *vtd.Unit, base uint64, scopes []byte) []byte {
+	b := make([]byte, 16, 16+len(scopes))
+	binary.LittleEndian.PutUint16(b[0:], 0) // type: DRHD
+	binary.LittleEndian.PutUint16(b[2:], uint16(16+len(scopes)))
+	b[4] = flags
+	b[5] = regSetOrder(u.Read64(vtd.CAP))   // register set: 2^N pages
+	binary.LittleEndian.PutUint16(b[6:], 0) // segment
+	binary.LittleEndian.PutUint64(b[8:], base)
+	return append(b, scopes...)
+}
+
+// maxScopeHops is the longest path a device scope's length byte holds.
+const maxScopeHops = (255 - 6) / 2
+
+// scopeEntry encodes a device scope naming the function at a by its path
+// from the root bus: each bridge above it, found by its secondary bus,
+// then a itself.
+func (m *Machine) scopeEntry(typ uint8, a pci.Addr) []byte {
+	start, path := m.scopePath(a)
+	b := []byte{typ, byte(6 + 2*len(path)), 0, 0, 0, start}
+	for _, h := range path {
+		b = append(b, h.Dev, h.Fn)
+	}
+	return b
+}
+
+// scopePath returns the start bus and the (device, function) hops from
+// there to a. A bus no bridge leads to is a root bus: the path starts on
+// it.
+func (m *Machine) scopePath(a pci.Addr) (uint8, []acpi.PathEntry) {
+	parents := make(map[uint8]pci.Addr) // secondary bus -> the bridge leading to it
+	for _, f := range m.Bus.Functions() {
+		if f.Seg != a.Seg {
+			continue
+		}
+		hdr, err := m.Bus.ReadConfig(f, cfgHeader, 1)
+		if err != nil || hdr&^headerMulti != 1 {
+			continue
+		}
+		if sec, err := m.Bus.ReadConfig(f, cfgSecondary, 1); err == nil && sec != 0 && uint8(sec) > f.Bus {
+			parents[uint8(sec)] = f
+		}
+	}
+	path := []acpi.PathEntry{{Dev: a.Dev, Fn: a.Fn}}
+	bus := a.Bus
+	// Secondary buses lie above their bridge's, so the climb ends; a
+	// scope's one-byte length bounds the path.
+	for len(path) < maxScopeHops {
+		p, ok := parents[bus]
+		if !ok {
+			break
+		}
+		path = append([]acpi.PathEntry{{Dev: p.Dev, Fn: p.Fn}}, path...)
+		bus = p.Bus
+	}
+	return bus, path
 }
 
 // regSetOrder returns N such that 2^N pages hold the unit's registers, up

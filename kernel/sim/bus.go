@@ -259,3 +259,29 @@ func (w *window) Read32(off uint32) uint32     { return uint32(w.read(off, 4)) }
 func (w *window) Read64(off uint32) uint64     { return w.read(off, 8) }
 func (w *window) Write32(off uint32, v uint32) { w.write(off, 4, uint64(v)) }
 func (w *window) Write64(off uint32, v uint64) { w.write(off, 8, v) }
+
+// Bridge is a PCI-to-PCI bridge as firmware leaves it: a type 1 header
+// with its bus numbers assigned and no registers of its own. The simulated
+// segment is flat, so the bridge forwards nothing; it is there for
+// enumeration to follow and for DMAR device scopes to walk through.
+type Bridge struct{ cfg *ConfigSpace }
+
+// Class code of a PCI-to-PCI bridge.
+const classPCIBridge = 0x060400
+
+// NewBridge returns a bridge on bus primary leading to buses secondary
+// through subordinate.
+func NewBridge(vendor, device uint16, primary, secondary, subordinate uint8) *Bridge {
+	c := NewConfigSpace(vendor, device, classPCIBridge, 1)
+	c.SetBridge(primary, secondary, subordinate)
+	return &Bridge{cfg: c}
+}
+
+// Config implements Device.
+func (b *Bridge) Config() *ConfigSpace { return b.cfg }
+
+// MMIORead implements Device: a bridge has no BARs, so nothing decodes.
+func (b *Bridge) MMIORead(bar int, off uint32, size int) uint64 { return ^uint64(0) }
+
+// MMIOWrite implements Device; writes are dropped.
+func (b *Bridge) MMIOWrite(bar int, off uint32, size int, v uint64) {}

@@ -37,8 +37,8 @@ func (m *Machine) DMAStats() DMAStats {
 }
 
 // DMAPort is a device model's only way to memory: each request is checked
-// against the function's bus master bit and translated page by page by the
-// VT-d unit with the function's source id.
+// against the function's bus master bit and translated page by page, with
+// the function's source id, by the VT-d unit whose scope holds it.
 type DMAPort struct {
 	m      *Machine
 	a      pci.Addr
@@ -77,9 +77,10 @@ func (p *DMAPort) access(addr uint64, b []byte, write bool) error {
 		c.refused.Add(1)
 		return fmt.Errorf("sim dma: %v: %s of %d bytes at %#x: wraps the address space", p.a, op, len(b), addr)
 	}
+	unit := p.m.unitFor(p.a)
 	for len(b) > 0 {
 		n := min(len(b), int(kernel.PageSize-addr%kernel.PageSize))
-		phys, err := p.m.VTd.Translate(p.source, addr, write)
+		phys, err := unit.Translate(p.source, addr, write)
 		if err != nil {
 			c.faults.Add(1)
 			return fmt.Errorf("sim dma: %v: %s at %#x: %w", p.a, op, addr, err)

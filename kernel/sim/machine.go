@@ -27,6 +27,64 @@ type Config struct {
 	// table writes that were never flushed with FlushCache. By default it
 	// sees only flushed ones, as hardware does.
 	NoFlushCheck bool
+	// Scoped adds VT-d units that translate only the functions their
+	// device scope names, as on servers with a unit per root complex and
+	// clients with one for the graphics device. The unit at VTdBase stays
+	// the catch-all (INCLUDE_PCI_ALL) for every other function.
+	Scoped []ScopedVTd
+}
+
+// ScopedVTd is a VT-d unit with a device scope.
+type ScopedVTd struct {
+	Base uint64 // register window: page aligned, apart from every other unit's
+	VTd  vtd.Config
+	// Endpoints are functions the unit translates; Bridges bring every
+	// bus below them too (secondary through subordinate, read from the
+	// bridge's config space when a request arrives, as the root port
+	// routes it).
+	Endpoints []pci.Addr
+	Bridges   []pci.Addr
+}
+
+// covers reports whether a request from the function at a reaches this
+// unit.
+func (s ScopedVTd) covers(a pci.Addr, bus *Bus) bool {
+	for _, e := range s.Endpoints {
+		if e == a {
+			return true
+		}
+	}
+	for _, b := range s.Bridges {
+		if b == a {
+			return true
+		}
+		if b.Seg != a.Seg {
+			continue
+		}
+		sl := bus.slot(b)
+		if sl == nil {
+			continue
+		}
+		// The config space itself, not the bus: the requester may be
+		// inside its own handler, holding its slot's lock.
+		v, err := sl.cfg.Read(cfgPrimary, 4)
+		if err != nil {
+			continue
+		}
+		sec, sub := uint8(v>>8), uint8(v>>16)
+		if sec != 0 && a.Bus >= sec && a.Bus <= sub {
+			return true
+		}
+	}
+	return false
+}
+
+// RemapUnit is one of the machine's VT-d units.
+type RemapUnit struct {
+	Base  uint64
+	Unit  *vtd.Unit
+	IRQ   *IRQ      // its fault event interrupt
+	Scope ScopedVTd // nil Endpoints and Bridges for the catch-all unit
 }
 
 // Machine is memory, clock, PCI bus and VT-d unit wired together.
@@ -39,6 +97,7 @@ type Machine struct {
 	cfg    Config
 	err    error
 	vtdIRQ *IRQ
+	scoped []RemapUnit
 	dma    dmaCounters
 
 	mu   sync.Mutex
@@ -55,16 +114,47 @@ func New(cfg Config) (*Machine, error) {
 		irqs:  make(map[pci.Addr]*IRQ),
 	}
 	m.Mem.SetCoherent(!cfg.NonCoherentDMA)
-	m.Mem.SetFlushTracking(!cfg.VTd.Coherent && !cfg.NoFlushCheck)
-	u, err := vtd.New(cfg.VTd, m.Mem.TableView())
+	tracking := !cfg.VTd.Coherent
+	for _, s := range cfg.Scoped {
+		tracking = tracking || !s.VTd.Coherent
+	}
+	m.Mem.SetFlushTracking(tracking && !cfg.NoFlushCheck)
+	u, irq, err := m.newUnit(cfg.VTd)
 	if err != nil {
 		return nil, fmt.Errorf("sim machine: %w", err)
 	}
-	u.SetQueueMemory(m.Mem)
-	m.VTd = u
-	m.vtdIRQ = NewIRQ(m.Clock)
-	u.SetFaultNotify(m.vtdIRQ.Raise)
+	m.VTd, m.vtdIRQ = u, irq
+	bases := map[uint64]bool{VTdBase: true}
+	for i, s := range cfg.Scoped {
+		if s.Base == 0 || s.Base%kernel.PageSize != 0 || bases[s.Base] {
+			return nil, fmt.Errorf("sim machine: scoped VT-d unit %d: register base %#x not a free page", i, s.Base)
+		}
+		bases[s.Base] = true
+		u, irq, err := m.newUnit(s.VTd)
+		if err != nil {
+			return nil, fmt.Errorf("sim machine: scoped VT-d unit %d at %#x: %w", i, s.Base, err)
+		}
+		m.scoped = append(m.scoped, RemapUnit{Base: s.Base, Unit: u, IRQ: irq, Scope: s})
+	}
 	return m, nil
+}
+
+// newUnit builds a VT-d unit on the machine's memory. A coherent unit
+// snoops the CPU caches and walks the device view; a non-coherent one sees
+// only what FlushCache wrote back (when flush tracking is on).
+func (m *Machine) newUnit(cfg vtd.Config) (*vtd.Unit, *IRQ, error) {
+	var mem vtd.Memory = m.Mem.TableView()
+	if cfg.Coherent {
+		mem = m.Mem
+	}
+	u, err := vtd.New(cfg, mem)
+	if err != nil {
+		return nil, nil, err
+	}
+	u.SetQueueMemory(m.Mem)
+	irq := NewIRQ(m.Clock)
+	u.SetFaultNotify(irq.Raise)
+	return u, irq, nil
 }
 
 // NewMachine returns a machine. A VT-d configuration the model cannot
@@ -84,8 +174,36 @@ func NewMachine(cfg Config) *Machine {
 // given, or nil.
 func (m *Machine) Err() error { return m.err }
 
-// VTdRegs returns the VT-d unit's register window.
+// VTdRegs returns the catch-all VT-d unit's register window.
 func (m *Machine) VTdRegs() kernel.Regs { return m.VTd }
+
+// Units returns every VT-d unit: the scoped ones in configuration order,
+// then the catch-all at VTdBase, as the DMAR table lists them.
+func (m *Machine) Units() []RemapUnit {
+	out := append([]RemapUnit(nil), m.scoped...)
+	return append(out, RemapUnit{Base: VTdBase, Unit: m.VTd, IRQ: m.vtdIRQ})
+}
+
+// UnitRegs returns the register window of the VT-d unit at base.
+func (m *Machine) UnitRegs(base uint64) (kernel.Regs, error) {
+	for _, r := range m.Units() {
+		if r.Base == base {
+			return r.Unit, nil
+		}
+	}
+	return nil, fmt.Errorf("sim machine: no VT-d unit at %#x", base)
+}
+
+// unitFor returns the unit that translates requests of the function at
+// a: the first scoped unit covering it, else the catch-all.
+func (m *Machine) unitFor(a pci.Addr) *vtd.Unit {
+	for _, r := range m.scoped {
+		if r.Scope.covers(a, m.Bus) {
+			return r.Unit
+		}
+	}
+	return m.VTd
+}
 
 // VTdIRQ is the VT-d unit's fault event interrupt.
 func (m *Machine) VTdIRQ() *IRQ { return m.vtdIRQ }
