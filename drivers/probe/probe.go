@@ -52,9 +52,13 @@ type Platform struct {
 	// BAR returns the register window of one of f's BARs.
 	BAR func(f *pci.Function, bar int) (kernel.Regs, error)
 	// IOMMU translates device DMA; nil means translation off.
-	IOMMU  *iommu.Unit
-	Memory kernel.Memory
-	Clock  kernel.Clock
+	IOMMU *iommu.Unit
+	// IOMMUFor, when set, picks the unit that translates f's DMA instead
+	// (machines with several units, each with its device scope): nil with
+	// no error means translation off for f, an error fails f's bind.
+	IOMMUFor func(f *pci.Function) (*iommu.Unit, error)
+	Memory   kernel.Memory
+	Clock    kernel.Clock
 	// IRQ returns how to wait for f's interrupts; nil means polling.
 	IRQ  func(f *pci.Function) kernel.Waiter
 	Logf func(format string, args ...any)
@@ -169,14 +173,22 @@ func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %v: BAR0 window: %w", d.Name, f.Addr, err)
 	}
+	unit := p.IOMMU
+	if p.IOMMUFor != nil {
+		if unit, err = p.IOMMUFor(f); err != nil {
+			return nil, nil, fmt.Errorf("%s %v: iommu: %w", d.Name, f.Addr, err)
+		}
+	}
 	var dma kernel.DMA
-	if p.IOMMU != nil {
-		dom, err := p.IOMMU.Domain(iommu.SourceID(f.Addr.Bus, f.Addr.Dev, f.Addr.Fn))
+	if unit != nil {
+		dom, err := unit.Domain(iommu.SourceID(f.Addr.Bus, f.Addr.Dev, f.Addr.Fn))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %v: iommu domain: %w", d.Name, f.Addr, err)
 		}
-		if !p.IOMMU.Enabled() {
-			if err := p.IOMMU.Enable(); err != nil {
+		// A unit is turned on by its first domain, so one that covers
+		// nothing we drive is never touched.
+		if !unit.Enabled() {
+			if err := unit.Enable(); err != nil {
 				return nil, nil, fmt.Errorf("%s %v: enable iommu: %w", d.Name, f.Addr, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
@@ -164,5 +165,121 @@ func TestBindRejectsBadSetup(t *testing.T) {
 	}
 	if _, err := Bind(p); err == nil {
 		t.Error("two drivers claiming one id accepted")
+	}
+}
+
+// On a machine with a VT-d unit for a root port's hierarchy, one for a
+// graphics device and the catch-all, IOMMUFor gives each NIC its domain on
+// the unit whose scope holds it; the graphics unit, which covers no NIC,
+// is never asked for and stays off.
+func TestBindPicksUnitPerFunction(t *testing.T) {
+	const gfxBase, portBase = 0xfed80000, 0xfed91000
+	rootPort, behind := pci.Addr{Dev: 0x1c}, pci.Addr{Bus: 1}
+	m, err := sim.New(sim.Config{VTd: vtd.QEMU(), Scoped: []sim.ScopedVTd{
+		{Base: gfxBase, VTd: vtd.QEMU(), Endpoints: []pci.Addr{{Dev: 2}}},
+		{Base: portBase, VTd: vtd.QEMU(), Bridges: []pci.Addr{rootPort}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Bus.Add(rootPort, sim.NewBridge(0x8086, 0xa110, 0, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range []pci.Addr{addr1, behind} {
+		if _, err := m82574.Plug(m, a, m82574.Options{MAC: [6]byte{2, 0, 0, 0, 0, byte(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dmar, err := acpi.ParseDMAR(m.DMAR())
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes, _ := dmar.ScopeMap(func(seg uint16, bus, dev, fn uint8, off, size int) (uint32, error) {
+		return m.Bus.ReadConfig(pci.Addr{Seg: seg, Bus: bus, Dev: dev, Fn: fn}, off, size)
+	})
+	units := map[uint64]*iommu.Unit{}
+	asked := map[uint64]int{}
+	p := platform(t, m, nil)
+	p.IOMMUFor = func(f *pci.Function) (*iommu.Unit, error) {
+		c, ok := scopes.UnitFor(f.Addr.Seg, f.Addr.Bus, f.Addr.Dev, f.Addr.Fn)
+		if !ok {
+			return nil, nil
+		}
+		asked[c.Unit.Base]++
+		if u := units[c.Unit.Base]; u != nil {
+			return u, nil
+		}
+		regs, err := m.UnitRegs(c.Unit.Base)
+		if err != nil {
+			return nil, err
+		}
+		u, err := iommu.New(regs, m.Mem, iommu.Options{Clock: m.Clock})
+		units[c.Unit.Base] = u
+		return u, err
+	}
+	res, err := Bind(p)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if len(res.Bound) != 2 || asked[portBase] != 1 || asked[sim.VTdBase] != 1 || asked[gfxBase] != 0 {
+		t.Fatalf("bound %d, units asked %v", len(res.Bound), asked)
+	}
+	for _, b := range res.Bound {
+		want := map[pci.Addr]uint64{addr1: sim.VTdBase, behind: portBase}[b.Func.Addr]
+		u := units[want]
+		dom, ok := b.DMA.(*iommu.Domain)
+		if !ok || u == nil || !u.Enabled() || u.Stats().Domains != 1 {
+			t.Fatalf("%v: DMA %T, unit %#x %v", b.Func.Addr, b.DMA, want, u)
+		}
+		if d, err := u.Domain(iommu.SourceID(b.Func.Addr.Bus, b.Func.Addr.Dev, b.Func.Addr.Fn)); err != nil || d != dom {
+			t.Errorf("%v: its domain is not on unit %#x", b.Func.Addr, want)
+		}
+		b.NIC.Close()
+	}
+	for _, r := range m.Units() {
+		on := r.Unit.Read32(vtd.GSTS)&vtd.GSTS_TES != 0
+		if on != (r.Base != gfxBase) {
+			t.Errorf("unit %#x: translation on %v", r.Base, on)
+		}
+	}
+}
+
+// An IOMMUFor error fails that function alone, with bus mastering off.
+func TestBindIOMMUForError(t *testing.T) {
+	m, _ := machine(t)
+	unit, err := iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := platform(t, m, nil)
+	bad := errors.New("unit registers unreachable")
+	p.IOMMUFor = func(f *pci.Function) (*iommu.Unit, error) {
+		switch f.Addr {
+		case addr1:
+			return nil, bad
+		case addr2:
+			return nil, nil
+		}
+		return unit, nil
+	}
+	res, err := Bind(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res.Err(), bad) || !strings.Contains(res.Err().Error(), "00:03.0: iommu: unit registers unreachable") {
+		t.Fatalf("err %v", res.Err())
+	}
+	if c := command(t, m, addr1); c&pci.CmdBusMaster != 0 {
+		t.Error("bus master on for the function whose unit failed")
+	}
+	for _, b := range res.Bound {
+		if b.NIC == nil {
+			continue
+		}
+		_, translated := b.DMA.(*iommu.Domain)
+		if translated != (b.Func.Addr == addr0) {
+			t.Errorf("%v: translated %v", b.Func.Addr, translated)
+		}
+		b.NIC.Close()
 	}
 }
