@@ -42,10 +42,7 @@ func TestEndToEndLinkDropMidTransfer(t *testing.T) {
 		size = 8 << 20
 	}
 	var capture bytes.Buffer
-	w, err := wire.New(wire.Options{Pcap: &capture})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := simhost.Wire(t, wire.Options{Pcap: &capture})
 	a := newHost(t, w.A(), 1)
 	b := newHost(t, w.B(), 2)
 	simhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), size, func() {

@@ -100,10 +100,7 @@ func udp(dst [6]byte, n int, seq uint32) []byte {
 func TestSimZeroCopyCountsExact(t *testing.T) {
 	for _, mode := range []xsk.Mode{xsk.Copy, xsk.ZeroCopy} {
 		t.Run(mode.String(), func(t *testing.T) {
-			w, err := wire.New(wire.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := simhost.Wire(t, wire.Options{})
 			h := newHost(t, w.A(), 1, true)
 			g := simhost.NewPeer(w.B())
 			const q = 2
@@ -183,10 +180,7 @@ func TestSimZeroCopyCountsExact(t *testing.T) {
 // A steady stream the stack consumes in time is received into the same
 // half pages over and over: no map, no unmap, no IOTLB invalidation.
 func TestSimPageReuseNoMaps(t *testing.T) {
-	w, err := wire.New(wire.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := simhost.Wire(t, wire.Options{})
 	h := newHost(t, w.A(), 1, true)
 	if err := h.NIC.Ctl("copybreak 0"); err != nil {
 		t.Fatal(err)

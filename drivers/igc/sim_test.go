@@ -100,10 +100,7 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 		{"over-threshold", "build auto", threshold + 1, igc.Construct, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := wire.New(wire.Options{SpeedMbps: 2500})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
 			a := newHost(t, w.A(), 1, addrA, 0x15f3, tc.nonCoherent)
 			defer a.close(t)
 			b := newHost(t, w.B(), 2, addrB, 0x125c, tc.nonCoherent)
@@ -144,10 +141,7 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 }
 
 func TestSimMTUChangeUnderTraffic(t *testing.T) {
-	w, err := wire.New(wire.Options{SpeedMbps: 2500})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
 	a := newHost(t, w.A(), 1, addrA, 0x15f2, false)
 	defer a.close(t)
 	b := newHost(t, w.B(), 2, addrB, 0x125b, false)
@@ -174,10 +168,7 @@ func TestSimLinkSpeeds(t *testing.T) {
 		want   int
 	}{{0x15f3, 2500, 2500}, {0x125c, 2500, 2500}, {0x15f3, 1000, 1000}, {0x15f3, 100, 100}, {0x15f3, 10, 10}, {0x15f7, 2500, 1000}} {
 		t.Run(fmt.Sprintf("%04x@%d", tc.device, tc.wire), func(t *testing.T) {
-			w, err := wire.New(wire.Options{SpeedMbps: tc.wire})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := simhost.Wire(t, wire.Options{SpeedMbps: tc.wire})
 			h := newHost(t, w.A(), 1, netip.Prefix{}, tc.device, false)
 			defer h.close(t)
 			if l := h.nic.Link(); l != (nic.Link{Up: true, SpeedMbps: tc.want, FullDuplex: true}) {
@@ -189,7 +180,7 @@ func TestSimLinkSpeeds(t *testing.T) {
 
 func TestSimBlankNVM(t *testing.T) {
 	for _, dev := range []uint16{0x15fd, 0x125f} {
-		w, _ := wire.New(wire.Options{})
+		w := simhost.Wire(t, wire.Options{})
 		h := newHost(t, w.A(), 1, netip.Prefix{}, dev, false)
 		m := h.nic.MAC()
 		if m[0]&2 == 0 || m[0]&1 != 0 {

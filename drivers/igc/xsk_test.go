@@ -34,14 +34,13 @@ type xdpHost struct {
 
 func newXDPHost(t *testing.T) *xdpHost {
 	t.Helper()
-	w, err := wire.New(wire.Options{SpeedMbps: 2500})
+	w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
+	h := &xdpHost{host: newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false), peer: simhost.NewPeer(w.B())}
+	regs, err := h.Machine.Bus.Regs(pci.Addr{Dev: 3}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &xdpHost{host: newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false), peer: simhost.NewPeer(w.B())}
-	if h.regs, err = h.Machine.Bus.Regs(pci.Addr{Dev: 3}, 0); err != nil {
-		t.Fatal(err)
-	}
+	h.regs = regs
 	// RSS off: what no filter places goes to queue 0.
 	if err := h.nic.Ctl("rss off"); err != nil {
 		t.Fatal(err)
