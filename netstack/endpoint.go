@@ -53,6 +53,11 @@ type Options struct {
 	// LinkCheck is how many busy polls pass between two link state reads;
 	// an idle loop reads it at every wake-up. Default 256.
 	LinkCheck int
+	// NoGRO turns receive coalescing off: every TCP segment goes up the
+	// stack on its own instead of being merged with the in-order segments
+	// of its flow that the same poll found (see rxPath). SetGRO changes it
+	// later.
+	NoGRO bool
 	// Manual leaves polling to the caller (Endpoint.Poll): Attach starts
 	// no loops. For single-threaded runtimes and benchmarks.
 	Manual bool
@@ -113,8 +118,9 @@ func (o Options) withDefaults() Options {
 type Endpoint struct {
 	nic    nic.NIC
 	opt    Options
-	queues []*txQueue
+	queues []*queue
 	stats  counters
+	groOff atomic.Bool // receive coalescing turned off (Options.NoGRO, SetGRO)
 
 	dispatcher atomic.Pointer[dispatcherRef]
 	link       atomic.Pointer[nic.Link]
@@ -143,12 +149,14 @@ type loopSet struct {
 
 type dispatcherRef struct{ d stack.NetworkDispatcher }
 
-// txQueue is one driver queue with the lock that serialises its TX side
-// (Transmit and Reclaim), as nic.Queue requires.
-type txQueue struct {
+// queue is one driver queue: the lock that serialises its TX side
+// (Transmit and Reclaim), as nic.Queue requires, and its receive path,
+// which only the queue's poller touches.
+type queue struct {
 	q      nic.Queue
 	mu     sync.Mutex
 	closed bool
+	rx     rxPath
 }
 
 var (
@@ -168,13 +176,14 @@ func New(n nic.NIC, opt Options) (*Endpoint, error) {
 	}
 	mac := n.MAC()
 	e := &Endpoint{nic: n, opt: opt.withDefaults()}
+	e.groOff.Store(e.opt.NoGRO)
 	la := tcpip.LinkAddress(mac[:])
 	e.linkAddr.Store(&la)
 	for _, q := range qs {
 		if q == nil {
 			return nil, fmt.Errorf("netstack: %s: driver returned a nil queue", n.Name())
 		}
-		e.queues = append(e.queues, &txQueue{q: q})
+		e.queues = append(e.queues, e.newQueue(q))
 	}
 	l := n.Link()
 	e.link.Store(&l)
@@ -401,7 +410,7 @@ func (e *Endpoint) stopLoopsLocked() {
 // poll is the NAPI-like loop of one queue: poll up to the budget, reclaim
 // finished transmissions, and when a poll finds nothing, wait on the queue
 // with a back-off that doubles from MinWait to MaxWait.
-func (e *Endpoint) poll(q *txQueue, ls *loopSet, prev <-chan struct{}) {
+func (e *Endpoint) poll(q *queue, ls *loopSet, prev <-chan struct{}) {
 	defer ls.wg.Done()
 	stop := ls.stop
 	if prev != nil {
@@ -425,9 +434,10 @@ func (e *Endpoint) poll(q *txQueue, ls *loopSet, prev <-chan struct{}) {
 
 // pollLoop runs until stop is closed (true) or a panic is recovered
 // (false).
-func (e *Endpoint) pollLoop(q *txQueue, stop <-chan struct{}) (stopped bool) {
+func (e *Endpoint) pollLoop(q *queue, stop <-chan struct{}) (stopped bool) {
 	defer func() {
 		if r := recover(); r != nil {
+			q.rx.reset()
 			e.stats.pollPanics.Add(1)
 			e.opt.Logf("%s: poll loop recovered from panic: %v\n%s", e.nic.Name(), r, debug.Stack())
 			stopped = false
@@ -482,7 +492,7 @@ type rxReadier interface {
 
 // spin yields the processor until q has a frame or the spin time is over.
 // A queue without RxReady is simply polled again after one yield.
-func (e *Endpoint) spin(q *txQueue, pace *pacer, start time.Time) {
+func (e *Endpoint) spin(q *queue, pace *pacer, start time.Time) {
 	r, _ := q.q.(rxReadier)
 	for {
 		e.stats.spins.Add(1)
@@ -555,8 +565,10 @@ func (e *Endpoint) Poll(i, budget int) (int, error) {
 	return e.pollOnce(e.queues[i], budget), nil
 }
 
-func (e *Endpoint) pollOnce(q *txQueue, budget int) int {
-	n := q.q.Poll(budget, e.deliver)
+func (e *Endpoint) pollOnce(q *queue, budget int) int {
+	q.rx.begin(e)
+	n := q.q.Poll(budget, q.rx.deliver)
+	q.rx.end()
 	e.stats.polls.Add(1)
 	q.reclaim()
 	return n
@@ -584,7 +596,7 @@ func (e *Endpoint) checkLink() {
 }
 
 // reclaim frees completed transmissions under the queue's TX lock.
-func (q *txQueue) reclaim() {
+func (q *queue) reclaim() {
 	q.mu.Lock()
 	if !q.closed {
 		q.q.Reclaim()

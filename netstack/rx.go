@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -9,11 +10,86 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
 )
 
-// deliver hands one received frame to the stack. The frame's buffer becomes
-// the packet's payload as it is: no copy.
-func (e *Endpoint) deliver(p *nic.RxPacket) {
+// rxPath is one queue's receive side. Only the goroutine polling the queue
+// uses it, so it needs no lock.
+//
+// Receive coalescing (GRO): the TCP segments one poll finds are given to
+// a gVisor GRO engine, which merges the in-order segments of a flow (same
+// addresses, ports, ACK, options, full-sized) into one packet; the engine
+// is flushed when the poll ends, so coalescing never delays a segment past
+// the poll that received it. TCP then handles one large segment, and
+// sends one ACK, where it would have handled dozens. Coalescing needs
+// every frame's checksums verified before it (the merged packet's headers
+// are rewritten, and gVisor trusts them only under
+// CapabilityRXChecksumOffload), so it runs only while that capability is
+// advertised.
+type rxPath struct {
+	e       *Endpoint
+	gro     gro.GRO
+	out     stackOut            // the engine's dispatcher: the stack, counted
+	deliver func(*nic.RxPacket) // e.deliver bound to this path, made once
+
+	// Per poll, set by begin.
+	rxcsum   bool // the stack trusts our checksums: frames are verified here
+	coalesce bool // frames go through gro
+}
+
+func (e *Endpoint) newQueue(q nic.Queue) *queue {
+	nq := &queue{q: q}
+	r := &nq.rx
+	r.e = e
+	r.out.n = &e.stats.rxDelivered
+	r.reset()
+	r.deliver = func(p *nic.RxPacket) { e.deliver(r, p) }
+	return nq
+}
+
+// reset gives the path a new, empty GRO engine. After a recovered panic
+// the old engine's state cannot be trusted; packets it held are lost.
+func (r *rxPath) reset() {
+	r.gro = gro.GRO{}
+	r.gro.Init(true)
+	r.gro.Dispatcher = &r.out
+}
+
+// begin readies the path for one poll: whether checksums are ours to
+// check and whether to coalesce are decided once for the whole poll, so
+// that the frames of one poll are all treated alike.
+func (r *rxPath) begin(e *Endpoint) {
+	r.rxcsum = e.Capabilities()&stack.CapabilityRXChecksumOffload != 0
+	r.coalesce = r.rxcsum && !e.groOff.Load()
+}
+
+// end hands the stack what the poll's GRO engine still holds.
+func (r *rxPath) end() {
+	if r.coalesce {
+		r.gro.Flush()
+	}
+}
+
+// stackOut is the stack as the GRO engine sees it: a dispatcher that
+// counts the packets it is given.
+type stackOut struct {
+	d stack.NetworkDispatcher // the dispatcher of the frame last delivered
+	n *atomic.Uint64
+}
+
+func (o *stackOut) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	o.n.Add(1)
+	o.d.DeliverNetworkPacket(proto, pkt)
+}
+
+func (o *stackOut) DeliverLinkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	o.d.DeliverLinkPacket(proto, pkt)
+}
+
+// deliver hands one received frame to the stack, or to the GRO engine on
+// its way there. The frame's buffer becomes the packet's payload as it
+// is: no copy.
+func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
 	size := int(p.Data.Size())
 	ref := e.dispatcher.Load()
 	if ref == nil {
@@ -56,7 +132,7 @@ func (e *Endpoint) deliver(p *nic.RxPacket) {
 	proto := eth.Type()
 	if p.CsumOK {
 		e.stats.rxCsumHW.Add(1)
-	} else if e.Capabilities()&stack.CapabilityRXChecksumOffload != 0 {
+	} else if r.rxcsum {
 		// gVisor will trust this frame's checksums: check them here.
 		e.stats.rxCsumSW.Add(1)
 		if !checksumsValid(proto, pkt) {
@@ -66,7 +142,15 @@ func (e *Endpoint) deliver(p *nic.RxPacket) {
 	}
 	e.stats.rxPackets.Add(1)
 	e.stats.rxBytes.Add(uint64(size))
-	ref.d.DeliverNetworkPacket(proto, pkt)
+	pkt.NetworkProtocolNumber = proto
+	pkt.RXChecksumValidated = r.rxcsum
+	r.out.d = ref.d
+	if !r.coalesce || pkt.PktType != tcpip.PacketHost {
+		r.out.DeliverNetworkPacket(proto, pkt)
+		return
+	}
+	e.stats.rxGRO.Add(1)
+	r.gro.Enqueue(pkt)
 }
 
 // An offer takes a driver's recycle hook (nic.RxPacket.Recycle) to the

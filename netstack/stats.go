@@ -14,6 +14,8 @@ type counters struct {
 	rxCsumHW           atomic.Uint64 // checksums verified by the device
 	rxCsumSW           atomic.Uint64 // checksums verified here
 	rxCsumBad          atomic.Uint64 // dropped for a bad checksum
+	rxGRO              atomic.Uint64 // frames given to a GRO engine
+	rxDelivered        atomic.Uint64 // packets handed to the stack, after coalescing
 
 	txPackets, txBytes atomic.Uint64
 	txBatches          atomic.Uint64 // WritePackets calls that reached a queue
@@ -45,6 +47,8 @@ func (e *Endpoint) Stats() []nic.Stat {
 		{Name: "rx_csum_hw", Value: c.rxCsumHW.Load()},
 		{Name: "rx_csum_sw", Value: c.rxCsumSW.Load()},
 		{Name: "rx_csum_bad", Value: c.rxCsumBad.Load()},
+		{Name: "rx_gro", Value: c.rxGRO.Load()},
+		{Name: "rx_delivered", Value: c.rxDelivered.Load()},
 		{Name: "tx_packets", Value: c.txPackets.Load()},
 		{Name: "tx_bytes", Value: c.txBytes.Load()},
 		{Name: "tx_batches", Value: c.txBatches.Load()},

@@ -57,7 +57,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 // driver refuses with an error is dropped on its own and the rest still
 // go. Every packet not taken is released here. It returns the packets and
 // bytes taken. q.mu is held.
-func (e *Endpoint) transmit(q *txQueue, batch []*nic.TxPacket) (taken int, bytes uint64) {
+func (e *Endpoint) transmit(q *queue, batch []*nic.TxPacket) (taken int, bytes uint64) {
 	// Sizes are read before the driver owns the data.
 	sizes := make([]int64, len(batch))
 	for i, p := range batch {

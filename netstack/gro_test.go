@@ -1,0 +1,308 @@
+package netstack_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/ether9/ether9/netstack"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// capture is a stack that keeps a copy of every IP packet it is given.
+type capture struct {
+	mu   sync.Mutex
+	pkts [][]byte
+}
+
+func (c *capture) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pkts = append(c.pkts, pkt.Data().AsRange().ToSlice())
+}
+func (c *capture) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+func (c *capture) take() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pkts
+	c.pkts = nil
+	return p
+}
+
+// tcpSeg describes one TCP segment of the flow from addrB to addrA.
+type tcpSeg struct {
+	seq   uint32
+	flags header.TCPFlags
+	data  []byte
+}
+
+// tcpFrame builds an Ethernet frame carrying seg over IPv4 or IPv6 (by
+// the addresses), with correct checksums.
+func tcpFrame(srcMAC, dstMAC [6]byte, src, dst netip.Addr, seg tcpSeg) []byte {
+	s, d := tcpip.AddrFromSlice(src.AsSlice()), tcpip.AddrFromSlice(dst.AsSlice())
+	tcpLen := header.TCPMinimumSize + len(seg.data)
+	ipLen, ethType := header.IPv4MinimumSize, header.IPv4ProtocolNumber
+	if src.Is6() {
+		ipLen, ethType = header.IPv6MinimumSize, header.IPv6ProtocolNumber
+	}
+	b := make([]byte, header.EthernetMinimumSize+ipLen+tcpLen)
+	header.Ethernet(b).Encode(&header.EthernetFields{SrcAddr: tcpip.LinkAddress(srcMAC[:]), DstAddr: tcpip.LinkAddress(dstMAC[:]), Type: ethType})
+	l3 := b[header.EthernetMinimumSize:]
+	if src.Is6() {
+		header.IPv6(l3).Encode(&header.IPv6Fields{PayloadLength: uint16(tcpLen), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64, SrcAddr: s, DstAddr: d})
+	} else {
+		ip := header.IPv4(l3)
+		ip.Encode(&header.IPv4Fields{TotalLength: uint16(ipLen + tcpLen), ID: uint16(seg.seq), TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: s, DstAddr: d})
+		ip.SetChecksum(^ip.CalculateChecksum())
+	}
+	tcp := header.TCP(l3[ipLen:])
+	tcp.Encode(&header.TCPFields{SrcPort: 40000, DstPort: 80, SeqNum: seg.seq, AckNum: 7, DataOffset: header.TCPMinimumSize, Flags: seg.flags, WindowSize: 65535})
+	copy(tcp[header.TCPMinimumSize:], seg.data)
+	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, s, d, uint16(tcpLen))
+	tcp.SetChecksum(^tcp.CalculateChecksum(checksum.Checksum(seg.data, xsum)))
+	return b
+}
+
+// groRig is an endpoint polled by hand over a fake NIC, with a capturing
+// stack attached.
+type groRig struct {
+	n   *fakeNIC
+	ep  *netstack.Endpoint
+	got capture
+	src netip.Addr // the far end
+	dst netip.Addr // the endpoint's address
+}
+
+func newGRORig(t *testing.T, v6 bool, opt netstack.Options) *groRig {
+	t.Helper()
+	r := &groRig{n: newFakeNIC("ether0", 1), src: addrB.Addr(), dst: addrA.Addr()}
+	if v6 {
+		r.src, r.dst = addrB6.Addr(), addrA6.Addr()
+	}
+	opt.Manual = true
+	var err error
+	if r.ep, err = netstack.New(r.n, opt); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.ep.Close)
+	r.ep.Attach(&r.got)
+	return r
+}
+
+// send injects segs as frames and returns their IP packets.
+func (r *groRig) send(segs ...tcpSeg) [][]byte {
+	var ips [][]byte
+	for _, s := range segs {
+		f := tcpFrame([6]byte{2, 0, 0, 0, 0, 9}, r.n.MAC(), r.src, r.dst, s)
+		ips = append(ips, f[header.EthernetMinimumSize:])
+		r.n.inject(f)
+	}
+	return ips
+}
+
+func (r *groRig) poll(t *testing.T) [][]byte {
+	t.Helper()
+	if _, err := r.ep.Poll(0, 64); err != nil {
+		t.Fatal(err)
+	}
+	return r.got.take()
+}
+
+// payload is n bytes that differ from segment to segment.
+func payload(seg, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seg*131 + i*7)
+	}
+	return b
+}
+
+// A burst of full-sized, in-order segments of one flow goes up as one
+// packet whose headers say so and whose payload is the segments' payloads
+// byte for byte.
+func TestGROCoalescesInOrderBurst(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v6=%v", v6), func(t *testing.T) {
+			r := newGRORig(t, v6, netstack.Options{})
+			const n, mss, seq0 = 16, 1000, 1 << 31
+			var segs []tcpSeg
+			var want []byte
+			for i := range n {
+				d := payload(i, mss)
+				segs = append(segs, tcpSeg{seq: seq0 + uint32(i*mss), flags: header.TCPFlagAck, data: d})
+				want = append(want, d...)
+			}
+			sent := r.send(segs...)
+			got := r.poll(t)
+			if len(got) != 1 {
+				t.Fatalf("%d segments went up as %d packets, want 1", n, len(got))
+			}
+			p := got[0]
+			ipLen := header.IPv4MinimumSize
+			if v6 {
+				ipLen = header.IPv6MinimumSize
+				if pl := header.IPv6(p).PayloadLength(); int(pl) != header.TCPMinimumSize+len(want) {
+					t.Errorf("IPv6 payload length %d, want %d", pl, header.TCPMinimumSize+len(want))
+				}
+			} else if tl := header.IPv4(p).TotalLength(); int(tl) != ipLen+header.TCPMinimumSize+len(want) {
+				t.Errorf("IPv4 total length %d, want %d", tl, ipLen+header.TCPMinimumSize+len(want))
+			}
+			tcp := header.TCP(p[ipLen:])
+			if tcp.SequenceNumber() != seq0 || tcp.AckNumber() != 7 || tcp.Flags() != header.TCPFlagAck {
+				t.Errorf("merged header: seq %d ack %d flags %v", tcp.SequenceNumber(), tcp.AckNumber(), tcp.Flags())
+			}
+			if !bytes.Equal(tcp.Payload(), want) {
+				t.Errorf("merged payload (%d bytes) differs from the %d bytes sent", len(tcp.Payload()), len(want))
+			}
+			// The headers up to the lengths are the first segment's.
+			if !bytes.Equal(p[ipLen:ipLen+header.TCPMinimumSize], sent[0][ipLen:ipLen+header.TCPMinimumSize]) {
+				t.Errorf("merged TCP header differs from the first segment's")
+			}
+			if g, d := stat(t, r.ep, "rx_gro"), stat(t, r.ep, "rx_delivered"); g != n || d != 1 {
+				t.Errorf("rx_gro %d rx_delivered %d, want %d and 1", g, d, n)
+			}
+		})
+	}
+}
+
+// Frames GRO must not merge reach the stack unchanged and in order: other
+// protocols, out-of-order and repeated segments, SYN, RST, bare ACKs, and everything
+// once GRO is off or the stack does not trust our checksums.
+func TestGROPassesThroughUntouched(t *testing.T) {
+	const mss = 500
+	seg := func(i int, flags header.TCPFlags) tcpSeg {
+		return tcpSeg{seq: 100 + uint32(i*mss), flags: flags, data: payload(i, mss)}
+	}
+	ack := header.TCPFlagAck
+	for _, v6 := range []bool{false, true} {
+		for _, tc := range []struct {
+			name string
+			opt  netstack.Options
+			prep func(t *testing.T, r *groRig)
+			segs []tcpSeg
+		}{
+			{name: "out of order", segs: []tcpSeg{seg(0, ack), seg(2, ack), seg(1, ack), seg(4, ack), seg(3, ack)}},
+			{name: "retransmission", segs: []tcpSeg{seg(0, ack), seg(0, ack), seg(0, ack)}},
+			{name: "rst", segs: []tcpSeg{seg(0, ack), seg(1, ack|header.TCPFlagRst)}},
+			{name: "syn", segs: []tcpSeg{{seq: 99, flags: header.TCPFlagSyn}, seg(0, ack)}},
+			{name: "bare acks", segs: []tcpSeg{{seq: 100, flags: ack}, {seq: 100, flags: ack}}},
+			{name: "gro off option", opt: netstack.Options{NoGRO: true}, segs: []tcpSeg{seg(0, ack), seg(1, ack), seg(2, ack)}},
+			{name: "gro off ctl", prep: func(t *testing.T, r *groRig) {
+				if err := r.ep.Ctl("gro off"); err != nil {
+					t.Fatal(err)
+				}
+			}, segs: []tcpSeg{seg(0, ack), seg(1, ack), seg(2, ack)}},
+			{name: "no rx checksum offload", prep: func(_ *testing.T, r *groRig) {
+				f := r.n.Features()
+				f.RxChecksum = false
+				r.n.setFeatures(f)
+			}, segs: []tcpSeg{seg(0, ack), seg(1, ack), seg(2, ack)}},
+		} {
+			t.Run(fmt.Sprintf("%s/v6=%v", tc.name, v6), func(t *testing.T) {
+				r := newGRORig(t, v6, tc.opt)
+				if tc.prep != nil {
+					tc.prep(t, r)
+				}
+				sent := r.send(tc.segs...)
+				got := r.poll(t)
+				if len(got) != len(sent) {
+					t.Fatalf("%d frames went up as %d packets", len(sent), len(got))
+				}
+				for i := range sent {
+					if !bytes.Equal(got[i], sent[i]) {
+						t.Errorf("packet %d changed on its way up", i)
+					}
+				}
+				if d := stat(t, r.ep, "rx_delivered"); d != uint64(len(sent)) {
+					t.Errorf("rx_delivered %d, want %d", d, len(sent))
+				}
+			})
+		}
+	}
+}
+
+// Other protocols between the segments of a flow pass untouched, and the
+// flow is still merged around them.
+func TestGROMixedTraffic(t *testing.T) {
+	r := newGRORig(t, false, netstack.Options{})
+	const mss = 800
+	var want []byte
+	var frames [][]byte
+	udp := udpFrame([6]byte{2, 0, 0, 0, 0, 9}, r.n.MAC(), r.src, r.dst, 9, []byte("not tcp"), false)
+	for i := range 4 {
+		d := payload(i, mss)
+		want = append(want, d...)
+		frames = append(frames, tcpFrame([6]byte{2, 0, 0, 0, 0, 9}, r.n.MAC(), r.src, r.dst, tcpSeg{seq: uint32(1000 + i*mss), flags: header.TCPFlagAck, data: d}))
+		frames = append(frames, udp)
+	}
+	for _, f := range frames {
+		r.n.inject(f)
+	}
+	got := r.poll(t)
+	var udps, tcps int
+	for _, p := range got {
+		switch header.IPv4(p).TransportProtocol() {
+		case header.UDPProtocolNumber:
+			udps++
+			if !bytes.Equal(p, udp[header.EthernetMinimumSize:]) {
+				t.Errorf("UDP datagram changed on its way up")
+			}
+		case header.TCPProtocolNumber:
+			tcps++
+			if pl := header.TCP(p[header.IPv4MinimumSize:]).Payload(); !bytes.Equal(pl, want) {
+				t.Errorf("merged payload of %d bytes differs from the %d sent", len(pl), len(want))
+			}
+		}
+	}
+	if udps != 4 || tcps != 1 {
+		t.Errorf("went up: %d UDP, %d TCP packets; want 4 and 1", udps, tcps)
+	}
+}
+
+func TestGROCtl(t *testing.T) {
+	r := newGRORig(t, false, netstack.Options{})
+	if !r.ep.GRO() || r.ep.CtlState() != "gro on\n" {
+		t.Fatalf("GRO not on by default: %q", r.ep.CtlState())
+	}
+	for _, bad := range []string{"gro", "gro maybe", "gro on off"} {
+		if err := r.ep.Ctl(bad); err == nil {
+			t.Errorf("ctl %q accepted", bad)
+		}
+	}
+	if !r.ep.GRO() {
+		t.Errorf("a refused ctl turned GRO off")
+	}
+	if err := r.ep.Ctl("gro off"); err != nil || r.ep.GRO() || r.ep.CtlState() != "gro off\n" {
+		t.Errorf("gro off: %v, state %q", err, r.ep.CtlState())
+	}
+	if err := r.ep.Ctl("gro on"); err != nil || !r.ep.GRO() {
+		t.Errorf("gro on: %v", err)
+	}
+	// Other words are the driver's.
+	if err := r.ep.Ctl("mtu 1500"); err == nil {
+		t.Errorf("a word the fake driver does not know was accepted")
+	}
+}
+
+// A TCP transfer each way over GRO arrives byte-exact (SHA-256), and the
+// stack was handed fewer packets than the frames received.
+func TestGROTransferTCP(t *testing.T) {
+	for _, dst := range []netip.Addr{addrB.Addr(), addrB6.Addr()} {
+		t.Run(dst.String(), func(t *testing.T) {
+			p := newFakePair(t, netstack.Options{})
+			transferTCP(t, p.sa, p.sb, dst, 4<<20, nil)
+			ep := p.sb.Endpoints[0]
+			frames, up := stat(t, ep, "rx_packets"), stat(t, ep, "rx_delivered")
+			if stat(t, ep, "rx_gro") == 0 || up >= frames {
+				t.Errorf("receiver: %d frames, %d packets up, %d through GRO: nothing coalesced", frames, up, stat(t, ep, "rx_gro"))
+			}
+			t.Logf("%d frames went up as %d packets", frames, up)
+		})
+	}
+}
