@@ -66,11 +66,8 @@ func (l Layout) headroom() int {
 }
 
 type rxPage struct {
-	page   *buffer.View // the ring's reference to a whole page; nil: none
-	addr   kernel.DMAAddr
-	off    int // the half armed for the device: 0 or rxBufLen
-	mapped bool
-	chunk  *chunkMap // page is a 2 KiB chunk of the build layout (rxchunk.go), off 0
+	ring.PageSlot
+	chunk *chunkMap // Page is a 2 KiB chunk of the build layout (rxchunk.go), Off 0
 }
 
 // rxRing is an RX ring of half-page buffers, flipped to the other half
@@ -106,7 +103,7 @@ func (r *rxRing) room() int { return rxBufLen - r.layout.headroom() }
 func (r *rxRing) Mapped() int {
 	n := 0
 	for i := range r.slots {
-		if r.slots[i].mapped {
+		if r.slots[i].Mapped {
 			n++
 		}
 	}
@@ -147,41 +144,30 @@ func (r *rxRing) refill(write func(i int, addr kernel.DMAAddr)) bool {
 func (r *rxRing) arm(i int) (kernel.DMAAddr, error) {
 	s := &r.slots[i]
 	hr := kernel.DMAAddr(r.layout.headroom())
-	if s.page == nil && r.layout == Build {
+	switch {
+	case s.Page == nil && r.layout == Build:
 		return r.armChunk(s, i)
-	}
-	if s.page == nil {
-		v := buffer.NewViewSize(kernel.PageSize)
-		if v.Size() != kernel.PageSize {
-			v.Release()
-			r.Stats.AllocFails.Add(1)
-			return 0, fmt.Errorf("igc: rx page: %w", kernel.ErrNoMemory)
-		}
-		addr, err := r.dma.Map(v.AsSlice(), kernel.FromDevice)
+	case s.chunk == nil:
+		a, err := s.Arm(r.dma, &r.Stats, &r.Pages)
 		if err != nil {
-			v.Release()
-			r.Stats.MapFailures.Add(1)
-			return 0, fmt.Errorf("igc: map rx page %d: %w", i, err)
+			return 0, err
 		}
-		r.Stats.Maps.Add(1)
-		r.Pages.Allocs.Add(1)
-		*s = rxPage{page: v, addr: addr, mapped: true}
-		return addr + hr, nil
+		return a + hr, nil
 	}
-	a := s.addr + kernel.DMAAddr(s.off)
-	if err := r.dma.SyncForDevice(a, rxBufLen, kernel.FromDevice); err != nil {
+	// A chunk kept from before: its mapping is the chunk table's.
+	if err := r.dma.SyncForDevice(s.Half(), rxBufLen, kernel.FromDevice); err != nil {
 		r.giveUp(s)
 		r.Stats.Drop(ring.DropDMA)
-		return 0, fmt.Errorf("igc: sync rx half %d for device: %w", i, err)
+		return 0, fmt.Errorf("igc: sync rx chunk %d for device: %w", i, err)
 	}
-	return a + hr, nil
+	return s.Half() + hr, nil
 }
 
 // current checks the slot at clean for a frame of n bytes and makes the
 // bytes visible to the CPU. On error the frame is counted as dropped.
 func (r *rxRing) current(n int) (*rxPage, []byte, error) {
 	s := &r.slots[r.Clean()]
-	if s.page == nil || !s.mapped {
+	if s.Page == nil || !s.Mapped {
 		r.Stats.Drop(ring.DropDMA)
 		return nil, nil, fmt.Errorf("igc: rx descriptor %d completed with no armed buffer", r.Clean())
 	}
@@ -189,13 +175,13 @@ func (r *rxRing) current(n int) (*rxPage, []byte, error) {
 		r.drop(ring.DropLength)
 		return nil, nil, fmt.Errorf("igc: rx length %d outside 1..%d", n, r.room())
 	}
-	start := s.off + r.layout.headroom()
-	if err := r.dma.SyncForCPU(s.addr+kernel.DMAAddr(start), n, kernel.FromDevice); err != nil {
+	start := s.Off + r.layout.headroom()
+	if err := r.dma.SyncForCPU(s.Addr+kernel.DMAAddr(start), n, kernel.FromDevice); err != nil {
 		r.Stats.Drop(ring.DropDMA)
 		r.giveUp(s)
 		return nil, nil, fmt.Errorf("igc: sync rx buffer %d for cpu: %w", r.Clean(), err)
 	}
-	return s, s.page.AsSlice()[start : start+n], nil
+	return s, s.Page.AsSlice()[start : start+n], nil
 }
 
 // build returns the frame of n bytes at clean as a view over its buffer,
@@ -214,8 +200,8 @@ func (r *rxRing) build(n int) (buffer.Buffer, func(*buffer.View), error) {
 		v, recycle := r.handChunk(s, n)
 		return buffer.MakeWithView(v), recycle, nil
 	}
-	v := s.page.Clone()
-	v.TrimFront(s.off + r.layout.headroom())
+	v := s.Page.Clone()
+	v.TrimFront(s.Off + r.layout.headroom())
 	v.CapLength(n)
 	r.flip(s)
 	return buffer.MakeWithView(v), nil, nil
@@ -238,8 +224,8 @@ func (r *rxRing) construct(n int) (buffer.Buffer, error) {
 		r.tally.copybreak++
 		return buf, nil
 	}
-	rest := s.page.Clone()
-	rest.TrimFront(s.off + r.layout.headroom() + hl)
+	rest := s.Page.Clone()
+	rest.TrimFront(s.Off + r.layout.headroom() + hl)
 	rest.CapLength(n - hl)
 	buf.Append(rest)
 	r.tally.handoffs++
@@ -266,42 +252,17 @@ func (r *rxRing) count(n int) {
 	r.tally.bytes += uint64(n)
 }
 
-// flip moves a slot to its page's other half after one half went up, if
-// only the ring and that packet hold the page; otherwise the page is left
-// to the stack and the slot gets a new one.
-func (r *rxRing) flip(s *rxPage) {
-	switch refs, ok := ring.Refs(s.page); {
-	case !ok:
-		r.Pages.Outdated.Add(1)
-		r.giveUp(s)
-	case refs == 2:
-		s.off ^= rxBufLen
-		r.Pages.Flips.Add(1)
-	default:
-		r.Pages.Released.Add(1)
-		r.giveUp(s)
-	}
-}
+// flip moves a slot to its page's other half after one half went up
+// (ring.PageSlot.Flip).
+func (r *rxRing) flip(s *rxPage) { s.Flip(r.dma, &r.Stats, &r.Pages) }
 
-// giveUp unmaps a slot's page and drops the ring's reference; views the
-// stack holds keep the memory alive.
+// giveUp unmaps a slot's page, or drops its chunk, and drops the ring's
+// reference; views the stack holds keep the memory alive.
 func (r *rxRing) giveUp(s *rxPage) error {
 	if s.chunk != nil {
 		return r.dropChunk(s)
 	}
-	var err error
-	if s.mapped {
-		if err = r.dma.Unmap(s.addr, kernel.PageSize, kernel.FromDevice); err == nil {
-			r.Stats.Unmaps.Add(1)
-		} else {
-			err = fmt.Errorf("igc: unmap rx page at %#x: %w", uint64(s.addr), err)
-		}
-	}
-	if s.page != nil {
-		s.page.Release()
-	}
-	*s = rxPage{}
-	return err
+	return s.GiveUp(r.dma, &r.Stats)
 }
 
 // drop discards the frame at clean; its half stays armed.
@@ -320,7 +281,7 @@ func (r *rxRing) reset(l Layout) error {
 	r.Descs.Clear()
 	var errs []error
 	for i := range r.slots {
-		if s := &r.slots[i]; s.page != nil && (s.chunk != nil) != (l == Build) {
+		if s := &r.slots[i]; s.Page != nil && (s.chunk != nil) != (l == Build) {
 			errs = append(errs, r.giveUp(s))
 		}
 	}

@@ -96,7 +96,7 @@ func (r *rxRing) armChunk(s *rxPage, i int) (kernel.DMAAddr, error) {
 		}
 		m.armed = true
 		r.tally.returns++
-		*s = rxPage{page: v, addr: m.addr, mapped: true, chunk: m}
+		*s = rxPage{PageSlot: ring.PageSlot{Page: v, Addr: m.addr, Mapped: true}, chunk: m}
 		return m.addr + rxHeadroom, nil
 	}
 	v := buffer.NewViewSize(rxBufLen)
@@ -123,7 +123,7 @@ func (r *rxRing) armChunk(s *rxPage, i int) (kernel.DMAAddr, error) {
 		}
 		m.armed = true
 		r.Chunks.Reuses.Add(1)
-		*s = rxPage{page: v, addr: m.addr, mapped: true, chunk: m}
+		*s = rxPage{PageSlot: ring.PageSlot{Page: v, Addr: m.addr, Mapped: true}, chunk: m}
 		return m.addr + rxHeadroom, nil
 	}
 	if r.chunks.len() >= maxMapped(len(r.slots)) {
@@ -140,7 +140,7 @@ func (r *rxRing) armChunk(s *rxPage, i int) (kernel.DMAAddr, error) {
 	m := &chunkMap{key: key, addr: addr, armed: true}
 	m.offer = func(v *buffer.View) { r.takeBack(m, v) }
 	r.chunks.put(m)
-	*s = rxPage{page: v, addr: addr, mapped: true, chunk: m}
+	*s = rxPage{PageSlot: ring.PageSlot{Page: v, Addr: addr, Mapped: true}, chunk: m}
 	return addr + rxHeadroom, nil
 }
 
@@ -148,7 +148,7 @@ func (r *rxRing) armChunk(s *rxPage, i int) (kernel.DMAAddr, error) {
 // stack: the view the slot held goes up as it is, with the hook that
 // offers it back, the slot is empty, the mapping stays for the return.
 func (r *rxRing) handChunk(s *rxPage, n int) (*buffer.View, func(*buffer.View)) {
-	v, m := s.page, s.chunk
+	v, m := s.Page, s.chunk
 	m.armed = false
 	v.TrimFront(rxHeadroom)
 	v.CapLength(n)
@@ -290,12 +290,12 @@ func (r *rxRing) unmapChunk(m *chunkMap) error {
 func (r *rxRing) dropChunk(s *rxPage) error {
 	var err error
 	r.chunks.del(s.chunk.key)
-	if err = r.dma.Unmap(s.addr, rxBufLen, kernel.FromDevice); err == nil {
+	if err = r.dma.Unmap(s.Addr, rxBufLen, kernel.FromDevice); err == nil {
 		r.Stats.Unmaps.Add(1)
 	} else {
-		err = fmt.Errorf("igc: unmap rx chunk at %#x: %w", uint64(s.addr), err)
+		err = fmt.Errorf("igc: unmap rx chunk at %#x: %w", uint64(s.Addr), err)
 	}
-	s.page.Release()
+	s.Page.Release()
 	*s = rxPage{}
 	return err
 }

@@ -48,7 +48,7 @@ func receiveOffering(t *testing.T, r *rxRing, mem *sim.Memory, addrs []kernel.DM
 	if err := mem.DeviceWrite(kernel.PhysAddr(addrs[r.Clean()]), frame); err != nil {
 		t.Fatal(err)
 	}
-	armed := r.slots[r.Clean()].page.AsSlice()
+	armed := r.slots[r.Clean()].Page.AsSlice()
 	buf, recycle, err := r.build(len(frame))
 	if err != nil {
 		t.Fatal(err)
@@ -137,17 +137,17 @@ func TestBuildChunkReturns(t *testing.T) {
 	frame := udpTestFrame()
 	for round := 0; round < 20; round++ {
 		slot := r.Clean()
-		chunk := unsafe.SliceData(r.slots[slot].page.AsSlice())
+		chunk := unsafe.SliceData(r.slots[slot].Page.AsSlice())
 		pkt := receiveOffering(t, r, mem, addrs, frame, true)
 		pkt.DecRef()
 		r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
-		if got := unsafe.SliceData(r.slots[(slot+7)%8].page.AsSlice()); got != chunk {
+		if got := unsafe.SliceData(r.slots[(slot+7)%8].Page.AsSlice()); got != chunk {
 			t.Fatalf("round %d: refill armed chunk %p, want the returned %p", round, got, chunk)
 		}
 		if round >= 7 { // the ring has come round: every slot's content is a past frame
 			want := bytes.Repeat([]byte{0}, len(frame))
 			copy(want, frame)
-			if got := r.slots[(slot+7)%8].page.AsSlice()[rxHeadroom : rxHeadroom+len(frame)]; !bytes.Equal(got, want) {
+			if got := r.slots[(slot+7)%8].Page.AsSlice()[rxHeadroom : rxHeadroom+len(frame)]; !bytes.Equal(got, want) {
 				t.Fatalf("round %d: returned chunk holds %x", round, got)
 			}
 		}
@@ -170,13 +170,13 @@ func TestBuildReturnsInOrder(t *testing.T) {
 	r, mem, addrs := chunkRing(t, 8)
 	var up []*byte
 	for i := 0; i < 4; i++ {
-		up = append(up, unsafe.SliceData(r.slots[r.Clean()].page.AsSlice()))
+		up = append(up, unsafe.SliceData(r.slots[r.Clean()].Page.AsSlice()))
 		receiveOffering(t, r, mem, addrs, udpTestFrame(), true).DecRef()
 	}
 	first := r.Tail()
 	r.refill(func(i int, a kernel.DMAAddr) { addrs[i] = a })
 	for k, want := range up {
-		if got := unsafe.SliceData(r.slots[(first+k)%8].page.AsSlice()); got != want {
+		if got := unsafe.SliceData(r.slots[(first+k)%8].Page.AsSlice()); got != want {
 			t.Errorf("slot %d armed with chunk %p, want %p, the %d. handed up", (first+k)%8, got, want, k+1)
 		}
 	}
@@ -246,7 +246,7 @@ func TestRelayoutDropsChunks(t *testing.T) {
 		t.Errorf("%d chunk mappings kept after leaving build", r.chunks.len())
 	}
 	for i, s := range r.slots {
-		if s.page != nil {
+		if s.Page != nil {
 			t.Errorf("slot %d kept its chunk", i)
 		}
 	}

@@ -28,13 +28,6 @@ func (s *PageStats) Each(fn func(name string, v uint64)) {
 	fn("rx_page_refs_unknown", s.Outdated.Load())
 }
 
-type pageSlot struct {
-	page   *buffer.View // the ring's own reference to a whole page; nil: none
-	addr   kernel.DMAAddr
-	off    int // the half armed for the device: 0 or HalfPage
-	mapped bool
-}
-
 // PageRxRing is a receive ring of half-page buffers, reused the way
 // Linux's igb does: a page is mapped once; a frame handed up takes one
 // half with it (a view sharing the page, no copy) and the slot flips to
@@ -49,7 +42,7 @@ type PageRxRing struct {
 	Pages PageStats
 
 	dma       kernel.DMA
-	slots     []pageSlot
+	slots     []PageSlot
 	copybreak atomic.Int64
 }
 
@@ -60,7 +53,7 @@ func NewPageRxRing(dma kernel.DMA, n, descSize int) (*PageRxRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PageRxRing{Cursor: NewCursor(n), Descs: d, dma: dma, slots: make([]pageSlot, n)}, nil
+	return &PageRxRing{Cursor: NewCursor(n), Descs: d, dma: dma, slots: make([]PageSlot, n)}, nil
 }
 
 // BufSize is the size of every RX buffer.
@@ -76,7 +69,7 @@ func (r *PageRxRing) Copybreak() int { return int(r.copybreak.Load()) }
 func (r *PageRxRing) Mapped() int {
 	n := 0
 	for i := range r.slots {
-		if r.slots[i].mapped {
+		if r.slots[i].Mapped {
 			n++
 		}
 	}
@@ -91,40 +84,14 @@ func (r *PageRxRing) Refill(write func(i int, addr kernel.DMAAddr)) bool {
 }
 
 func (r *PageRxRing) arm(i int) (kernel.DMAAddr, error) {
-	s := &r.slots[i]
-	if s.page == nil {
-		v := buffer.NewViewSize(kernel.PageSize)
-		if v.Size() != kernel.PageSize {
-			v.Release()
-			r.Stats.AllocFails.Add(1)
-			return 0, fmt.Errorf("ring: rx page: %w", kernel.ErrNoMemory)
-		}
-		addr, err := r.dma.Map(v.AsSlice(), kernel.FromDevice)
-		if err != nil {
-			v.Release()
-			r.Stats.MapFailures.Add(1)
-			return 0, fmt.Errorf("ring: map rx page %d: %w", i, err)
-		}
-		r.Stats.Maps.Add(1)
-		r.Pages.Allocs.Add(1)
-		*s = pageSlot{page: v, addr: addr, mapped: true}
-		return addr, nil
-	}
-	a := s.addr + kernel.DMAAddr(s.off)
-	if err := r.dma.SyncForDevice(a, HalfPage, kernel.FromDevice); err != nil {
-		// The half's ownership is in doubt: give the page up.
-		r.giveUp(s)
-		r.Stats.Drop(DropDMA)
-		return 0, fmt.Errorf("ring: sync rx half %d for device: %w", i, err)
-	}
-	return a, nil
+	return r.slots[i].Arm(r.dma, &r.Stats, &r.Pages)
 }
 
 // Receive takes the frame of length n at Clean. The caller has checked
 // the descriptor's status and calls Advance afterwards.
 func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 	s := &r.slots[r.Clean()]
-	if s.page == nil || !s.mapped {
+	if s.Page == nil || !s.Mapped {
 		r.Stats.Drop(DropDMA)
 		return buffer.Buffer{}, 0, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.Clean())
 	}
@@ -132,35 +99,25 @@ func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 		r.Drop(DropLength)
 		return buffer.Buffer{}, 0, fmt.Errorf("ring: rx length %d outside 1..%d", n, HalfPage)
 	}
-	a := s.addr + kernel.DMAAddr(s.off)
+	a := s.Half()
 	if err := r.dma.SyncForCPU(a, n, kernel.FromDevice); err != nil {
 		r.Stats.Drop(DropDMA)
-		r.giveUp(s)
+		s.GiveUp(r.dma, &r.Stats)
 		return buffer.Buffer{}, 0, fmt.Errorf("ring: sync rx half at %#x for cpu: %w", uint64(a), err)
 	}
 	r.Stats.Frames.Add(1)
 	r.Stats.Bytes.Add(uint64(n))
 	if n < r.Copybreak() {
 		r.Stats.Copybreak.Add(1)
-		return buffer.MakeWithView(buffer.NewViewWithData(s.page.AsSlice()[s.off : s.off+n])), Copied, nil
+		return buffer.MakeWithView(buffer.NewViewWithData(s.Page.AsSlice()[s.Off : s.Off+n])), Copied, nil
 	}
-	v := s.page.Clone()
-	v.TrimFront(s.off)
+	v := s.Page.Clone()
+	v.TrimFront(s.Off)
 	v.CapLength(n)
 	r.Stats.Handoffs.Add(1)
 	// The ring's reference and the one just made: if that is all, the
 	// other half is free and the page stays.
-	switch refs, ok := chunkRefs(s.page); {
-	case !ok:
-		r.Pages.Outdated.Add(1)
-		r.giveUp(s)
-	case refs == 2:
-		s.off ^= HalfPage
-		r.Pages.Flips.Add(1)
-	default:
-		r.Pages.Released.Add(1)
-		r.giveUp(s)
-	}
+	s.Flip(r.dma, &r.Stats, &r.Pages)
 	return buffer.MakeWithView(v), Handoff, nil
 }
 
@@ -169,17 +126,17 @@ func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 // calls Receive, Drop or Keep. Valid until then.
 func (r *PageRxRing) Peek(n int) ([]byte, error) {
 	s := &r.slots[r.Clean()]
-	if s.page == nil || !s.mapped {
+	if s.Page == nil || !s.Mapped {
 		return nil, fmt.Errorf("ring: rx descriptor %d completed with no armed buffer", r.Clean())
 	}
 	if n <= 0 || n > HalfPage {
 		return nil, fmt.Errorf("ring: rx length %d outside 1..%d", n, HalfPage)
 	}
-	a := s.addr + kernel.DMAAddr(s.off)
+	a := s.Half()
 	if err := r.dma.SyncForCPU(a, n, kernel.FromDevice); err != nil {
 		return nil, fmt.Errorf("ring: sync rx half at %#x for cpu: %w", uint64(a), err)
 	}
-	return s.page.AsSlice()[s.off : s.off+n], nil
+	return s.Page.AsSlice()[s.Off : s.Off+n], nil
 }
 
 // Keep counts the frame of length n at Clean as received and used in
@@ -189,24 +146,6 @@ func (r *PageRxRing) Keep(n int) {
 	r.Stats.Frames.Add(1)
 	r.Stats.Bytes.Add(uint64(n))
 	r.Stats.Recycled.Add(1)
-}
-
-// giveUp unmaps a slot's page and drops the ring's reference; views the
-// stack holds keep the memory alive.
-func (r *PageRxRing) giveUp(s *pageSlot) error {
-	var err error
-	if s.mapped {
-		if err = r.dma.Unmap(s.addr, kernel.PageSize, kernel.FromDevice); err == nil {
-			r.Stats.Unmaps.Add(1)
-		} else {
-			err = fmt.Errorf("ring: unmap rx page at %#x: %w", uint64(s.addr), err)
-		}
-	}
-	if s.page != nil {
-		s.page.Release()
-	}
-	*s = pageSlot{}
-	return err
 }
 
 // Drop discards the frame at Clean and recycles its half.
@@ -226,7 +165,7 @@ func (r *PageRxRing) Reset() {
 func (r *PageRxRing) Release() error {
 	var errs []error
 	for i := range r.slots {
-		if err := r.giveUp(&r.slots[i]); err != nil {
+		if err := r.slots[i].GiveUp(r.dma, &r.Stats); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -54,7 +54,7 @@ func TestPageRxRingFlipAndGiveUp(t *testing.T) {
 		r.Refill(func(int, kernel.DMAAddr) {})
 		// The slot at Clean: the address the ring armed for it.
 		s := &r.slots[r.clean]
-		a := s.addr + kernel.DMAAddr(s.off)
+		a := s.Addr + kernel.DMAAddr(s.Off)
 		if err := dma.DeviceWrite(a, bytes.Repeat([]byte{fill}, 1000)); err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +66,8 @@ func TestPageRxRingFlipAndGiveUp(t *testing.T) {
 		return b
 	}
 	first := recv(1)
-	if r.Pages.Flips.Load() != 1 || r.slots[0].off != HalfPage {
-		t.Fatalf("flips %d, slot 0 at offset %d", r.Pages.Flips.Load(), r.slots[0].off)
+	if r.Pages.Flips.Load() != 1 || r.slots[0].Off != HalfPage {
+		t.Fatalf("flips %d, slot 0 at offset %d", r.Pages.Flips.Load(), r.slots[0].Off)
 	}
 	first.Release()
 	// Around the ring back to slot 0, now armed with its second half.
@@ -76,16 +76,16 @@ func TestPageRxRingFlipAndGiveUp(t *testing.T) {
 		b.Release()
 	}
 	held := []buffer.Buffer{recv(9)} // slot 0, second half; first half free: flips back
-	if r.slots[0].off != 0 || r.Pages.Flips.Load() != 9 {
-		t.Fatalf("slot 0 offset %d, flips %d", r.slots[0].off, r.Pages.Flips.Load())
+	if r.slots[0].Off != 0 || r.Pages.Flips.Load() != 9 {
+		t.Fatalf("slot 0 offset %d, flips %d", r.slots[0].Off, r.Pages.Flips.Load())
 	}
 	for i := 1; i < 8; i++ {
 		b := recv(byte(i + 20))
 		b.Release()
 	}
 	held = append(held, recv(30)) // slot 0 again: its other half is still held
-	if r.Pages.Released.Load() != 1 || r.slots[0].page != nil {
-		t.Fatalf("released %d, slot 0 page %v", r.Pages.Released.Load(), r.slots[0].page)
+	if r.Pages.Released.Load() != 1 || r.slots[0].Page != nil {
+		t.Fatalf("released %d, slot 0 page %v", r.Pages.Released.Load(), r.slots[0].Page)
 	}
 	if !bytes.Equal(held[0].Flatten(), bytes.Repeat([]byte{9}, 1000)) || !bytes.Equal(held[1].Flatten(), bytes.Repeat([]byte{30}, 1000)) {
 		t.Fatal("held frames changed")
