@@ -70,6 +70,7 @@ type Device struct {
 	tx              *ring.TxRing
 	txMu            sync.Mutex // the TX ring, its pointer and txRetired
 	txRetired       retired
+	txInj           txInject // debug inject-unmapped-tx
 	mtu             atomic.Int32
 	rctl            uint32     // RCTL as programmed, without LPE, UPE and MPE
 	filterMu        sync.Mutex // serialises RCTL and MTA writes after probe
@@ -229,6 +230,7 @@ func (d *Device) setupTx() {
 	r.Write32(TIDV, 0)
 	r.Write32(TADV, 0)
 	r.Write32(TXDCTL, TXDCTL_GRAN|TXDCTL_WTHRESH_1|TXDCTL_COUNT_DESC)
+	d.resetTxInject()
 	if err := d.tx.Reset(); err != nil {
 		d.logf("%s: tx ring reset: %v", d.name, err)
 	}
@@ -303,7 +305,7 @@ func (d *Device) Close() error {
 	errRx := errors.Join(d.rx.Close(), d.closeInject())
 	d.rxMu.Unlock()
 	d.txMu.Lock()
-	errTx := d.tx.Close()
+	errTx := errors.Join(d.tx.Close(), d.closeTxInject())
 	d.txMu.Unlock()
 	if err := errors.Join(errRx, errTx); err != nil {
 		return fmt.Errorf("e1000e %s: close: %w", d.name, err)

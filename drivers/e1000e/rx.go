@@ -69,7 +69,7 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		rx.Advance()
 	}
 	if fc != nil {
-		delivered = d.releaseRx(fc.DMAFaults())
+		delivered = d.releaseRx(d.rxFaultCount(fc))
 	}
 	if rx.Refill(d.armRx) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
@@ -112,13 +112,18 @@ func (d *Device) holdRx(deliver func(*nic.RxPacket)) func(*nic.RxPacket) {
 // the last poll, drops them all: any of them may hold what the buffer had
 // before, not what the wire carried. A fault seen in a poll with no frames
 // stays pending for the next frames: the device may record the fault
-// before it writes the descriptor back.
+// before it writes the descriptor back. faults leaves out those the
+// transmit path took as its own; one it took after a drop answered it
+// lowers the count, and is forgotten.
 func (d *Device) releaseRx(faults uint64) int {
 	held := d.rxHeld
 	d.rxHeld = d.rxHeld[:0]
 	deliver := d.rxDeliver
 	d.rxDeliver = nil
-	if faults != d.rxFaults && len(held) > 0 {
+	if faults < d.rxFaults {
+		d.rxFaults = faults
+	}
+	if faults > d.rxFaults && len(held) > 0 {
 		d.logf("%s: rx: dma fault: dropped %d frames (faults %d, were %d)", d.name, len(held), faults, d.rxFaults)
 		d.rxFaults = faults
 		for _, p := range held {

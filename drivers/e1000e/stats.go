@@ -14,6 +14,8 @@ func (d *Device) Stats() []nic.Stat {
 	d.txMu.Lock()
 	d.tx.Stats.Each(func(name string, v uint64) { add(name, v+d.txRetired[name]) })
 	d.txMu.Unlock()
+	add("tx_dma_faults", d.txInj.faulted.Load())
+	add("tx_dma_resent", d.txInj.resent.Load())
 	add("rx_drop_reconfig", d.rxReconfigDrops.Load())
 	add("link_changes", d.linkChanges.Load())
 	add("copybreak", uint64(copybreak))

@@ -29,7 +29,12 @@ func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
 	taken := 0
 	var err error
 	for _, p := range pkts {
+		start := tx.Tail()
+		keep := d.txInjectCopy(p)
 		if e := d.queue(p); e != nil {
+			if keep != nil {
+				keep.Data.Release()
+			}
 			if errors.Is(e, errRingFull) {
 				tx.Stats.Full.Add(1)
 			} else {
@@ -37,6 +42,9 @@ func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
 				err = fmt.Errorf("e1000e %s: packet %d: %w", d.name, taken, e)
 			}
 			break
+		}
+		if keep != nil {
+			d.armTx(start, keep)
 		}
 		taken++
 	}
@@ -309,9 +317,11 @@ func (d *Device) Reclaim() int {
 	if d.closed.Load() {
 		return 0
 	}
+	d.settleTx()
 	n, err := d.tx.Reclaim(func(i int) bool { return txDone(d.tx.Descs.At(i)) })
 	if err != nil {
 		d.logf("%s: tx reclaim: %v", d.name, err)
 	}
+	d.resendTx()
 	return n
 }

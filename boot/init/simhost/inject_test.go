@@ -33,7 +33,7 @@ func TestInjectedUnmappedRxBuffer(t *testing.T) {
 	con.waitFor(t, "http: listening :80")
 	base := "http://" + h.Forward.Addr().String()
 
-	for cmd, code := range map[string]int{"ether0 debug": 400, "ether0 debug inject-unmapped-tx": 400, "ether0 debug inject-unmapped-rx": 200} {
+	for cmd, code := range map[string]int{"ether0 debug": 400, "ether0 debug inject-unmapped": 400, "ether0 debug inject-unmapped-rx": 200} {
 		if got := postCtl(t, base, cmd); got != code {
 			t.Fatalf("ctl %q: %d, want %d", cmd, got, code)
 		}
