@@ -1,0 +1,77 @@
+package simhost
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/m82574"
+	"github.com/ether9/ether9/kernel/sim/wire"
+	"github.com/ether9/ether9/pci"
+)
+
+// recorder is a testing.TB that keeps what Errorf reports.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func TestPeerKeepsFrames(t *testing.T) {
+	w := Wire(t, wire.Options{})
+	p := NewPeer(w.B())
+	sent := [][]byte{bytes.Repeat([]byte{1}, 60), bytes.Repeat([]byte{2}, 1514)}
+	for _, f := range sent {
+		w.A().Send(f)
+	}
+	got := p.Frames()
+	if len(got) != 2 || p.Len() != 2 || !bytes.Equal(got[0], sent[0]) || !bytes.Equal(got[1], sent[1]) {
+		t.Fatalf("peer kept %d frames", len(got))
+	}
+	sent[0][0] = 9 // the wire's sender owns its buffer
+	if p.Frames()[0][0] != 1 {
+		t.Error("the peer kept the sender's buffer, not a copy")
+	}
+	p.Reset()
+	if p.Len() != 0 {
+		t.Errorf("%d frames after Reset", p.Len())
+	}
+}
+
+func TestHostChecks(t *testing.T) {
+	w := Wire(t, wire.Options{})
+	h := New(t, Options{Addr: pci.Addr{Dev: 2}}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+		model, err := m82574.Plug(m, a, m82574.Options{})
+		if err == nil {
+			model.Attach(w.A())
+		}
+		return model, err
+	})
+	if h.NIC.MAC() != h.Model.MAC() || h.Unit == nil {
+		t.Fatalf("NIC %x on model %x, unit %v", h.NIC.MAC(), h.Model.MAC(), h.Unit)
+	}
+	if h.Stat(t, "rx_frames") != 0 {
+		t.Error("frames counted before any arrived")
+	}
+	h.Close(t)
+	h.CheckNoFaults(t)
+	h.CheckNoLeaks(t)
+
+	// A buffer left pinned is a leak.
+	buf := make([]byte, 4096)
+	if _, err := h.Machine.Mem.Pin(buf); err != nil {
+		t.Fatal(err)
+	}
+	var r recorder
+	h.CheckNoLeaks(&r)
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "pins") {
+		t.Errorf("a pinned buffer after close: %q", r.errs)
+	}
+}
