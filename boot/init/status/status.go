@@ -29,6 +29,19 @@ type IOMMU struct {
 	Counters    []Counter
 	Faults      []string // one line per recorded fault, oldest first
 	FaultCount  uint64   // every fault seen since boot, including cleared ones
+	// Units are the DMAR table's units, the ones translating and the ones
+	// left alone; the lines above add up those translating.
+	Units []IOMMUUnit
+}
+
+// IOMMUUnit is one DMA-remapping unit.
+type IOMMUUnit struct {
+	Base    uint64
+	Scope   string // what its device scope reaches: "include-all", "bridge 00:1c.0 buses 01-02"
+	State   string // "on", "off", "idle" (covers no NIC), "failed"
+	Levels  int
+	Domains int
+	Faults  uint64
 }
 
 // NIC is one network controller.
@@ -71,6 +84,13 @@ func Write(w io.Writer, s Snapshot) error {
 		}
 		for _, f := range u.Faults {
 			p.line("iommu fault %s", f)
+		}
+		for _, x := range u.Units {
+			if x.State == "on" || x.State == "off" {
+				p.line("iommu unit %#x %s %d-level domains %d faults %d scope %s", x.Base, x.State, x.Levels, x.Domains, x.Faults, x.Scope)
+			} else {
+				p.line("iommu unit %#x %s scope %s", x.Base, x.State, x.Scope)
+			}
 		}
 	} else {
 		p.line("iommu none")

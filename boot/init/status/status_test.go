@@ -154,3 +154,25 @@ func TestCtlAppliesLinesInOrder(t *testing.T) {
 		t.Fatalf("empty ctl: %v %v", err, resp.Status)
 	}
 }
+
+func TestStatusPageUnits(t *testing.T) {
+	s := testSnapshot()
+	s.IOMMU.Units = []IOMMUUnit{
+		{Base: 0xfed80000, Scope: "endpoint 00:02.0", State: "idle"},
+		{Base: 0xfed91000, Scope: "bridge 00:1c.0 buses 01-02", State: "on", Levels: 4, Domains: 1, Faults: 2},
+		{Base: 0xfed90000, Scope: "include-all", State: "failed"},
+	}
+	var b strings.Builder
+	if err := Write(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	want := "iommu unit 0xfed80000 idle scope endpoint 00:02.0\n" +
+		"iommu unit 0xfed91000 on 4-level domains 1 faults 2 scope bridge 00:1c.0 buses 01-02\n" +
+		"iommu unit 0xfed90000 failed scope include-all\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("status page lacks the unit lines %q:\n%s", want, b.String())
+	}
+	if strings.Count(b.String(), "iommu faults ") != 1 {
+		t.Errorf("the unit lines repeat the machine's fault line:\n%s", b.String())
+	}
+}

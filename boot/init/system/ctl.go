@@ -12,7 +12,7 @@ import (
 // Ctl applies one control command:
 //
 //	etherN CMD...              the NIC's own commands (copybreak 256, tso off, ...)
-//	iommu strict               invalidate the IOTLB on every unmap
+//	iommu strict               invalidate the IOTLB on every unmap (every unit)
 //	iommu deferred [BATCH]     invalidate once per BATCH unmaps
 //	iommu clear-faults         forget the recorded faults (the count stays)
 //	machine poweroff|reboot    stop or restart, once the answer is on its way
@@ -36,7 +36,8 @@ func (s *System) Ctl(cmd string) error {
 }
 
 func (s *System) iommuCtl(f []string) error {
-	if s.unit == nil {
+	units := s.IOMMUs()
+	if len(units) == 0 {
 		return fmt.Errorf("iommu: translation is off")
 	}
 	switch f[0] {
@@ -56,13 +57,17 @@ func (s *System) iommuCtl(f []string) error {
 			}
 			batch = n
 		}
-		if err := s.unit.SetMode(mode, batch); err != nil {
-			return err
+		for _, u := range units {
+			if err := u.Unit.SetMode(mode, batch); err != nil {
+				return fmt.Errorf("iommu: unit %#x: %w", u.Base, err)
+			}
 		}
 		s.logf("iommu: mode %v", mode)
 		return nil
 	case "clear-faults":
-		s.unit.ClearFaults()
+		for _, u := range units {
+			u.Unit.ClearFaults()
+		}
 		return nil
 	}
 	return fmt.Errorf("iommu: unknown command %q (strict, deferred, clear-faults)", f[0])

@@ -36,8 +36,8 @@ func (s *System) buildNamespace() {
 	for _, p := range s.ports {
 		report(bind.NIC(n, p.NIC))
 	}
-	if s.unit != nil {
-		report(bind.IOMMU(n, s.unit, s.domains))
+	if rs := s.remaps(); len(rs) > 0 {
+		report(bind.IOMMU(n, rs, s.domains))
 	}
 	if s.stack != nil {
 		report(bind.Stack(n, s.stack.Stack))
@@ -49,7 +49,7 @@ func (s *System) domains() []bind.Domain {
 	var out []bind.Domain
 	for _, p := range s.ports {
 		if p.Domain != nil {
-			out = append(out, bind.Domain{Source: p.Domain.Source(), ID: p.Domain.ID(), Name: p.NIC.Name()})
+			out = append(out, bind.Domain{Source: p.Domain.Source(), ID: p.Domain.ID(), Name: p.NIC.Name(), Unit: p.IOMMU})
 		}
 	}
 	return out

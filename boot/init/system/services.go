@@ -28,7 +28,7 @@ func (s *System) startServices(ctx context.Context) {
 	if s.opt.NineP != "off" {
 		s.sup.Go(ctx, "9p", s.serve9P)
 	}
-	if s.unit != nil {
+	if len(s.IOMMUs()) > 0 {
 		s.sup.Go(ctx, "iommu", s.watchFaults)
 	}
 	if gw := s.pingTarget(); s.opt.Ping && gw.IsValid() {
@@ -102,35 +102,52 @@ func (s *System) watchFaults(ctx context.Context) error {
 	}
 }
 
-// reportFaults prints the faults recorded since the last call. The unit
-// keeps a bounded log and a total; the total says how many are new.
+// reportFaults prints the faults every unit recorded since the last call.
+// A unit keeps a bounded log and a total; the total says how many are new.
 func (s *System) reportFaults() {
-	log := s.unit.Faults()
-	total := s.unit.Stats().Faults
+	var sum uint64
+	for _, r := range s.remap {
+		if r.unit == nil {
+			continue
+		}
+		log := r.unit.Faults()
+		total := r.unit.Stats().Faults
+		s.mu.Lock()
+		fresh := int(total - r.faultsSeen)
+		r.faultsSeen = total
+		s.mu.Unlock()
+		sum += total
+		if fresh > len(log) {
+			s.logf("iommu: %d faults dropped from the log of unit %#x", fresh-len(log), r.base())
+			fresh = len(log)
+		}
+		for _, f := range log[len(log)-fresh:] {
+			s.logf("iommu: fault %v", f)
+		}
+	}
 	s.mu.Lock()
-	fresh := int(total - s.faultsSeen)
-	s.faultsSeen, s.faultTotal = total, total
+	s.faultTotal = sum
 	s.mu.Unlock()
-	if fresh > len(log) {
-		s.logf("iommu: %d faults dropped from the log", fresh-len(log))
-		fresh = len(log)
-	}
-	for _, f := range log[len(log)-fresh:] {
-		s.logf("iommu: fault %v", f)
-	}
 }
 
 // Snapshot is the system's state for the status page.
 func (s *System) Snapshot() status.Snapshot {
 	snap := status.Snapshot{Uptime: s.Uptime(), Platform: s.plat.Name}
-	if u := s.unit; u != nil {
+	if units := s.IOMMUs(); len(units) > 0 {
 		// The counters and faults are the namespace's files, so the page
 		// and /dev/iommu agree by construction.
+		u := units[0].Unit
 		m, _ := u.Mode()
 		io := &status.IOMMU{
-			Translation: u.Enabled(),
+			Translation: true,
 			Levels:      u.Levels(),
 			Mode:        m.String(),
+		}
+		for _, x := range units {
+			io.Translation = io.Translation && x.Unit.Enabled()
+		}
+		for _, r := range s.remap {
+			io.Units = append(io.Units, s.unitStatus(r))
 		}
 		for _, c := range s.nsCounters("/dev/iommu/stats", " ") {
 			switch c.Name {

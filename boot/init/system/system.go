@@ -1,5 +1,6 @@
 // Package system builds a running ether9 on a platform: it enumerates PCI,
-// takes the VT-d unit and gives each NIC its own DMA domain, probes the
+// takes the VT-d units that cover the NICs, gives each NIC its own DMA
+// domain on the unit whose device scope holds it, probes the
 // drivers, starts the gVisor stack with DHCP or a static address, and runs
 // the services (HTTP status page, fault reporting, a first ping). The same
 // code runs as PID 1 on Linux and as an ordinary process on the simulated
@@ -8,6 +9,7 @@ package system
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -33,7 +35,8 @@ type Platform struct {
 	Clock  kernel.Clock
 	// DMAR is the ACPI DMAR table; nil when the machine has no VT-d.
 	DMAR []byte
-	// MapUnit maps the register window of the VT-d unit at base.
+	// MapUnit maps the register window of the VT-d unit at base. It is
+	// called only for units that cover a NIC a driver claims.
 	MapUnit func(base uint64) (kernel.Regs, error)
 	// MapBAR maps a memory BAR of a function.
 	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
@@ -49,6 +52,7 @@ type Port struct {
 	Func   *pci.Function
 	NIC    nic.NIC
 	Domain *iommu.Domain // nil with translation off
+	IOMMU  uint64        // register base of the unit that holds Domain
 }
 
 // System is a running ether9.
@@ -59,15 +63,18 @@ type System struct {
 	boot  time.Duration // Clock.Now at Start
 	sup   *services.Supervisor
 	funcs []*pci.Function
-	unit  *iommu.Unit
-	ports []Port
-	stack *netstack.Stack
-	ns    *ns.Namespace
-	kmesg *bind.Kmesg
+	// The DMAR table's units with their scopes walked; a unit is brought
+	// up when the first NIC it covers binds.
+	scopes *acpi.ScopeMap
+	remap  []*remapUnit
+	unitOf map[pci.Addr]uint64 // the unit base each translated NIC got
+	ports  []Port
+	stack  *netstack.Stack
+	ns     *ns.Namespace
+	kmesg  *bind.Kmesg
 
 	mu         sync.Mutex
-	faultsSeen uint64 // faults already printed
-	faultTotal uint64
+	faultTotal uint64 // every unit's faults at the last report
 }
 
 // Start brings the system up on p and starts its services. logf receives
@@ -87,12 +94,13 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		console(format, args...)
 	}
 	s := &System{
-		plat:  p,
-		opt:   opt,
-		logf:  logf,
-		boot:  p.Clock.Now(),
-		sup:   services.New(logf, 100*time.Millisecond, 5*time.Second),
-		kmesg: kmesg,
+		plat:   p,
+		opt:    opt,
+		logf:   logf,
+		boot:   p.Clock.Now(),
+		sup:    services.New(logf, 100*time.Millisecond, 5*time.Second),
+		kmesg:  kmesg,
+		unitOf: make(map[pci.Addr]uint64),
 	}
 	s.takeIOMMU()
 	if err := s.bind(); err != nil {
@@ -115,65 +123,8 @@ func (s *System) Stack() *netstack.Stack { return s.stack }
 // Ports lists the bound network controllers.
 func (s *System) Ports() []Port { return s.ports }
 
-// IOMMU is the VT-d unit, nil when translation is off.
-func (s *System) IOMMU() *iommu.Unit { return s.unit }
-
 // Uptime is the time since Start.
 func (s *System) Uptime() time.Duration { return s.plat.Clock.Now() - s.boot }
-
-// takeIOMMU brings up the VT-d unit. Without one, or when it fails, the
-// NICs get untranslated DMA and the console says so.
-func (s *System) takeIOMMU() {
-	if s.opt.IOMMU == "off" {
-		s.logf("iommu: off (ether9.iommu=off)")
-		return
-	}
-	if len(s.plat.DMAR) == 0 || s.plat.MapUnit == nil {
-		s.logf("iommu: none (no DMAR table)")
-		return
-	}
-	u, err := s.newUnit()
-	if err != nil {
-		s.logf("iommu: %v; DMA untranslated", err)
-		return
-	}
-	s.unit = u
-	s.logf("iommu: translation on, %d-level", u.Levels())
-}
-
-func (s *System) newUnit() (*iommu.Unit, error) {
-	d, err := acpi.ParseDMAR(s.plat.DMAR)
-	if err != nil {
-		return nil, err
-	}
-	// The unit for the NICs: the catch-all unit of segment 0 (integrated
-	// graphics has a unit of its own on most boards; NICs fall under the
-	// catch-all one).
-	drhd, found := d.UnitFor(0, 0, 0, 0)
-	if !found {
-		return nil, fmt.Errorf("DMAR lists %d units, none for segment 0", len(d.Units))
-	}
-	regs, err := s.plat.MapUnit(drhd.Base)
-	if err != nil {
-		return nil, fmt.Errorf("unit at %#x: %w", drhd.Base, err)
-	}
-	u, err := iommu.New(regs, s.plat.Memory, iommu.Options{Clock: s.plat.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("unit at %#x: %w", drhd.Base, err)
-	}
-	mode, err := iommu.ParseMode(s.opt.IOMMU)
-	if err != nil {
-		return nil, err
-	}
-	if err := u.SetMode(mode, iommu.DefaultBatch); err != nil {
-		return nil, fmt.Errorf("unit at %#x: %w", drhd.Base, err)
-	}
-	if err := u.Enable(); err != nil {
-		return nil, fmt.Errorf("unit at %#x: enable: %w", drhd.Base, err)
-	}
-	s.logf("iommu: unit %#x %v", drhd.Base, u.Caps())
-	return u, nil
-}
 
 // bind enumerates PCI and probes every NIC a driver claims, each with its
 // own DMA domain. A NIC that fails is reported and skipped.
@@ -188,8 +139,8 @@ func (s *System) bind() error {
 		Clock:  s.plat.Clock,
 		Logf:   s.logf,
 	}
-	if s.unit != nil {
-		pp.IOMMU = s.unit
+	if s.scopes != nil {
+		pp.IOMMUFor = s.unitFor
 	}
 	if s.plat.IRQ != nil {
 		pp.IRQ = func(f *pci.Function) kernel.Waiter { return s.plat.IRQ(f.Addr) }
@@ -198,6 +149,7 @@ func (s *System) bind() error {
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
+	s.reportIdle()
 	for _, f := range res.Functions {
 		s.logf("%v", f)
 	}
@@ -206,9 +158,12 @@ func (s *System) bind() error {
 		if b.Err != nil {
 			continue // probe.Bind reported it
 		}
-		dom, _ := b.DMA.(*iommu.Domain)
+		p := Port{Func: b.Func, NIC: b.NIC}
+		if dom, ok := b.DMA.(*iommu.Domain); ok {
+			p.Domain, p.IOMMU = dom, s.unitOf[b.Func.Addr]
+		}
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
-		s.ports = append(s.ports, Port{Func: b.Func, NIC: b.NIC, Domain: dom})
+		s.ports = append(s.ports, p)
 	}
 	if len(s.ports) == 0 {
 		return fmt.Errorf("system: no network controller could be brought up (%d PCI functions)", len(res.Functions))
@@ -271,16 +226,17 @@ func macString(m [6]byte) string {
 	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
-// Close stops the stack (closing the NICs) and turns translation off. The
-// services stop with the context given to Start.
+// Close stops the stack (closing the NICs) and turns translation off on
+// every unit. The services stop with the context given to Start.
 func (s *System) Close() error {
 	if s.stack != nil {
 		s.stack.Close()
 	}
-	if s.unit != nil {
-		if err := s.unit.Disable(); err != nil {
-			return fmt.Errorf("system: %w", err)
+	var errs []error
+	for _, u := range s.IOMMUs() {
+		if err := u.Unit.Disable(); err != nil {
+			errs = append(errs, fmt.Errorf("system: unit %#x: %w", u.Base, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
