@@ -15,21 +15,30 @@ import (
 var (
 	linePCIe1000e = regexp.MustCompile(`pci ([0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) 8086:10d3 e1000e`)
 	lineArmed     = regexp.MustCompile(`ether0: debug: rx descriptor (\d+) armed with unmapped iova (0x[0-9a-f]+)`)
+	lineArmedTx   = regexp.MustCompile(`ether0: debug: tx descriptor (\d+) armed with unmapped iova (0x[0-9a-f]+)`)
 )
 
-// TestInjectedDMAFaultE1000e boots the image with QEMU's e1000e behind
-// intel-iommu and, through the debug ctl, points one RX descriptor at an
-// IOVA the NIC's domain leaves unmapped. QEMU refuses the write, records
-// the fault and still completes the descriptor. The fault must be printed
-// on the console with the NIC's source id and that IOVA, counted on the
-// status page, and the link must keep carrying data intact both ways.
-func TestInjectedDMAFaultE1000e(t *testing.T) {
+// faultVM is the image running under QEMU with an e1000e behind
+// intel-iommu, its status page checked clean before any injection.
+type faultVM struct {
+	ctx       context.Context
+	con       *qemu.Console
+	client    *http.Client
+	base      string
+	nicPCI    string // the e1000e's address as the console prints it
+	listening qemu.Line
+	fail      func(format string, args ...any)
+}
+
+// bootFaultVM boots the image for a fault-injection test.
+func bootFaultVM(t *testing.T) *faultVM {
+	t.Helper()
 	needMachine(t, "e1000e")
 	if !isMain(t, "./boot/init") {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	var log syncBuffer
 	o := testOptions("e1000e", "./boot/init")
 	var err error
@@ -40,7 +49,7 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.remove()
+	t.Cleanup(p.remove)
 	c, err := qemuConfig(o, p)
 	if err != nil {
 		t.Fatal(err)
@@ -49,40 +58,53 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vm.Stop()
-	con := vm.Console
-	fail := func(format string, args ...any) {
+	t.Cleanup(func() { vm.Stop() })
+	f := &faultVM{ctx: ctx, con: vm.Console, client: &http.Client{Timeout: time.Minute}, base: fmt.Sprintf("http://127.0.0.1:%d", o.port)}
+	f.fail = func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf(format+"\nlast console lines:\n%s", append(args, con.Tail(25))...)
+		t.Fatalf(format+"\nlast console lines:\n%s", append(args, f.con.Tail(25))...)
 	}
-	pciLine, err := con.WaitMatch(ctx, linePCIe1000e)
+	pciLine, err := f.con.WaitMatch(ctx, linePCIe1000e)
 	if err != nil {
-		fail("%v", err)
+		f.fail("%v", err)
 	}
-	nicPCI := linePCIe1000e.FindStringSubmatch(pciLine.Text)[1]
-	listening, err := con.WaitMatch(ctx, lineHTTP.re)
-	if err != nil {
-		fail("%v", err)
+	f.nicPCI = linePCIe1000e.FindStringSubmatch(pciLine.Text)[1]
+	if f.listening, err = f.con.WaitMatch(ctx, lineHTTP.re); err != nil {
+		f.fail("%v", err)
 	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", o.port)
-	client := &http.Client{Timeout: time.Minute}
-	page, err := getStatus(ctx, client, base)
+	page, err := getStatus(ctx, f.client, f.base)
 	if err != nil {
-		fail("%v", err)
+		f.fail("%v", err)
 	}
 	if err := checkStatus(page); err != nil {
-		fail("before the injection: %v", err)
+		f.fail("before the injection: %v", err)
 	}
+	return f
+}
 
-	for cmd, code := range map[string]int{"ether0 debug frob": 400, "ether0 debug inject-unmapped-rx": 200} {
-		if got, err := postCtl(ctx, client, base, cmd); err != nil || got != code {
-			fail("ctl %q: status %d, %v; want %d", cmd, got, err, code)
+// ctl posts each command and wants its status code.
+func (f *faultVM) ctl(cmds map[string]int) {
+	for cmd, code := range cmds {
+		if got, err := postCtl(f.ctx, f.client, f.base, cmd); err != nil || got != code {
+			f.fail("ctl %q: status %d, %v; want %d", cmd, got, err, code)
 		}
 	}
+}
+
+// TestInjectedDMAFaultE1000e boots the image with QEMU's e1000e behind
+// intel-iommu and, through the debug ctl, points one RX descriptor at an
+// IOVA the NIC's domain leaves unmapped. QEMU refuses the write, records
+// the fault and still completes the descriptor. The fault must be printed
+// on the console with the NIC's source id and that IOVA, counted on the
+// status page, and the link must keep carrying data intact both ways.
+func TestInjectedDMAFaultE1000e(t *testing.T) {
+	f := bootFaultVM(t)
+	ctx, con, fail := f.ctx, f.con, f.fail
+	f.ctl(map[string]int{"ether0 debug frob": 400, "ether0 debug inject-unmapped-rx": 200})
 	injected := time.Now()
 	// The next refill arms the hole; 1 MiB up is several ring-fulls of
 	// frames, so the device reaches it mid-transfer and TCP must recover.
-	up, err := push(ctx, client, base, 1<<20)
+	up, err := push(ctx, f.client, f.base, 1<<20)
 	if err != nil {
 		fail("upload through the fault: %v", err)
 	}
@@ -92,7 +114,7 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 	}
 	hole := lineArmed.FindStringSubmatch(armed.Text)[2]
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	seen, err := con.WaitFor(wctx, "iommu: fault "+nicPCI+" write "+hole+" ")
+	seen, err := con.WaitFor(wctx, "iommu: fault "+f.nicPCI+" write "+hole+" ")
 	wcancel()
 	if err != nil {
 		fail("%v", err)
@@ -102,11 +124,11 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 		fail("%v", err)
 	}
 
-	down, err := pull(ctx, client, base, 1<<20)
+	down, err := pull(ctx, f.client, f.base, 1<<20)
 	if err != nil {
 		fail("download after the fault: %v", err)
 	}
-	page, err = getStatus(ctx, client, base)
+	page, err := getStatus(ctx, f.client, f.base)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -116,16 +138,82 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 	if f := faultLine(page); f == "" || f == "iommu faults 0" {
 		fail("status page fault count %q:\n%s", f, page)
 	}
-	if !hasLine(page, "iommu fault "+nicPCI+" write "+hole+" ") {
+	if !hasLine(page, "iommu fault "+f.nicPCI+" write "+hole+" ") {
 		fail("status page does not list the fault at %s:\n%s", hole, page)
 	}
 	if !hasLine(page, "ether0 rx_drop_dma ") || hasLine(page, "ether0 rx_drop_dma 0") {
 		fail("status page: no RX frame dropped for the fault:\n%s", page)
 	}
 	t.Logf("after QEMU start: http listening %.2fs, descriptor armed %.2fs, fault printed %.2fs; ctl to checks done %.2fs",
-		listening.At.Seconds(), armed.At.Seconds(), seen.At.Seconds(), time.Since(injected).Seconds())
+		f.listening.At.Seconds(), armed.At.Seconds(), seen.At.Seconds(), time.Since(injected).Seconds())
 	t.Logf("console: %s | %s | %s", armed.Text, seen.Text, dropLine.Text)
 	t.Logf("through the fault: 1 MiB up %.1f Mbit/s, then 1 MiB down %.1f Mbit/s", up.mbitps(), down.mbitps())
+}
+
+// TestInjectedTxDMAFaultE1000e points the first data descriptor of the
+// next packet the guest sends (the answer to the ctl itself) at an
+// unmapped IOVA. QEMU's read of it is refused and recorded; QEMU still
+// sets DD (and puts a frame of zeros on the wire in its place). The fault
+// must be printed with the NIC's source id, read and that IOVA; the
+// driver counts it once, sends its copy of the packet again, and 1 MiB
+// each way matches its SHA-256 afterwards.
+func TestInjectedTxDMAFaultE1000e(t *testing.T) {
+	f := bootFaultVM(t)
+	ctx, con, fail := f.ctx, f.con, f.fail
+	f.ctl(map[string]int{"ether0 debug inject-unmapped-tx": 200})
+	injected := time.Now()
+	armed, err := con.WaitMatch(ctx, lineArmedTx)
+	if err != nil {
+		fail("%v", err)
+	}
+	hole := lineArmedTx.FindStringSubmatch(armed.Text)[2]
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	seen, err := con.WaitFor(wctx, "iommu: fault "+f.nicPCI+" read "+hole+" ")
+	wcancel()
+	if err != nil {
+		fail("%v", err)
+	}
+	again, err := con.WaitFor(ctx, "ether0: tx: dma fault on descriptor ")
+	if err != nil {
+		fail("%v", err)
+	}
+	up, err := push(ctx, f.client, f.base, 1<<20)
+	if err != nil {
+		fail("upload after the fault: %v", err)
+	}
+	down, err := pull(ctx, f.client, f.base, 1<<20)
+	if err != nil {
+		fail("download after the fault: %v", err)
+	}
+	page, err := getStatus(ctx, f.client, f.base)
+	if err != nil {
+		fail("%v", err)
+	}
+	lines := "\n" + page + "\n"
+	if !hasLine(page, "iommu translation on") {
+		fail("translation off after the fault:\n%s", page)
+	}
+	for _, want := range []string{"iommu faults 1", "ether0 tx_dma_faults 1", "ether0 tx_dma_resent 1", "ether0 rx_drop_dma 0"} {
+		if !strings.Contains(lines, "\n"+want+"\n") {
+			fail("status page lacks the line %q:\n%s", want, page)
+		}
+	}
+	if !hasLine(page, "iommu fault "+f.nicPCI+" read "+hole+" ") {
+		fail("status page does not list the read fault at %s:\n%s", hole, page)
+	}
+	printed := 0
+	for _, l := range con.Lines() {
+		if strings.Contains(l.Text, "iommu: fault ") {
+			printed++
+		}
+	}
+	if printed != 1 {
+		fail("fault printed %d times", printed)
+	}
+	t.Logf("after QEMU start: descriptor armed %.2fs, fault printed %.2fs, packet sent again %.2fs; ctl to checks done %.2fs",
+		armed.At.Seconds(), seen.At.Seconds(), again.At.Seconds(), time.Since(injected).Seconds())
+	t.Logf("console: %s | %s | %s", armed.Text, seen.Text, again.Text)
+	t.Logf("after the fault: 1 MiB up %.1f Mbit/s, 1 MiB down %.1f Mbit/s", up.mbitps(), down.mbitps())
 }
 
 func postCtl(ctx context.Context, client *http.Client, base, cmd string) (int, error) {
