@@ -25,27 +25,3 @@ const (
 	ADVTXD_TUCMD_IPV4    = advdesc.TXD_TUCMD_IPV4
 	ADVTXD_TUCMD_L4T_TCP = advdesc.TXD_TUCMD_L4T_TCP
 )
-
-// rxWriteback is a decoded RX write-back descriptor; hash and length are
-// the fields the receive path reads.
-type rxWriteback struct {
-	advdesc.Rx
-	hash   uint32
-	length int
-}
-
-func decodeRx(d []byte) rxWriteback {
-	w := advdesc.DecodeRx(d)
-	return rxWriteback{Rx: w, hash: w.Hash, length: w.Length}
-}
-
-func (w rxWriteback) done() bool       { return w.Done() }
-func (w rxWriteback) eop() bool        { return w.EOP() }
-func (w rxWriteback) frameError() bool { return w.FrameError() }
-func (w rxWriteback) csumOK() bool     { return w.CsumOK() }
-
-func encodeRxRead(d []byte, addr uint64) { advdesc.EncodeRxRead(d, addr) }
-
-func encodeTxData(d []byte, addr uint64, n int, dcmd, popts uint32, paylen int) {
-	advdesc.EncodeData(d, addr, n, dcmd, popts, paylen)
-}

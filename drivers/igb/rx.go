@@ -1,6 +1,7 @@
 package igb
 
 import (
+	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
@@ -39,59 +40,18 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 // rxMu is held.
 func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	prog := q.x.Program()
-	zc := q.x.ZeroCopy()
-	descs := q.rx.Descs
-	handled := 0
-	for handled < budget {
-		armed, i := q.rx.Armed(), q.rx.Clean()
-		if zc {
-			armed, i = q.x.Armed(), q.x.Clean()
+	if q.x.ZeroCopy() {
+		n := advdesc.CleanRx(q.rx.Descs, q.x, budget, &q.discard, q.drop, func(wb advdesc.Rx) { q.frameZC(wb, prog, deliver) })
+		if q.x.Refill() {
+			q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(q.x.Tail()))
 		}
-		if armed == 0 {
-			break
-		}
-		desc := descs.At(i)
-		wb := decodeRx(desc)
-		if !wb.done() {
-			break
-		}
-		switch {
-		case q.discard:
-			q.drop(ring.DropMulti)
-			if wb.eop() {
-				q.discard = false
-			}
-		case !wb.eop():
-			// Frames must fit one buffer; drop this one through its EOP.
-			q.drop(ring.DropMulti)
-			q.discard = true
-		case wb.frameError():
-			q.drop(ring.DropErrorBits)
-		case zc:
-			q.frameZC(wb, prog, deliver)
-		default:
-			q.frame(wb, prog, deliver)
-		}
-		// Clear the write-back so a stale DD is never read again.
-		encodeRxRead(desc, 0)
-		if zc {
-			q.x.Advance()
-		} else {
-			q.rx.Advance()
-		}
-		handled++
+		return n
 	}
-	var moved bool
-	tail := 0
-	if zc {
-		moved, tail = q.x.Refill(), q.x.Tail()
-	} else {
-		moved, tail = q.rx.Refill(q.writeRx), q.rx.Tail()
+	n := advdesc.CleanRx(q.rx.Descs, q.rx, budget, &q.discard, q.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
+	if q.rx.Refill(q.writeRx) {
+		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(q.rx.Tail()))
 	}
-	if moved {
-		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(tail))
-	}
-	return handled
+	return n
 }
 
 // drop discards the frame at the clean index; its buffer stays armed.
@@ -105,8 +65,8 @@ func (q *queue) drop(r ring.DropReason) {
 }
 
 // frame handles a good frame in a half-page buffer.
-func (q *queue) frame(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPacket)) {
-	n := wb.length
+func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
+	n := wb.Length
 	v := xsk.Pass
 	var b []byte
 	if prog != nil {
@@ -121,7 +81,7 @@ func (q *queue) frame(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPack
 	case xsk.Pass:
 		buf, _, err := q.rx.Receive(n)
 		if err == nil {
-			deliver(&nic.RxPacket{Data: buf, CsumOK: wb.csumOK(), Hash: wb.hash})
+			deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash})
 		}
 		return
 	case xsk.Tx:
@@ -133,8 +93,8 @@ func (q *queue) frame(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPack
 }
 
 // frameZC handles a good frame the NIC wrote into a socket's frame.
-func (q *queue) frameZC(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPacket)) {
-	n := wb.length
+func (q *queue) frameZC(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
+	n := wb.Length
 	b, v, err := q.x.RunZC(prog, n)
 	if err != nil {
 		q.drop(ring.DropLength)
@@ -145,7 +105,7 @@ func (q *queue) frameZC(wb rxWriteback, prog xsk.Program, deliver func(*nic.RxPa
 	switch v {
 	case xsk.Pass:
 		// The frame belongs to the socket: the stack gets a copy.
-		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.csumOK(), Hash: wb.hash})
+		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash})
 		q.rx.Stats.Copybreak.Add(1)
 	case xsk.Tx:
 		q.txMu.Lock()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -48,35 +47,8 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	if q.x.ZeroCopy() {
 		return q.cleanZC(budget, deliver)
 	}
-	r := q.rx
-	prog := q.prog
-	handled := 0
-	for handled < budget && r.Armed() > 0 {
-		desc := r.Descs.At(r.Clean())
-		if !advdesc.RxDone(desc) {
-			break
-		}
-		wb := advdesc.DecodeRx(desc)
-		switch {
-		case q.discard:
-			r.drop(ring.DropMulti)
-			if wb.EOP() {
-				q.discard = false
-			}
-		case !wb.EOP():
-			// Frames must fit one buffer; drop this one through its EOP.
-			r.drop(ring.DropMulti)
-			q.discard = true
-		case wb.FrameError():
-			r.drop(ring.DropErrorBits)
-		default:
-			q.frame(wb, prog, deliver)
-		}
-		// Clear the write-back so a stale DD is never read again.
-		advdesc.EncodeRxRead(desc, 0)
-		r.Advance()
-		handled++
-	}
+	r, prog := q.rx, q.prog
+	handled := advdesc.CleanRx(r.Descs, r, budget, &q.discard, r.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
 	if r.refill(q.writeRx) {
 		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(r.Tail()))
 	}

@@ -87,35 +87,8 @@ func (q *queue) startRxZC() error {
 // cleanZC is the RX loop while the socket's frames are armed; rxMu is
 // held.
 func (q *queue) cleanZC(budget int, deliver func(*nic.RxPacket)) int {
-	x, r := q.x, q.rx
-	prog := q.prog
-	handled := 0
-	for handled < budget && x.Armed() > 0 {
-		desc := r.Descs.At(x.Clean())
-		if !advdesc.RxDone(desc) {
-			break
-		}
-		wb := advdesc.DecodeRx(desc)
-		switch {
-		case q.discard:
-			r.drop(ring.DropMulti)
-			if wb.EOP() {
-				q.discard = false
-			}
-		case !wb.EOP():
-			// Frames must fit one buffer; drop this one through its EOP.
-			r.drop(ring.DropMulti)
-			q.discard = true
-		case wb.FrameError():
-			r.drop(ring.DropErrorBits)
-		default:
-			q.frameZC(wb, prog, deliver)
-		}
-		// Clear the write-back so a stale DD is never read again.
-		advdesc.EncodeRxRead(desc, 0)
-		x.Advance()
-		handled++
-	}
+	x, prog := q.x, q.prog
+	handled := advdesc.CleanRx(q.rx.Descs, x, budget, &q.discard, q.rx.drop, func(wb advdesc.Rx) { q.frameZC(wb, prog, deliver) })
 	if x.Refill() {
 		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(x.Tail()))
 	}
