@@ -214,3 +214,49 @@ func TestSimInjectUnmappedTxTCP(t *testing.T) {
 	a.CheckNoLeaks(t)
 	b.CheckNoLeaks(t)
 }
+
+// An injection whose packet is still in the ring when the ring is reset,
+// resized or closed is ended there: its fault is counted, the hole goes
+// back, the driver's copy is dropped with the rest of the ring, and
+// nothing stays mapped or reserved.
+func TestSimInjectUnmappedTxRingTorn(t *testing.T) {
+	for _, step := range []string{"reset", "txring 128", "close"} {
+		t.Run(step, func(t *testing.T) {
+			log := &logLines{}
+			mc := newMachine(t, rigOpt{logf: log.logf})
+			if err := mc.NIC.Ctl("debug inject-unmapped-tx"); err != nil {
+				t.Fatal(err)
+			}
+			f := mc.frame(500, 3)
+			if n, err := mc.q.Transmit([]*nic.TxPacket{{Data: buffer.MakeWithData(f)}}); n != 1 || err != nil {
+				t.Fatalf("transmit: %d %v", n, err)
+			}
+			txArmed(t, log) // no reclaim: the packet is still the ring's
+			if step == "close" {
+				mc.close(t)
+				return
+			}
+			if err := mc.NIC.Ctl(step); err != nil {
+				t.Fatal(err)
+			}
+			if log.find("ether0: tx: dma fault on descriptor ") == "" {
+				t.Errorf("the fault was not accounted at %s; log %q", step, log.lines)
+			}
+			mc.q.Reclaim()
+			for name, want := range map[string]uint64{"tx_dma_faults": 1, "tx_dma_resent": 0} {
+				if got := mc.Stat(t, name); got != want {
+					t.Errorf("%s %d, want %d", name, got, want)
+				}
+			}
+			// The hole is free again: a new injection works end to end.
+			if err := mc.NIC.Ctl("debug inject-unmapped-tx"); err != nil {
+				t.Fatalf("injection after %s: %v", step, err)
+			}
+			mc.send(t, &nic.TxPacket{Data: buffer.MakeWithData(bytes.Clone(f))})
+			if seen := mc.peer.Frames(); len(seen) != 1 || !bytes.Equal(seen[0], f) {
+				t.Fatalf("after %s: %d frames on the wire", step, len(seen))
+			}
+			mc.close(t)
+		})
+	}
+}
