@@ -58,5 +58,5 @@ func TestConcurrentQueueAndControl(t *testing.T) {
 	if d.rx.Stats.Frames.Load() != rounds {
 		t.Errorf("received %d of %d", d.rx.Stats.Frames.Load(), rounds)
 	}
-	r.close(t)
+	r.Close(t)
 }

@@ -41,10 +41,10 @@ func TestProbeBringsUp(t *testing.T) {
 	if f := d.Features(); !f.TSOv4 || !f.TSOv6 || !f.TxChecksum || !f.RxChecksum {
 		t.Errorf("features %+v", f)
 	}
-	if r.dma.Live() != rxDescs-1 {
-		t.Errorf("%d buffers mapped, want %d", r.dma.Live(), rxDescs-1)
+	if r.DMA.Live() != rxDescs-1 {
+		t.Errorf("%d buffers mapped, want %d", r.DMA.Live(), rxDescs-1)
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func TestProbeRefusesUnknownAndBroken(t *testing.T) {
@@ -78,9 +78,9 @@ func TestPollCopybreak(t *testing.T) {
 			want := bytes.Repeat([]byte{byte(n)}, n)
 			r.complete(t, i, want, RXD_STAT_DD|RXD_STAT_EOP|RXD_STAT_TCPCS, n)
 			copies0, hand0 := r.d.rx.Stats.Copybreak.Load(), r.d.rx.Stats.Handoffs.Load()
-			maps0, unmaps0, _ := r.dma.Counts()
+			maps0, unmaps0, _ := r.DMA.Counts()
 			got := r.poll()
-			maps, unmaps, _ := r.dma.Counts()
+			maps, unmaps, _ := r.DMA.Counts()
 			if len(got) != 1 || !bytes.Equal(got[0].Data.Flatten(), want) || !got[0].CsumOK {
 				t.Fatalf("cb %d n %d: %d packets", cb, n, len(got))
 			}
@@ -100,7 +100,7 @@ func TestPollCopybreak(t *testing.T) {
 				t.Errorf("cb %d n %d: %d maps in one poll", cb, n, maps-maps0)
 			}
 		}
-		r.close(t)
+		r.Close(t)
 	}
 }
 
@@ -141,13 +141,13 @@ func TestPollBadInput(t *testing.T) {
 	if d.rx.Armed() != rxDescs-1 {
 		t.Errorf("ring not refilled: %d armed", d.rx.Armed())
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func TestPollSurvivesMapFailure(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	r.d.Ctl("copybreak 0")
-	r.dma.FailAllMaps(true)
+	r.DMA.FailAllMaps(true)
 	big := bytes.Repeat([]byte{1}, 1000)
 	for k := 0; k < 300; k++ {
 		i := r.d.rx.Clean()
@@ -162,12 +162,12 @@ func TestPollSurvivesMapFailure(t *testing.T) {
 	if r.d.rx.Armed() != 0 || r.d.rx.Stats.MapFailures.Load() == 0 {
 		t.Fatalf("armed %d map failures %d", r.d.rx.Armed(), r.d.rx.Stats.MapFailures.Load())
 	}
-	r.dma.FailAllMaps(false)
+	r.DMA.FailAllMaps(false)
 	r.poll()
 	if r.d.rx.Armed() != rxDescs-1 || int(r.regs.Get(RDT)) != r.d.rx.Tail() {
 		t.Fatalf("after recovery armed %d RDT %d tail %d", r.d.rx.Armed(), r.regs.Get(RDT), r.d.rx.Tail())
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func TestCtl(t *testing.T) {
@@ -178,7 +178,7 @@ func TestCtl(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if d.rx.Copybreak() != defaultCopybreak(r.dma) || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
+	if d.rx.Copybreak() != defaultCopybreak(r.DMA) || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
 		t.Error("a bad command changed state")
 	}
 	for _, good := range []string{"copybreak 2048", "copybreak-mode unmap", "tso off", "mtu 2000"} {
@@ -189,7 +189,7 @@ func TestCtl(t *testing.T) {
 	if d.rx.Copybreak() != 2048 || d.rx.Mode() != ring.UnmapAlways || d.Features().TSOv4 || d.MTU() != 2000 || r.regs.Get(RCTL)&RCTL_LPE == 0 {
 		t.Error("good commands did not apply")
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func TestStatsAccumulate(t *testing.T) {
@@ -216,7 +216,7 @@ func TestStatsAccumulate(t *testing.T) {
 	if v := find("good_octets_rx"); v != 0x1ffffffff {
 		t.Errorf("good_octets_rx %#x", v)
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -316,7 +316,7 @@ func TestTransmitTSO(t *testing.T) {
 	if n := d.Reclaim(); n == 0 || d.tx.InFlight() != 0 || d.tx.Mapped() != 0 {
 		t.Errorf("reclaimed %d, in flight %d, mapped %d", n, d.tx.InFlight(), d.tx.Mapped())
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 // TestTSOFallsBackOnLinkDrop: link at 1000 uses TSO; the link drops to 100
@@ -351,7 +351,7 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 				t.Fatalf("frame of %d bytes above mtu", n)
 			}
 			frame := make([]byte, n)
-			if err := r.dma.DeviceRead(kernelAddr(desc), frame); err != nil {
+			if err := r.DMA.DeviceRead(kernelAddr(desc), frame); err != nil {
 				t.Fatal(err)
 			}
 			var tcp header.TCP
@@ -392,7 +392,7 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 	if !d.Features().TSOv4 {
 		t.Error("TSO did not return at 1000 Mb/s")
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func kernelAddr(desc []byte) kernel.DMAAddr { return kernel.DMAAddr(binary.LittleEndian.Uint64(desc)) }
@@ -419,7 +419,7 @@ func TestPCHSPTNeverTSO(t *testing.T) {
 			t.Fatal("TSE set on pch_spt")
 		}
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func TestTransmitBackPressureAndBadPackets(t *testing.T) {
@@ -463,7 +463,7 @@ func TestTransmitBackPressureAndBadPackets(t *testing.T) {
 		}
 		p.Data.Release()
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 // FuzzRxWriteback feeds arbitrary write-back descriptors to the RX path:
@@ -490,13 +490,13 @@ func FuzzRxWriteback(f *testing.F) {
 				t.Fatalf("ring not refilled: %d", r.d.rx.Armed())
 			}
 		}
-		r.close(t)
+		r.Close(t)
 	})
 }
 
 func TestUseAfterClose(t *testing.T) {
 	r := newRig(t, 0x10D3)
-	r.close(t)
+	r.Close(t)
 	d := r.d
 	if n := d.Poll(64, func(*nic.RxPacket) { t.Error("delivered after close") }); n != 0 {
 		t.Errorf("poll after close: %d", n)
@@ -520,7 +520,7 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 	frame := bytes.Repeat([]byte{3}, 400)
 	r.complete(t, 0, frame, RXD_STAT_DD|RXD_STAT_EOP, len(frame))
 	r.complete(t, 1, nil, RXD_STAT_DD|RXD_STAT_EOP, len(frame)) // its write faulted
-	r.dma.Fault()
+	r.DMA.Fault()
 	if got := r.poll(); len(got) != 0 {
 		t.Fatalf("%d frames delivered across a DMA fault", len(got))
 	}
@@ -533,7 +533,7 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 		t.Fatalf("after the fault: %d frames", len(got))
 	}
 	got[0].Data.Release()
-	r.close(t)
+	r.Close(t)
 }
 
 // TestTransmitFallsBackToBounceOnMapFailure: a buffer the platform cannot
@@ -544,9 +544,9 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	p, _, _ := tcpFrame(false, 3*txCopyMax) // too large to be copied
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
-	r.dma.FailAllMaps(true)
+	r.DMA.FailAllMaps(true)
 	n, err := d.Transmit([]*nic.TxPacket{p})
-	r.dma.FailAllMaps(false)
+	r.DMA.FailAllMaps(false)
 	if n != 1 || err != nil {
 		t.Fatalf("transmit with maps failing: %d %v", n, err)
 	}
@@ -555,7 +555,7 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	var got []byte
 	for _, desc := range txDescsFrom(d, from)[1:] {
 		b := make([]byte, binary.LittleEndian.Uint32(desc[8:])&0xfffff)
-		if err := r.dma.DeviceRead(kernelAddr(desc), b); err != nil {
+		if err := r.DMA.DeviceRead(kernelAddr(desc), b); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, b...)
@@ -567,7 +567,7 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	if d.tx.Mapped() != 0 || d.tx.Stats.Bounced.Load() == 0 || d.tx.Stats.MapFailures.Load() == 0 {
 		t.Errorf("mapped %d bounced %d map failures %d", d.tx.Mapped(), d.tx.Stats.Bounced.Load(), d.tx.Stats.MapFailures.Load())
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 // TestDefaultCopybreak: behind an IOMMU (a DMA view that counts faults)
@@ -605,7 +605,7 @@ func TestTransmitCopiesSmallTSO(t *testing.T) {
 	var got []byte
 	for k, desc := range descs {
 		b := make([]byte, binary.LittleEndian.Uint32(desc[8:])&0xfffff)
-		if err := r.dma.DeviceRead(kernelAddr(desc), b); err != nil {
+		if err := r.DMA.DeviceRead(kernelAddr(desc), b); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, b...)
@@ -621,7 +621,7 @@ func TestTransmitCopiesSmallTSO(t *testing.T) {
 	if d.tx.Mapped() != 0 || d.tx.Stats.Maps.Load() != 0 || d.tx.Stats.TSO.Load() != 1 {
 		t.Errorf("mapped %d maps %d tso %d", d.tx.Mapped(), d.tx.Stats.Maps.Load(), d.tx.Stats.TSO.Load())
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 // TestRxReady: the next descriptor's write-back alone decides, in order
@@ -652,7 +652,7 @@ func TestRxReady(t *testing.T) {
 		t.Fatal("still ready after the poll took both frames")
 	}
 	r.complete(t, d.rx.Clean(), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
-	r.close(t)
+	r.Close(t)
 	if d.RxReady() {
 		t.Fatal("a closed device is ready")
 	}

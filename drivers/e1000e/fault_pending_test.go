@@ -12,7 +12,7 @@ import (
 func TestRxFaultBeforeWriteBackDropsNextFrames(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	r.dma.Fault()
+	r.DMA.Fault()
 	if got := r.poll(); len(got) != 0 {
 		t.Fatalf("%d frames from an empty ring", len(got))
 	}
@@ -30,5 +30,5 @@ func TestRxFaultBeforeWriteBackDropsNextFrames(t *testing.T) {
 		t.Fatalf("after the fault was spent: %d frames", len(got))
 	}
 	got[0].Data.Release()
-	r.close(t)
+	r.Close(t)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -75,9 +76,9 @@ const status1000 = STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT
 var testMAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
 
 type rig struct {
+	nictest.Unit
 	d    *Device
 	regs *regFile
-	dma  *ringtest.DMA
 }
 
 func newRig(t testing.TB, device uint16) *rig {
@@ -94,7 +95,7 @@ func newRig(t testing.TB, device uint16) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{d: d, regs: regs, dma: dma}
+	return &rig{Unit: nictest.Unit{NIC: d, DMA: dma}, d: d, regs: regs}
 }
 
 // rxAddr reads the buffer address armed in RX descriptor i.
@@ -107,7 +108,7 @@ func (r *rig) rxAddr(i int) kernel.DMAAddr {
 func (r *rig) complete(t testing.TB, i int, payload []byte, staterr uint32, length int) {
 	t.Helper()
 	if len(payload) > 0 {
-		if err := r.dma.DeviceWrite(r.rxAddr(i), payload); err != nil {
+		if err := r.DMA.DeviceWrite(r.rxAddr(i), payload); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,14 +121,4 @@ func (r *rig) poll() []*nic.RxPacket {
 	var got []*nic.RxPacket
 	r.d.Poll(64, func(p *nic.RxPacket) { got = append(got, p) })
 	return got
-}
-
-func (r *rig) close(t testing.TB) {
-	t.Helper()
-	if err := r.d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := r.dma.Live(); n != 0 {
-		t.Fatalf("%d streaming mappings leaked", n)
-	}
 }

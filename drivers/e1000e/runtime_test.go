@@ -47,7 +47,7 @@ func TestPromiscuousRCTL(t *testing.T) {
 			t.Errorf("after %q: RCTL EN/UPE/MPE %#x, want %#x", s.cmd, got, s.want)
 		}
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 // failingAlloc refuses coherent allocations: a ring that cannot be built.
@@ -70,16 +70,16 @@ func TestRingResize(t *testing.T) {
 	}
 
 	// A ring that cannot be allocated leaves the old one running.
-	d.dma = failingAlloc{r.dma}
+	d.dma = failingAlloc{r.DMA}
 	if err := d.Ctl("rxring 512"); err == nil {
 		t.Error("rxring with no memory succeeded")
 	}
 	if err := d.Ctl("txring 512"); err == nil {
 		t.Error("txring with no memory succeeded")
 	}
-	d.dma = r.dma
-	if r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(RCTL)&RCTL_EN == 0 || r.regs.Get(TCTL)&TCTL_EN == 0 || r.dma.Live() != rxDescs-1 {
-		t.Fatalf("failed resize changed the device: RDLEN %d RCTL %#x TCTL %#x live %d", r.regs.Get(RDLEN), r.regs.Get(RCTL), r.regs.Get(TCTL), r.dma.Live())
+	d.dma = r.DMA
+	if r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(RCTL)&RCTL_EN == 0 || r.regs.Get(TCTL)&TCTL_EN == 0 || r.DMA.Live() != rxDescs-1 {
+		t.Fatalf("failed resize changed the device: RDLEN %d RCTL %#x TCTL %#x live %d", r.regs.Get(RDLEN), r.regs.Get(RCTL), r.regs.Get(TCTL), r.DMA.Live())
 	}
 
 	// One frame received on the old ring: its counter must survive.
@@ -123,7 +123,7 @@ func TestRingResize(t *testing.T) {
 	if rctl := r.regs.Get(RCTL); rctl&(RCTL_EN|RCTL_UPE|RCTL_MPE) != RCTL_EN|RCTL_UPE|RCTL_MPE || r.regs.Get(TCTL)&TCTL_EN == 0 {
 		t.Errorf("after resize RCTL %#x TCTL %#x", rctl, r.regs.Get(TCTL))
 	}
-	if got := r.dma.Live(); got != 511 {
+	if got := r.DMA.Live(); got != 511 {
 		t.Errorf("%d streaming mappings, want 511 (the new RX buffers only)", got)
 	}
 	if got := packets(); got != before {
@@ -157,10 +157,10 @@ func TestRingResize(t *testing.T) {
 	if err := d.Ctl("rxring 256"); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.dma.Live(); got != rxDescs-1 {
+	if got := r.DMA.Live(); got != rxDescs-1 {
 		t.Errorf("%d streaming mappings after returning to %d descriptors", got, rxDescs)
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 func TestResetKeepsSettings(t *testing.T) {
@@ -219,7 +219,7 @@ func TestResetKeepsSettings(t *testing.T) {
 	} else {
 		got[0].Data.Release()
 	}
-	r.close(t)
+	r.Close(t)
 	if err := d.Ctl("reset"); err == nil {
 		t.Error("reset of a closed device succeeded")
 	}
@@ -259,7 +259,7 @@ func TestDeviceStatsAreRegistersOnly(t *testing.T) {
 	if tail := all[len(all)-len(dev):]; !slices.Equal(tail, dev) {
 		t.Errorf("stats ends %v, want the device registers %v", tail, dev)
 	}
-	r.close(t)
+	r.Close(t)
 }
 
 // A software-GSO packet with more segments than a small ring holds is
@@ -287,5 +287,5 @@ func TestSoftGSOLargerThanRing(t *testing.T) {
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Errorf("42 segments in a 64-descriptor ring: took %d, err %v", n, err)
 	}
-	r.close(t)
+	r.Close(t)
 }

@@ -35,7 +35,7 @@ func BenchmarkRxClean(b *testing.B) {
 				mem := sim.NewMemory()
 				dma := countingDMA{DMA: iommu.Passthrough(mem)}
 				r := newRigOn(b, &dma, advplay.PhysMem{M: mem})
-				defer r.close(b)
+				defer r.Close(b)
 				q := r.d.queues[0]
 				var a *xskapp.App
 				switch path {

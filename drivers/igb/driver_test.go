@@ -43,7 +43,7 @@ func TestIDTable(t *testing.T) {
 
 func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	if r.d.MAC() != testMAC {
 		t.Fatalf("MAC %x", r.d.MAC())
 	}
@@ -100,7 +100,7 @@ func TestToeplitz(t *testing.T) {
 // page halves and maps nothing after the first fill.
 func TestRxPageReuseSteadyState(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	r.d.Ctl("copybreak 0")
 	q := r.d.queues[0]
 	const frames = 3 * rxDescs
@@ -108,7 +108,7 @@ func TestRxPageReuseSteadyState(t *testing.T) {
 	maps0 := -1
 	for sent := 0; sent < frames; {
 		if maps0 < 0 && sent >= rxDescs {
-			maps0, _, _ = r.dma.Counts() // every slot has had its page
+			maps0, _, _ = r.DMA.Counts() // every slot has had its page
 		}
 		for k := 0; k < 32 && sent < frames; k++ {
 			if !r.Deliver(t, 0, frame(1000, byte(sent)), RXD_STAT_EOP, 0) {
@@ -128,17 +128,17 @@ func TestRxPageReuseSteadyState(t *testing.T) {
 	if got != frames {
 		t.Fatalf("%d frames delivered, want %d", got, frames)
 	}
-	maps, _, _ := r.dma.Counts()
+	maps, _, _ := r.DMA.Counts()
 	if maps != maps0 {
 		t.Errorf("%d maps in steady state", maps-maps0)
 	}
-	if f := r.stat(t, "rx_page_flips"); f != frames {
+	if f := r.Stat(t, "rx_page_flips"); f != frames {
 		t.Errorf("rx_page_flips %d, want %d", f, frames)
 	}
-	if n := r.stat(t, "rx_handoff"); n != frames {
+	if n := r.Stat(t, "rx_handoff"); n != frames {
 		t.Errorf("rx_handoff %d", n)
 	}
-	if n := r.stat(t, "rx_page_released"); n != 0 {
+	if n := r.Stat(t, "rx_page_released"); n != 0 {
 		t.Errorf("rx_page_released %d", n)
 	}
 }
@@ -147,7 +147,7 @@ func TestRxPageReuseSteadyState(t *testing.T) {
 // write into a half the stack holds, so the page is given up instead.
 func TestRxPageHeldByStack(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	r.d.Ctl("copybreak 0")
 	q := r.d.queues[0]
 	var held []buffer.Buffer
@@ -165,17 +165,17 @@ func TestRxPageHeldByStack(t *testing.T) {
 		}
 		b.Release()
 	}
-	if n := r.stat(t, "rx_page_released"); n == 0 {
+	if n := r.Stat(t, "rx_page_released"); n == 0 {
 		t.Error("no page given up while the stack held both halves")
 	}
-	if a, f := r.stat(t, "rx_page_allocs"), r.stat(t, "rx_page_flips"); a+f < frames {
+	if a, f := r.Stat(t, "rx_page_allocs"), r.Stat(t, "rx_page_flips"); a+f < frames {
 		t.Errorf("allocs %d + flips %d < %d frames", a, f, frames)
 	}
 }
 
 func TestRxCopybreakKeepsBuffer(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	q := r.d.queues[2]
 	for i := 0; i < 100; i++ {
 		r.Deliver(t, 2, frame(64, byte(i)), RXD_STAT_EOP|RXD_STAT_L4CS, 0x1234)
@@ -191,17 +191,17 @@ func TestRxCopybreakKeepsBuffer(t *testing.T) {
 			t.Fatalf("poll delivered %d", n)
 		}
 	}
-	if c := r.stat(t, "rx_copybreak"); c != 100 {
+	if c := r.Stat(t, "rx_copybreak"); c != 100 {
 		t.Errorf("rx_copybreak %d", c)
 	}
-	if f := r.stat(t, "rx_page_flips"); f != 0 {
+	if f := r.Stat(t, "rx_page_flips"); f != 0 {
 		t.Errorf("rx_page_flips %d", f)
 	}
 }
 
 func TestRxBadWritebacksRecycle(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	q := r.d.queues[0]
 	cases := []struct {
 		staterr uint32
@@ -218,22 +218,22 @@ func TestRxBadWritebacksRecycle(t *testing.T) {
 		h := r.RxHead[0]
 		r.Writeback(0, h, c.staterr|RXD_STAT_DD, c.n, 0)
 		r.RxHead[0] = q.rx.Descs.Next(h)
-		before := r.stat(t, c.stat)
+		before := r.Stat(t, c.stat)
 		if n := q.Poll(64, func(p *nic.RxPacket) { t.Fatalf("bad frame delivered") }); n != 1 {
 			t.Fatalf("%+v: poll took %d", c, n)
 		}
-		if r.stat(t, c.stat) != before+1 {
+		if r.Stat(t, c.stat) != before+1 {
 			t.Errorf("%+v: %s not counted", c, c.stat)
 		}
 	}
-	if m, u := q.rx.Mapped(), r.stat(t, "rx_unmaps"); m < rxDescs-1 || u != 0 {
+	if m, u := q.rx.Mapped(), r.Stat(t, "rx_unmaps"); m < rxDescs-1 || u != 0 {
 		t.Errorf("%d pages mapped, %d unmapped: bad frames must recycle", m, u)
 	}
 }
 
 func TestCtl(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	for _, bad := range []string{"", "copybreak", "copybreak -1", "copybreak 5000", "tso maybe", "mtu 9000", "mtu x", "speed 10"} {
 		if err := r.d.Ctl(bad); err == nil {
 			t.Errorf("ctl %q accepted", bad)
@@ -249,7 +249,7 @@ func TestCtl(t *testing.T) {
 
 func TestTxChecksumAndTSODescriptors(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	q := r.d.queues[1]
 	// A TCP/IPv4 frame with 9000 bytes of payload, MSS 1000: its
 	// mapping spans pages, and no descriptor may cross one.
@@ -289,8 +289,8 @@ func TestTxChecksumAndTSODescriptors(t *testing.T) {
 	if got := r.Wire[0]; len(got) != len(f) || !bytes.Equal(got[54:], f[54:]) || binary.BigEndian.Uint16(got[14+2:]) != 0 {
 		t.Errorf("TSO frame: %d bytes, IP length %d", len(got), binary.BigEndian.Uint16(got[16:]))
 	}
-	if r.stat(t, "tx_tso") != 1 || r.stat(t, "tx_csum") != 1 {
-		t.Errorf("tx_tso %d tx_csum %d", r.stat(t, "tx_tso"), r.stat(t, "tx_csum"))
+	if r.Stat(t, "tx_tso") != 1 || r.Stat(t, "tx_csum") != 1 {
+		t.Errorf("tx_tso %d tx_csum %d", r.Stat(t, "tx_tso"), r.Stat(t, "tx_csum"))
 	}
 	if n := q.Reclaim(); n == 0 {
 		t.Error("nothing reclaimed")

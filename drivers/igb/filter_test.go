@@ -11,7 +11,7 @@ import (
 
 func TestSteerFilters(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	s, err := r.d.Steer(xsk.Filter{EtherType: 0x88b5}, 3)
 	if err != nil {
 		t.Fatal(err)

@@ -48,9 +48,9 @@ func FuzzRxWriteback(f *testing.F) {
 				}
 			}
 		}
-		sum := r.stat(t, "rx_frames")
+		sum := r.Stat(t, "rx_frames")
 		for _, s := range []string{"rx_drop_error", "rx_drop_length", "rx_drop_multi", "rx_drop_dma"} {
-			sum += r.stat(t, s)
+			sum += r.Stat(t, s)
 		}
 		if sum != uint64(completed) {
 			t.Fatalf("%d descriptors completed, %d frames and drops counted", completed, sum)
@@ -61,6 +61,6 @@ func FuzzRxWriteback(f *testing.F) {
 			}
 			a.Account(t, nil)
 		}
-		r.close(t)
+		r.Close(t)
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/internal/advplay"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
@@ -58,15 +59,15 @@ var testMAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
 // device's queues.
 type rig struct {
 	*advplay.Device
+	nictest.Unit
 	d    *Device
 	regs *regFile
-	dma  *ringtest.DMA // nil when the rig runs on other DMA
 }
 
 func newRig(t testing.TB) *rig {
 	dma := ringtest.New()
 	r := newRigOn(t, dma, dma)
-	r.dma = dma
+	r.DMA = dma
 	return r
 }
 
@@ -85,31 +86,7 @@ func newRigOn(t testing.TB, dma kernel.DMA, mem advplay.Mem) *rig {
 		t.Fatal(err)
 	}
 	rings := func(q int) (rx, tx *ring.Descs) { return d.queues[q].rx.Descs, d.queues[q].tx.Descs }
-	return &rig{Device: advplay.New(regs, mem, len(d.queues), rings), d: d, regs: regs}
-}
-
-func (r *rig) stat(t testing.TB, name string) uint64 {
-	t.Helper()
-	for _, s := range r.d.Stats() {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	t.Fatalf("no stat %q", name)
-	return 0
-}
-
-func (r *rig) close(t testing.TB) {
-	t.Helper()
-	if err := r.d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if r.dma == nil {
-		return
-	}
-	if n := r.dma.Live(); n != 0 {
-		t.Fatalf("%d streaming mappings leaked", n)
-	}
+	return &rig{Device: advplay.New(regs, mem, len(d.queues), rings), Unit: nictest.Unit{NIC: d}, d: d, regs: regs}
 }
 
 // frame builds an n-byte frame to the NIC with a recognisable body.

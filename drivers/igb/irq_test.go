@@ -38,7 +38,7 @@ func TestIVARSlot(t *testing.T) {
 // each auto-clearing and auto-masking, moderated, and armed.
 func TestInterruptRouting(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	n := len(r.d.queues)
 	if n != 4 {
 		t.Fatalf("%d queues, want 4", n)
@@ -63,7 +63,7 @@ func TestInterruptRouting(t *testing.T) {
 // An idle queue re-arms its own vector and the link vector, nothing else.
 func TestWaitRearmsOwnVector(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	for i, q := range r.d.queues {
 		r.regs.Write32(advregs.EIMC, 0xffffffff)
 		if q.Wait(0) {
@@ -72,7 +72,7 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 		if got, want := r.regs.Get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
 			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
 		}
-		if got := r.stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
+		if got := r.Stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
 			t.Errorf("q%d_irq_rearm %d, want 1", i, got)
 		}
 	}

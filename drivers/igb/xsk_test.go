@@ -14,7 +14,7 @@ func TestRxDropCountsExact(t *testing.T) {
 	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			r := newRig(t)
-			defer r.close(t)
+			defer r.Close(t)
 			a := xskapp.New(t, 512, 512, 256)
 			if err := r.d.Bind(1, a.S, m); err != nil {
 				t.Fatal(err)
@@ -24,7 +24,7 @@ func TestRxDropCountsExact(t *testing.T) {
 			maps0 := -1
 			for sent := 0; sent < frames; {
 				if maps0 < 0 && sent >= rxDescs {
-					maps0, _, _ = r.dma.Counts() // every slot has been armed
+					maps0, _, _ = r.DMA.Counts() // every slot has been armed
 				}
 				for k := 0; k < 32 && sent < frames; k++ {
 					if !r.Deliver(t, 1, frame(60+sent%1400, byte(sent)), RXD_STAT_EOP, 0) {
@@ -42,10 +42,10 @@ func TestRxDropCountsExact(t *testing.T) {
 				}
 				a.Fill(len(a.Free))
 			}
-			if got != frames || a.S.Stats.RxDelivered.Load() != frames || r.stat(t, "xdp_redirect") != frames {
-				t.Fatalf("got %d, delivered %d, redirects %d, want %d", got, a.S.Stats.RxDelivered.Load(), r.stat(t, "xdp_redirect"), frames)
+			if got != frames || a.S.Stats.RxDelivered.Load() != frames || r.Stat(t, "xdp_redirect") != frames {
+				t.Fatalf("got %d, delivered %d, redirects %d, want %d", got, a.S.Stats.RxDelivered.Load(), r.Stat(t, "xdp_redirect"), frames)
 			}
-			if maps, _, _ := r.dma.Counts(); maps != maps0 {
+			if maps, _, _ := r.DMA.Counts(); maps != maps0 {
 				t.Errorf("%d maps while receiving", maps-maps0)
 			}
 			if err := r.d.Unbind(1); err != nil {
@@ -60,7 +60,7 @@ func TestTxPushCountsExact(t *testing.T) {
 	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			r := newRig(t)
-			defer r.close(t)
+			defer r.Close(t)
 			a := xskapp.New(t, 256, 64, 256)
 			if err := r.d.Bind(2, a.S, m); err != nil {
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestTxPushCountsExact(t *testing.T) {
 			if n := a.S.Stats.TxSent.Load(); n != frames {
 				t.Errorf("TxSent %d", n)
 			}
-			bounced := r.stat(t, "tx_bounced")
+			bounced := r.Stat(t, "tx_bounced")
 			if m == xsk.ZeroCopy && bounced != 0 || m == xsk.Copy && bounced != frames {
 				t.Errorf("%v: %d frames copied", m, bounced)
 			}
@@ -105,7 +105,7 @@ func TestL2FwdCountsExact(t *testing.T) {
 	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			r := newRig(t)
-			defer r.close(t)
+			defer r.Close(t)
 			a := xskapp.New(t, 512, 256, 256)
 			if err := r.d.Bind(3, a.S, m); err != nil {
 				t.Fatal(err)
@@ -197,7 +197,7 @@ func TestUnbindUnderTraffic(t *testing.T) {
 			if n != 1 {
 				t.Errorf("stack got %d frames after unbind", n)
 			}
-			r.close(t)
+			r.Close(t)
 		})
 	}
 }
@@ -205,7 +205,7 @@ func TestUnbindUnderTraffic(t *testing.T) {
 // A full RX ring or an empty fill ring costs frames, each counted.
 func TestFillEmptyAndRxFull(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	a := xskapp.New(t, 64, 10, 256)
 	if err := r.d.Bind(1, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
@@ -218,8 +218,8 @@ func TestFillEmptyAndRxFull(t *testing.T) {
 		t.Fatalf("device found %d armed frames, want the 10 filled", n)
 	}
 	a.S.Poll(64)
-	if got := len(a.RX(t)); got != 10 || r.stat(t, "rx_frames") != 10 {
-		t.Fatalf("received %d, rx_frames %d", got, r.stat(t, "rx_frames"))
+	if got := len(a.RX(t)); got != 10 || r.Stat(t, "rx_frames") != 10 {
+		t.Fatalf("received %d, rx_frames %d", got, r.Stat(t, "rx_frames"))
 	}
 	r.d.Unbind(1)
 
@@ -242,7 +242,7 @@ func TestFillEmptyAndRxFull(t *testing.T) {
 
 func TestProgramVerdicts(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	a := xskapp.New(t, 64, 64, 256)
 	if err := r.d.Bind(1, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestProgramVerdicts(t *testing.T) {
 		t.Fatalf("pass %d, redirect %d, tx %d", len(passed), len(a.RX(t)), len(r.Wire))
 	}
 	for _, v := range verdicts {
-		if n := r.stat(t, "xdp_"+v.String()); n != 10 {
+		if n := r.Stat(t, "xdp_"+v.String()); n != 10 {
 			t.Errorf("xdp_%v %d", v, n)
 		}
 	}
@@ -318,7 +318,7 @@ func TestUnbindWhilePolling(t *testing.T) {
 			}
 			close(stop)
 			wg.Wait()
-			r.close(t)
+			r.Close(t)
 		})
 	}
 }

@@ -24,7 +24,7 @@ func BenchmarkRxLayout(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			mem := sim.NewMemory()
 			r := newRigOn(b, iommu.Passthrough(mem), advplay.PhysMem{M: mem})
-			defer r.close(b)
+			defer r.Close(b)
 			if err := r.d.Ctl("build " + policy); err != nil {
 				b.Fatal(err)
 			}

@@ -126,11 +126,11 @@ func TestLinkFromStatus(t *testing.T) {
 
 func TestLinkChange(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	if l := r.d.Link(); l != (nic.Link{Up: true, SpeedMbps: 2500, FullDuplex: true}) {
 		t.Fatalf("link at probe %+v", l)
 	}
-	before := r.stat(t, "link_changes")
+	before := r.Stat(t, "link_changes")
 	r.regs.Set(advregs.STATUS, advregs.STATUS_LU|advregs.STATUS_FD|1<<advregs.STATUS_SPEED_SHIFT)
 	r.regs.Set(advregs.ICR, advregs.ICR_LSC)
 	r.poll(2)
@@ -141,7 +141,7 @@ func TestLinkChange(t *testing.T) {
 	if l := r.d.Link(); l.SpeedMbps != 100 {
 		t.Fatalf("link after LSC %+v", l)
 	}
-	if r.stat(t, "link_changes") != before+1 {
+	if r.Stat(t, "link_changes") != before+1 {
 		t.Fatal("link change not counted")
 	}
 }
@@ -172,7 +172,7 @@ func TestChooseLayout(t *testing.T) {
 
 func TestBringUp(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	regs := r.regs
 	if v := regs.Get(advregs.RCTL); v&advregs.RCTL_EN == 0 || v&advregs.RCTL_LPE == 0 || v&advregs.RCTL_SECRC == 0 {
 		t.Errorf("RCTL %#x", v)
@@ -226,7 +226,7 @@ func TestRxBuildAndConstructSameBytes(t *testing.T) {
 	for _, policy := range []string{"auto", "off"} {
 		t.Run(policy, func(t *testing.T) {
 			r := newRig(t)
-			defer r.close(t)
+			defer r.Close(t)
 			if err := r.d.Ctl("build " + policy); err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestRxBuildAndConstructSameBytes(t *testing.T) {
 					}
 				}
 			}
-			built, constructed := r.stat(t, "rx_build"), r.stat(t, "rx_construct")
+			built, constructed := r.Stat(t, "rx_build"), r.Stat(t, "rx_construct")
 			n := uint64(3 * len(frames))
 			if policy == "auto" && (built != n || constructed != 0) {
 				t.Fatalf("build %d construct %d, want %d built", built, constructed, n)
@@ -256,7 +256,7 @@ func TestRxBuildAndConstructSameBytes(t *testing.T) {
 
 func TestConstructCopiesHeadersOnly(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	if err := r.d.Ctl("build off"); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestConstructCopiesHeadersOnly(t *testing.T) {
 
 func TestBuildIsZeroCopy(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	f := udpFrame(64, 1)
 	addr := r.RxAddr(0)
 	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
@@ -292,7 +292,7 @@ func TestBuildIsZeroCopy(t *testing.T) {
 	r.d.queues[0].Poll(1, func(p *nic.RxPacket) { pkt = p })
 	defer pkt.Data.Release()
 	// The device writes the buffer again: a view over it sees the change.
-	if err := r.dma.DeviceWrite(addr, []byte{0xee}); err != nil {
+	if err := r.DMA.DeviceWrite(addr, []byte{0xee}); err != nil {
 		t.Fatal(err)
 	}
 	if b := pkt.Data.Flatten(); b[0] != 0xee {
@@ -308,7 +308,7 @@ func TestThreshold(t *testing.T) {
 	}{{threshold, Build}, {threshold + 1, Construct}} {
 		t.Run(fmt.Sprint(tc.mtu), func(t *testing.T) {
 			r := newRig(t)
-			defer r.close(t)
+			defer r.Close(t)
 			if err := r.d.Ctl(fmt.Sprintf("mtu %d", tc.mtu)); err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +329,7 @@ func TestThreshold(t *testing.T) {
 
 func TestMTUChangeAtRunTime(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	threshold := MaxFrameBuild - frameExtra
 	small := udpFrame(100, 9)
 	steps := []struct {
@@ -337,7 +337,7 @@ func TestMTUChangeAtRunTime(t *testing.T) {
 		want Layout
 	}{{"mtu 1500", Build}, {fmt.Sprintf("mtu %d", threshold+1), Construct}, {"mtu 9000", Construct}, {"mtu 1500", Build}, {"mtu 2026", Construct}}
 	for _, s := range steps {
-		relayouts := r.stat(t, "rx_relayouts")
+		relayouts := r.Stat(t, "rx_relayouts")
 		err := r.d.Ctl(s.ctl)
 		if s.ctl == "mtu 9000" {
 			if err == nil {
@@ -350,7 +350,7 @@ func TestMTUChangeAtRunTime(t *testing.T) {
 		if l != s.want {
 			t.Fatalf("after %q: layout %v, want %v", s.ctl, l, s.want)
 		}
-		if r.stat(t, "rx_relayouts") != relayouts {
+		if r.Stat(t, "rx_relayouts") != relayouts {
 			r.RestartRx(0)
 		}
 		if a := r.RxAddr(0); int(a%rxBufLen) != l.headroom() {
@@ -363,14 +363,14 @@ func TestMTUChangeAtRunTime(t *testing.T) {
 			t.Fatalf("after %q: frame not received intact", s.ctl)
 		}
 	}
-	if r.stat(t, "rx_relayouts") == 0 {
+	if r.Stat(t, "rx_relayouts") == 0 {
 		t.Fatal("no relayout counted")
 	}
 }
 
 func TestProgramForcesConstruct(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	var seen int
 	if err := r.d.SetProgram(0, func(b []byte) xsk.Verdict {
 		seen++
@@ -404,7 +404,7 @@ func TestProgramForcesConstruct(t *testing.T) {
 
 func TestRxErrorsRecycle(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	f := udpFrame(200, 2)
 	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXDEXT_ERR_CE, rssHash)
 	r.Deliver(t, 0, f, 0, rssHash) // first part of a multi-buffer frame
@@ -414,32 +414,32 @@ func TestRxErrorsRecycle(t *testing.T) {
 	if len(got) != 1 || !bytes.Equal(got[0], f) {
 		t.Fatalf("%d frames up, want the one good one", len(got))
 	}
-	if r.stat(t, "rx_drop_error") != 1 || r.stat(t, "rx_drop_multi") != 2 {
-		t.Fatalf("drops: error %d multi %d", r.stat(t, "rx_drop_error"), r.stat(t, "rx_drop_multi"))
+	if r.Stat(t, "rx_drop_error") != 1 || r.Stat(t, "rx_drop_multi") != 2 {
+		t.Fatalf("drops: error %d multi %d", r.Stat(t, "rx_drop_error"), r.Stat(t, "rx_drop_multi"))
 	}
-	maps, _, _ := r.dma.Counts()
-	if maps != int(r.stat(t, "rx_page_allocs"))+int(r.stat(t, "rx_chunk_maps"))+int(r.stat(t, "tx_maps")) {
+	maps, _, _ := r.DMA.Counts()
+	if maps != int(r.Stat(t, "rx_page_allocs"))+int(r.Stat(t, "rx_chunk_maps"))+int(r.Stat(t, "tx_maps")) {
 		t.Fatalf("maps %d: dropped frames must not remap", maps)
 	}
 }
 
 func TestPagesFlipAndAreReleased(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	if err := r.d.Ctl("build off"); err != nil { // half pages are construct's
 		t.Fatal(err)
 	}
 	f := udpFrame(300, 4)
 	r.receive(t, f) // the one slot left empty at bring-up gets its page
-	allocs := r.stat(t, "rx_page_allocs")
+	allocs := r.Stat(t, "rx_page_allocs")
 	// Frames released at once: the ring keeps flipping, allocates nothing.
 	for i := 0; i < 4*rxDescs; i++ {
 		r.receive(t, f)
 	}
-	if a := r.stat(t, "rx_page_allocs"); a != allocs {
+	if a := r.Stat(t, "rx_page_allocs"); a != allocs {
 		t.Fatalf("%d pages allocated while every frame was released", a-allocs)
 	}
-	if r.stat(t, "rx_page_flips") == 0 {
+	if r.Stat(t, "rx_page_flips") == 0 {
 		t.Fatal("no page flipped")
 	}
 	// Frames held: the stack keeps both halves, the ring must let go.
@@ -448,7 +448,7 @@ func TestPagesFlipAndAreReleased(t *testing.T) {
 		r.receive(t, f)
 	}
 	checkHeld(t, held, f)
-	if r.stat(t, "rx_page_released") == 0 {
+	if r.Stat(t, "rx_page_released") == 0 {
 		t.Fatal("no page released while the stack held packets")
 	}
 }
@@ -458,7 +458,7 @@ func TestPagesFlipAndAreReleased(t *testing.T) {
 // and keeps a bounded number mapped.
 func TestChunksReturnAndStayBounded(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	if l, _ := r.d.Layout(0); l != Build {
 		t.Fatalf("layout %v, want build", l)
 	}
@@ -468,13 +468,13 @@ func TestChunksReturnAndStayBounded(t *testing.T) {
 		r.receive(t, f)
 	}
 	checkHeld(t, held, f)
-	if r.stat(t, "rx_chunk_reuses") == 0 {
+	if r.Stat(t, "rx_chunk_reuses") == 0 {
 		t.Fatal("no released chunk came back under its mapping")
 	}
 	if n := r.d.queues[0].rx.chunks.len(); n > maxMapped(rxDescs) {
 		t.Fatalf("%d chunks mapped, bound %d", n, maxMapped(rxDescs))
 	}
-	if r.stat(t, "rx_page_allocs") != 0 || r.stat(t, "rx_page_flips") != 0 {
+	if r.Stat(t, "rx_page_allocs") != 0 || r.Stat(t, "rx_page_flips") != 0 {
 		t.Fatal("the build layout used half pages")
 	}
 }
@@ -513,7 +513,7 @@ func TestRxMapFailureRetries(t *testing.T) {
 
 func TestTransmitChecksumAndTSO(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	f := udpFrame(300, 5)
 	p := &nic.TxPacket{Data: buffer.MakeWithData(f), NeedsCsum: true, CsumStart: 34, CsumOffset: 6}
 	if n, err := r.d.queues[0].Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
@@ -542,7 +542,7 @@ func TestTransmitChecksumAndTSO(t *testing.T) {
 
 func TestCtlErrors(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	for _, c := range []string{"", "mtu", "mtu x", "mtu 67", "mtu 2027", "build maybe", "tso sideways", "bogus 1"} {
 		if err := r.d.Ctl(c); err == nil {
 			t.Errorf("ctl %q accepted", c)
@@ -586,7 +586,7 @@ var _ kernel.DMA = (*ringtest.DMA)(nil)
 
 func TestRSS(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	seen := map[uint32]bool{}
 	for i := 0; i < advregs.RETAEntries/4; i++ {
 		v := r.regs.Get(advregs.RETA + uint32(4*i))
@@ -620,7 +620,7 @@ func TestRSS(t *testing.T) {
 // layout changes at once: the race detector checks the driver's locking.
 func TestConcurrentControl(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	stop := make(chan struct{})
 	done := make(chan struct{}, 3)
 	go func() {

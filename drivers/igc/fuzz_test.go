@@ -18,7 +18,7 @@ func FuzzRxWriteback(f *testing.F) {
 	f.Add([]byte{0x03, 0, 0, 0x80, 0x40, 0x06}, false)
 	f.Fuzz(func(t *testing.T, data []byte, construct bool) {
 		r := newRig(t)
-		defer r.close(t)
+		defer r.Close(t)
 		if construct {
 			if err := r.d.Ctl("build off"); err != nil {
 				t.Fatal(err)
@@ -38,7 +38,7 @@ func FuzzRxWriteback(f *testing.F) {
 				body = udpFrame(len(body), byte(h))
 			}
 			if len(body) > 0 {
-				if err := r.dma.DeviceWrite(r.RxAddr(0), body); err != nil {
+				if err := r.DMA.DeviceWrite(r.RxAddr(0), body); err != nil {
 					t.Fatal(err)
 				}
 			}

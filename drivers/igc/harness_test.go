@@ -6,6 +6,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/internal/advplay"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -70,9 +71,9 @@ const rssHash = 0x1234
 // device's queues.
 type rig struct {
 	*advplay.Device
+	nictest.Unit
 	d    *Device
 	regs *regFile
-	dma  *ringtest.DMA // nil when the rig runs on other DMA
 }
 
 func probeOn(regs *regFile, dma kernel.DMA, device uint16) (*Device, error) {
@@ -88,7 +89,7 @@ func probeOn(regs *regFile, dma kernel.DMA, device uint16) (*Device, error) {
 func newRig(t testing.TB) *rig {
 	dma := ringtest.New()
 	r := newRigOn(t, dma, dma)
-	r.dma = dma
+	r.DMA = dma
 	return r
 }
 
@@ -101,7 +102,7 @@ func newRigOn(t testing.TB, dma kernel.DMA, mem advplay.Mem) *rig {
 		t.Fatal(err)
 	}
 	rings := func(q int) (rx, tx *ring.Descs) { return d.queues[q].rx.Descs, d.queues[q].tx.Descs }
-	return &rig{Device: advplay.New(regs, mem, len(d.queues), rings), d: d, regs: regs}
+	return &rig{Device: advplay.New(regs, mem, len(d.queues), rings), Unit: nictest.Unit{NIC: d}, d: d, regs: regs}
 }
 
 // poll cleans queue q and returns the delivered packets' bytes.
@@ -111,30 +112,6 @@ func (r *rig) poll(q int) (out [][]byte) {
 		p.Data.Release()
 	})
 	return out
-}
-
-func (r *rig) stat(t testing.TB, name string) uint64 {
-	t.Helper()
-	for _, s := range r.d.Stats() {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	t.Fatalf("no stat %q", name)
-	return 0
-}
-
-func (r *rig) close(t testing.TB) {
-	t.Helper()
-	if err := r.d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if r.dma == nil {
-		return
-	}
-	if n := r.dma.Live(); n != 0 {
-		t.Fatalf("%d DMA mappings left after close", n)
-	}
 }
 
 // udpFrame is an n-byte Ethernet/IPv4/UDP frame whose bytes count from

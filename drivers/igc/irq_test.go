@@ -32,7 +32,7 @@ func TestIVARSlot(t *testing.T) {
 // auto-clearing, auto-masking and moderated, and arms them all.
 func TestInterruptRouting(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	if n := len(r.d.queues); n != 4 {
 		t.Fatalf("%d queues, want 4", n)
 	}
@@ -56,7 +56,7 @@ func TestInterruptRouting(t *testing.T) {
 // and acts on a pending link change.
 func TestWaitRearmsOwnVector(t *testing.T) {
 	r := newRig(t)
-	defer r.close(t)
+	defer r.Close(t)
 	for i, q := range r.d.queues {
 		r.regs.Set(advregs.EIMS, 0)
 		if q.Wait(0) {
@@ -65,10 +65,10 @@ func TestWaitRearmsOwnVector(t *testing.T) {
 		if got, want := r.regs.Get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
 			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
 		}
-		if got := r.stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
+		if got := r.Stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
 			t.Errorf("q%d_irq_rearm %d, want 1", i, got)
 		}
-		if got := r.stat(t, fmt.Sprintf("q%d_irq_wake", i)); got != 0 {
+		if got := r.Stat(t, fmt.Sprintf("q%d_irq_wake", i)); got != 0 {
 			t.Errorf("q%d_irq_wake %d with no interrupt", i, got)
 		}
 	}

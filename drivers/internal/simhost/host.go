@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
 	"github.com/ether9/ether9/kernel"
@@ -121,7 +122,7 @@ func (h *Host[M]) Close(t testing.TB) {
 // Stat is the NIC's statistic called name.
 func (h *Host[M]) Stat(t testing.TB, name string) uint64 {
 	t.Helper()
-	return Stat(t, h.NIC.Stats(), name)
+	return nictest.Stat(t, h.NIC.Stats(), name)
 }
 
 // IOMMUStats are the VT-d driver's counters, zero with translation off.
@@ -158,18 +159,6 @@ func (h *Host[M]) CheckNoFaults(t testing.TB) {
 	}
 }
 
-// Stat finds the statistic called name.
-func Stat(t testing.TB, stats []nic.Stat, name string) uint64 {
-	t.Helper()
-	for _, s := range stats {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	t.Fatalf("no stat %q", name)
-	return 0
-}
-
 // CheckQueuesSpread checks that received frames came in on more than one
 // queue, and that every queue that received went idle, re-armed its
 // vector and was woken by an interrupt.
@@ -178,12 +167,12 @@ func CheckQueuesSpread(t testing.TB, n nic.NIC) {
 	stats := n.Stats()
 	busy := 0
 	for q := range n.Queues() {
-		frames := Stat(t, stats, fmt.Sprintf("q%d_rx_frames", q))
+		frames := nictest.Stat(t, stats, fmt.Sprintf("q%d_rx_frames", q))
 		if frames == 0 {
 			continue
 		}
 		busy++
-		rearms, wakes := Stat(t, stats, fmt.Sprintf("q%d_irq_rearm", q)), Stat(t, stats, fmt.Sprintf("q%d_irq_wake", q))
+		rearms, wakes := nictest.Stat(t, stats, fmt.Sprintf("q%d_irq_rearm", q)), nictest.Stat(t, stats, fmt.Sprintf("q%d_irq_wake", q))
 		if rearms == 0 || wakes == 0 {
 			t.Errorf("%s queue %d: %d frames with %d re-arms and %d interrupt wake-ups", n.Name(), q, frames, rearms, wakes)
 		}

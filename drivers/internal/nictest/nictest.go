@@ -1,0 +1,49 @@
+// Package nictest holds what every driver's unit tests ask of the NIC
+// they probed: a statistic by name, and a close that leaves no DMA
+// mapping behind.
+package nictest
+
+import (
+	"testing"
+
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring/ringtest"
+)
+
+// Unit is a NIC under test and the DMA it runs on.
+type Unit struct {
+	NIC nic.NIC
+	DMA *ringtest.DMA // nil when the NIC runs on other DMA
+}
+
+// Stat is the NIC's statistic called name.
+func (u Unit) Stat(t testing.TB, name string) uint64 {
+	t.Helper()
+	return Stat(t, u.NIC.Stats(), name)
+}
+
+// Close closes the NIC and checks that no streaming mapping outlives it.
+func (u Unit) Close(t testing.TB) {
+	t.Helper()
+	if err := u.NIC.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if u.DMA == nil {
+		return
+	}
+	if n := u.DMA.Live(); n != 0 {
+		t.Fatalf("%d DMA mappings left after close", n)
+	}
+}
+
+// Stat finds the statistic called name.
+func Stat(t testing.TB, stats []nic.Stat, name string) uint64 {
+	t.Helper()
+	for _, s := range stats {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	t.Fatalf("no stat %q", name)
+	return 0
+}
