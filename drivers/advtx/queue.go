@@ -1,6 +1,9 @@
 package advtx
 
 import (
+	"fmt"
+	"sync"
+
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
@@ -11,9 +14,31 @@ import (
 // its use as they serialise the ring's.
 type Queue struct {
 	Writer
-	Regs  kernel.Regs
-	TDT   uint32 // the queue's tail register
-	Dirty bool   // descriptors queued since the last doorbell
+	Regs     kernel.Regs
+	TDT      uint32      // the queue's tail register
+	Name     string      // what errors and log lines call the queue
+	Complete func(i int) // takes each completed descriptor's index (a zero-copy frame back to its socket)
+	Logf     func(string, ...any)
+
+	Mu     sync.Mutex // the queue's TX lock: held for everything below but Transmit and Reclaim
+	Dirty  bool       // descriptors queued since the last doorbell
+	Closed bool       // the queue was closed: nothing more is sent or reclaimed
+}
+
+// Transmit implements nic.Queue's transmit: packets are queued in order
+// until the ring is full and the tail is written once for the batch. A
+// malformed packet stops the batch with an error and is not taken.
+func (t *Queue) Transmit(pkts []*nic.TxPacket) (int, error) {
+	t.Mu.Lock()
+	defer t.Mu.Unlock()
+	if t.Closed {
+		return 0, fmt.Errorf("%s: transmit on a closed queue", t.Name)
+	}
+	taken, err := t.Send(pkts)
+	if err != nil {
+		return taken, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return taken, nil
 }
 
 // Send queues packets in order until the ring is full and rings the
@@ -44,6 +69,10 @@ func (t *Queue) Flush() {
 // verdict, a copy-mode socket's send) and reports whether it was taken;
 // Flush rings the doorbell.
 func (t *Queue) SendCopy(frame []byte) bool {
+	if t.Closed {
+		t.Ring.Stats.Drops.Add(1)
+		return false
+	}
 	if !t.Copy(frame) {
 		return false
 	}
@@ -56,7 +85,7 @@ func (t *Queue) SendCopy(frame []byte) bool {
 // completion; Flush rings the doorbell.
 func (t *Queue) SendFrame(addr kernel.DMAAddr, n int) (int, bool) {
 	r := t.Ring
-	if r.Free() == 0 {
+	if t.Closed || r.Free() == 0 {
 		return 0, false
 	}
 	r.Begin()
@@ -70,14 +99,31 @@ func (t *Queue) SendFrame(addr kernel.DMAAddr, n int) (int, bool) {
 	return i, true
 }
 
-// Reclaim frees the descriptors the device completed, calling complete
-// with each one's index (a zero-copy frame goes back to its socket).
-func (t *Queue) Reclaim(complete func(i int)) (int, error) {
-	return t.Ring.Reclaim(func(i int) bool {
+// Reclaim implements nic.Queue's reclaim: it frees the descriptors the
+// device completed and returns how many.
+func (t *Queue) Reclaim() int {
+	t.Mu.Lock()
+	defer t.Mu.Unlock()
+	return t.ReclaimLocked()
+}
+
+// ReclaimLocked is Reclaim with Mu held. Each completed descriptor's index
+// goes to Complete.
+func (t *Queue) ReclaimLocked() int {
+	if t.Closed {
+		return 0
+	}
+	n, err := t.Ring.Reclaim(func(i int) bool {
 		if !advdesc.TxDone(t.Ring.Descs.At(i)) {
 			return false
 		}
-		complete(i)
+		if t.Complete != nil {
+			t.Complete(i)
+		}
 		return true
 	})
+	if err != nil && t.Logf != nil {
+		t.Logf("%s: tx reclaim: %v", t.Name, err)
+	}
+	return n
 }

@@ -19,8 +19,8 @@ import (
 
 // queue is one RX/TX queue pair. The RX side (rxMu) receives into
 // half-page buffers or, when a socket holds the queue in zero-copy mode,
-// into the socket's frames; the TX side (txMu) sends the stack's packets,
-// program TX verdicts and the socket's frames. Lock order: rxMu, txMu.
+// into the socket's frames; the TX side (txq.Mu) sends the stack's packets,
+// program TX verdicts and the socket's frames. Lock order: rxMu, txq.Mu.
 type queue struct {
 	d   *Device
 	idx int
@@ -30,9 +30,8 @@ type queue struct {
 	discard bool       // inside a frame that spans buffers
 	x       *xsk.Queue // the socket side: program, bound socket, zero-copy frames
 
-	txMu    sync.Mutex
 	tx      *ring.TxRing
-	txq     advtx.Queue // the writer over tx and its doorbell
+	txq     advtx.Queue // the writer over tx, its doorbell and the TX lock
 	stopped bool        // closed: refuse TX
 
 	vec advmac.Vector // the queue pair's interrupt vector
@@ -55,13 +54,21 @@ func newQueue(d *Device, idx int) (*queue, error) {
 	q.txq = advtx.Queue{
 		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso},
 		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),
+		Name: fmt.Sprintf("igb %s: queue %d", d.name, idx), Logf: d.logf,
 	}
 	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
 		q.free()
 		return nil, err
 	}
+	q.txq.Complete = q.x.Complete
 	return q, nil
 }
+
+// Transmit implements nic.Queue (advtx.Queue.Transmit).
+func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) { return q.txq.Transmit(pkts) }
+
+// Reclaim implements nic.Queue (advtx.Queue.Reclaim).
+func (q *queue) Reclaim() int { return q.txq.Reclaim() }
 
 func (q *queue) free() {
 	q.rx.Close()
@@ -111,12 +118,12 @@ func (q *queue) writeRx(i int, addr kernel.DMAAddr) {
 
 // startTx programs and enables the TX queue.
 func (q *queue) startTx() error {
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	return q.startTxLocked()
 }
 
-// startTxLocked is startTx with txMu held.
+// startTxLocked is startTx with txq.Mu held.
 func (q *queue) startTxLocked() error {
 	r := q.d.regs
 	n := q.idx
@@ -141,10 +148,10 @@ func (q *queue) disable() {
 func (q *queue) close() error {
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	errs := []error{q.x.Unbind(false)}
-	q.stopped = true
+	q.stopped, q.txq.Closed = true, true
 	errs = append(errs, q.rx.Close(), q.tx.Close())
 	return errors.Join(errs...)
 }

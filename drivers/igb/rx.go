@@ -26,13 +26,13 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		return 0
 	}
 	n := q.clean(budget, deliver)
-	q.txMu.Lock()
+	q.txq.Mu.Lock()
 	if q.x.Socket() != nil && !q.stopped {
 		q.x.Send(budget)
-		q.reclaim()
+		q.txq.ReclaimLocked()
 	}
 	q.txq.Flush()
-	q.txMu.Unlock()
+	q.txq.Mu.Unlock()
 	return n
 }
 
@@ -85,9 +85,9 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		}
 		return
 	case xsk.Tx:
-		q.txMu.Lock()
-		q.sendCopy(b)
-		q.txMu.Unlock()
+		q.txq.Mu.Lock()
+		q.txq.SendCopy(b)
+		q.txq.Mu.Unlock()
 	}
 	q.rx.Keep(n)
 }
@@ -108,9 +108,9 @@ func (q *queue) frameZC(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPac
 		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash})
 		q.rx.Stats.Copybreak.Add(1)
 	case xsk.Tx:
-		q.txMu.Lock()
-		q.sendCopy(b)
-		q.txMu.Unlock()
+		q.txq.Mu.Lock()
+		q.txq.SendCopy(b)
+		q.txq.Mu.Unlock()
 	case xsk.Redirect:
 		return
 	}

@@ -26,9 +26,9 @@ func (h *xskHw) StartRx() error                     { return h.q().startRx() }
 func (h *xskHw) StopTx() error                      { return h.q().setEnable(advregs.TXDCTL, false) }
 func (h *xskHw) StartTx() error                     { return h.q().startTxLocked() }
 func (h *xskHw) WriteRx(i int, addr kernel.DMAAddr) { h.q().writeRx(i, addr) }
-func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().sendCopy(frame) }
+func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().txq.SendCopy(frame) }
 func (h *xskHw) TxFree() int                        { return h.q().tx.Free() }
-func (h *xskHw) ReclaimTx()                         { h.q().reclaim() }
+func (h *xskHw) ReclaimTx()                         { h.q().txq.ReclaimLocked() }
 func (h *xskHw) Wait(timeout time.Duration) bool    { return h.q().Wait(timeout) }
 
 func (h *xskHw) WaitFor(timeout time.Duration, cond func() bool) bool {
@@ -41,11 +41,7 @@ func (h *xskHw) Poll(budget int, deliver func(*nic.RxPacket)) int {
 
 // WriteTx queues one frame as a single advanced data descriptor.
 func (h *xskHw) WriteTx(addr kernel.DMAAddr, n int) (int, bool) {
-	q := h.q()
-	if q.stopped {
-		return 0, false
-	}
-	return q.txq.SendFrame(addr, n)
+	return h.q().txq.SendFrame(addr, n)
 }
 
 // Bind implements xsk.Binder. In zero-copy mode the frame area is mapped
@@ -58,8 +54,8 @@ func (d *Device) Bind(qi int, s *xsk.Socket, m xsk.Mode) error {
 	q := d.queues[qi]
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	if d.closed.Load() || q.stopped {
 		return fmt.Errorf("igb %s: bind queue %d: %w", d.name, qi, xsk.ErrClosed)
 	}
@@ -78,8 +74,8 @@ func (d *Device) Unbind(qi int) error {
 	q := d.queues[qi]
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	if q.x.Socket() == nil {
 		return fmt.Errorf("igb %s: unbind queue %d: no socket bound", d.name, qi)
 	}

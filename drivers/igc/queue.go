@@ -17,7 +17,7 @@ import (
 	"github.com/ether9/ether9/kernel"
 )
 
-// queue is one RX/TX queue pair. Lock order: rxMu, txMu.
+// queue is one RX/TX queue pair. Lock order: rxMu, txq.Mu.
 type queue struct {
 	d   *Device
 	idx int
@@ -32,10 +32,8 @@ type queue struct {
 	constructed atomic.Uint64
 	relayouts   atomic.Uint64
 
-	txMu   sync.Mutex
-	tx     *ring.TxRing
-	txq    advtx.Queue // the writer over tx and its doorbell
-	txDone bool        // closed: refuse TX
+	tx  *ring.TxRing
+	txq advtx.Queue // the writer over tx, its doorbell and the TX lock
 
 	vec advmac.Vector // the queue pair's interrupt vector
 }
@@ -56,13 +54,21 @@ func newQueue(d *Device, idx int) (*queue, error) {
 	q.txq = advtx.Queue{
 		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso},
 		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),
+		Name: fmt.Sprintf("igc %s: queue %d", d.name, idx), Logf: d.logf,
 	}
 	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
 		q.free()
 		return nil, err
 	}
+	q.txq.Complete = q.x.Complete
 	return q, nil
 }
+
+// Transmit implements nic.Queue (advtx.Queue.Transmit).
+func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) { return q.txq.Transmit(pkts) }
+
+// Reclaim implements nic.Queue (advtx.Queue.Reclaim).
+func (q *queue) Reclaim() int { return q.txq.Reclaim() }
 
 func (q *queue) free() {
 	q.rx.close()
@@ -138,12 +144,12 @@ func (d *Device) Layout(i int) (Layout, error) {
 
 // startTx programs and enables the TX queue.
 func (q *queue) startTx() error {
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	return q.startTxLocked()
 }
 
-// startTxLocked is startTx with txMu held.
+// startTxLocked is startTx with txq.Mu held.
 func (q *queue) startTxLocked() error {
 	r, n := q.d.regs, q.idx
 	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
@@ -166,9 +172,9 @@ func (q *queue) disable() {
 func (q *queue) close() error {
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	err := q.x.Unbind(false)
-	q.stopped, q.txDone = true, true
+	q.stopped, q.txq.Closed = true, true
 	return errors.Join(err, q.rx.close(), q.tx.Close())
 }

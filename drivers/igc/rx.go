@@ -35,10 +35,10 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		return 0
 	}
 	n := q.clean(budget, deliver)
-	q.txMu.Lock()
+	q.txq.Mu.Lock()
 	q.serveSocket(budget)
 	q.txq.Flush()
-	q.txMu.Unlock()
+	q.txq.Mu.Unlock()
 	return n
 }
 
@@ -68,9 +68,9 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		switch v {
 		case xsk.Pass:
 		case xsk.Tx:
-			q.txMu.Lock()
-			q.sendCopy(b)
-			q.txMu.Unlock()
+			q.txq.Mu.Lock()
+			q.txq.SendCopy(b)
+			q.txq.Mu.Unlock()
 			r.keep(n)
 			return
 		default: // Drop, or Redirect (copied to the socket, if any)

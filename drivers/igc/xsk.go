@@ -34,9 +34,9 @@ func (h *xskHw) StartRx() error                     { return h.q().startRx() }
 func (h *xskHw) StopTx() error                      { return h.q().setEnable(advregs.TXDCTL, false) }
 func (h *xskHw) StartTx() error                     { return h.q().startTxLocked() }
 func (h *xskHw) WriteRx(i int, addr kernel.DMAAddr) { h.q().writeRx(i, addr) }
-func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().sendCopy(frame) }
+func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().txq.SendCopy(frame) }
 func (h *xskHw) TxFree() int                        { return h.q().tx.Free() }
-func (h *xskHw) ReclaimTx()                         { h.q().reclaim() }
+func (h *xskHw) ReclaimTx()                         { h.q().txq.ReclaimLocked() }
 func (h *xskHw) Wait(timeout time.Duration) bool    { return h.q().Wait(timeout) }
 
 func (h *xskHw) WaitFor(timeout time.Duration, cond func() bool) bool {
@@ -60,11 +60,7 @@ func (h *xskHw) ReleaseRx() error {
 
 // WriteTx queues one frame as a single advanced data descriptor.
 func (h *xskHw) WriteTx(addr kernel.DMAAddr, n int) (int, bool) {
-	q := h.q()
-	if q.txDone {
-		return 0, false
-	}
-	return q.txq.SendFrame(addr, n)
+	return h.q().txq.SendFrame(addr, n)
 }
 
 // startRxZC programs the RX queue for the socket's frames, enables it and
@@ -112,9 +108,9 @@ func (q *queue) frameZC(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPac
 		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash})
 		r.Stats.Copybreak.Add(1)
 	case xsk.Tx:
-		q.txMu.Lock()
-		q.sendCopy(b)
-		q.txMu.Unlock()
+		q.txq.Mu.Lock()
+		q.txq.SendCopy(b)
+		q.txq.Mu.Unlock()
 	case xsk.Redirect:
 		return // the socket has it
 	}
@@ -122,13 +118,13 @@ func (q *queue) frameZC(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPac
 }
 
 // serveSocket sends what the bound socket's TX ring holds and completes
-// finished sends; txMu is held.
+// finished sends; txq.Mu is held.
 func (q *queue) serveSocket(budget int) {
-	if q.x.Socket() == nil || q.txDone {
+	if q.x.Socket() == nil || q.txq.Closed {
 		return
 	}
 	q.x.Send(budget)
-	q.reclaim()
+	q.txq.ReclaimLocked()
 }
 
 // syncProgram caches the program frames run through (the socket's default
@@ -164,8 +160,8 @@ func (d *Device) Bind(i int, s *xsk.Socket, m xsk.Mode) error {
 func (q *queue) bind(s *xsk.Socket, m xsk.Mode) error {
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	if q.d.closed.Load() || q.stopped {
 		return xsk.ErrClosed
 	}
@@ -195,8 +191,8 @@ func (d *Device) Unbind(i int) error {
 func (q *queue) unbind() error {
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
+	q.txq.Mu.Lock()
+	defer q.txq.Mu.Unlock()
 	if q.x.Socket() == nil {
 		return errors.New("no socket bound")
 	}
