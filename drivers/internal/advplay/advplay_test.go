@@ -2,10 +2,10 @@ package advplay
 
 import (
 	"bytes"
-	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ether9/ether9/drivers/internal/failtest"
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/advregs"
@@ -45,31 +45,6 @@ func (b *bench) mapBuf(t *testing.T, buf []byte, dir kernel.Direction) uint64 {
 		t.Fatal(err)
 	}
 	return uint64(a)
-}
-
-// recorder is a testing.TB that keeps the failure and stops the
-// goroutine on Fatal, as the real one does.
-type recorder struct {
-	testing.TB
-	msg string
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-func fails(f func(testing.TB)) string {
-	r := &recorder{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f(r)
-	}()
-	<-done
-	return r.msg
 }
 
 func TestDeliverFillsArmedDescriptors(t *testing.T) {
@@ -137,7 +112,7 @@ func TestTransmitRefusesBadDescriptors(t *testing.T) {
 			b := newBench(t)
 			tc.post(t, b, b.tx.At(0))
 			b.regs.Write32(advregs.QueueReg(advregs.TDT, 0), 1)
-			if msg := fails(func(tb testing.TB) { b.dev.Transmit(tb, 0) }); !strings.Contains(msg, tc.want) {
+			if msg := failtest.First(func(tb testing.TB) { b.dev.Transmit(tb, 0) }); !strings.Contains(msg, tc.want) {
 				t.Errorf("failure %q, want it to say %q", msg, tc.want)
 			}
 		})

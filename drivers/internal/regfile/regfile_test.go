@@ -1,8 +1,9 @@
 package regfile
 
 import (
-	"fmt"
 	"testing"
+
+	"github.com/ether9/ether9/drivers/internal/failtest"
 )
 
 func TestEffects(t *testing.T) {
@@ -46,23 +47,10 @@ func TestReceiveAddress(t *testing.T) {
 	}
 }
 
-// recorder is a testing.TB that keeps what Errorf reports.
-type recorder struct {
-	testing.TB
-	errs []string
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
-
 func TestCheck(t *testing.T) {
 	f := New(map[uint32]uint32{0x10: 1, 0x20: 2}, Effects{})
-	var r recorder
-	f.Check(&r, map[uint32]uint32{0x10: 1, 0x20: 3, 0x30: 0})
-	if len(r.errs) != 1 || r.errs[0] != "register 0x20 = 0x2, want 0x3" {
-		t.Errorf("Check reported %q, want register 0x20 alone", r.errs)
+	errs := failtest.Run(func(tb testing.TB) { f.Check(tb, map[uint32]uint32{0x10: 1, 0x20: 3, 0x30: 0}) })
+	if len(errs) != 1 || errs[0] != "register 0x20 = 0x2, want 0x3" {
+		t.Errorf("Check reported %q, want register 0x20 alone", errs)
 	}
 }

@@ -2,27 +2,15 @@ package simhost
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/failtest"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 )
-
-// recorder is a testing.TB that keeps what Errorf reports.
-type recorder struct {
-	testing.TB
-	errs []string
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
 
 func TestPeerKeepsFrames(t *testing.T) {
 	w := Wire(t, wire.Options{})
@@ -69,9 +57,8 @@ func TestHostChecks(t *testing.T) {
 	if _, err := h.Machine.Mem.Pin(buf); err != nil {
 		t.Fatal(err)
 	}
-	var r recorder
-	h.CheckNoLeaks(&r)
-	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "pins") {
-		t.Errorf("a pinned buffer after close: %q", r.errs)
+	errs := failtest.Run(h.CheckNoLeaks)
+	if len(errs) != 1 || !strings.Contains(errs[0], "pins") {
+		t.Errorf("a pinned buffer after close: %q", errs)
 	}
 }

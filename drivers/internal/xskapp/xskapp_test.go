@@ -1,38 +1,11 @@
 package xskapp
 
 import (
-	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ether9/ether9/drivers/internal/failtest"
 )
-
-// recorder is a testing.TB that keeps the first failure and, like the
-// real one, stops the goroutine on Fatal.
-type recorder struct {
-	testing.TB
-	msg string
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// run calls f with a recorder on its own goroutine and returns the
-// failure it reported, if any.
-func run(f func(testing.TB)) string {
-	r := &recorder{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f(r)
-	}()
-	<-done
-	return r.msg
-}
 
 func TestNewFillsAndAccounts(t *testing.T) {
 	a := New(t, 64, 10, 32)
@@ -49,7 +22,7 @@ func TestNewFillsAndAccounts(t *testing.T) {
 func TestAccountCatchesALostFrame(t *testing.T) {
 	a := New(t, 16, 4, 16)
 	a.Free = a.Free[1:] // the application drops one
-	if msg := run(func(tb testing.TB) { a.Account(tb, nil) }); !strings.Contains(msg, "15 of 16 frames") {
+	if msg := failtest.First(func(tb testing.TB) { a.Account(tb, nil) }); !strings.Contains(msg, "15 of 16 frames") {
 		t.Errorf("a lost frame: %q", msg)
 	}
 }
@@ -57,7 +30,7 @@ func TestAccountCatchesALostFrame(t *testing.T) {
 func TestAccountCatchesADoubleFrame(t *testing.T) {
 	a := New(t, 16, 4, 16)
 	a.Free = append(a.Free, a.Free[0])
-	if msg := run(func(tb testing.TB) { a.Account(tb, nil) }); !strings.Contains(msg, "twice") {
+	if msg := failtest.First(func(tb testing.TB) { a.Account(tb, nil) }); !strings.Contains(msg, "twice") {
 		t.Errorf("a frame held twice: %q", msg)
 	}
 }
