@@ -15,13 +15,14 @@ import (
 )
 
 // newHost is a machine whose 82574L model, its MAC ending in last, sits
-// on end, with gVisor on top at 10.9.0.last.
-func newHost(t *testing.T, end *wire.End, last byte) *simhost.Host[*m82574.NIC] {
+// on end, with gVisor on top at 10.9.0.last; logf gets the driver's log
+// (nil: probe's default).
+func newHost(t *testing.T, end *wire.End, last byte, logf func(string, ...any)) *simhost.Host[*m82574.NIC] {
 	t.Helper()
 	// DeferRx: frames wait in the model's packet buffer until this
 	// machine's receive path touches the device, so the ring is written on
 	// the goroutine that reads it, as one CPU sees its NIC.
-	h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+	h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true, Logf: logf}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
 		model, err := m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
 		if err == nil {
 			model.Attach(end)
@@ -43,8 +44,8 @@ func TestEndToEndLinkDropMidTransfer(t *testing.T) {
 	}
 	var capture bytes.Buffer
 	w := simhost.Wire(t, wire.Options{Pcap: &capture})
-	a := newHost(t, w.A(), 1)
-	b := newHost(t, w.B(), 2)
+	a := newHost(t, w.A(), 1, nil)
+	b := newHost(t, w.B(), 2, nil)
 	simhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), size, func() {
 		if err := w.SetLink(true, 100); err != nil {
 			t.Fatal(err)

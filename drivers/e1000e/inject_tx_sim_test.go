@@ -9,11 +9,7 @@ import (
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
-	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/m82574"
 	"github.com/ether9/ether9/kernel/sim/wire"
-	"github.com/ether9/ether9/netstack"
-	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
@@ -183,19 +179,8 @@ func TestInjectTxRefusedWithoutIOMMU(t *testing.T) {
 func TestSimInjectUnmappedTxTCP(t *testing.T) {
 	w := simhost.Wire(t, wire.Options{})
 	log := &logLines{}
-	host := func(end *wire.End, last byte, logf func(string, ...any)) *simhost.Host[*m82574.NIC] {
-		h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true, Logf: logf}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
-			model, err := m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
-			if err == nil {
-				model.Attach(end)
-			}
-			return model, err
-		})
-		h.Up(t, netip.MustParsePrefix(fmt.Sprintf("10.9.0.%d/24", last)), netstack.Options{})
-		return h
-	}
-	a := host(w.A(), 1, log.logf)
-	b := host(w.B(), 2, t.Logf)
+	a := newHost(t, w.A(), 1, log.logf)
+	b := newHost(t, w.B(), 2, t.Logf)
 	if err := a.NIC.Ctl("debug inject-unmapped-tx"); err != nil {
 		t.Fatal(err)
 	}
