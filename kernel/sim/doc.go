@@ -2,12 +2,13 @@
 // physical-address registry, a virtual clock, a flat PCI segment that
 // answers config accesses from each function's ConfigSpace and dispatches
 // MMIO to its device model, a VT-d unit (package vtd) that walks the tables
-// the driver wrote, interrupt lines, and the ACPI DMAR and MCFG tables that
-// describe it all.
+// the driver wrote, optionally more units with device scopes (a root
+// port's hierarchy, a graphics device) beside it, interrupt lines, and the
+// ACPI DMAR and MCFG tables that describe it all.
 //
 // Device models reach memory only through a DMAPort, which checks the
-// function's bus master bit and translates every page through the VT-d
-// unit with the function's source id. Memory can be made non-coherent for
+// function's bus master bit and translates every page, with the function's
+// source id, through the VT-d unit whose scope holds the function. Memory can be made non-coherent for
 // streaming DMA, and the VT-d unit sees table writes only once they are
 // flushed when it does not snoop (ECAP.C=0), so a missing sync, flush or
 // invalidation in a driver fails a test instead of passing by luck.

@@ -87,7 +87,8 @@ type RemapUnit struct {
 	Scope ScopedVTd // nil Endpoints and Bridges for the catch-all unit
 }
 
-// Machine is memory, clock, PCI bus and VT-d unit wired together.
+// Machine is memory, clock, PCI bus and VT-d units wired together. VTd
+// is the catch-all unit at VTdBase; Units lists the scoped ones too.
 type Machine struct {
 	Mem   *Memory
 	Clock *Clock
