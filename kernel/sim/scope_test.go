@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -176,5 +177,99 @@ func TestScopedBadBase(t *testing.T) {
 	_, err = New(Config{VTd: vtd.QEMU(), Scoped: []ScopedVTd{{Base: portBase, VTd: vtd.Config{AddrWidth: 40}}}})
 	if err == nil || !strings.Contains(err.Error(), "scoped VT-d unit 0") {
 		t.Errorf("bad unit config: err %v", err)
+	}
+}
+
+// randomTopology plugs a random hierarchy of bridges and endpoints in,
+// numbering buses depth first as firmware does, and returns the bridges
+// and endpoints.
+func randomTopology(t *testing.T, m *Machine, r *rand.Rand) (bridges, endpoints []pci.Addr) {
+	next := uint8(1)
+	var build func(bus uint8, depth int)
+	build = func(bus uint8, depth int) {
+		for dev := range uint8(32) {
+			if r.IntN(6) != 0 {
+				continue
+			}
+			a := pci.Addr{Bus: bus, Dev: dev}
+			if depth < 3 && next < 250 && r.IntN(2) == 0 {
+				sec := next
+				next++
+				build(sec, depth+1)
+				if err := m.Bus.Add(a, NewBridge(0x8086, 0xa110, bus, sec, next-1)); err != nil {
+					t.Fatal(err)
+				}
+				bridges = append(bridges, a)
+				continue
+			}
+			if err := m.Bus.Add(a, newDMAModel()); err != nil {
+				t.Fatal(err)
+			}
+			endpoints = append(endpoints, a)
+		}
+	}
+	build(0, 0)
+	return bridges, endpoints
+}
+
+// The firmware side (the DMAR paths the machine writes) and the driver
+// side (the walk in package acpi) agree with the machine's routing of
+// requests on every function of random hierarchies, overlapping scopes
+// included.
+func TestScopedRoutingMatchesDMARWalk(t *testing.T) {
+	var deep int // functions a scoped unit reaches through a bridge
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		probe, err := New(Config{VTd: vtd.QEMU()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bridges, endpoints := randomTopology(t, probe, r)
+		pick := func(from []pci.Addr) []pci.Addr {
+			var out []pci.Addr
+			for _, a := range from {
+				if r.IntN(4) == 0 {
+					out = append(out, a)
+				}
+			}
+			return out
+		}
+		var scoped []ScopedVTd
+		for i := range 1 + r.IntN(3) {
+			scoped = append(scoped, ScopedVTd{Base: 0xfed00000 + uint64(i)<<12, VTd: vtd.QEMU(), Bridges: pick(bridges), Endpoints: pick(endpoints)})
+		}
+		// The same hierarchy again, now with the units.
+		m, err := New(Config{VTd: vtd.QEMU(), Scoped: scoped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomTopology(t, m, rand.New(rand.NewPCG(seed, 9)))
+
+		d, err := acpi.ParseDMAR(m.DMAR())
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		sm, err := d.ScopeMap(func(seg uint16, bus, dev, fn uint8, off, size int) (uint32, error) {
+			return m.Bus.ReadConfig(pci.Addr{Seg: seg, Bus: bus, Dev: dev, Fn: fn}, off, size)
+		})
+		if err != nil {
+			t.Fatalf("seed %d: scope walk: %v", seed, err)
+		}
+		base := map[*vtd.Unit]uint64{}
+		for _, u := range m.Units() {
+			base[u.Unit] = u.Base
+		}
+		for _, a := range m.Bus.Functions() {
+			c, ok := sm.UnitFor(a.Seg, a.Bus, a.Dev, a.Fn)
+			if want := base[m.unitFor(a)]; !ok || c.Unit.Base != want {
+				t.Fatalf("seed %d: %v: the DMAR walk gives unit %#x, the machine routes to %#x", seed, a, c.Unit.Base, want)
+			}
+			if a.Bus > 0 && !c.Unit.IncludeAll() {
+				deep++
+			}
+		}
+	}
+	if deep < 40 {
+		t.Fatalf("only %d functions behind bridges went to scoped units: the hierarchies test little", deep)
 	}
 }
