@@ -26,7 +26,7 @@ const (
 	autoReadTimeout = 20 * time.Millisecond
 	nvmTimeout      = 10 * time.Millisecond
 	mdicTimeout     = 10 * time.Millisecond
-	QueueTimeout    = 10 * time.Millisecond
+	queueTimeout    = 10 * time.Millisecond
 	dmaDrain        = 10 * time.Millisecond
 )
 
@@ -182,7 +182,7 @@ func (m *MAC) SetQueueEnable(reg uint32, n int, on bool) error {
 		v &^= advregs.XDCTL_ENABLE
 	}
 	r.Write32(off, v)
-	if !m.WaitFor(QueueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
+	if !m.WaitFor(queueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
 		return m.errorf("queue %d: %#x.ENABLE did not become %v", n, off, on)
 	}
 	return nil

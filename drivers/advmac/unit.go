@@ -1,24 +1,40 @@
 package advmac
 
-import "github.com/ether9/ether9/drivers/advregs"
+import (
+	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/ring"
+)
 
-// RxQueueConfig programs queue n's SRRCTL for one advanced one-buffer
+// Thresholds are a queue's prefetch, host and write-back thresholds
+// (RXDCTL/TXDCTL PTHRESH, HTHRESH, WTHRESH).
+type Thresholds struct{ P, H, W uint32 }
+
+func (t Thresholds) xdctl() uint32 {
+	return t.P<<advregs.XDCTL_PTHRESH_SHIFT | t.H<<advregs.XDCTL_HTHRESH_SHIFT | t.W<<advregs.XDCTL_WTHRESH_SHIFT
+}
+
+// StartRxQueue points queue n at descs, sets it to one advanced one-buffer
 // descriptor per frame of bufSize bytes (a multiple of 1 KiB), dropping
-// when no descriptor is free, and its RXDCTL thresholds; the queue is
-// enabled afterwards with SetQueueEnable.
-func (m *MAC) RxQueueConfig(n, bufSize int, pthresh, hthresh, wthresh uint32) {
+// when no descriptor is free, and enables it. The caller arms buffers and
+// writes the tail (SetRxTail).
+func (m *MAC) StartRxQueue(n int, descs *ring.Descs, bufSize int, t Thresholds) error {
 	r := m.Regs
+	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), uint32(bufSize/1024)<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
-	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), xdctl(pthresh, hthresh, wthresh))
+	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), t.xdctl())
+	return m.SetQueueEnable(advregs.RXDCTL, n, true)
 }
 
-// TxQueueConfig writes queue n's TXDCTL thresholds.
-func (m *MAC) TxQueueConfig(n int, pthresh, hthresh, wthresh uint32) {
-	m.Regs.Write32(advregs.QueueReg(advregs.TXDCTL, n), xdctl(pthresh, hthresh, wthresh))
+// SetRxTail hands the device receive queue n's descriptors up to tail.
+func (m *MAC) SetRxTail(n, tail int) {
+	m.Regs.Write32(advregs.QueueReg(advregs.RDT, n), uint32(tail))
 }
 
-func xdctl(p, h, w uint32) uint32 {
-	return p<<advregs.XDCTL_PTHRESH_SHIFT | h<<advregs.XDCTL_HTHRESH_SHIFT | w<<advregs.XDCTL_WTHRESH_SHIFT
+// StartTxQueue points queue n at descs and enables it.
+func (m *MAC) StartTxQueue(n int, descs *ring.Descs, t Thresholds) error {
+	descs.Program(m.Regs, advregs.QueueReg(advregs.TDBAL, n))
+	m.Regs.Write32(advregs.QueueReg(advregs.TXDCTL, n), t.xdctl())
+	return m.SetQueueEnable(advregs.TXDCTL, n, true)
 }
 
 // PrepareRx clears the multicast table, turns on IP and TCP/UDP checksum
@@ -77,5 +93,17 @@ func (m *MAC) Stop() {
 	m.Regs.Write32(advregs.TCTL, 0)
 }
 
-// DrainDMA waits for DMA in flight after the queues stopped.
-func (m *MAC) DrainDMA() { m.Clock.Sleep(dmaDrain) }
+// Shutdown stops the device for good: every interrupt masked, the
+// receive and transmit units off, queues 0..queues-1 disabled (a queue
+// that does not stop is logged), the firmware told the driver is gone,
+// and time for DMA in flight to land. The rings can be freed after.
+func (m *MAC) Shutdown(queues int) {
+	m.Stop()
+	for n := 0; n < queues; n++ {
+		if err := m.StopQueue(n); err != nil {
+			m.logf("%v", err)
+		}
+	}
+	m.SetDriverLoaded(false)
+	m.Clock.Sleep(dmaDrain)
+}

@@ -41,6 +41,16 @@ func (t *Queue) Transmit(pkts []*nic.TxPacket) (int, error) {
 	return taken, nil
 }
 
+// Reset empties the ring after the device's queue was stopped; Mu is
+// held.
+func (t *Queue) Reset() error {
+	t.Dirty = false
+	if err := t.Ring.Reset(); err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return nil
+}
+
 // Send queues packets in order until the ring is full and rings the
 // doorbell once for those taken; Writer.Batch says what stops a batch.
 func (t *Queue) Send(pkts []*nic.TxPacket) (int, error) {

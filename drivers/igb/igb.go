@@ -40,6 +40,12 @@ const (
 	DefaultCopybreak = 256
 )
 
+// Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
+var (
+	rxThresholds = advmac.Thresholds{P: 8, H: 8, W: 1}
+	txThresholds = advmac.Thresholds{P: 8, H: 1, W: 1}
+)
+
 // Device is a running igb controller.
 type Device struct {
 	name  string
@@ -223,12 +229,7 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	d.core.Stop()
-	for _, q := range d.queues {
-		q.disable()
-	}
-	d.core.SetDriverLoaded(false)
-	d.core.DrainDMA()
+	d.core.Shutdown(len(d.queues))
 	var errs []error
 	for _, q := range d.queues {
 		if err := q.close(); err != nil {

@@ -85,16 +85,11 @@ func (q *queue) setEnable(reg uint32, on bool) error {
 // or the socket's frames in zero-copy mode). rxMu need not be held: the
 // queue is not polled before it starts.
 func (q *queue) startRx() error {
-	r := q.d.regs
-	n := q.idx
-	descs := q.rx.Descs
-	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	bsize := ring.HalfPage
 	if q.x.ZeroCopy() {
 		bsize = q.x.RxFrameSize()
 	}
-	q.d.core.RxQueueConfig(n, bsize, 8, 8, 1)
-	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
+	if err := q.d.core.StartRxQueue(q.idx, q.rx.Descs, bsize, rxThresholds); err != nil {
 		return err
 	}
 	q.discard = false
@@ -108,7 +103,7 @@ func (q *queue) startRx() error {
 		q.rx.Refill(q.writeRx)
 		tail = q.rx.Tail()
 	}
-	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(tail))
+	q.d.core.SetRxTail(q.idx, tail)
 	return nil
 }
 
@@ -125,22 +120,10 @@ func (q *queue) startTx() error {
 
 // startTxLocked is startTx with txq.Mu held.
 func (q *queue) startTxLocked() error {
-	r := q.d.regs
-	n := q.idx
-	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
-	q.txq.Dirty = false
-	if err := q.tx.Reset(); err != nil {
-		return fmt.Errorf("igb %s: queue %d: %w", q.d.name, q.idx, err)
+	if err := q.txq.Reset(); err != nil {
+		return err
 	}
-	q.d.core.TxQueueConfig(n, 8, 1, 1)
-	return q.setEnable(advregs.TXDCTL, true)
-}
-
-// disable stops the queue pair in the device.
-func (q *queue) disable() {
-	if err := q.d.core.StopQueue(q.idx); err != nil {
-		q.d.logf("%v", err)
-	}
+	return q.d.core.StartTxQueue(q.idx, q.tx.Descs, txThresholds)
 }
 
 // close releases everything after the device stopped: a bound socket gets

@@ -2,7 +2,6 @@ package igb
 
 import (
 	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -43,13 +42,13 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	if q.x.ZeroCopy() {
 		n := advdesc.CleanRx(q.rx.Descs, q.x, budget, &q.discard, q.drop, func(wb advdesc.Rx) { q.frameZC(wb, prog, deliver) })
 		if q.x.Refill() {
-			q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(q.x.Tail()))
+			q.d.core.SetRxTail(q.idx, q.x.Tail())
 		}
 		return n
 	}
 	n := advdesc.CleanRx(q.rx.Descs, q.rx, budget, &q.discard, q.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
 	if q.rx.Refill(q.writeRx) {
-		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(q.rx.Tail()))
+		q.d.core.SetRxTail(q.idx, q.rx.Tail())
 	}
 	return n
 }

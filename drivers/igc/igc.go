@@ -39,6 +39,12 @@ const (
 	maxMTU      = ring.HalfPage - frameExtra // one 2 KiB buffer per frame
 )
 
+// Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
+var (
+	rxThresholds = advmac.Thresholds{P: 8, H: 8, W: 4}
+	txThresholds = advmac.Thresholds{P: 8, H: 1, W: 16}
+)
+
 // Device is a running igc controller.
 type Device struct {
 	name   string
@@ -227,12 +233,7 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	d.core.Stop()
-	for _, q := range d.queues {
-		q.disable()
-	}
-	d.core.SetDriverLoaded(false)
-	d.core.DrainDMA()
+	d.core.Shutdown(len(d.queues))
 	var errs []error
 	for _, q := range d.queues {
 		if err := q.close(); err != nil {

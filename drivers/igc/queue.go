@@ -93,21 +93,17 @@ func (q *queue) startRx() error {
 	if q.x.ZeroCopy() {
 		return q.startRxZC()
 	}
-	r, n := q.d.regs, q.idx
-	descs := q.rx.Descs
 	if err := q.rx.reset(q.layout()); err != nil {
-		return fmt.Errorf("igc: rx queue %d: %w", n, err)
+		return fmt.Errorf("igc: rx queue %d: %w", q.idx, err)
 	}
-	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
 	// The buffer is 2 KiB; with the build layout the frame starts
 	// rxHeadroom in, and RLPML keeps it inside the half.
-	q.d.core.RxQueueConfig(n, rxBufLen, 8, 8, 4)
-	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
+	if err := q.d.core.StartRxQueue(q.idx, q.rx.Descs, rxBufLen, rxThresholds); err != nil {
 		return err
 	}
 	q.discard = false
 	q.rx.refill(q.writeRx)
-	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(q.rx.Tail()))
+	q.d.core.SetRxTail(q.idx, q.rx.Tail())
 	return nil
 }
 
@@ -151,21 +147,10 @@ func (q *queue) startTx() error {
 
 // startTxLocked is startTx with txq.Mu held.
 func (q *queue) startTxLocked() error {
-	r, n := q.d.regs, q.idx
-	q.tx.Descs.Program(r, advregs.QueueReg(advregs.TDBAL, n))
-	q.txq.Dirty = false
-	if err := q.tx.Reset(); err != nil {
-		return fmt.Errorf("igc %s: queue %d: %w", q.d.name, q.idx, err)
+	if err := q.txq.Reset(); err != nil {
+		return err
 	}
-	q.d.core.TxQueueConfig(n, 8, 1, 16)
-	return q.setEnable(advregs.TXDCTL, true)
-}
-
-// disable stops the queue pair in the device.
-func (q *queue) disable() {
-	if err := q.d.core.StopQueue(q.idx); err != nil {
-		q.d.logf("%v", err)
-	}
+	return q.d.core.StartTxQueue(q.idx, q.tx.Descs, txThresholds)
 }
 
 // close releases everything after the device stopped.

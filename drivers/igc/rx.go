@@ -3,8 +3,6 @@ package igc
 import (
 	"encoding/binary"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -50,7 +48,7 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	r, prog := q.rx, q.prog
 	handled := advdesc.CleanRx(r.Descs, r, budget, &q.discard, r.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
 	if r.refill(q.writeRx) {
-		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(r.Tail()))
+		q.d.core.SetRxTail(q.idx, r.Tail())
 	}
 	q.publishRx()
 	return handled

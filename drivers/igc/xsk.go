@@ -66,17 +66,14 @@ func (h *xskHw) WriteTx(addr kernel.DMAAddr, n int) (int, bool) {
 // startRxZC programs the RX queue for the socket's frames, enables it and
 // arms it from the fill ring; the frame starts at the buffer's start.
 func (q *queue) startRxZC() error {
-	r, n := q.d.regs, q.idx
 	q.rx.Descs.Clear()
-	q.rx.Descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
-	q.d.core.RxQueueConfig(n, q.x.RxFrameSize(), 8, 8, 4)
-	if err := q.setEnable(advregs.RXDCTL, true); err != nil {
+	if err := q.d.core.StartRxQueue(q.idx, q.rx.Descs, q.x.RxFrameSize(), rxThresholds); err != nil {
 		return err
 	}
 	q.discard = false
 	q.x.Reset()
 	q.x.Refill()
-	r.Write32(advregs.QueueReg(advregs.RDT, n), uint32(q.x.Tail()))
+	q.d.core.SetRxTail(q.idx, q.x.Tail())
 	return nil
 }
 
@@ -86,7 +83,7 @@ func (q *queue) cleanZC(budget int, deliver func(*nic.RxPacket)) int {
 	x, prog := q.x, q.prog
 	handled := advdesc.CleanRx(q.rx.Descs, x, budget, &q.discard, q.rx.drop, func(wb advdesc.Rx) { q.frameZC(wb, prog, deliver) })
 	if x.Refill() {
-		q.d.regs.Write32(advregs.QueueReg(advregs.RDT, q.idx), uint32(x.Tail()))
+		q.d.core.SetRxTail(q.idx, x.Tail())
 	}
 	return handled
 }
