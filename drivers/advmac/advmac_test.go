@@ -1,0 +1,166 @@
+package advmac
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/internal/regfile"
+	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/kernel/sim"
+)
+
+// device plays the parts of the MAC these steps rely on: CTRL's reset bit
+// clears itself, a queue's ENABLE follows the write unless stuck, MDIC
+// answers reads of PHY register 0 with phy and refuses register 31.
+type device struct {
+	stuck bool   // queue enables never take
+	phy   uint16 // PHY register 0
+}
+
+func (dv *device) write(r map[uint32]uint32, off, v uint32) {
+	switch {
+	case off == advregs.CTRL:
+		v &^= advregs.CTRL_RST
+	case off == advregs.QueueReg(advregs.RXDCTL, 1) && dv.stuck:
+		v &^= advregs.XDCTL_ENABLE
+	case off == advregs.MDIC:
+		reg := v >> advregs.MDIC_REG_SHIFT & 0x1f
+		switch {
+		case reg == 31:
+			v |= advregs.MDIC_ERROR
+		case v&advregs.MDIC_OP_READ != 0:
+			v = v&^advregs.MDIC_DATA_MASK | uint32(dv.phy) | advregs.MDIC_READY
+		default:
+			dv.phy = uint16(v)
+			v |= advregs.MDIC_READY
+		}
+	}
+	r[off] = v
+}
+
+func newMAC(dv *device, init map[uint32]uint32) (*MAC, *regfile.File) {
+	f := regfile.New(init, regfile.Effects{Write: dv.write})
+	return &MAC{Regs: f, Clock: sim.NewClock(), Driver: "igx", Name: "eth9"}, f
+}
+
+func TestReset(t *testing.T) {
+	m, f := newMAC(&device{}, map[uint32]uint32{advregs.EECD: advregs.EECD_AUTO_RD, advregs.RCTL: advregs.RCTL_EN})
+	if err := m.Reset(advregs.CTRL_RST, "RST", true); err != nil {
+		t.Fatal(err)
+	}
+	if f.Writes(advregs.CTRL) != 2 || f.Get(advregs.CTRL)&advregs.CTRL_GIO_MASTER == 0 {
+		t.Errorf("CTRL written %d times, now %#x: want master disable, then reset", f.Writes(advregs.CTRL), f.Get(advregs.CTRL))
+	}
+	f.Check(t, map[uint32]uint32{advregs.RCTL: 0, advregs.TCTL: advregs.TCTL_PSP, advregs.IMC: 0xffffffff, advregs.EIMC: 0xffffffff})
+
+	// A reset bit that never clears is an error naming it.
+	m, _ = newMAC(&device{}, nil)
+	if err := m.Reset(1<<29, "DEV_RST", false); err == nil || !strings.Contains(err.Error(), "igx eth9: CTRL.DEV_RST did not clear") {
+		t.Errorf("stuck reset: %v", err)
+	}
+	// A device reading all ones is not there.
+	m, _ = newMAC(&device{}, map[uint32]uint32{advregs.STATUS: 0xffffffff})
+	if err := m.Reset(advregs.CTRL_RST, "RST", true); err == nil {
+		t.Error("reset of an absent device succeeded")
+	}
+}
+
+func TestQueueEnable(t *testing.T) {
+	m, f := newMAC(&device{stuck: true}, nil)
+	if err := m.SetQueueEnable(advregs.RXDCTL, 0, true); err != nil || f.Get(advregs.RXDCTL)&advregs.XDCTL_ENABLE == 0 {
+		t.Fatalf("enable queue 0: %v, RXDCTL %#x", err, f.Get(advregs.RXDCTL))
+	}
+	start := m.Clock.Now()
+	if err := m.SetQueueEnable(advregs.RXDCTL, 1, true); err == nil {
+		t.Fatal("a queue that never enables reported enabled")
+	}
+	if waited := m.Clock.Now() - start; waited < queueTimeout {
+		t.Errorf("gave up after %v, want at least %v", waited, queueTimeout)
+	}
+	if err := m.StopQueue(0); err != nil || f.Get(advregs.RXDCTL)&advregs.XDCTL_ENABLE != 0 {
+		t.Errorf("stop queue 0: %v, RXDCTL %#x", err, f.Get(advregs.RXDCTL))
+	}
+}
+
+func TestMDIC(t *testing.T) {
+	dv := &device{phy: 0x1140}
+	m, _ := newMAC(dv, nil)
+	if v, err := m.PHYRead(advregs.PHY_BMCR); err != nil || v != 0x1140 {
+		t.Fatalf("read BMCR: %#x, %v", v, err)
+	}
+	if err := m.PHYWrite(advregs.PHY_BMCR, 0x1340); err != nil || dv.phy != 0x1340 {
+		t.Fatalf("write BMCR: %v, PHY holds %#x", err, dv.phy)
+	}
+	if _, err := m.PHYRead(31); err == nil || !strings.Contains(err.Error(), "MDIC error") {
+		t.Errorf("refused access: %v", err)
+	}
+}
+
+func TestStationAddress(t *testing.T) {
+	mac := [6]byte{0x00, 0x1b, 0x21, 0x0a, 0x0b, 0x0c}
+	ral, rah := regfile.ReceiveAddress(mac)
+	m, _ := newMAC(&device{}, map[uint32]uint32{advregs.RAL0: ral, advregs.RAH0: rah})
+	if a, ok, _, _ := m.StationAddress(); !ok || a != mac {
+		t.Fatalf("station address %x valid %v, want %x", a, ok, mac)
+	}
+	m, f := newMAC(&device{}, map[uint32]uint32{advregs.RAL0: ral, advregs.RAH0: rah &^ advregs.RAH_AV})
+	if _, ok, _, _ := m.StationAddress(); ok {
+		t.Error("address without RAH.AV taken as valid")
+	}
+	m.SetStationAddress(mac)
+	f.Check(t, map[uint32]uint32{advregs.RAL0: ral, advregs.RAH0: rah})
+	for _, a := range [][6]byte{{}, {0x01, 0, 0x5e, 0, 0, 1}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}} {
+		if ValidMAC(a) {
+			t.Errorf("%x taken as a station address", a)
+		}
+	}
+}
+
+func TestRouteMSIX(t *testing.T) {
+	m, f := newMAC(&device{}, nil)
+	// Two queues a register, RX in the low byte of each half.
+	slot := func(q int, tx bool) (uint32, uint) {
+		shift := uint(q&1) << 4
+		if tx {
+			shift += 8
+		}
+		return advregs.IVAR0 + 4*uint32(q>>1), shift
+	}
+	bits := m.RouteMSIX(3, slot)
+	if len(bits) != 4 || bits[0] != 1 || bits[2] != 4 || bits[3] != 8 {
+		t.Fatalf("vector bits %v", bits)
+	}
+	v := uint32(advregs.IVAR_VALID)
+	f.Check(t, map[uint32]uint32{
+		advregs.IVAR0:     v | v<<8 | (v|1)<<16 | (v|1)<<24,
+		advregs.IVAR0 + 4: (v | 2) | (v|2)<<8,
+		advregs.IVAR_MISC: (v | 3) << 8,
+		advregs.GPIE:      advregs.GPIE_NSICR | advregs.GPIE_MULTIPLE_MSIX | advregs.GPIE_EIAME | advregs.GPIE_PBA,
+	})
+	m.ArmVectors(len(bits), ITR(50*time.Microsecond), 0xf)
+	f.Check(t, map[uint32]uint32{advregs.EITR0 + 12: 50 << 2, advregs.EIAC: 0xf, advregs.EIAM: 0xf, advregs.EIMS: 0xf, advregs.IMS: advregs.ICR_LSC})
+}
+
+func TestLink(t *testing.T) {
+	for _, c := range []struct {
+		status uint32
+		want   nic.Link
+	}{
+		{0, nic.Link{}},
+		{advregs.STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
+		{advregs.STATUS_LU | advregs.STATUS_FD | 1<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, FullDuplex: true, SpeedMbps: 100}},
+		{advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, FullDuplex: true, SpeedMbps: 1000}},
+		{advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT, nic.Link{}},
+	} {
+		if got := LinkFromStatus(c.status); got != c.want {
+			t.Errorf("STATUS %#x: %+v, want %+v", c.status, got, c.want)
+		}
+	}
+	var l Link
+	up := nic.Link{Up: true, FullDuplex: true, SpeedMbps: 1000}
+	if l.Set(nic.Link{}) || !l.Set(up) || l.Set(up) || l.Load() != up || l.Changes() != 1 {
+		t.Errorf("link %+v after %d changes", l.Load(), l.Changes())
+	}
+}
