@@ -3,6 +3,7 @@ package system_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -128,10 +129,10 @@ func (s side) fetch(t *testing.T, n int) {
 	}
 }
 
-// Each NIC gets its domain on the unit whose device scope holds it, both
-// carry TCP with no fault, and the graphics unit is never mapped or
-// turned on.
-func TestNICsOnTheirOwnUnits(t *testing.T) {
+// scopedMachine builds the machine and starts the system on it, with
+// mapUnit (nil: the machine's) mapping the units.
+func scopedMachine(t *testing.T, mapUnit func(m *sim.Machine, base uint64) (kernel.Regs, error)) (*sim.Machine, *system.System, *lines, side, side) {
+	t.Helper()
 	cfg := vtd.QEMU()
 	m, err := sim.New(sim.Config{VTd: cfg, Scoped: []sim.ScopedVTd{
 		{Base: gfxBase, VTd: cfg, Endpoints: []pci.Addr{gfxAddr}},
@@ -152,13 +153,11 @@ func TestNICsOnTheirOwnUnits(t *testing.T) {
 	near := plugNIC(t, m, nearNIC, 1, netip.MustParsePrefix("10.0.2.15/24"), netip.MustParsePrefix("10.0.2.2/24"))
 	far := plugNIC(t, m, farNIC, 2, netip.MustParsePrefix("10.0.3.15/24"), netip.MustParsePrefix("10.0.3.2/24"))
 
-	var mu sync.Mutex
-	mapped := map[uint64]int{}
 	plat := simhost.Platform(m)
 	plat.MapUnit = func(base uint64) (kernel.Regs, error) {
-		mu.Lock()
-		mapped[base]++
-		mu.Unlock()
+		if mapUnit != nil {
+			return mapUnit(m, base)
+		}
 		return m.UnitRegs(base)
 	}
 	opt := system.DefaultOptions()
@@ -170,7 +169,7 @@ func TestNICsOnTheirOwnUnits(t *testing.T) {
 		cancel()
 		t.Fatalf("start: %v\n%s", err, con)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		sys.Wait()
 		if err := sys.Close(); err != nil {
@@ -179,7 +178,7 @@ func TestNICsOnTheirOwnUnits(t *testing.T) {
 		if t.Failed() {
 			t.Logf("console:\n%s", con)
 		}
-	}()
+	})
 
 	// The static address goes to ether0; ether1's is added here, with its
 	// on-link route.
@@ -190,6 +189,21 @@ func TestNICsOnTheirOwnUnits(t *testing.T) {
 		t.Fatalf("ether1 address: %s", err)
 	}
 	st.AddRoute(tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: netstack.NICID(1)})
+	return m, sys, con, near, far
+}
+
+// Each NIC gets its domain on the unit whose device scope holds it, both
+// carry TCP with no fault, and the graphics unit is never mapped or
+// turned on.
+func TestNICsOnTheirOwnUnits(t *testing.T) {
+	var mu sync.Mutex
+	mapped := map[uint64]int{}
+	m, sys, con, near, far := scopedMachine(t, func(m *sim.Machine, base uint64) (kernel.Regs, error) {
+		mu.Lock()
+		mapped[base]++
+		mu.Unlock()
+		return m.UnitRegs(base)
+	})
 
 	ports := sys.Ports()
 	if len(ports) != 2 {
@@ -294,5 +308,38 @@ func TestNICsOnTheirOwnUnits(t *testing.T) {
 		if !strings.Contains(page.String(), want) {
 			t.Errorf("status page lacks %q:\n%s", want, page.String())
 		}
+	}
+}
+
+// A unit that cannot be brought up costs its NICs translation, not
+// service: the console and the status page say so, and the other unit
+// carries on.
+func TestUnitThatFailsLeavesItsNICUntranslated(t *testing.T) {
+	_, sys, con, near, far := scopedMachine(t, func(m *sim.Machine, base uint64) (kernel.Regs, error) {
+		if base == portBase {
+			return nil, errors.New("window refused")
+		}
+		return m.UnitRegs(base)
+	})
+	near.fetch(t, 64<<10)
+	far.fetch(t, 64<<10)
+	for _, p := range sys.Ports() {
+		translated := p.Domain != nil
+		if translated != (p.Func.Addr == nearNIC) {
+			t.Errorf("%v: translated %v", p.Func.Addr, translated)
+		}
+	}
+	if us := sys.IOMMUs(); len(us) != 1 || us[0].Base != sim.VTdBase {
+		t.Fatalf("active units %+v", us)
+	}
+	if !strings.Contains(con.String(), "iommu: unit 0xfed91000: window refused; DMA of 02:00.0 untranslated\n") {
+		t.Errorf("console does not say why ether1 is untranslated")
+	}
+	var page bytes.Buffer
+	if err := status.Write(&page, sys.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "iommu unit 0xfed91000 failed scope bridge 00:1c.0 buses 01-02\n") {
+		t.Errorf("status page:\n%s", page.String())
 	}
 }
