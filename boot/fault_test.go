@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ether9/ether9/boot/qemu"
+	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 var (
@@ -30,8 +35,9 @@ type faultVM struct {
 	fail      func(format string, args ...any)
 }
 
-// bootFaultVM boots the image for a fault-injection test.
-func bootFaultVM(t *testing.T) *faultVM {
+// bootFaultVM boots the image for a fault-injection test; with pcap set,
+// QEMU records the guest's wire there.
+func bootFaultVM(t *testing.T, pcap string) *faultVM {
 	t.Helper()
 	needMachine(t, "e1000e")
 	if !isMain(t, "./boot/init") {
@@ -41,6 +47,7 @@ func bootFaultVM(t *testing.T) *faultVM {
 	t.Cleanup(cancel)
 	var log syncBuffer
 	o := testOptions("e1000e", "./boot/init")
+	o.pcap = pcap
 	var err error
 	if o.port, err = freePort(); err != nil {
 		t.Fatal(err)
@@ -98,7 +105,7 @@ func (f *faultVM) ctl(cmds map[string]int) {
 // on the console with the NIC's source id and that IOVA, counted on the
 // status page, and the link must keep carrying data intact both ways.
 func TestInjectedDMAFaultE1000e(t *testing.T) {
-	f := bootFaultVM(t)
+	f := bootFaultVM(t, "")
 	ctx, con, fail := f.ctx, f.con, f.fail
 	f.ctl(map[string]int{"ether0 debug frob": 400, "ether0 debug inject-unmapped-rx": 200})
 	injected := time.Now()
@@ -153,12 +160,14 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 // TestInjectedTxDMAFaultE1000e points the first data descriptor of the
 // next packet the guest sends (the answer to the ctl itself) at an
 // unmapped IOVA. QEMU's read of it is refused and recorded; QEMU still
-// sets DD (and puts a frame of zeros on the wire in its place). The fault
-// must be printed with the NIC's source id, read and that IOVA; the
-// driver counts it once, sends its copy of the packet again, and 1 MiB
-// each way matches its SHA-256 afterwards.
+// sets DD and puts a frame of zeros on the wire in the packet's place:
+// the map of the refused IOVA falls back to a bounce buffer read from the
+// unassigned region. The fault must be printed with the NIC's source id,
+// read and that IOVA; the driver counts it once, sends its copy of the
+// packet again, and 1 MiB each way matches its SHA-256 afterwards.
 func TestInjectedTxDMAFaultE1000e(t *testing.T) {
-	f := bootFaultVM(t)
+	capture := filepath.Join(t.TempDir(), "wire.pcap")
+	f := bootFaultVM(t, capture)
 	ctx, con, fail := f.ctx, f.con, f.fail
 	f.ctl(map[string]int{"ether0 debug inject-unmapped-tx": 200})
 	injected := time.Now()
@@ -210,10 +219,49 @@ func TestInjectedTxDMAFaultE1000e(t *testing.T) {
 	if printed != 1 {
 		fail("fault printed %d times", printed)
 	}
+	zero, copied := zeroFrame(t, capture)
+	if zero < 0 || !copied {
+		fail("capture: QEMU's frame of zeros for the refused read: %d bytes (-1: none or several), the guest's copy after it: %v", zero, copied)
+	}
+	t.Logf("QEMU's frame for the refused read: %d bytes of zeros; the copy followed", zero)
 	t.Logf("after QEMU start: descriptor armed %.2fs, fault printed %.2fs, packet sent again %.2fs; ctl to checks done %.2fs",
 		armed.At.Seconds(), seen.At.Seconds(), again.At.Seconds(), time.Since(injected).Seconds())
 	t.Logf("console: %s | %s | %s", armed.Text, seen.Text, again.Text)
 	t.Logf("after the fault: 1 MiB up %.1f Mbit/s, 1 MiB down %.1f Mbit/s", up.mbitps(), down.mbitps())
+}
+
+// zeroFrame finds the one frame in the capture made of zeros alone and
+// returns its length (-1: none, or several), and whether a frame of that
+// length from the guest's address follows it: the driver's copy.
+func zeroFrame(t *testing.T, capture string) (int, bool) {
+	t.Helper()
+	b, err := os.ReadFile(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pkts, err := wire.ReadPcap(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", capture, err)
+	}
+	at := -1
+	for i, p := range pkts {
+		if len(p.Data) > 0 && !slices.ContainsFunc(p.Data, func(c byte) bool { return c != 0 }) {
+			if at >= 0 {
+				return -1, false
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return -1, false
+	}
+	guest := []byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56} // QEMU's default e1000e address
+	for _, p := range pkts[at+1:] {
+		if p.OrigLen == pkts[at].OrigLen && len(p.Data) >= 12 && bytes.Equal(p.Data[6:12], guest) {
+			return pkts[at].OrigLen, true
+		}
+	}
+	return pkts[at].OrigLen, false
 }
 
 func postCtl(ctx context.Context, client *http.Client, base, cmd string) (int, error) {
