@@ -1,11 +1,10 @@
 package igb
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/internal/advplay"
 )
 
 func TestIVARSlot(t *testing.T) {
@@ -60,29 +59,10 @@ func TestInterruptRouting(t *testing.T) {
 	r.regs.Check(t, want)
 }
 
-// An idle queue re-arms its own vector and the link vector, nothing else.
+// An idle queue re-arms its own vector and the link vector (4), nothing
+// else.
 func TestWaitRearmsOwnVector(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
-	for i, q := range r.d.queues {
-		r.regs.Write32(advregs.EIMC, 0xffffffff)
-		if q.Wait(0) {
-			t.Errorf("queue %d: woken with no interrupt", i)
-		}
-		if got, want := r.regs.Get(advregs.EIMS), uint32(1<<i|1<<4); got != want {
-			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
-		}
-		if got := r.Stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
-			t.Errorf("q%d_irq_rearm %d, want 1", i, got)
-		}
-	}
-	if err := r.d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if r.regs.Get(advregs.EIMC) != 0xffffffff {
-		t.Error("Close left vectors unmasked")
-	}
-	if r.d.queues[0].Wait(time.Hour) {
-		t.Error("Wait after Close reported an interrupt")
-	}
+	advplay.CheckIdleRearm(t, r.regs.File, r.Unit, r.d.queues, 4)
 }
