@@ -139,7 +139,7 @@ func TestRouteMSIX(t *testing.T) {
 		advregs.IVAR_MISC: (v | 3) << 8,
 		advregs.GPIE:      advregs.GPIE_NSICR | advregs.GPIE_MULTIPLE_MSIX | advregs.GPIE_EIAME | advregs.GPIE_PBA,
 	})
-	m.ArmVectors(len(bits), ITR(50*time.Microsecond), 0xf)
+	m.ArmVectors(bits, ITR(50*time.Microsecond))
 	f.Check(t, map[uint32]uint32{advregs.EITR0 + 12: 50 << 2, advregs.EIAC: 0xf, advregs.EIAM: 0xf, advregs.EIMS: 0xf, advregs.IMS: advregs.ICR_LSC})
 }
 

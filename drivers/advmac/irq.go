@@ -44,13 +44,16 @@ func ITR(interval time.Duration) uint32 {
 	return uint32(interval/time.Microsecond) << advregs.EITR_INTERVAL_SHIFT & advregs.EITR_INTERVAL_MASK
 }
 
-// ArmVectors writes itr to the moderation register of vectors 0..n-1,
-// makes every vector in all auto-clear and auto-mask as it fires, clears
-// pending causes, enables the link-change cause and arms the vectors.
-func (m *MAC) ArmVectors(n int, itr, all uint32) {
+// ArmVectors writes itr to the moderation register of every vector (bits
+// are their EIMS bits, as RouteMSIX returns them), makes each auto-clear
+// and auto-mask as it fires, clears pending causes, enables the
+// link-change cause and arms the vectors.
+func (m *MAC) ArmVectors(bits []uint32, itr uint32) {
 	r := m.Regs
-	for v := 0; v < n; v++ {
+	var all uint32
+	for v, b := range bits {
 		r.Write32(advregs.EITR0+4*uint32(v), itr)
+		all |= b
 	}
 	r.Write32(advregs.EIAC, all)
 	r.Write32(advregs.EIAM, all)

@@ -54,12 +54,9 @@ func (d *Device) setupInterrupts() {
 	} else {
 		bits = d.core.RouteMSIX(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
 	}
-	var all uint32
 	for i, q := range d.queues {
 		q.vec.EIMS = bits[i]
-		all |= bits[i]
 	}
 	d.other = bits[len(d.queues)]
-	all |= d.other
-	d.core.ArmVectors(len(bits), itr, all)
+	d.core.ArmVectors(bits, itr)
 }

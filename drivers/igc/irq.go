@@ -35,14 +35,11 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 // auto-clear/auto-mask, and arms every vector.
 func (d *Device) setupInterrupts() {
 	bits := d.core.RouteMSIX(len(d.queues), ivarSlot)
-	var all uint32
 	for i, q := range d.queues {
 		q.vec.EIMS = bits[i]
-		all |= bits[i]
 	}
 	d.other = bits[len(d.queues)]
-	all |= d.other
-	d.core.ArmVectors(len(bits), advmac.ITR(itrInterval)|advregs.EITR_CNT_IGNR, all)
+	d.core.ArmVectors(bits, advmac.ITR(itrInterval)|advregs.EITR_CNT_IGNR)
 }
 
 // Wait implements nic.Queue: an idle queue re-arms its vector and sleeps
