@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
@@ -15,9 +16,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 func TestProbeBringsUp(t *testing.T) {
@@ -221,46 +219,6 @@ func TestStatsAccumulate(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// tcpFrame builds an Ethernet frame with one TCP packet as the stack hands
-// a GSO packet to the driver.
-func tcpFrame(v6 bool, payload int) (*nic.TxPacket, tcpip.Address, tcpip.Address) {
-	l3 := header.IPv4MinimumSize
-	et := header.IPv4ProtocolNumber
-	if v6 {
-		l3, et = header.IPv6MinimumSize, header.IPv6ProtocolNumber
-	}
-	const l4 = header.TCPMinimumSize
-	b := make([]byte, 14+l3+l4+payload)
-	header.Ethernet(b).Encode(&header.EthernetFields{SrcAddr: "\x02\x00\x00\x00\x00\x01", DstAddr: "\x02\x00\x00\x00\x00\x02", Type: et})
-	ip := b[14:]
-	var src, dst tcpip.Address
-	if v6 {
-		src = tcpip.AddrFrom16([16]byte{0xfd, 15: 1})
-		dst = tcpip.AddrFrom16([16]byte{0xfd, 15: 2})
-		header.IPv6(ip).Encode(&header.IPv6Fields{PayloadLength: uint16(l4 + payload), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64, SrcAddr: src, DstAddr: dst})
-	} else {
-		src = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
-		dst = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-		header.IPv4(ip).Encode(&header.IPv4Fields{TotalLength: uint16(l3 + l4 + payload), ID: 100, TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dst})
-		header.IPv4(ip).SetChecksum(^header.IPv4(ip).CalculateChecksum())
-	}
-	tcp := header.TCP(ip[l3:])
-	tcp.Encode(&header.TCPFields{SrcPort: 1, DstPort: 2, SeqNum: 1000, DataOffset: l4, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 100})
-	for i := range payload {
-		b[14+l3+l4+i] = byte(i)
-	}
-	typ := nic.GSOTCPv4
-	if v6 {
-		typ = nic.GSOTCPv6
-	}
-	p := &nic.TxPacket{Data: buffer.MakeWithData(b), GSO: typ, MSS: 1460, L3Len: uint16(l3), L4Len: l4,
-		NeedsCsum: true, CsumStart: uint16(14 + l3), CsumOffset: 16}
-	if v6 {
-		p.MSS = 1440
-	}
-	return p, src, dst
-}
-
 // txDescs returns the descriptors written since index from, up to the tail.
 func txDescsFrom(d *Device, from int) [][]byte {
 	var out [][]byte
@@ -276,8 +234,8 @@ func TestTransmitTSO(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		from := d.tx.Tail()
 		doorbells := r.regs.Writes(TDT)
-		p1, _, _ := tcpFrame(v6, 10000)
-		p2, _, _ := tcpFrame(v6, 3000)
+		p1, _, _ := gsotest.Packet(v6, 1000, 10000)
+		p2, _, _ := gsotest.Packet(v6, 1000, 3000)
 		n, err := d.Transmit([]*nic.TxPacket{p1, p2})
 		if n != 2 || err != nil {
 			t.Fatalf("transmit: %d %v", n, err)
@@ -336,11 +294,11 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 	}
 	for _, v6 := range []bool{false, true} {
 		from := d.tx.Tail()
-		p, src, dst := tcpFrame(v6, 10000)
+		p, _, _ := gsotest.Packet(v6, 1000, 10000)
 		if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 			t.Fatalf("transmit %d %v", n, err)
 		}
-		var payload []byte
+		var frames [][]byte
 		for k, desc := range txDescsFrom(d, from) {
 			dw2 := binary.LittleEndian.Uint32(desc[8:])
 			if dw2>>20&0xf != 1 || dw2>>24&TXD_CMD_TSE != 0 {
@@ -354,33 +312,9 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 			if err := r.DMA.DeviceRead(kernelAddr(desc), frame); err != nil {
 				t.Fatal(err)
 			}
-			var tcp header.TCP
-			if v6 {
-				tcp = header.TCP(header.IPv6(frame[14:]).Payload())
-			} else {
-				ip := header.IPv4(frame[14:])
-				if !ip.IsChecksumValid() || ip.ID() != uint16(100+k) {
-					t.Fatalf("segment %d: IPv4 checksum or id %d", k, ip.ID())
-				}
-				tcp = header.TCP(ip.Payload())
-			}
-			data := tcp.Payload()
-			if !tcp.IsChecksumValid(src, dst, checksum.Checksum(data, 0), uint16(len(data))) {
-				t.Fatalf("segment %d: TCP checksum", k)
-			}
-			if tcp.SequenceNumber() != uint32(1000+len(payload)) {
-				t.Fatalf("segment %d: seq %d", k, tcp.SequenceNumber())
-			}
-			payload = append(payload, data...)
+			frames = append(frames, frame)
 		}
-		if len(payload) != 10000 {
-			t.Fatalf("v6 %v: %d payload bytes on the wire", v6, len(payload))
-		}
-		for i, c := range payload {
-			if c != byte(i) {
-				t.Fatalf("payload byte %d", i)
-			}
-		}
+		gsotest.CheckSegments(t, frames, v6, 1000, 10000)
 	}
 	if d.tx.Stats.SoftGSO.Load() != 2 {
 		t.Errorf("soft GSO counter %d", d.tx.Stats.SoftGSO.Load())
@@ -410,7 +344,7 @@ func TestPCHSPTNeverTSO(t *testing.T) {
 		t.Fatal("pch_spt uses TSO when forced")
 	}
 	from := d.tx.Tail()
-	p, _, _ := tcpFrame(false, 5000)
+	p, _, _ := gsotest.Packet(false, 1000, 5000)
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatal(n, err)
 	}
@@ -541,7 +475,7 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	p, _, _ := tcpFrame(false, 3*txCopyMax) // too large to be copied
+	p, _, _ := gsotest.Packet(false, 1000, 3*txCopyMax) // too large to be copied
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
 	r.DMA.FailAllMaps(true)
@@ -595,7 +529,7 @@ func TestDefaultCopybreak(t *testing.T) {
 func TestTransmitCopiesSmallTSO(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	p, _, _ := tcpFrame(false, txCopyMax-54)
+	p, _, _ := gsotest.Packet(false, 1000, txCopyMax-54)
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {

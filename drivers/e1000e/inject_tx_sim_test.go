@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
@@ -147,7 +148,7 @@ func TestSimInjectUnmappedTxTSO(t *testing.T) {
 		t.Fatal(err)
 	}
 	const payload = 40000 // above the copy limit: mapped
-	p, _, _ := gsoPacket(false, 1000, payload)
+	p, _, _ := gsotest.Packet(false, 1000, payload)
 	maps := mc.IOMMUStats().Maps
 	mc.send(t, p)
 	if mc.IOMMUStats().Maps == maps {
@@ -156,7 +157,7 @@ func TestSimInjectUnmappedTxTSO(t *testing.T) {
 	_, hole := txArmed(t, log)
 	checkOneReadFault(t, mc.Unit, iommu.SourceID(machineAddr.Bus, machineAddr.Dev, machineAddr.Fn), hole)
 	mc.q.Reclaim()
-	checkWire(t, mc.peer.Frames(), false, 1000, payload)
+	gsotest.CheckSegments(t, mc.peer.Frames(), false, 1000, payload)
 	if got := mc.Stat(t, "tx_dma_resent"); got != 1 {
 		t.Errorf("tx_dma_resent %d", got)
 	}

@@ -6,16 +6,13 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/e1000e"
+	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
-	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 // machine is one simulated machine with an e1000e model behind VT-d, its
@@ -195,79 +192,6 @@ func TestSimCopybreakUnmapMode(t *testing.T) {
 	mc.close(t)
 }
 
-// gsoPacket is one GSO TCP packet as the stack hands it over.
-func gsoPacket(v6 bool, seq uint32, payload int) (*nic.TxPacket, tcpip.Address, tcpip.Address) {
-	l3, et := header.IPv4MinimumSize, header.IPv4ProtocolNumber
-	if v6 {
-		l3, et = header.IPv6MinimumSize, header.IPv6ProtocolNumber
-	}
-	const l4 = header.TCPMinimumSize
-	b := make([]byte, 14+l3+l4+payload)
-	header.Ethernet(b).Encode(&header.EthernetFields{SrcAddr: "\x52\x54\x00\x12\x34\x56", DstAddr: "\x02\x00\x00\x00\x00\x09", Type: et})
-	ip := b[14:]
-	var src, dst tcpip.Address
-	if v6 {
-		src, dst = tcpip.AddrFrom16([16]byte{0xfd, 15: 1}), tcpip.AddrFrom16([16]byte{0xfd, 15: 2})
-		header.IPv6(ip).Encode(&header.IPv6Fields{PayloadLength: uint16(l4 + payload), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64, SrcAddr: src, DstAddr: dst})
-	} else {
-		src, dst = tcpip.AddrFrom4([4]byte{10, 0, 0, 1}), tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-		header.IPv4(ip).Encode(&header.IPv4Fields{TotalLength: uint16(l3 + l4 + payload), ID: 1, Flags: header.IPv4FlagDontFragment, TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dst})
-		header.IPv4(ip).SetChecksum(^header.IPv4(ip).CalculateChecksum())
-	}
-	tcp := header.TCP(ip[l3:])
-	tcp.Encode(&header.TCPFields{SrcPort: 1234, DstPort: 80, SeqNum: seq, AckNum: 1, DataOffset: l4, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 1000})
-	for i := 0; i < payload; i++ {
-		b[14+l3+l4+i] = byte(seq) + byte(i)
-	}
-	tcp.SetChecksum(header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(l4+payload)))
-	typ, mss := nic.GSOTCPv4, 1460
-	if v6 {
-		typ, mss = nic.GSOTCPv6, 1440
-	}
-	return &nic.TxPacket{Data: buffer.MakeWithData(b), NeedsCsum: true, CsumStart: uint16(14 + l3), CsumOffset: 16,
-		GSO: typ, MSS: uint16(mss), L3Len: uint16(l3), L4Len: l4}, src, dst
-}
-
-// checkWire parses every captured frame: none above the MTU, all TCP
-// checksums right, the byte stream continuous from seq0.
-func checkWire(t *testing.T, frames [][]byte, v6 bool, seq0 uint32, total int) {
-	t.Helper()
-	var stream []byte
-	for i, f := range frames {
-		if len(f) > 1514 {
-			t.Fatalf("frame %d of %d bytes on the wire", i, len(f))
-		}
-		var tcp header.TCP
-		var src, dst tcpip.Address
-		if v6 {
-			ip := header.IPv6(f[14:])
-			tcp, src, dst = header.TCP(ip.Payload()), ip.SourceAddress(), ip.DestinationAddress()
-		} else {
-			ip := header.IPv4(f[14:])
-			if !ip.IsChecksumValid() {
-				t.Fatalf("frame %d: IPv4 checksum", i)
-			}
-			tcp, src, dst = header.TCP(ip.Payload()), ip.SourceAddress(), ip.DestinationAddress()
-		}
-		data := tcp.Payload()
-		if !tcp.IsChecksumValid(src, dst, checksum.Checksum(data, 0), uint16(len(data))) {
-			t.Fatalf("frame %d: TCP checksum", i)
-		}
-		if tcp.SequenceNumber() != seq0+uint32(len(stream)) {
-			t.Fatalf("frame %d: seq %d, want %d", i, tcp.SequenceNumber(), seq0+uint32(len(stream)))
-		}
-		stream = append(stream, data...)
-	}
-	if len(stream) != total {
-		t.Fatalf("%d payload bytes on the wire, want %d", len(stream), total)
-	}
-	for i, c := range stream {
-		if c != byte(seq0)+byte(i) {
-			t.Fatalf("payload byte %d", i)
-		}
-	}
-}
-
 func (mc *machine) send(t *testing.T, p *nic.TxPacket) {
 	t.Helper()
 	mc.peer.Reset()
@@ -292,24 +216,24 @@ func testTSOQuirk(t *testing.T, nc bool) {
 		mc.wire.SetLink(true, 1000)
 		mc.poll()
 		tso0 := mc.Model.Counters().TxTSO
-		p, _, _ := gsoPacket(v6, 5000, 20000)
+		p, _, _ := gsotest.Packet(v6, 5000, 20000)
 		mc.send(t, p)
 		if mc.Model.Counters().TxTSO != tso0+1 {
 			t.Fatalf("v6 %v: the device segmented %d packets, want 1", v6, mc.Model.Counters().TxTSO-tso0)
 		}
-		checkWire(t, mc.peer.Frames(), v6, 5000, 20000)
+		gsotest.CheckSegments(t, mc.peer.Frames(), v6, 5000, 20000)
 
 		mc.wire.SetLink(true, 100)
 		mc.poll()
 		if l := mc.NIC.Link(); l.SpeedMbps != 100 || mc.NIC.Features().TSOv4 {
 			t.Fatalf("at 100 Mb/s: link %+v features %+v", l, mc.NIC.Features())
 		}
-		p, _, _ = gsoPacket(v6, 25000, 20000)
+		p, _, _ = gsotest.Packet(v6, 25000, 20000)
 		mc.send(t, p)
 		if mc.Model.Counters().TxTSO != tso0+1 {
 			t.Fatal("the device segmented at 100 Mb/s")
 		}
-		checkWire(t, mc.peer.Frames(), v6, 25000, 20000)
+		gsotest.CheckSegments(t, mc.peer.Frames(), v6, 25000, 20000)
 	}
 	if mc.Stat(t, "tx_soft_gso") != 2 || mc.Stat(t, "tx_tso") != 2 {
 		t.Errorf("tx_soft_gso %d tx_tso %d", mc.Stat(t, "tx_soft_gso"), mc.Stat(t, "tx_tso"))
@@ -335,9 +259,9 @@ func TestSimPCHSPTNeverTSO(t *testing.T) {
 		if f := mc.NIC.Features(); f.TSOv4 || f.TSOv6 {
 			t.Fatalf("pch_spt at %d Mb/s: %+v", speed, f)
 		}
-		p, _, _ := gsoPacket(false, 1, 9000)
+		p, _, _ := gsotest.Packet(false, 1, 9000)
 		mc.send(t, p)
-		checkWire(t, mc.peer.Frames(), false, 1, 9000)
+		gsotest.CheckSegments(t, mc.peer.Frames(), false, 1, 9000)
 	}
 	if mc.Model.Counters().TxTSO != 0 {
 		t.Errorf("the I219 segmented %d packets", mc.Model.Counters().TxTSO)
