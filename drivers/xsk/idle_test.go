@@ -6,14 +6,7 @@ import (
 )
 
 func TestIdlerWaitsAfterSpins(t *testing.T) {
-	u, err := NewUmem(UmemConfig{Frames: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSocket(u, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestSocket(t)
 	var waited []time.Duration
 	s.SetWaiter(func(d time.Duration) bool { waited = append(waited, d); return false })
 	p := &Idler{Socket: s, Spins: 3, Sleep: time.Millisecond}
@@ -33,14 +26,7 @@ func TestIdlerWaitsAfterSpins(t *testing.T) {
 }
 
 func TestWaitUnbound(t *testing.T) {
-	u, err := NewUmem(UmemConfig{Frames: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSocket(u, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestSocket(t)
 	if s.Wait(time.Hour) {
 		t.Fatal("an unbound socket reported work")
 	}
@@ -54,4 +40,18 @@ func TestWaitUnbound(t *testing.T) {
 	if s.Wait(time.Millisecond) || called {
 		t.Fatal("the waiter outlived the unbind")
 	}
+}
+
+// newTestSocket is a socket on a umem of 8 frames, its rings 8 deep.
+func newTestSocket(t *testing.T) *Socket {
+	t.Helper()
+	u, err := NewUmem(UmemConfig{Frames: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSocket(u, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -145,26 +146,10 @@ func (f *fakeNIC) receive(k int, b []byte) {
 	f.rxDone = append(f.rxDone, len(b))
 }
 
-func newSocket(t *testing.T, frames, fill int) (*xsk.Socket, []uint64) {
-	u, err := xsk.NewUmem(xsk.UmemConfig{Frames: frames})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := xsk.NewSocket(u, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var free []uint64
-	for i := range frames {
-		free = append(free, u.Frame(i))
-	}
-	k := u.Fill.ProduceBatch(free[:fill])
-	return s, free[k:]
-}
-
 func TestQueueZeroCopy(t *testing.T) {
 	f := newFake(t, 8, 8)
-	s, free := newSocket(t, 32, 16)
+	app := xskapp.New(t, 32, 16, 16)
+	s, free := app.S, app.Free
 	if err := f.x.Bind(s, xsk.ZeroCopy, 1518); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +239,7 @@ func TestQueueCopyMode(t *testing.T) {
 	if v := f.x.Run(xsk.RedirectAll, frame); v != xsk.Redirect || f.x.NoSocket.Load() != 1 {
 		t.Fatalf("redirect with no socket: %v, %d", v, f.x.NoSocket.Load())
 	}
-	s, _ := newSocket(t, 32, 2)
+	s := xskapp.New(t, 32, 2, 16).S
 	if err := f.x.Bind(s, xsk.Copy, 1518); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +274,7 @@ func TestQueueCopyMode(t *testing.T) {
 
 func TestQueueBindChecks(t *testing.T) {
 	f := newFake(t, 8, 8)
-	s, _ := newSocket(t, 8, 0)
+	s := xskapp.New(t, 8, 0, 16).S
 	if err := f.x.Bind(nil, xsk.ZeroCopy, 1518); err == nil {
 		t.Fatal("bound no socket")
 	}
