@@ -137,3 +137,18 @@ func (t *Queue) ReclaimLocked() int {
 	}
 	return n
 }
+
+// MaxTSO is the longest packet the TSO path takes, headers included: the
+// largest IP packet.
+const MaxTSO = 65535
+
+// Features is what the advanced descriptors offer the stack: checksum
+// offload both ways and, while tso is on, TSO for IPv4 and IPv6 up to
+// MaxTSO.
+func Features(tso bool) nic.Features {
+	f := nic.Features{RxChecksum: true, TxChecksum: true, TSOv4: tso, TSOv6: tso}
+	if tso {
+		f.MaxGSO = MaxTSO
+	}
+	return f
+}

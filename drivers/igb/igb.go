@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/advtx"
 
 	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/intr"
@@ -201,15 +202,8 @@ func (d *Device) Link() nic.Link {
 	return d.link.Load()
 }
 
-// Features implements nic.NIC.
-func (d *Device) Features() nic.Features {
-	tso := d.tso.Load()
-	f := nic.Features{RxChecksum: true, TxChecksum: true, TSOv4: tso, TSOv6: tso}
-	if tso {
-		f.MaxGSO = 65535
-	}
-	return f
-}
+// Features implements nic.NIC (advtx.Features).
+func (d *Device) Features() nic.Features { return advtx.Features(d.tso.Load()) }
 
 // Queues implements nic.NIC.
 func (d *Device) Queues() []nic.Queue {

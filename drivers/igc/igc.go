@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/advtx"
 
 	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/intr"
@@ -35,8 +36,7 @@ const (
 	fcsLen      = 4
 	frameExtra  = ethHdrLen + fcsLen + vlanTagLen // what a max frame adds to the MTU
 	maxQueues   = 4                               // the I225 has four queue pairs
-	maxTSO      = 65535
-	maxMTU      = ring.HalfPage - frameExtra // one 2 KiB buffer per frame
+	maxMTU      = ring.HalfPage - frameExtra      // one 2 KiB buffer per frame
 )
 
 // Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
@@ -207,15 +207,8 @@ func (d *Device) SetMTU(mtu int) error {
 // Link implements nic.NIC.
 func (d *Device) Link() nic.Link { return d.link.Load() }
 
-// Features implements nic.NIC.
-func (d *Device) Features() nic.Features {
-	tso := d.tso.Load()
-	f := nic.Features{RxChecksum: true, TxChecksum: true, TSOv4: tso, TSOv6: tso}
-	if tso {
-		f.MaxGSO = maxTSO
-	}
-	return f
-}
+// Features implements nic.NIC (advtx.Features).
+func (d *Device) Features() nic.Features { return advtx.Features(d.tso.Load()) }
 
 // Queues implements nic.NIC.
 func (d *Device) Queues() []nic.Queue {
