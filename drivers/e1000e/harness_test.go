@@ -1,6 +1,7 @@
 package e1000e
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 
@@ -121,4 +122,14 @@ func (r *rig) poll() []*nic.RxPacket {
 	var got []*nic.RxPacket
 	r.d.Poll(64, func(p *nic.RxPacket) { got = append(got, p) })
 	return got
+}
+
+// pollOne polls and checks that exactly want arrived, then releases it.
+func (r *rig) pollOne(t testing.TB, want []byte, when string) {
+	t.Helper()
+	got := r.poll()
+	if len(got) != 1 || !bytes.Equal(got[0].Data.Flatten(), want) {
+		t.Fatalf("%s: %d frames, or not the one sent", when, len(got))
+	}
+	got[0].Data.Release()
 }
