@@ -2,10 +2,10 @@ package igb
 
 import (
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/advrx"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
-	"gvisor.dev/gvisor/pkg/buffer"
 )
 
 // Poll implements nic.Queue: it cleans up to budget completed RX
@@ -40,27 +40,18 @@ func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 	prog := q.x.Program()
 	if q.x.ZeroCopy() {
-		n := advdesc.CleanRx(q.rx.Descs, q.x, budget, &q.discard, q.drop, func(wb advdesc.Rx) { q.frameZC(wb, prog, deliver) })
-		if q.x.Refill() {
+		z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
+		n, moved := z.Clean(q.rx.Descs, budget, &q.discard, prog, deliver)
+		if moved {
 			q.d.core.SetRxTail(q.idx, q.x.Tail())
 		}
 		return n
 	}
-	n := advdesc.CleanRx(q.rx.Descs, q.rx, budget, &q.discard, q.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
+	n := advrx.CleanRx(q.rx.Descs, q.rx, budget, &q.discard, q.rx.Drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
 	if q.rx.Refill(q.writeRx) {
 		q.d.core.SetRxTail(q.idx, q.rx.Tail())
 	}
 	return n
-}
-
-// drop discards the frame at the clean index; its buffer stays armed.
-func (q *queue) drop(r ring.DropReason) {
-	if q.x.ZeroCopy() {
-		q.rx.Stats.Drop(r)
-		q.rx.Stats.Recycled.Add(1)
-		return
-	}
-	q.rx.Drop(r)
 }
 
 // frame handles a good frame in a half-page buffer.
@@ -89,29 +80,4 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		q.txq.Mu.Unlock()
 	}
 	q.rx.Keep(n)
-}
-
-// frameZC handles a good frame the NIC wrote into a socket's frame.
-func (q *queue) frameZC(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
-	n := wb.Length
-	b, v, err := q.x.RunZC(prog, n)
-	if err != nil {
-		q.drop(ring.DropLength)
-		return
-	}
-	q.rx.Stats.Frames.Add(1)
-	q.rx.Stats.Bytes.Add(uint64(n))
-	switch v {
-	case xsk.Pass:
-		// The frame belongs to the socket: the stack gets a copy.
-		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash})
-		q.rx.Stats.Copybreak.Add(1)
-	case xsk.Tx:
-		q.txq.Mu.Lock()
-		q.txq.SendCopy(b)
-		q.txq.Mu.Unlock()
-	case xsk.Redirect:
-		return
-	}
-	q.rx.Stats.Recycled.Add(1)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/advrx"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -46,7 +47,7 @@ func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
 		return q.cleanZC(budget, deliver)
 	}
 	r, prog := q.rx, q.prog
-	handled := advdesc.CleanRx(r.Descs, r, budget, &q.discard, r.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
+	handled := advrx.CleanRx(r.Descs, r, budget, &q.discard, r.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
 	if r.refill(q.writeRx) {
 		q.d.core.SetRxTail(q.idx, r.Tail())
 	}

@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/advrx"
 
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
-	"gvisor.dev/gvisor/pkg/buffer"
 )
 
 // A queue taken over by a socket. In zero-copy mode the RX ring is armed
@@ -80,38 +78,12 @@ func (q *queue) startRxZC() error {
 // cleanZC is the RX loop while the socket's frames are armed; rxMu is
 // held.
 func (q *queue) cleanZC(budget int, deliver func(*nic.RxPacket)) int {
-	x, prog := q.x, q.prog
-	handled := advdesc.CleanRx(q.rx.Descs, x, budget, &q.discard, q.rx.drop, func(wb advdesc.Rx) { q.frameZC(wb, prog, deliver) })
-	if x.Refill() {
-		q.d.core.SetRxTail(q.idx, x.Tail())
+	z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
+	n, moved := z.Clean(q.rx.Descs, budget, &q.discard, q.prog, deliver)
+	if moved {
+		q.d.core.SetRxTail(q.idx, q.x.Tail())
 	}
-	return handled
-}
-
-// frameZC takes a good frame the device wrote into a socket's frame
-// through the program.
-func (q *queue) frameZC(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
-	r, n := q.rx, wb.Length
-	b, v, err := q.x.RunZC(prog, n)
-	if err != nil {
-		r.drop(ring.DropLength)
-		return
-	}
-	r.Stats.Frames.Add(1)
-	r.Stats.Bytes.Add(uint64(n))
-	switch v {
-	case xsk.Pass:
-		// The frame is the socket's: the stack gets a copy.
-		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash})
-		r.Stats.Copybreak.Add(1)
-	case xsk.Tx:
-		q.txq.Mu.Lock()
-		q.txq.SendCopy(b)
-		q.txq.Mu.Unlock()
-	case xsk.Redirect:
-		return // the socket has it
-	}
-	r.Stats.Recycled.Add(1)
+	return n
 }
 
 // serveSocket sends what the bound socket's TX ring holds and completes
