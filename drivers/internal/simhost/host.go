@@ -148,9 +148,13 @@ func (h *Host[M]) CheckNoLeaks(t testing.TB) {
 	}
 }
 
-// CheckNoFaults checks that the VT-d unit recorded no fault.
+// CheckNoFaults checks that the VT-d unit recorded no fault; with
+// translation off there is nothing to record.
 func (h *Host[M]) CheckNoFaults(t testing.TB) {
 	t.Helper()
+	if h.Unit == nil {
+		return
+	}
 	if f := h.Unit.Faults(); len(f) != 0 {
 		t.Errorf("%d VT-d faults, first %v", len(f), f[0])
 	}
