@@ -22,12 +22,8 @@ func newHost(t *testing.T, end *wire.End, last byte, logf func(string, ...any)) 
 	// DeferRx: frames wait in the model's packet buffer until this
 	// machine's receive path touches the device, so the ring is written on
 	// the goroutine that reads it, as one CPU sees its NIC.
-	h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true, Logf: logf}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
-		model, err := m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
-		if err == nil {
-			model.Attach(end)
-		}
-		return model, err
+	h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true, Logf: logf, End: end}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+		return m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
 	})
 	h.Up(t, netip.MustParsePrefix(fmt.Sprintf("10.9.0.%d/24", last)), netstack.Options{})
 	return h

@@ -40,12 +40,8 @@ func newDeferredHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *
 func newHostWith(t testing.TB, end *wire.End, last byte, nonCoherent bool, opt m82576.Options) *host {
 	t.Helper()
 	opt.MAC = [6]byte{0x52, 0x54, 0, 0, 0, last}
-	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent}, func(m *sim.Machine, a pci.Addr) (*m82576.NIC, error) {
-		model, err := m82576.Plug(m, a, opt)
-		if err == nil {
-			model.Attach(end)
-		}
-		return model, err
+	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*m82576.NIC, error) {
+		return m82576.Plug(m, a, opt)
 	})
 	dev, ok := sh.NIC.(*igb.Device)
 	if !ok {

@@ -32,12 +32,8 @@ type host struct {
 
 func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool) *host {
 	t.Helper()
-	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
-		model, err := mi225.Plug(m, a, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
-		if err == nil {
-			model.Attach(end)
-		}
-		return model, err
+	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
+		return mi225.Plug(m, a, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
 	})
 	d, ok := sh.NIC.(*igc.Device)
 	if !ok {

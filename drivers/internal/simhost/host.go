@@ -28,6 +28,9 @@ import (
 type Options struct {
 	// Addr is where the model sits on the bus.
 	Addr pci.Addr
+	// End is the wire end the model is attached to before the driver
+	// binds; nil leaves attaching to plug.
+	End *wire.End
 	// NonCoherent makes device and CPU views of memory meet only at syncs.
 	NonCoherent bool
 	// Passthrough leaves the VT-d unit alone: DMA addresses are physical.
@@ -38,8 +41,13 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// Model is a NIC model: it sits on a wire.
+type Model interface {
+	Attach(p wire.Port)
+}
+
 // Host is one simulated machine with its NIC bound.
-type Host[M any] struct {
+type Host[M Model] struct {
 	Machine *sim.Machine
 	Model   M
 	Unit    *iommu.Unit // nil with Options.Passthrough
@@ -47,10 +55,9 @@ type Host[M any] struct {
 	Stack   *netstack.Stack // set by Up
 }
 
-// New builds a machine, lets plug put the model at o.Addr (and attach it
-// to its wire), and binds the driver through probe. Exactly one NIC must
-// come up.
-func New[M any](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr) (M, error)) *Host[M] {
+// New builds a machine, lets plug put the model at o.Addr, attaches it to
+// o.End, and binds the driver through probe. Exactly one NIC must come up.
+func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr) (M, error)) *Host[M] {
 	t.Helper()
 	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.NonCoherent})
 	if err := m.Err(); err != nil {
@@ -59,6 +66,9 @@ func New[M any](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr) (
 	model, err := plug(m, o.Addr)
 	if err != nil {
 		t.Fatalf("plug the model at %v: %v", o.Addr, err)
+	}
+	if o.End != nil {
+		model.Attach(o.End)
 	}
 	h := &Host[M]{Machine: m, Model: model}
 	if !o.Passthrough {

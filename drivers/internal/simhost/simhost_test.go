@@ -35,15 +35,11 @@ func TestPeerKeepsFrames(t *testing.T) {
 
 func TestHostChecks(t *testing.T) {
 	w := Wire(t, wire.Options{})
-	h := New(t, Options{Addr: pci.Addr{Dev: 2}}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
-		model, err := m82574.Plug(m, a, m82574.Options{})
-		if err == nil {
-			model.Attach(w.A())
-		}
-		return model, err
+	h := New(t, Options{Addr: pci.Addr{Dev: 2}, End: w.A()}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+		return m82574.Plug(m, a, m82574.Options{})
 	})
-	if h.NIC.MAC() != h.Model.MAC() || h.Unit == nil {
-		t.Fatalf("NIC %x on model %x, unit %v", h.NIC.MAC(), h.Model.MAC(), h.Unit)
+	if h.NIC.MAC() != h.Model.MAC() || h.Unit == nil || !h.NIC.Link().Up {
+		t.Fatalf("NIC %x on model %x, unit %v, link %+v (the model on its wire is up)", h.NIC.MAC(), h.Model.MAC(), h.Unit, h.NIC.Link())
 	}
 	if h.Stat(t, "rx_frames") != 0 {
 		t.Error("frames counted before any arrived")
