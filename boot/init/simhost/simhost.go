@@ -125,19 +125,14 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 // Platform is the system's view of a simulated machine.
 func Platform(m *sim.Machine) system.Platform {
 	return system.Platform{
-		Name:   "sim",
-		Config: m.Bus,
-		Memory: m.Mem,
-		Clock:  m.Clock,
-		DMAR:   m.DMAR(),
-		MapUnit: func(base uint64) (kernel.Regs, error) {
-			if base != sim.VTdBase {
-				return nil, fmt.Errorf("no VT-d unit at %#x (the machine's is at %#x)", base, uint64(sim.VTdBase))
-			}
-			return m.VTdRegs(), nil
-		},
-		MapBAR: m.Bus.Regs,
-		IRQ:    func(a pci.Addr) kernel.Waiter { return m.IRQ(a) },
+		Name:    "sim",
+		Config:  m.Bus,
+		Memory:  m.Mem,
+		Clock:   m.Clock,
+		DMAR:    m.DMAR(),
+		MapUnit: m.UnitRegs,
+		MapBAR:  m.Bus.Regs,
+		IRQ:     func(a pci.Addr) kernel.Waiter { return m.IRQ(a) },
 	}
 }
 
