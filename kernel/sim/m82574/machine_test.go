@@ -101,20 +101,20 @@ func (s *station) setup() {
 		s.arm(i)
 	}
 	r := s.regs
-	r.Write32(CTRL, r.Read32(CTRL)|CtrlSLU)
+	r.Write32(nicmodel.CTRL, r.Read32(nicmodel.CTRL)|nicmodel.CtrlSLU)
 	r.Write32(RDBAL, uint32(s.rx.Addr))
 	r.Write32(RDBAH, uint32(uint64(s.rx.Addr)>>32))
 	r.Write32(RDLEN, ringSize*descLen)
 	r.Write32(RDH, 0)
 	r.Write32(RDT, ringSize-1)
-	r.Write32(RFCTL, RfctlEXSTEN)
-	r.Write32(RCTL, RctlEN|RctlBAM|RctlSECRC)
+	r.Write32(nicmodel.RFCTL, RfctlEXSTEN)
+	r.Write32(nicmodel.RCTL, nicmodel.RctlEN|nicmodel.RctlBAM|nicmodel.RctlSECRC)
 	r.Write32(TDBAL, uint32(s.tx.Addr))
 	r.Write32(TDBAH, uint32(uint64(s.tx.Addr)>>32))
 	r.Write32(TDLEN, ringSize*descLen)
 	r.Write32(TDH, 0)
 	r.Write32(TDT, 0)
-	r.Write32(TCTL, TctlEN|TctlPSP)
+	r.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
 }
 
 func (s *station) arm(i int) {
@@ -144,7 +144,7 @@ func (s *station) send(f []byte) error {
 // lets the model move waiting frames into the ring), then takes every done
 // frame off the RX ring and hands its buffer back.
 func (s *station) poll(deliver func([]byte)) int {
-	s.regs.Read32(ICR)
+	s.regs.Read32(nicmodel.ICR)
 	got := 0
 	for {
 		i := s.rxNext
@@ -285,7 +285,7 @@ func TestDMAFaultRecordedByVTd(t *testing.T) {
 	s.nic.Attach(w.A())
 	s.nic.InjectRx(RxFault{Frames: 1, DMAFault: true})
 	w.B().Send(udp4(ourMAC, payloadBytes(100, 0)))
-	s.regs.Read32(ICR)
+	s.regs.Read32(nicmodel.ICR)
 	if binary.LittleEndian.Uint32(s.rx.Buf[8:])&RxdDD == 0 {
 		t.Fatal("descriptor not completed")
 	}

@@ -192,7 +192,7 @@ type linkState struct {
 // PHY: down while the PHY is powered down or held in reset; the speed is
 // the best both sides advertise.
 func (n *NIC) linkLocked() linkState {
-	if !n.cable.up || n.regs[CTRL/4]&CtrlPHYRST != 0 || !n.phy.powered() {
+	if !n.cable.up || n.regs[nicmodel.CTRL/4]&nicmodel.CtrlPHYRST != 0 || !n.phy.powered() {
 		return linkState{}
 	}
 	return linkState{up: true, speed: n.phy.resolve(n.cable.speed)}
@@ -205,20 +205,20 @@ func (n *NIC) linkChangedLocked() {
 	}
 	n.linkWas = now
 	n.phy.setLink(now.up, now.speed)
-	n.causeLocked(IntLSC)
+	n.causeLocked(nicmodel.IntLSC)
 }
 
 // causeLocked latches interrupt causes and signals the line if any cause
 // is enabled.
 func (n *NIC) causeLocked(bits uint32) {
-	icr := n.regs[ICR/4] | bits
-	if icr&n.regs[IMS/4]&intCauses != 0 {
-		icr |= IntAsserted
-		n.regs[ICR/4] = icr
+	icr := n.regs[nicmodel.ICR/4] | bits
+	if icr&n.regs[nicmodel.IMS/4]&intCauses != 0 {
+		icr |= nicmodel.IntAsserted
+		n.regs[nicmodel.ICR/4] = icr
 		n.irq.Raise()
 		return
 	}
-	n.regs[ICR/4] = icr
+	n.regs[nicmodel.ICR/4] = icr
 }
 
 // resetLocked is the software reset (CTRL.RST): every MAC register to its
@@ -227,19 +227,19 @@ func (n *NIC) causeLocked(bits uint32) {
 func (n *NIC) resetLocked() {
 	clear(n.regs[:])
 	r := &n.regs
-	r[CTRL/4] = ctrlResetVal
-	r[EECD/4] = EecdPres | EecdAutoRd | 2<<EecdSizeSh
-	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
-	r[TIPG/4] = 0x00602008
-	r[VET/4] = 0x8100
-	r[RXCSUM/4] = RxcsumIPOFL | RxcsumTUOFL
+	r[nicmodel.CTRL/4] = ctrlResetVal
+	r[nicmodel.EECD/4] = nicmodel.EecdPres | nicmodel.EecdAutoRd | 2<<nicmodel.EecdSizeSh
+	r[nicmodel.TCTL/4] = nicmodel.TctlPSP | 0xf<<4 | 0x3f<<12
+	r[nicmodel.TIPG/4] = 0x00602008
+	r[nicmodel.VET/4] = 0x8100
+	r[nicmodel.RXCSUM/4] = nicmodel.RxcsumIPOFL | nicmodel.RxcsumTUOFL
 	r[PBA/4] = 0x00140014
 	r[TARC0/4] = 0x3
 	r[DTXTCPFLGL/4] = 0x0f760ff6
 	r[DTXTCPFLGH/4] = 0x00000f7f
-	r[MDIC/4] = nicmodel.MdicReady
-	r[RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
-	r[RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | RahAV
+	r[nicmodel.MDIC/4] = nicmodel.MdicReady
+	r[nicmodel.RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
+	r[nicmodel.RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | nicmodel.RahAV
 	n.tx = txEngine{TxQueue: n.tx.TxQueue}
 	n.tx.Reset()
 	n.rx.pending = n.rx.pending[:0]
@@ -272,7 +272,7 @@ func (n *NIC) read32(off uint32) uint32 {
 	if off%4 != 0 || off >= mmioSize {
 		return 0
 	}
-	if off == ICR || off == RDH {
+	if off == nicmodel.ICR || off == RDH {
 		n.drainRx()
 	}
 	n.mu.Lock()
@@ -284,14 +284,14 @@ func (n *NIC) readLocked(off uint32) uint32 {
 	r := &n.regs
 	switch {
 	case off == CTRLDup:
-		return r[CTRL/4]
-	case off == STATUS:
+		return r[nicmodel.CTRL/4]
+	case off == nicmodel.STATUS:
 		return n.statusLocked()
-	case off == ICR:
+	case off == nicmodel.ICR:
 		return n.readICRLocked()
-	case off == ICS, off == IMC:
+	case off == nicmodel.ICS, off == nicmodel.IMC:
 		return 0 // write-only
-	case off == SWSM:
+	case off == nicmodel.SWSM:
 		v := r[off/4]
 		r[off/4] |= 1 // SMBI: a read takes the semaphore
 		return v
@@ -306,12 +306,12 @@ func (n *NIC) readLocked(off uint32) uint32 {
 // CTRL_EXT.IAME an asserted read also masks the causes in IAM.
 func (n *NIC) readICRLocked() uint32 {
 	r := &n.regs
-	v := r[ICR/4]
-	if v&IntAsserted != 0 || r[IMS/4] == 0 {
-		if v&IntAsserted != 0 && r[CTRL_EXT/4]&CtrlExtIAME != 0 {
-			r[IMS/4] &^= r[IAM/4]
+	v := r[nicmodel.ICR/4]
+	if v&nicmodel.IntAsserted != 0 || r[nicmodel.IMS/4] == 0 {
+		if v&nicmodel.IntAsserted != 0 && r[nicmodel.CTRL_EXT/4]&CtrlExtIAME != 0 {
+			r[nicmodel.IMS/4] &^= r[nicmodel.IAM/4]
 		}
-		r[ICR/4] = 0
+		r[nicmodel.ICR/4] = 0
 	}
 	return v
 }
@@ -320,12 +320,12 @@ func (n *NIC) statusLocked() uint32 {
 	var s uint32
 	if l := n.linkWas; l.up {
 		code := speedCode(l.speed)
-		s |= StatusLU | StatusFD | code<<StatusSpeedSh | code<<StatusASDVSh
+		s |= nicmodel.StatusLU | nicmodel.StatusFD | code<<nicmodel.StatusSpeedSh | code<<StatusASDVSh
 	}
-	if n.regs[CTRL/4]&CtrlGIOMDis == 0 {
-		s |= StatusGIOME
+	if n.regs[nicmodel.CTRL/4]&nicmodel.CtrlGIOMDis == 0 {
+		s |= nicmodel.StatusGIOME
 	}
-	return s | n.regs[STATUS/4]&StatusPHYRA
+	return s | n.regs[nicmodel.STATUS/4]&nicmodel.StatusPHYRA
 }
 
 func speedCode(mbps int) uint32 {
@@ -345,7 +345,7 @@ func (n *NIC) write32(off, v uint32) {
 	if off == RDT {
 		defer n.drainRx()
 	}
-	if (off == CTRL || off == CTRLDup) && v&CtrlRST != 0 {
+	if (off == nicmodel.CTRL || off == CTRLDup) && v&nicmodel.CtrlRST != 0 {
 		n.Reset()
 		return
 	}
@@ -362,39 +362,39 @@ func (n *NIC) write32(off, v uint32) {
 func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
 	r := &n.regs
 	switch {
-	case off == CTRL, off == CTRLDup:
-		r[CTRL/4] = v &^ ctrlSelfClr
+	case off == nicmodel.CTRL, off == CTRLDup:
+		r[nicmodel.CTRL/4] = v &^ ctrlSelfClr
 		n.linkChangedLocked()
-	case off == STATUS:
-		r[STATUS/4] &= v | ^uint32(StatusPHYRA) // PHYRA is cleared by writing 0
-	case off == EECD:
-		const sw = EecdSK | EecdCS | EecdDI | EecdReq
+	case off == nicmodel.STATUS:
+		r[nicmodel.STATUS/4] &= v | ^uint32(nicmodel.StatusPHYRA) // PHYRA is cleared by writing 0
+	case off == nicmodel.EECD:
+		const sw = nicmodel.EecdSK | nicmodel.EecdCS | nicmodel.EecdDI | nicmodel.EecdReq
 		v &= sw
-		if v&EecdReq != 0 {
-			v |= EecdGnt
+		if v&nicmodel.EecdReq != 0 {
+			v |= nicmodel.EecdGnt
 		}
-		r[EECD/4] = r[EECD/4]&^(sw|EecdGnt) | v
-	case off == EERD:
+		r[nicmodel.EECD/4] = r[nicmodel.EECD/4]&^(sw|nicmodel.EecdGnt) | v
+	case off == nicmodel.EERD:
 		n.eerdLocked(v)
-	case off == CTRL_EXT:
-		r[CTRL_EXT/4] = v &^ CtrlExtEERst
-	case off == MDIC:
+	case off == nicmodel.CTRL_EXT:
+		r[nicmodel.CTRL_EXT/4] = v &^ nicmodel.CtrlExtEERst
+	case off == nicmodel.MDIC:
 		n.mdicLocked(v)
-	case off == ICR:
-		r[ICR/4] &^= v
-		if r[ICR/4]&intCauses&r[IMS/4] == 0 {
-			r[ICR/4] &^= IntAsserted
+	case off == nicmodel.ICR:
+		r[nicmodel.ICR/4] &^= v
+		if r[nicmodel.ICR/4]&intCauses&r[nicmodel.IMS/4] == 0 {
+			r[nicmodel.ICR/4] &^= nicmodel.IntAsserted
 		}
-	case off == ICS:
+	case off == nicmodel.ICS:
 		n.causeLocked(v & intCauses)
-	case off == IMS:
-		r[IMS/4] |= v & intCauses
+	case off == nicmodel.IMS:
+		r[nicmodel.IMS/4] |= v & intCauses
 		n.causeLocked(0)
-	case off == IMC:
-		r[IMS/4] &^= v
-	case off == TCTL:
-		r[TCTL/4] = v
-		return v&TctlEN != 0
+	case off == nicmodel.IMC:
+		r[nicmodel.IMS/4] &^= v
+	case off == nicmodel.TCTL:
+		r[nicmodel.TCTL/4] = v
+		return v&nicmodel.TctlEN != 0
 	case off == TDT:
 		r[TDT/4] = v & 0xffff
 		return true
@@ -416,7 +416,7 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
 	case off == RDBAH:
 		r[off/4] = v
 		n.rxRingGen++
-	case off >= statsFirst && off <= statsLast, off == FWSM:
+	case off >= statsFirst && off <= statsLast, off == nicmodel.FWSM:
 		// read-only
 	default:
 		r[off/4] = v

@@ -33,5 +33,5 @@ func (n *NIC) eerdLocked(v uint32) {
 	if !n.pers.EERD {
 		v &^= nicmodel.EerdStart
 	}
-	n.regs[EERD/4] = nicmodel.EERD(v, func(addr uint32) uint16 { return n.nvm[addr%nvmWords] })
+	n.regs[nicmodel.EERD/4] = nicmodel.EerdWrite(v, func(addr uint32) uint16 { return n.nvm[addr%nvmWords] })
 }

@@ -31,8 +31,8 @@ const (
 // instead of reporting the IP identification.
 func rxOffload(f []byte, s rxSetup, e *rxEngine) rxResult {
 	var o rxResult
-	o.pcsd = s.rxcsum&RxcsumPCSD != 0
-	ipofl, tuofl := s.rxcsum&RxcsumIPOFL != 0, s.rxcsum&RxcsumTUOFL != 0
+	o.pcsd = s.rxcsum&nicmodel.RxcsumPCSD != 0
+	ipofl, tuofl := s.rxcsum&nicmodel.RxcsumIPOFL != 0, s.rxcsum&nicmodel.RxcsumTUOFL != 0
 	if !ipofl && !tuofl {
 		o.status |= RxdIXSM
 	}
@@ -85,13 +85,13 @@ func rssHash(key *[40]byte, mrqc uint32, p *nicmodel.Packet) (uint32, uint32) {
 	tcp, v6 := p.TCP(), p.IPv6
 	var typ uint32
 	switch {
-	case !v6 && tcp && mrqc&MrqcTCPIPv4 != 0:
+	case !v6 && tcp && mrqc&nicmodel.MrqcTCPIPv4 != 0:
 		typ = rssTCPIPv4
-	case !v6 && mrqc&MrqcIPv4 != 0:
+	case !v6 && mrqc&nicmodel.MrqcIPv4 != 0:
 		typ = rssIPv4
-	case v6 && tcp && mrqc&MrqcTCPIPv6 != 0:
+	case v6 && tcp && mrqc&nicmodel.MrqcTCPIPv6 != 0:
 		typ = rssTCPIPv6
-	case v6 && mrqc&MrqcIPv6 != 0:
+	case v6 && mrqc&nicmodel.MrqcIPv6 != 0:
 		typ = rssIPv6
 	default:
 		return rssNone, 0

@@ -81,13 +81,13 @@ func (n *NIC) mdicLocked(v uint32) {
 	m := nicmodel.MDI(v)
 	switch {
 	case uint8(m.PHY()) != n.pers.PHYAddr || !m.Read() && !m.Write():
-		n.regs[MDIC/4] = m.Done(m.Data(), true)
+		n.regs[nicmodel.MDIC/4] = m.Done(m.Data(), true)
 	case m.Read():
-		n.regs[MDIC/4] = m.Done(n.phy.read(m.Reg()), false)
+		n.regs[nicmodel.MDIC/4] = m.Done(n.phy.read(m.Reg()), false)
 	default:
 		n.phy.write(m.Reg(), m.Data())
 		n.linkChangedLocked()
-		n.regs[MDIC/4] = m.Done(m.Data(), false)
+		n.regs[nicmodel.MDIC/4] = m.Done(m.Data(), false)
 	}
 	if v&nicmodel.MdicIE != 0 {
 		n.causeLocked(IntMDAC)

@@ -2,39 +2,23 @@ package m82574
 
 import "github.com/ether9/ether9/kernel/sim/nicmodel"
 
-// Register offsets in BAR0, named as in the 82574 datasheet (chapter 10).
+// Register offsets in BAR0, named as in the 82574 datasheet (chapter 10):
+// the 82574's own, and its queue registers where it keeps them. The
+// family's are nicmodel's.
 const (
-	CTRL     = 0x00000
-	CTRLDup  = 0x00004 // CTRL alias
-	STATUS   = 0x00008
-	EECD     = 0x00010
-	EERD     = 0x00014
-	CTRL_EXT = 0x00018
-	MDIC     = 0x00020
-	FCAL     = 0x00028
-	FCAH     = 0x0002c
-	FCT      = 0x00030
-	VET      = 0x00038
-	ICR      = 0x000c0
-	ITR      = 0x000c4
-	ICS      = 0x000c8
-	IMS      = 0x000d0
-	IMC      = 0x000d8
-	EIAC     = 0x000dc
-	IAM      = 0x000e0
-	IVAR     = 0x000e4
-	RCTL     = 0x00100
-	FCTTV    = 0x00170
-	TXCW     = 0x00178
-	RXCW     = 0x00180
-	TCTL     = 0x00400
-	TIPG     = 0x00410
-	EXTCNF   = 0x00f00 // EXTCNF_CTRL
-	PBA      = 0x01000
-	PBS      = 0x01008
-	KABGTXD  = 0x03004
-	FCRTL    = 0x02160
-	FCRTH    = 0x02168
+	CTRLDup = 0x00004 // CTRL alias
+	ITR     = 0x000c4
+	EIAC    = 0x000dc
+	IVAR    = 0x000e4
+	FCTTV   = 0x00170
+	TXCW    = 0x00178
+	RXCW    = 0x00180
+	EXTCNF  = 0x00f00 // EXTCNF_CTRL
+	PBA     = 0x01000
+	PBS     = 0x01008
+	KABGTXD = 0x03004
+	FCRTL   = 0x02160
+	FCRTH   = 0x02168
 
 	RDBAL      = 0x02800
 	RDBAH      = 0x02804
@@ -57,22 +41,12 @@ const (
 	DTXTCPFLGL = 0x0359c // TCP flags masks, first and middle TSO segments
 	DTXTCPFLGH = 0x035a0 // TCP flags mask, last TSO segment
 
-	RXCSUM = 0x05000
-	RFCTL  = 0x05008
-	MTA    = 0x05200 // 128 entries
-	RAL0   = 0x05400 // RAL(n) = RAL0 + 8n, RAH(n) = RAL0 + 8n + 4
-	VFTA   = 0x05600 // 128 entries
 	WUC    = 0x05800
 	WUFC   = 0x05808
 	MANC   = 0x05820
-	MRQC   = 0x05818
 	GCR    = 0x05b00
 	FACTPS = 0x05b30
-	SWSM   = 0x05b50
-	FWSM   = 0x05b54
 	GCR2   = 0x05b64
-	RETA   = 0x05c00 // 32 entries
-	RSSRK  = 0x05c80 // 10 entries
 
 	mmioSize = 128 << 10
 	numRAR   = 16
@@ -99,128 +73,45 @@ const (
 	statsLast  = ICRXOC
 )
 
-// CTRL bits.
+// The 82574's own bits; the family's are nicmodel's.
 const (
-	CtrlFD       = 1 << 0
-	CtrlGIOMDis  = 1 << 2 // GIO master disable
 	CtrlASDE     = 1 << 5
-	CtrlSLU      = 1 << 6
-	CtrlSpeedSh  = 8
-	CtrlFrcSpd   = 1 << 11
-	CtrlFrcDplx  = 1 << 12
-	CtrlRST      = 1 << 26
 	CtrlRFCE     = 1 << 27
 	CtrlTFCE     = 1 << 28
-	CtrlVME      = 1 << 30
-	CtrlPHYRST   = 1 << 31
-	ctrlSelfClr  = CtrlRST
-	ctrlResetVal = CtrlFD | CtrlASDE | 2<<CtrlSpeedSh
-)
+	ctrlSelfClr  = nicmodel.CtrlRST
+	ctrlResetVal = nicmodel.CtrlFD | CtrlASDE | 2<<nicmodel.CtrlSpeedSh
 
-// STATUS bits.
-const (
-	StatusFD      = 1 << 0
-	StatusLU      = 1 << 1
-	StatusTXOFF   = 1 << 4
-	StatusSpeedSh = 6 // 00 10 Mb/s, 01 100 Mb/s, 10 1000 Mb/s
-	StatusASDVSh  = 8 // auto speed detection value, same encoding
-	StatusPHYRA   = 1 << 10
-	StatusGIOME   = 1 << 19 // GIO master enable status
-)
+	StatusASDVSh = 8 // STATUS: auto speed detection value, SPEED's encoding
 
-// EECD bits; EERD is the family's (nicmodel).
-const (
-	EecdSK     = 1 << 0
-	EecdCS     = 1 << 1
-	EecdDI     = 1 << 2
-	EecdDO     = 1 << 3
-	EecdReq    = 1 << 6
-	EecdGnt    = 1 << 7
-	EecdPres   = 1 << 8
-	EecdAutoRd = 1 << 9
-	EecdSizeSh = 11 // NVM word size = 1 << (field + 6)
-)
-
-// CTRL_EXT bits.
-const (
-	CtrlExtEERst   = 1 << 13
 	CtrlExtSpdByps = 1 << 15
 	CtrlExtEIAME   = 1 << 24
 	CtrlExtIAME    = 1 << 27
-	CtrlExtDrvLoad = 1 << 28
 	CtrlExtPBAClr  = 1 << 31
-)
 
-// Interrupt causes (ICR, ICS, IMS, IMC, IAM).
-const (
-	IntTXDW     = 1 << 0
-	IntTXQE     = 1 << 1
-	IntLSC      = 1 << 2
-	IntRXSEQ    = 1 << 3
-	IntRXDMT0   = 1 << 4
-	IntRXO      = 1 << 6
-	IntRXT0     = 1 << 7
-	IntMDAC     = 1 << 9
-	IntTXDLow   = 1 << 15
-	IntSRPD     = 1 << 16
-	IntACK      = 1 << 17
-	IntRXQ0     = 1 << 20
-	IntRXQ1     = 1 << 21
-	IntTXQ0     = 1 << 22
-	IntTXQ1     = 1 << 23
-	IntOther    = 1 << 24
-	IntAsserted = 1 << 31
-	intCauses   = 0x01ffffff
-)
-
-// RCTL bits.
-const (
-	RctlEN     = 1 << 1
-	RctlSBP    = 1 << 2
-	RctlUPE    = 1 << 3
-	RctlMPE    = 1 << 4
-	RctlLPE    = 1 << 5
 	RctlRDMTSh = 8
 	RctlDTYPSh = 10
-	RctlMOSh   = 12
-	RctlBAM    = 1 << 15
-	RctlBSIZSh = 16
-	RctlVFE    = 1 << 18
 	RctlBSEX   = 1 << 25
-	RctlSECRC  = 1 << 26
 	RctlFLXSh  = 27 // FLXBUF: buffer size in KiB when non-zero
-)
 
-// RFCTL bits.
-const RfctlEXSTEN = 1 << 15
+	RfctlEXSTEN = 1 << 15
 
-// RXCSUM fields.
-const (
-	RxcsumPCSSMask = 0xff
-	RxcsumIPOFL    = 1 << 8
-	RxcsumTUOFL    = 1 << 9
-	RxcsumPCSD     = 1 << 13
-)
-
-// MRQC fields.
-const (
 	MrqcRSSEnable = 1 << 0
-	MrqcTCPIPv4   = 1 << 16
-	MrqcIPv4      = 1 << 17
-	MrqcTCPIPv6Ex = 1 << 18
-	MrqcIPv6Ex    = 1 << 19
-	MrqcIPv6      = 1 << 20
-	MrqcTCPIPv6   = 1 << 21
 )
 
-// TCTL bits.
+// Interrupt causes (ICR, ICS, IMS, IMC, IAM) beyond the family's.
 const (
-	TctlEN  = 1 << 1
-	TctlPSP = 1 << 3
+	IntRXSEQ  = 1 << 3
+	IntMDAC   = 1 << 9
+	IntTXDLow = 1 << 15
+	IntSRPD   = 1 << 16
+	IntACK    = 1 << 17
+	IntRXQ0   = 1 << 20
+	IntRXQ1   = 1 << 21
+	IntTXQ0   = 1 << 22
+	IntTXQ1   = 1 << 23
+	IntOther  = 1 << 24
+	intCauses = 0x01ffffff
 )
-
-// RAH bits.
-const RahAV = 1 << 31
 
 // Legacy and extended RX descriptor status bits (the low byte of the
 // extended status is the legacy status byte).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
@@ -67,9 +68,9 @@ func (r *rig) setupRx(rctl uint32, ext bool) {
 	r.regs.Write32(RDH, 0)
 	r.regs.Write32(RDT, uint32(ringSize-1))
 	if ext {
-		r.regs.Write32(RFCTL, RfctlEXSTEN)
+		r.regs.Write32(nicmodel.RFCTL, RfctlEXSTEN)
 	}
-	r.regs.Write32(RCTL, rctl|RctlEN)
+	r.regs.Write32(nicmodel.RCTL, rctl|nicmodel.RctlEN)
 }
 
 func (r *rig) armRx(i int) {
@@ -89,7 +90,7 @@ func (r *rig) setupTx() {
 	r.regs.Write32(TDLEN, uint32(ringSize*descLen))
 	r.regs.Write32(TDH, 0)
 	r.regs.Write32(TDT, 0)
-	r.regs.Write32(TCTL, TctlEN|TctlPSP)
+	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
 }
 
 // txBuf copies data into the buffer of slot i and returns its address.

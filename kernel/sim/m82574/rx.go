@@ -54,7 +54,7 @@ func (n *NIC) receive(frame []byte) {
 			n.mu.Lock()
 			n.statLocked(nicmodel.MPC, 1)
 			n.counters.RxNoDescriptor++
-			n.causeLocked(IntRXO)
+			n.causeLocked(nicmodel.IntRXO)
 			n.mu.Unlock()
 			return
 		}
@@ -68,7 +68,7 @@ func (n *NIC) receive(frame []byte) {
 		n.statLocked(nicmodel.MPC, 1)
 		n.statLocked(nicmodel.RNBC, 1)
 		n.counters.RxNoDescriptor++
-		n.causeLocked(IntRXO)
+		n.causeLocked(nicmodel.IntRXO)
 		n.mu.Unlock()
 	}
 }
@@ -81,7 +81,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	n.mu.Lock()
 	s := n.rxSetupLocked()
 	n.mu.Unlock()
-	if s.rctl&RctlEN == 0 {
+	if s.rctl&nicmodel.RctlEN == 0 {
 		return false
 	}
 
@@ -89,7 +89,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	// CTRL.VME says so, its FCS kept unless RCTL.SECRC strips it.
 	tagged := nicmodel.Tagged(frame, s.vet)
 	strip := tagged && s.vme
-	data, tci := e.stored.Build(frame, strip, s.rctl&RctlSECRC == 0)
+	data, tci := e.stored.Build(frame, strip, s.rctl&nicmodel.RctlSECRC == 0)
 
 	bsize := rxBufSize(s.rctl)
 	need := uint32((len(data) + bsize - 1) / bsize)
@@ -108,12 +108,12 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	if strip {
 		off.status |= RxdVP
 	}
-	if s.rxcsum&RxcsumPCSD == 0 {
+	if s.rxcsum&nicmodel.RxcsumPCSD == 0 {
 		end := len(data)
-		if s.rctl&RctlSECRC == 0 {
+		if s.rctl&nicmodel.RctlSECRC == 0 {
 			end -= nicmodel.FCSLen
 		}
-		if pcss := int(s.rxcsum & RxcsumPCSSMask); pcss < end {
+		if pcss := int(s.rxcsum & nicmodel.RxcsumPCSSMask); pcss < end {
 			off.pktCsum = nicmodel.Sum(data[pcss:end])
 		}
 	}
@@ -164,9 +164,9 @@ func (n *NIC) rxFrame(frame []byte) bool {
 	n.counters.RxFrames++
 	n.counters.RxDMAFaults += faults
 	nicmodel.CountRx(n.regs[:], frame)
-	causes := uint32(IntRXT0 | IntRXQ0)
+	causes := uint32(nicmodel.IntRXT0 | IntRXQ0)
 	if free-need <= s.count>>(1+s.rctl>>RctlRDMTSh&3) {
-		causes |= IntRXDMT0
+		causes |= nicmodel.IntRXDMT0
 	}
 	n.causeLocked(causes)
 	n.mu.Unlock()
@@ -208,17 +208,17 @@ func (n *NIC) flushHeld() (faults uint64) {
 // filters, and counts the frame.
 func (n *NIC) rxAdmitLocked(f []byte) bool {
 	r := &n.regs
-	rctl := r[RCTL/4]
-	if rctl&RctlEN == 0 || !n.linkWas.up || len(f) < nicmodel.EthHdrLen {
+	rctl := r[nicmodel.RCTL/4]
+	if rctl&nicmodel.RctlEN == 0 || !n.linkWas.up || len(f) < nicmodel.EthHdrLen {
 		n.counters.RxOff++
 		return false
 	}
 	l := len(f) + nicmodel.FCSLen
 	n.statLocked(nicmodel.TPR, 1)
 	n.stat64Locked(nicmodel.TORL, uint64(l))
-	tagged := nicmodel.Tagged(f, uint16(r[VET/4]))
+	tagged := nicmodel.Tagged(f, uint16(r[nicmodel.VET/4]))
 	limit := maxFrame
-	if rctl&RctlLPE != 0 {
+	if rctl&nicmodel.RctlLPE != 0 {
 		limit = maxJumboFrame
 	}
 	if tagged {
@@ -234,7 +234,7 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 		n.counters.RxBadSize++
 		return false
 	}
-	if !n.acceptLocked(f, rctl) || tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
+	if !n.acceptLocked(f, rctl) || tagged && rctl&nicmodel.RctlVFE != 0 && !n.vlanAcceptLocked(f) {
 		n.counters.RxFiltered++
 		return false
 	}
@@ -246,18 +246,18 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 func (n *NIC) rxSetupLocked() rxSetup {
 	r := &n.regs
 	s := rxSetup{
-		rctl: r[RCTL/4], rfctl: r[RFCTL/4], rxcsum: r[RXCSUM/4], mrqc: r[MRQC/4],
-		vme: r[CTRL/4]&CtrlVME != 0, vet: uint16(r[VET/4]),
+		rctl: r[nicmodel.RCTL/4], rfctl: r[nicmodel.RFCTL/4], rxcsum: r[nicmodel.RXCSUM/4], mrqc: r[nicmodel.MRQC/4],
+		vme: r[nicmodel.CTRL/4]&nicmodel.CtrlVME != 0, vet: uint16(r[nicmodel.VET/4]),
 		base:  uint64(r[RDBAH/4])<<32 | uint64(r[RDBAL/4]),
 		count: r[RDLEN/4] / descLen, head: r[RDH/4], tail: r[RDT/4],
 		ringGen: n.rxRingGen, fault: n.rx.fault,
 	}
 	if !n.linkWas.up {
-		s.rctl &^= RctlEN
+		s.rctl &^= nicmodel.RctlEN
 	}
-	if s.rxcsum&RxcsumPCSD != 0 && s.mrqc&MrqcRSSEnable != 0 {
+	if s.rxcsum&nicmodel.RxcsumPCSD != 0 && s.mrqc&MrqcRSSEnable != 0 {
 		for i := range 10 {
-			binary.LittleEndian.PutUint32(n.rx.key[4*i:], r[RSSRK/4+uint32(i)])
+			binary.LittleEndian.PutUint32(n.rx.key[4*i:], r[nicmodel.RSSRK/4+uint32(i)])
 		}
 	}
 	return s
@@ -268,27 +268,27 @@ func (n *NIC) rxSetupLocked() rxSetup {
 // MTA hash) and unicast promiscuous (UPE).
 func (n *NIC) acceptLocked(f []byte, rctl uint32) bool {
 	if nicmodel.IsBroadcast(f) {
-		return rctl&RctlBAM != 0
+		return rctl&nicmodel.RctlBAM != 0
 	}
 	lo := binary.LittleEndian.Uint32(f[0:4])
 	hi := uint32(binary.LittleEndian.Uint16(f[4:6]))
 	for i := range uint32(numRAR) {
-		rah := n.regs[RAL0/4+2*i+1]
-		if rah&RahAV != 0 && n.regs[RAL0/4+2*i] == lo && rah&0xffff == hi {
+		rah := n.regs[nicmodel.RAL0/4+2*i+1]
+		if rah&nicmodel.RahAV != 0 && n.regs[nicmodel.RAL0/4+2*i] == lo && rah&0xffff == hi {
 			return true
 		}
 	}
 	if f[0]&1 != 0 {
-		if rctl&RctlMPE != 0 {
+		if rctl&nicmodel.RctlMPE != 0 {
 			return true
 		}
-		return nicmodel.TableBit(n.regs[MTA/4:], nicmodel.MTAHash(f, rctl>>RctlMOSh))
+		return nicmodel.TableBit(n.regs[nicmodel.MTA/4:], nicmodel.MTAHash(f, rctl>>nicmodel.RctlMOSh))
 	}
-	return rctl&RctlUPE != 0
+	return rctl&nicmodel.RctlUPE != 0
 }
 
 func (n *NIC) vlanAcceptLocked(f []byte) bool {
-	return nicmodel.TableBit(n.regs[VFTA/4:], nicmodel.VLANID(f))
+	return nicmodel.TableBit(n.regs[nicmodel.VFTA/4:], nicmodel.VLANID(f))
 }
 
 // rxBufSize decodes the receive buffer size from RCTL: FLXBUF in KiB when
@@ -297,9 +297,9 @@ func rxBufSize(rctl uint32) int {
 	if flx := rctl >> RctlFLXSh & 0xf; flx != 0 {
 		return int(flx) << 10
 	}
-	size := 2048 >> (rctl >> RctlBSIZSh & 3)
+	size := 2048 >> (rctl >> nicmodel.RctlBSIZSh & 3)
 	if rctl&RctlBSEX != 0 {
-		if rctl>>RctlBSIZSh&3 == 0 {
+		if rctl>>nicmodel.RctlBSIZSh&3 == 0 {
 			return 2048 // reserved encoding
 		}
 		size *= 16

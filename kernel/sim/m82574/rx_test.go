@@ -10,7 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-const rctlBase = RctlBAM | RctlSECRC // 2 KiB buffers, CRC stripped
+const rctlBase = nicmodel.RctlBAM | nicmodel.RctlSECRC // 2 KiB buffers, CRC stripped
 
 // extWB decodes an extended write-back.
 type extWB struct {
@@ -30,7 +30,7 @@ func (w extWB) has(bits uint32) bool { return w.stErr&bits == bits }
 func TestRxExtendedWriteBack(t *testing.T) {
 	r := newRig(t, M82574L)
 	r.setupRx(rctlBase, true)
-	r.regs.Write32(IMS, IntRXT0)
+	r.regs.Write32(nicmodel.IMS, nicmodel.IntRXT0)
 	before := r.irq.Raised()
 
 	payload := payloadBytes(1000, 4)
@@ -49,7 +49,7 @@ func TestRxExtendedWriteBack(t *testing.T) {
 	if h := r.regs.Read32(RDH); h != 1 {
 		t.Fatalf("RDH %d, want 1", h)
 	}
-	if r.irq.Raised() == before || r.regs.Read32(ICR)&IntRXT0 == 0 {
+	if r.irq.Raised() == before || r.regs.Read32(nicmodel.ICR)&nicmodel.IntRXT0 == 0 {
 		t.Fatal("no RXT0 interrupt")
 	}
 
@@ -78,7 +78,7 @@ func TestRxExtendedWriteBack(t *testing.T) {
 
 func TestRxChecksumOffloadOff(t *testing.T) {
 	r := newRig(t, M82574L)
-	r.regs.Write32(RXCSUM, 0)
+	r.regs.Write32(nicmodel.RXCSUM, 0)
 	r.setupRx(rctlBase, true)
 	r.w.B().Send(tcp4(ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0))
 	if wb := decodeExt(r.rxDesc(0)); !wb.has(RxdDD|RxdEOP|RxdIXSM) || wb.has(RxdIPCS) || wb.has(RxdTCPCS) {
@@ -88,7 +88,7 @@ func TestRxChecksumOffloadOff(t *testing.T) {
 
 func TestRxLegacyDescriptors(t *testing.T) {
 	r := newRig(t, M82574L)
-	r.setupRx(RctlBAM, false) // FCS kept in the buffer
+	r.setupRx(nicmodel.RctlBAM, false) // FCS kept in the buffer
 	f := udp4(ourMAC, payloadBytes(200, 8))
 	r.w.B().Send(f)
 	d := r.rxDesc(0)
@@ -110,8 +110,8 @@ func TestRxLegacyDescriptors(t *testing.T) {
 
 func TestRxSpansDescriptors(t *testing.T) {
 	r := newRig(t, M82574L)
-	r.setupRx(rctlBase|3<<RctlBSIZSh|RctlLPE, true) // 256-byte buffers
-	f := udp4(ourMAC, payloadBytes(1000, 6))        // 1042 bytes: 5 buffers
+	r.setupRx(rctlBase|3<<nicmodel.RctlBSIZSh|nicmodel.RctlLPE, true) // 256-byte buffers
+	f := udp4(ourMAC, payloadBytes(1000, 6))                          // 1042 bytes: 5 buffers
 	r.w.B().Send(f)
 	var got []byte
 	for i := range 5 {
@@ -149,7 +149,7 @@ func TestRxRingWrapAndDrops(t *testing.T) {
 	if c := r.nic.Counters(); c.RxFrames != uint64(5*ringSize) || c.RxNoDescriptor != 0 {
 		t.Fatalf("counters %+v", c)
 	}
-	r.regs.Read32(ICR)
+	r.regs.Read32(nicmodel.ICR)
 
 	// Stop re-arming: ringSize-1 descriptors are free, the rest drop.
 	f := udp4(ourMAC, payloadBytes(100, 0))
@@ -159,7 +159,7 @@ func TestRxRingWrapAndDrops(t *testing.T) {
 	if mpc, rnbc := r.regs.Read32(nicmodel.MPC), r.regs.Read32(nicmodel.RNBC); mpc != 4 || rnbc != 4 {
 		t.Fatalf("MPC %d RNBC %d, want 4 drops", mpc, rnbc)
 	}
-	if icr := r.regs.Read32(ICR); icr&(IntRXO|IntRXDMT0) != IntRXO|IntRXDMT0 {
+	if icr := r.regs.Read32(nicmodel.ICR); icr&(nicmodel.IntRXO|nicmodel.IntRXDMT0) != nicmodel.IntRXO|nicmodel.IntRXDMT0 {
 		t.Fatalf("ICR %#x, want RXO and RXDMT0", icr)
 	}
 	if h, tl := r.regs.Read32(RDH), r.regs.Read32(RDT); h != tl {
@@ -189,14 +189,14 @@ func TestRxFiltering(t *testing.T) {
 	}{
 		{"own unicast", 0, nil, ourMAC, true},
 		{"other unicast", 0, nil, other, false},
-		{"other unicast promiscuous", RctlUPE, nil, other, true},
-		{"broadcast with BAM", RctlBAM, nil, bcast, true},
+		{"other unicast promiscuous", nicmodel.RctlUPE, nil, other, true},
+		{"broadcast with BAM", nicmodel.RctlBAM, nil, bcast, true},
 		{"broadcast without BAM", 0, nil, bcast, false},
 		{"multicast not in MTA", 0, nil, mcast, false},
-		{"multicast promiscuous", RctlMPE, nil, mcast, true},
+		{"multicast promiscuous", nicmodel.RctlMPE, nil, mcast, true},
 		{"multicast in MTA", 0, func(r *rig) { setMTA(r, mcast, 0) }, mcast, true},
-		{"multicast in MTA, MO 3", 3 << RctlMOSh, func(r *rig) { setMTA(r, mcast, 3) }, mcast, true},
-		{"multicast in MTA under another MO", 1 << RctlMOSh, func(r *rig) { setMTA(r, mcast, 0) }, mcast, false},
+		{"multicast in MTA, MO 3", 3 << nicmodel.RctlMOSh, func(r *rig) { setMTA(r, mcast, 3) }, mcast, true},
+		{"multicast in MTA under another MO", 1 << nicmodel.RctlMOSh, func(r *rig) { setMTA(r, mcast, 0) }, mcast, false},
 		{"second receive address", 0, func(r *rig) { setRAR(r, 3, extra, true) }, extra, true},
 		{"receive address not valid", 0, func(r *rig) { setRAR(r, 3, extra, false) }, extra, false},
 	} {
@@ -205,7 +205,7 @@ func TestRxFiltering(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(r)
 			}
-			r.setupRx(RctlSECRC|tc.rctl, true)
+			r.setupRx(nicmodel.RctlSECRC|tc.rctl, true)
 			r.w.B().Send(udp4(tc.dst, payloadBytes(40, 0)))
 			c := r.nic.Counters()
 			if got := c.RxFrames == 1; got != tc.accept {
@@ -220,17 +220,17 @@ func TestRxFiltering(t *testing.T) {
 
 func setMTA(r *rig, a [6]byte, mo uint32) {
 	h := nicmodel.MTAHash(a[:], mo)
-	off := uint32(MTA + 4*(h>>5))
+	off := uint32(nicmodel.MTA + 4*(h>>5))
 	r.regs.Write32(off, r.regs.Read32(off)|1<<(h&31))
 }
 
 func setRAR(r *rig, i uint32, a [6]byte, valid bool) {
-	r.regs.Write32(RAL0+8*i, binary.LittleEndian.Uint32(a[:4]))
+	r.regs.Write32(nicmodel.RAL0+8*i, binary.LittleEndian.Uint32(a[:4]))
 	hi := uint32(binary.LittleEndian.Uint16(a[4:]))
 	if valid {
-		hi |= RahAV
+		hi |= nicmodel.RahAV
 	}
-	r.regs.Write32(RAL0+8*i+4, hi)
+	r.regs.Write32(nicmodel.RAL0+8*i+4, hi)
 }
 
 func TestRxSizeLimits(t *testing.T) {
@@ -242,7 +242,7 @@ func TestRxSizeLimits(t *testing.T) {
 	if n, roc, ruc := r.nic.Counters().RxFrames, r.regs.Read32(nicmodel.ROC), r.regs.Read32(nicmodel.RUC); n != 1 || roc != 1 || ruc != 1 {
 		t.Fatalf("received %d, ROC %d, RUC %d; want 1, 1, 1", n, roc, ruc)
 	}
-	r.regs.Write32(RCTL, rctlBase|RctlEN|RctlLPE) // 2 KiB buffers, jumbo frames allowed
+	r.regs.Write32(nicmodel.RCTL, rctlBase|nicmodel.RctlEN|nicmodel.RctlLPE) // 2 KiB buffers, jumbo frames allowed
 	r.w.B().Send(udp4(ourMAC, payloadBytes(3000, 0)))
 	if n := r.nic.Counters().RxFrames; n != 2 {
 		t.Fatalf("jumbo frame with LPE not received (%d frames)", n)
@@ -251,7 +251,7 @@ func TestRxSizeLimits(t *testing.T) {
 
 func TestRxVLANStrip(t *testing.T) {
 	r := newRig(t, M82574L)
-	r.regs.Write32(CTRL, r.regs.Read32(CTRL)|CtrlVME)
+	r.regs.Write32(nicmodel.CTRL, r.regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
 	r.setupRx(rctlBase, true)
 	f := udp4(ourMAC, payloadBytes(80, 3))
 	tagged := append(append(bytes.Clone(f[:12]), 0x81, 0x00, 0x00, 0x2a), f[12:]...)
@@ -264,12 +264,12 @@ func TestRxVLANStrip(t *testing.T) {
 		t.Fatal("tag not stripped")
 	}
 	// The VLAN filter drops VIDs not in VFTA.
-	r.regs.Write32(RCTL, r.regs.Read32(RCTL)|RctlVFE)
+	r.regs.Write32(nicmodel.RCTL, r.regs.Read32(nicmodel.RCTL)|nicmodel.RctlVFE)
 	r.w.B().Send(tagged)
 	if c := r.nic.Counters(); c.RxFiltered != 1 {
 		t.Fatalf("VID 42 not in VFTA, counters %+v", c)
 	}
-	r.regs.Write32(VFTA+4*(42>>5), 1<<(42&31))
+	r.regs.Write32(nicmodel.VFTA+4*(42>>5), 1<<(42&31))
 	r.w.B().Send(tagged)
 	if c := r.nic.Counters(); c.RxFrames != 2 {
 		t.Fatalf("VID 42 in VFTA, counters %+v", c)
@@ -285,10 +285,10 @@ func TestRxRSSHash(t *testing.T) {
 		0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
 	}
 	for i := range 10 {
-		r.regs.Write32(RSSRK+uint32(4*i), binary.LittleEndian.Uint32(key[4*i:]))
+		r.regs.Write32(nicmodel.RSSRK+uint32(4*i), binary.LittleEndian.Uint32(key[4*i:]))
 	}
-	r.regs.Write32(MRQC, MrqcRSSEnable|MrqcTCPIPv4|MrqcIPv4)
-	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	r.regs.Write32(nicmodel.MRQC, MrqcRSSEnable|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4)
+	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	r.setupRx(rctlBase, true)
 	// 66.9.149.187:2794 -> 161.142.100.80:1766 hashes to 0x51ccc178.
 	f := tcp4(ourMAC, payloadBytes(20, 0), header.TCPFlagAck, true, 0)
@@ -387,7 +387,7 @@ func TestRxPacketBuffer(t *testing.T) {
 	if r.irq.Raised() == before {
 		t.Fatal("a waiting frame did not wake the driver")
 	}
-	if icr := r.regs.Read32(ICR); icr&IntRXT0 == 0 {
+	if icr := r.regs.Read32(nicmodel.ICR); icr&nicmodel.IntRXT0 == 0 {
 		t.Fatalf("ICR %#x: reading it should have moved the frame and latched RXT0", icr)
 	}
 	if wb := decodeExt(r.rxDesc(0)); !wb.has(RxdDD|RxdEOP) || int(wb.length) != len(f) {
@@ -399,8 +399,8 @@ func TestRxPacketBuffer(t *testing.T) {
 	for range 6 {
 		r.w.B().Send(f)
 	}
-	r.regs.Read32(ICR)
-	r.regs.Read32(ICR)
+	r.regs.Read32(nicmodel.ICR)
+	r.regs.Read32(nicmodel.ICR)
 	if rnbc, mpc := r.regs.Read32(nicmodel.RNBC), r.regs.Read32(nicmodel.MPC); rnbc != 1 || mpc != 2 {
 		t.Fatalf("RNBC %d MPC %d, want 1 (the starved head) and 2 (4 KiB hold 4 frames)", rnbc, mpc)
 	}

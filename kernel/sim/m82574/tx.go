@@ -46,9 +46,9 @@ func (n *NIC) txRingLocked() (nicmodel.TxRing, nicmodel.TxLine, bool) {
 	}
 	line := nicmodel.TxLine{
 		Port: n.port, Up: n.linkWas.up,
-		PSP: r[TCTL/4]&TctlPSP != 0, VET: uint16(r[VET/4]),
+		PSP: r[nicmodel.TCTL/4]&nicmodel.TctlPSP != 0, VET: uint16(r[nicmodel.VET/4]),
 	}
-	return ring, line, r[TCTL/4]&TctlEN != 0
+	return ring, line, r[nicmodel.TCTL/4]&nicmodel.TctlEN != 0
 }
 
 // kickTx runs the transmit engine until the ring is empty: it fetches the
@@ -59,7 +59,7 @@ func (n *NIC) kickTx() {
 	defer n.txMu.Unlock()
 	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) {
 		r := &n.regs
-		n.tx.vme = r[CTRL/4]&CtrlVME != 0
+		n.tx.vme = r[nicmodel.CTRL/4]&nicmodel.CtrlVME != 0
 		n.tx.tcpflg = uint64(r[DTXTCPFLGH/4])<<32 | uint64(r[DTXTCPFLGL/4])
 		return n.txRingLocked()
 	}
@@ -79,10 +79,10 @@ func (n *NIC) txDoneLocked(k uint32) {
 	t.AddStats(n.regs[:])
 	var causes uint32
 	if t.RS {
-		causes |= IntTXDW | IntTXQ0
+		causes |= nicmodel.IntTXDW | IntTXQ0
 	}
 	if n.regs[TDH/4] == n.regs[TDT/4] {
-		causes |= IntTXQE
+		causes |= nicmodel.IntTXQE
 	}
 	if causes != 0 {
 		n.causeLocked(causes)

@@ -35,7 +35,7 @@ func TestTxLegacyPlain(t *testing.T) {
 	if h := r.regs.Read32(TDH); h != uint32(r.txTail) {
 		t.Fatalf("TDH %d, want %d", h, r.txTail)
 	}
-	if icr := r.regs.Read32(ICR); icr&(IntTXDW|IntTXQE) != IntTXDW|IntTXQE {
+	if icr := r.regs.Read32(nicmodel.ICR); icr&(nicmodel.IntTXDW|nicmodel.IntTXQE) != nicmodel.IntTXDW|nicmodel.IntTXQE {
 		t.Fatalf("ICR %#x, want TXDW and TXQE", icr)
 	}
 	if g := r.regs.Read32(nicmodel.GPTC); g != 1 {
@@ -216,7 +216,7 @@ func TestTxTSOBadContext(t *testing.T) {
 func TestTxVLANInsertAndLinkDown(t *testing.T) {
 	r := newRig(t, M82574L)
 	r.setupTx()
-	r.regs.Write32(CTRL, r.regs.Read32(CTRL)|CtrlVME)
+	r.regs.Write32(nicmodel.CTRL, r.regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
 	f := udp4(peerMAC, payloadBytes(100, 1))
 	d := dataTx(r.txBuf(0, f), len(f), TxdEOP|TxdVLE|TxdRS, 0)
 	binary.LittleEndian.PutUint16(d[14:], 0x2064) // PCP 1, VID 100
@@ -262,7 +262,7 @@ func TestTxDMAFault(t *testing.T) {
 func TestTxWaitsForEnableAndWraps(t *testing.T) {
 	r := newRig(t, M82574L)
 	r.setupTx()
-	r.regs.Write32(TCTL, TctlPSP)
+	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlPSP)
 	f := udp4(peerMAC, payloadBytes(60, 1))
 	for i := range ringSize - 1 {
 		r.putTx(legacyTx(r.txBuf(i, f), len(f), TxdEOP, 0, 0))
@@ -271,7 +271,7 @@ func TestTxWaitsForEnableAndWraps(t *testing.T) {
 	if n := len(r.sent()); n != 0 {
 		t.Fatalf("%d frames sent with TCTL.EN clear", n)
 	}
-	r.regs.Write32(TCTL, TctlPSP|TctlEN)
+	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlPSP|nicmodel.TctlEN)
 	if n := len(r.sent()); n != ringSize-1 {
 		t.Fatalf("%d frames after enabling, want %d", n, ringSize-1)
 	}

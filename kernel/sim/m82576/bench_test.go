@@ -1,6 +1,10 @@
 package m82576
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
+)
 
 // benchRx runs frames of the given size through the model's receive path
 // (filters, RSS, DMA through the machine's port, write-back), returning
@@ -8,7 +12,7 @@ import "testing"
 func benchRx(b *testing.B, size int) {
 	r := newRig(b)
 	r.setupRx(0, 256, 2048)
-	r.programRSS(MrqcUDPIPv4 | MrqcTCPIPv4)
+	r.programRSS(nicmodel.MrqcUDPIPv4 | nicmodel.MrqcTCPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, max(size-42, 0)))
 	b.SetBytes(int64(len(f)))

@@ -9,7 +9,7 @@ import (
 // rarOffset is where receive address register pair n lives.
 func rarOffset(n uint32) uint32 {
 	if n < 16 {
-		return RAL0 + 8*n
+		return nicmodel.RAL0 + 8*n
 	}
 	return RAL16 + 8*(n-16)
 }
@@ -20,29 +20,29 @@ func rarOffset(n uint32) uint32 {
 // exact match it returns the pools (RAH.POOLSEL) the entry names.
 func (n *NIC) acceptLocked(f []byte, rctl uint32) (ok bool, pools uint32) {
 	if nicmodel.IsBroadcast(f) {
-		return rctl&RctlBAM != 0, 0
+		return rctl&nicmodel.RctlBAM != 0, 0
 	}
 	lo := binary.LittleEndian.Uint32(f[0:4])
 	hi := uint32(binary.LittleEndian.Uint16(f[4:6]))
 	for i := range uint32(numRAR) {
 		off := rarOffset(i)
 		rah := n.regs[off/4+1]
-		if rah&RahAV != 0 && n.regs[off/4] == lo && rah&0xffff == hi {
+		if rah&nicmodel.RahAV != 0 && n.regs[off/4] == lo && rah&0xffff == hi {
 			return true, rah >> RahPoolSh & rahPoolMsk
 		}
 	}
 	if f[0]&1 != 0 {
-		if rctl&RctlMPE != 0 {
+		if rctl&nicmodel.RctlMPE != 0 {
 			return true, 0
 		}
-		return nicmodel.TableBit(n.regs[MTA/4:], nicmodel.MTAHash(f, rctl>>RctlMOSh)), 0
+		return nicmodel.TableBit(n.regs[nicmodel.MTA/4:], nicmodel.MTAHash(f, rctl>>nicmodel.RctlMOSh)), 0
 	}
-	return rctl&RctlUPE != 0, 0
+	return rctl&nicmodel.RctlUPE != 0, 0
 }
 
 // vlanAcceptLocked is the VLAN filter: the tag's VLAN id in the VFTA.
 func (n *NIC) vlanAcceptLocked(f []byte) bool {
-	return nicmodel.TableBit(n.regs[VFTA/4:], nicmodel.VLANID(f))
+	return nicmodel.TableBit(n.regs[nicmodel.VFTA/4:], nicmodel.VLANID(f))
 }
 
 // etqfLocked matches the EtherType filters. It returns the index of the

@@ -13,7 +13,7 @@ func TestEtherTypeFilter(t *testing.T) {
 	for q := range uint32(4) {
 		r.setupRx(q, 8, 2048)
 	}
-	r.programRSS(MrqcIPv4)
+	r.programRSS(nicmodel.MrqcIPv4)
 	r.programRETA(func(uint32) uint32 { return 1 })
 	const ptp = 0x88f7
 	r.Regs.Write32(ETQF0+4*5, ptp|EtqfFilter|EtqfQueueEn|3<<EtqfQueueSh)
@@ -68,7 +68,7 @@ func TestFiveTupleFilter(t *testing.T) {
 	for q := range uint32(8) {
 		r.setupRx(q, 8, 2048)
 	}
-	r.programRSS(MrqcIPv4 | MrqcUDPIPv4 | MrqcTCPIPv4)
+	r.programRSS(nicmodel.MrqcIPv4 | nicmodel.MrqcUDPIPv4 | nicmodel.MrqcTCPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	const vxlan = 4789
 	anyFlow := uint32(FtqfMaskSrcAddr | FtqfMaskDstAddr | FtqfMaskSrcPort)
@@ -131,7 +131,7 @@ func TestTwoTupleValuesSteerNothing(t *testing.T) {
 	for q := range uint32(4) {
 		r.setupRx(q, 8, 2048)
 	}
-	r.programRSS(MrqcIPv4 | MrqcUDPIPv4)
+	r.programRSS(nicmodel.MrqcIPv4 | nicmodel.MrqcUDPIPv4)
 	r.programRETA(func(uint32) uint32 { return 0 })
 	r.Regs.Write32(FTQF0, uint32(header.UDPProtocolNumber)|FtqfQueueEn|2<<FtqfQueueSh)
 	r.Regs.Write32(IMIR0, 9|7<<ImirPrioSh)
@@ -162,7 +162,7 @@ func TestAddressAndVLANFilters(t *testing.T) {
 	}
 	// A second exact address in RAR 17.
 	g.Write32(RAL16+8, uint32(other[0])|uint32(other[1])<<8|uint32(other[2])<<16|uint32(other[3])<<24)
-	g.Write32(RAL16+12, uint32(other[4])|uint32(other[5])<<8|RahAV)
+	g.Write32(RAL16+12, uint32(other[4])|uint32(other[5])<<8|nicmodel.RahAV)
 	r.Inject(other)
 	if _, _, ok := r.takeRx(0); !ok {
 		t.Error("frame to RAR 17 dropped")
@@ -174,7 +174,7 @@ func TestAddressAndVLANFilters(t *testing.T) {
 		t.Error("multicast accepted with an empty MTA")
 	}
 	h := (uint32(mc[4])>>4 | uint32(mc[5])<<4) & 0xfff // RCTL.MO 0: address bits 47:36
-	g.Write32(MTA+4*(h>>5), 1<<(h&31))
+	g.Write32(nicmodel.MTA+4*(h>>5), 1<<(h&31))
 	r.Inject(mc)
 	if _, _, ok := r.takeRx(0); !ok {
 		t.Error("multicast in the MTA dropped")
@@ -188,13 +188,13 @@ func TestAddressAndVLANFilters(t *testing.T) {
 	tagged := make([]byte, 0, 80)
 	plain := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 20))
 	tagged = append(append(append(tagged, plain[:12]...), 0x81, 0x00, 0x20, 0x05), plain[12:]...)
-	g.Write32(RCTL, g.Read32(RCTL)|RctlVFE)
+	g.Write32(nicmodel.RCTL, g.Read32(nicmodel.RCTL)|nicmodel.RctlVFE)
 	r.Inject(tagged)
 	if r.nic.Counters().RxFiltered != 3 {
 		t.Error("tagged frame for VLAN 5 accepted with an empty VFTA")
 	}
-	g.Write32(VFTA, 1<<5)
-	g.Write32(CTRL, g.Read32(CTRL)|CtrlVME)
+	g.Write32(nicmodel.VFTA, 1<<5)
+	g.Write32(nicmodel.CTRL, g.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
 	r.Inject(tagged)
 	got, wb, ok := r.takeRx(0)
 	if !ok {
@@ -213,9 +213,9 @@ func TestVMDqPoolSelect(t *testing.T) {
 	r.setupRx(2, 8, 2048)
 	g := r.Regs
 	vm := [6]byte{0x02, 0, 0, 0, 0, 0x42}
-	g.Write32(RAL0+8, uint32(vm[0])|uint32(vm[1])<<8|uint32(vm[2])<<16|uint32(vm[3])<<24)
-	g.Write32(RAL0+12, uint32(vm[4])|uint32(vm[5])<<8|RahAV|1<<2<<RahPoolSh)
-	g.Write32(MRQC, MrqcVMDq)
+	g.Write32(nicmodel.RAL0+8, uint32(vm[0])|uint32(vm[1])<<8|uint32(vm[2])<<16|uint32(vm[3])<<24)
+	g.Write32(nicmodel.RAL0+12, uint32(vm[4])|uint32(vm[5])<<8|nicmodel.RahAV|1<<2<<RahPoolSh)
+	g.Write32(nicmodel.MRQC, MrqcVMDq)
 	f := udp4(srcIP4, dstIP4, 1, 2, nil)
 	copy(f, vm[:])
 	r.Inject(f)

@@ -3,6 +3,8 @@ package m82576
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 )
 
 // FuzzModel drives the model with arbitrary register writes, frames and
@@ -16,7 +18,7 @@ func FuzzModel(f *testing.F) {
 		r.setupRx(0, 8, 1024)
 		r.setupRx(1, 8, 2048)
 		r.setupTx(0, 8)
-		r.programRSS(MrqcTCPIPv4 | MrqcUDPIPv4 | MrqcIPv4)
+		r.programRSS(nicmodel.MrqcTCPIPv4 | nicmodel.MrqcUDPIPv4 | nicmodel.MrqcIPv4)
 		frame := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 1200))
 		for len(ops) >= 2 {
 			op, arg := ops[0]%5, ops[1]

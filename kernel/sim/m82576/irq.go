@@ -1,5 +1,7 @@
 package m82576
 
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
 // Interrupts (datasheet 7.3). A queue event sets its legacy cause in ICR
 // (RXDW, TXDW) and the EICR bit its IVAR entry names, if the entry's
 // valid bit is set: IVAR maps queues to EICR bits in every mode. Other
@@ -18,7 +20,7 @@ package m82576
 // bits 7:0 (RX) and 15:8 (TX) for queues 0-7, bits 23:16 and 31:24 for
 // queues 8-15.
 func (n *NIC) ivarEntry(q uint32, tx bool) uint32 {
-	reg := n.regs[IVAR0/4+q%8]
+	reg := n.regs[nicmodel.IVAR0/4+q%8]
 	shift := q / 8 * 16
 	if tx {
 		shift += 8
@@ -31,7 +33,7 @@ func (n *NIC) ivarEntry(q uint32, tx bool) uint32 {
 func (n *NIC) queuesOnLocked(vectors uint32) uint32 {
 	var qs uint32
 	for q := range uint32(numQueues) {
-		if e := n.ivarEntry(q, false); e&IvarValid != 0 && vectors&(1<<(e&ivarVectorMsk)) != 0 {
+		if e := n.ivarEntry(q, false); e&nicmodel.IvarValid != 0 && vectors&(1<<(e&ivarVectorMsk)) != 0 {
 			qs |= 1 << q
 		}
 	}
@@ -42,11 +44,11 @@ func (n *NIC) queuesOnLocked(vectors uint32) uint32 {
 func (n *NIC) queueCauseLocked(q uint32, tx bool) {
 	cause := uint32(IntRXDW)
 	if tx {
-		cause = IntTXDW
+		cause = nicmodel.IntTXDW
 	}
-	n.regs[ICR/4] |= cause
-	if e := n.ivarEntry(q, tx); e&IvarValid != 0 {
-		n.regs[EICR/4] |= 1 << (e & ivarVectorMsk)
+	n.regs[nicmodel.ICR/4] |= cause
+	if e := n.ivarEntry(q, tx); e&nicmodel.IvarValid != 0 {
+		n.regs[nicmodel.EICR/4] |= 1 << (e & ivarVectorMsk)
 	}
 	n.assertLocked()
 }
@@ -54,10 +56,10 @@ func (n *NIC) queueCauseLocked(q uint32, tx bool) {
 // otherCauseLocked latches non-queue causes in ICR.
 func (n *NIC) otherCauseLocked(bits uint32) {
 	r := n.regs
-	if bits&^r[ICR/4]&r[IMS/4] != 0 {
+	if bits&^r[nicmodel.ICR/4]&r[nicmodel.IMS/4] != 0 {
 		n.otherVectorLocked()
 	}
-	r[ICR/4] |= bits
+	r[nicmodel.ICR/4] |= bits
 	n.assertLocked()
 }
 
@@ -65,11 +67,11 @@ func (n *NIC) otherCauseLocked(bits uint32) {
 func (n *NIC) otherVectorLocked() {
 	r := n.regs
 	if !n.msixLocked() {
-		r[EICR/4] |= EicrOther
+		r[nicmodel.EICR/4] |= nicmodel.EicrOther
 		return
 	}
-	if e := r[IVAR_MISC/4] >> 8 & 0xff; e&IvarValid != 0 {
-		r[EICR/4] |= 1 << (e & ivarVectorMsk)
+	if e := r[nicmodel.IVAR_MISC/4] >> 8 & 0xff; e&nicmodel.IvarValid != 0 {
+		r[nicmodel.EICR/4] |= 1 << (e & ivarVectorMsk)
 	}
 }
 
@@ -77,38 +79,38 @@ func (n *NIC) otherVectorLocked() {
 func (n *NIC) setIMSLocked(v uint32) {
 	r := n.regs
 	v &= intCauses
-	if r[ICR/4]&v&^r[IMS/4] != 0 {
+	if r[nicmodel.ICR/4]&v&^r[nicmodel.IMS/4] != 0 {
 		n.otherVectorLocked()
 	}
-	r[IMS/4] |= v
+	r[nicmodel.IMS/4] |= v
 	n.assertLocked()
 }
 
-func (n *NIC) msixLocked() bool { return n.regs[GPIE/4]&GpieMultiMSI != 0 }
+func (n *NIC) msixLocked() bool { return n.regs[nicmodel.GPIE/4]&nicmodel.GpieMultiMSIX != 0 }
 
 // assertLocked delivers what is pending and enabled.
 func (n *NIC) assertLocked() {
 	r := n.regs
 	if n.msixLocked() {
-		fire := r[EICR/4] & r[EIMS/4]
+		fire := r[nicmodel.EICR/4] & r[nicmodel.EIMS/4]
 		if fire == 0 {
 			return
 		}
-		r[EICR/4] &^= fire & r[EIAC/4]
-		if r[GPIE/4]&GpieEIAME != 0 {
-			r[EIMS/4] &^= fire & r[EIAM/4]
+		r[nicmodel.EICR/4] &^= fire & r[nicmodel.EIAC/4]
+		if r[nicmodel.GPIE/4]&nicmodel.GpieEIAME != 0 {
+			r[nicmodel.EIMS/4] &^= fire & r[nicmodel.EIAM/4]
 		}
 		n.irq.Raise()
 		return
 	}
-	if r[ICR/4]&r[IMS/4]&intCauses != 0 {
-		r[EICR/4] |= EicrOther
+	if r[nicmodel.ICR/4]&r[nicmodel.IMS/4]&intCauses != 0 {
+		r[nicmodel.EICR/4] |= nicmodel.EicrOther
 	}
-	if r[EICR/4]&r[EIMS/4] == 0 && r[ICR/4]&r[IMS/4]&intCauses == 0 {
-		r[ICR/4] &^= IntAsserted
+	if r[nicmodel.EICR/4]&r[nicmodel.EIMS/4] == 0 && r[nicmodel.ICR/4]&r[nicmodel.IMS/4]&intCauses == 0 {
+		r[nicmodel.ICR/4] &^= nicmodel.IntAsserted
 		return
 	}
-	r[ICR/4] |= IntAsserted
+	r[nicmodel.ICR/4] |= nicmodel.IntAsserted
 	n.irq.Raise()
 }
 
@@ -118,14 +120,14 @@ func (n *NIC) assertLocked() {
 // read acknowledges the one interrupt.
 func (n *NIC) readICRLocked() uint32 {
 	r := n.regs
-	v := r[ICR/4]
-	if v&IntAsserted != 0 || r[IMS/4] == 0 || r[GPIE/4]&GpieNSICR != 0 {
-		if v&IntAsserted != 0 {
-			r[IMS/4] &^= r[IAM/4]
+	v := r[nicmodel.ICR/4]
+	if v&nicmodel.IntAsserted != 0 || r[nicmodel.IMS/4] == 0 || r[nicmodel.GPIE/4]&nicmodel.GpieNSICR != 0 {
+		if v&nicmodel.IntAsserted != 0 {
+			r[nicmodel.IMS/4] &^= r[nicmodel.IAM/4]
 		}
-		r[ICR/4] = 0
+		r[nicmodel.ICR/4] = 0
 		if !n.msixLocked() {
-			r[EICR/4] = 0
+			r[nicmodel.EICR/4] = 0
 		}
 	}
 	return v

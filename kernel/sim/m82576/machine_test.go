@@ -48,7 +48,7 @@ func TestBehindIOMMU(t *testing.T) {
 	g.Write32(RDLEN, size*descLen)
 	g.Write32(SRRCTL, 2|DescTypeAdvOneBuf<<SrrctlDescTypeSh)
 	g.Write32(RDT, size-1)
-	g.Write32(RCTL, RctlEN|RctlSECRC)
+	g.Write32(nicmodel.RCTL, nicmodel.RctlEN|nicmodel.RctlSECRC)
 
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("through the IOMMU"))
 	r.Inject(f)
@@ -82,7 +82,7 @@ func TestConcurrentQueues(t *testing.T) {
 		r.setupRx(q, 64, 2048)
 		r.setupTx(q, 64)
 	}
-	r.programRSS(MrqcUDPIPv4)
+	r.programRSS(nicmodel.MrqcUDPIPv4)
 	r.programRETA(func(i uint32) uint32 { return i % queues })
 	var wg sync.WaitGroup
 	var mu sync.Mutex // the test's own ring bookkeeping
@@ -121,7 +121,7 @@ func TestConcurrentQueues(t *testing.T) {
 		defer wg.Done()
 		for range 200 {
 			r.Regs.Read32(nicmodel.GPRC)
-			r.Regs.Read32(STATUS)
+			r.Regs.Read32(nicmodel.STATUS)
 		}
 	}()
 	wg.Wait()
@@ -147,10 +147,10 @@ func TestDeferRx(t *testing.T) {
 	r.nic = n
 	r.Regs = n.Regs()
 	n.Attach(r.Wire.A()) // replaces the plugged model on the wire
-	r.Regs.Write32(CTRL, CtrlSLU)
+	r.Regs.Write32(nicmodel.CTRL, nicmodel.CtrlSLU)
 	r.setupRx(0, 8, 2048)
 	r.setupRx(1, 8, 2048)
-	r.Regs.Write32(IMS, IntRXDW)
+	r.Regs.Write32(nicmodel.IMS, IntRXDW)
 	const steered = 0x88b5
 	r.Regs.Write32(ETQF0, steered|EtqfFilter|EtqfQueueEn|1<<EtqfQueueSh)
 
@@ -168,11 +168,11 @@ func TestDeferRx(t *testing.T) {
 	if m.IRQ(nicAddr).Raised() == before {
 		t.Error("no wake-up for a waiting frame")
 	}
-	for _, off := range []uint32{TDH, ICR, EICR, STATUS} {
+	for _, off := range []uint32{TDH, nicmodel.ICR, nicmodel.EICR, nicmodel.STATUS} {
 		r.Regs.Read32(off)
 	}
-	r.Regs.Write32(IMS, IntRXDW)
-	r.Regs.Write32(EIMS, 1)
+	r.Regs.Write32(nicmodel.IMS, IntRXDW)
+	r.Regs.Write32(nicmodel.EIMS, 1)
 	if n.Counters().RxFrames != 0 {
 		t.Fatal("a transmit or interrupt register wrote a ring")
 	}
@@ -184,7 +184,7 @@ func TestDeferRx(t *testing.T) {
 	if n.pbq[1].Len() != 1 || n.Counters().RxQueue[1] != 0 {
 		t.Error("queue 0's access wrote queue 1's ring")
 	}
-	if r.Regs.Read32(ICR)&IntRXDW == 0 {
+	if r.Regs.Read32(nicmodel.ICR)&IntRXDW == 0 {
 		t.Error("no RXDW cause for the written frame")
 	}
 	r.Regs.Write32(RDT+queueSize, 7) // tail unchanged: still moves the waiting frame
@@ -202,7 +202,7 @@ func TestDeferRx(t *testing.T) {
 	}
 	r.nic, r.Regs = small, small.Regs()
 	small.Attach(r.Wire.A())
-	r.Regs.Write32(CTRL, CtrlSLU)
+	r.Regs.Write32(nicmodel.CTRL, nicmodel.CtrlSLU)
 	r.rx[0].next = 0
 	r.setupRx(0, 8, 2048)
 	big := make([]byte, 600)

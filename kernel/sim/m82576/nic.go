@@ -201,8 +201,8 @@ func (n *NIC) setCable(up bool, mbps int) {
 // linkLocked is the MAC's view of the link: the cable is in, software has
 // set CTRL.SLU, and the PHY is neither in reset nor powered down.
 func (n *NIC) linkLocked() bool {
-	return n.cable.up && n.regs[CTRL/4]&CtrlSLU != 0 &&
-		n.regs[CTRL/4]&CtrlPHYRST == 0 && n.phy.powered()
+	return n.cable.up && n.regs[nicmodel.CTRL/4]&nicmodel.CtrlSLU != 0 &&
+		n.regs[nicmodel.CTRL/4]&nicmodel.CtrlPHYRST == 0 && n.phy.powered()
 }
 
 func (n *NIC) linkChangedLocked() {
@@ -216,7 +216,7 @@ func (n *NIC) linkChangedLocked() {
 	}
 	n.linkUp, n.speed = now, speed
 	n.phy.setLink(now, speed)
-	n.otherCauseLocked(IntLSC)
+	n.otherCauseLocked(nicmodel.IntLSC)
 }
 
 // Reset performs a software reset, as writing CTRL.RST does.
@@ -237,21 +237,21 @@ func (n *NIC) Reset() {
 func (n *NIC) resetLocked() {
 	clear(n.regs)
 	r := n.regs
-	r[CTRL/4] = ctrlResetVal
-	r[EECD/4] = EecdPres | EecdAutoRd | 2<<EecdSizeSh
-	r[MDIC/4] = nicmodel.MdicReady
-	r[VET/4] = 0x8100
-	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
-	r[TIPG/4] = 0x00a00008
-	r[RXCSUM/4] = RxcsumIPOFL | RxcsumTUOFL
+	r[nicmodel.CTRL/4] = ctrlResetVal
+	r[nicmodel.EECD/4] = nicmodel.EecdPres | nicmodel.EecdAutoRd | 2<<nicmodel.EecdSizeSh
+	r[nicmodel.MDIC/4] = nicmodel.MdicReady
+	r[nicmodel.VET/4] = 0x8100
+	r[nicmodel.TCTL/4] = nicmodel.TctlPSP | 0xf<<4 | 0x3f<<12
+	r[nicmodel.TIPG/4] = 0x00a00008
+	r[nicmodel.RXCSUM/4] = nicmodel.RxcsumIPOFL | nicmodel.RxcsumTUOFL
 	r[RLPML/4] = 0x2600
 	for q := range uint32(numQueues) {
 		r[(SRRCTL+q*queueSize)/4] = 2 | 4<<SrrctlBSizeHdrSh
 	}
 	r[RXDCTL/4] = RxdctlEnable | 1<<16
 	r[TXDCTL/4] = TxdctlEnable
-	r[RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
-	r[RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | RahAV
+	r[nicmodel.RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
+	r[nicmodel.RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | nicmodel.RahAV
 	for q := range n.tx {
 		n.tx[q].reset()
 	}
@@ -285,7 +285,7 @@ func canonical(off uint32) uint32 {
 	case off >= 0x3800 && off < 0x3c00 && off&0xff < queueSize:
 		return TDBAL + (off-0x3800)>>8*queueSize + off&0x3f
 	case off >= ICRAlias && off <= IAMAlias:
-		return ICR + (off-ICRAlias)*2
+		return nicmodel.ICR + (off-ICRAlias)*2
 	}
 	return off
 }
@@ -313,17 +313,17 @@ func (n *NIC) read32(off uint32) uint32 {
 func (n *NIC) readLocked(off uint32) uint32 {
 	r := n.regs
 	switch {
-	case off == STATUS:
+	case off == nicmodel.STATUS:
 		return n.statusLocked()
-	case off == ICR:
+	case off == nicmodel.ICR:
 		return n.readICRLocked()
-	case off == EICR:
-		v := r[EICR/4]
-		r[EICR/4] = 0
+	case off == nicmodel.EICR:
+		v := r[nicmodel.EICR/4]
+		r[nicmodel.EICR/4] = 0
 		return v
-	case off == ICS, off == IMC, off == EICS, off == EIMC:
+	case off == nicmodel.ICS, off == nicmodel.IMC, off == nicmodel.EICS, off == nicmodel.EIMC:
 		return 0 // write-only
-	case off == SWSM:
+	case off == nicmodel.SWSM:
 		v := r[off/4]
 		r[off/4] |= 1 // SMBI: a read takes the semaphore
 		return v
@@ -348,10 +348,10 @@ func (n *NIC) readLocked(off uint32) uint32 {
 func (n *NIC) statusLocked() uint32 {
 	s := uint32(StatusPFRstDone)
 	if n.linkUp {
-		s |= StatusLU | StatusFD | speedCode(n.speed)<<StatusSpeedSh
+		s |= nicmodel.StatusLU | nicmodel.StatusFD | speedCode(n.speed)<<nicmodel.StatusSpeedSh
 	}
-	if n.regs[CTRL/4]&CtrlGIOMDis == 0 {
-		s |= StatusGIOME
+	if n.regs[nicmodel.CTRL/4]&nicmodel.CtrlGIOMDis == 0 {
+		s |= nicmodel.StatusGIOME
 	}
 	return s
 }
@@ -373,14 +373,14 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	off = canonical(off)
 	defer n.rxAccess(off, true) // after the write: a new RDT may make room
-	if off == CTRL && v&(CtrlRST|CtrlDevRST) != 0 {
+	if off == nicmodel.CTRL && v&(nicmodel.CtrlRST|CtrlDevRST) != 0 {
 		n.Reset()
 		return
 	}
 	n.mu.Lock()
 	kick, q := n.writeLocked(off, v)
 	var armed uint32
-	if off == EIMS && n.opt.DeferRx {
+	if off == nicmodel.EIMS && n.opt.DeferRx {
 		armed = n.queuesOnLocked(v)
 	}
 	n.mu.Unlock()
@@ -440,51 +440,51 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 		return false, 0
 	}
 	switch {
-	case off == CTRL:
-		r[CTRL/4] = v
+	case off == nicmodel.CTRL:
+		r[nicmodel.CTRL/4] = v
 		n.linkChangedLocked()
-	case off == STATUS, off == FWSM:
+	case off == nicmodel.STATUS, off == nicmodel.FWSM:
 		// read-only
-	case off == EECD:
-		const sw = EecdSK | EecdCS | EecdDI | EecdReq
+	case off == nicmodel.EECD:
+		const sw = nicmodel.EecdSK | nicmodel.EecdCS | nicmodel.EecdDI | nicmodel.EecdReq
 		v &= sw
-		if v&EecdReq != 0 {
-			v |= EecdGnt
+		if v&nicmodel.EecdReq != 0 {
+			v |= nicmodel.EecdGnt
 		}
-		r[EECD/4] = r[EECD/4]&^(sw|EecdGnt) | v
-	case off == EERD:
+		r[nicmodel.EECD/4] = r[nicmodel.EECD/4]&^(sw|nicmodel.EecdGnt) | v
+	case off == nicmodel.EERD:
 		n.eerdLocked(v)
-	case off == CTRL_EXT:
-		r[CTRL_EXT/4] = v &^ CtrlExtEERst
-	case off == MDIC:
+	case off == nicmodel.CTRL_EXT:
+		r[nicmodel.CTRL_EXT/4] = v &^ nicmodel.CtrlExtEERst
+	case off == nicmodel.MDIC:
 		n.mdicLocked(v)
-	case off == ICR:
-		r[ICR/4] &^= v
+	case off == nicmodel.ICR:
+		r[nicmodel.ICR/4] &^= v
 		n.assertLocked()
-	case off == ICS:
+	case off == nicmodel.ICS:
 		n.otherCauseLocked(v & intCauses)
-	case off == IMS:
+	case off == nicmodel.IMS:
 		n.setIMSLocked(v)
-	case off == IMC:
-		r[IMS/4] &^= v
-	case off == EICR:
-		r[EICR/4] &^= v
-	case off == EICS:
-		r[EICR/4] |= v
+	case off == nicmodel.IMC:
+		r[nicmodel.IMS/4] &^= v
+	case off == nicmodel.EICR:
+		r[nicmodel.EICR/4] &^= v
+	case off == nicmodel.EICS:
+		r[nicmodel.EICR/4] |= v
 		n.assertLocked()
-	case off == EIMS:
-		r[EIMS/4] |= v
+	case off == nicmodel.EIMS:
+		r[nicmodel.EIMS/4] |= v
 		n.assertLocked()
-	case off == EIMC:
-		r[EIMS/4] &^= v
-	case off == TCTL:
-		r[TCTL/4] = v
-		if v&TctlEN != 0 {
+	case off == nicmodel.EIMC:
+		r[nicmodel.EIMS/4] &^= v
+	case off == nicmodel.TCTL:
+		r[nicmodel.TCTL/4] = v
+		if v&nicmodel.TctlEN != 0 {
 			return true, allQueues
 		}
 	case off >= statsFirst && off <= statsLast, off >= PQGPRC && off < PQGPRC+numQueues*0x100:
 		// read-only
-	case off >= RSSRK && off < RSSRK+40:
+	case off >= nicmodel.RSSRK && off < nicmodel.RSSRK+40:
 		r[off/4] = v
 		n.rssTable = nil
 	default:

@@ -24,7 +24,7 @@ func (n *NIC) loadNVM() {
 // eerdLocked runs an EERD read; it completes at once. Words past the NVM
 // read all ones.
 func (n *NIC) eerdLocked(v uint32) {
-	n.regs[EERD/4] = nicmodel.EERD(v, func(addr uint32) uint16 {
+	n.regs[nicmodel.EERD/4] = nicmodel.EerdWrite(v, func(addr uint32) uint16 {
 		if addr < nvmWords {
 			return n.nvm[addr]
 		}

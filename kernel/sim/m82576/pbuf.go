@@ -67,12 +67,12 @@ func drainsOnRead(off uint32) bool {
 	if _, reg, ok := queueReg(off, RDBAL); ok {
 		return reg == RDH || reg == RDT || reg == RXDCTL
 	}
-	return off == ICR || off == EICR
+	return off == nicmodel.ICR || off == nicmodel.EICR
 }
 
 func drainsOnWrite(off uint32) bool {
 	if _, reg, ok := queueReg(off, RDBAL); ok {
 		return reg == RDT || reg == RXDCTL
 	}
-	return off == IMS || off == EIMS || off == ICS || off == EICS
+	return off == nicmodel.IMS || off == nicmodel.EIMS || off == nicmodel.ICS || off == nicmodel.EICS
 }

@@ -53,12 +53,12 @@ func (n *NIC) mdicLocked(v uint32) {
 	m := nicmodel.MDI(v)
 	switch {
 	case m.PHY() != phyAddress || !m.Read() && !m.Write():
-		n.regs[MDIC/4] = m.Done(0, true)
+		n.regs[nicmodel.MDIC/4] = m.Done(0, true)
 	case m.Read():
-		n.regs[MDIC/4] = m.Done(n.phy.r[m.Reg()], false)
+		n.regs[nicmodel.MDIC/4] = m.Done(n.phy.r[m.Reg()], false)
 	default:
 		n.phyWriteLocked(m.Reg(), m.Data())
-		n.regs[MDIC/4] = m.Done(m.Data(), false)
+		n.regs[nicmodel.MDIC/4] = m.Done(m.Data(), false)
 	}
 	if v&nicmodel.MdicIE != 0 {
 		n.otherCauseLocked(1 << 9) // MDAC

@@ -59,16 +59,16 @@ func TestResetAndNVM(t *testing.T) {
 	r := newRig(t)
 	g := r.Regs
 	want := uint32(ourMAC[0]) | uint32(ourMAC[1])<<8 | uint32(ourMAC[2])<<16 | uint32(ourMAC[3])<<24
-	if v := g.Read32(RAL0); v != want {
+	if v := g.Read32(nicmodel.RAL0); v != want {
 		t.Errorf("RAL0 %#x, want %#x", v, want)
 	}
-	if v := g.Read32(RAL0 + 4); v != RahAV|uint32(ourMAC[4])|uint32(ourMAC[5])<<8 {
+	if v := g.Read32(nicmodel.RAL0 + 4); v != nicmodel.RahAV|uint32(ourMAC[4])|uint32(ourMAC[5])<<8 {
 		t.Errorf("RAH0 %#x", v)
 	}
 	var sum uint16
 	for a := range uint32(nicmodel.NVMChecksumWord + 1) {
-		g.Write32(EERD, a<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
-		v := g.Read32(EERD)
+		g.Write32(nicmodel.EERD, a<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
+		v := g.Read32(nicmodel.EERD)
 		if v&nicmodel.EerdDone == 0 {
 			t.Fatalf("EERD word %d not done: %#x", a, v)
 		}
@@ -81,18 +81,18 @@ func TestResetAndNVM(t *testing.T) {
 	if sum != nicmodel.NVMSum {
 		t.Errorf("NVM checksum %#x, want %#x", sum, nicmodel.NVMSum)
 	}
-	if v := g.Read32(EECD); v&(EecdPres|EecdAutoRd) != EecdPres|EecdAutoRd {
+	if v := g.Read32(nicmodel.EECD); v&(nicmodel.EecdPres|nicmodel.EecdAutoRd) != nicmodel.EecdPres|nicmodel.EecdAutoRd {
 		t.Errorf("EECD %#x", v)
 	}
 
-	g.Write32(RCTL, RctlEN|RctlUPE)
-	g.Write32(MRQC, MrqcRSS)
+	g.Write32(nicmodel.RCTL, nicmodel.RctlEN|nicmodel.RctlUPE)
+	g.Write32(nicmodel.MRQC, MrqcRSS)
 	g.Write32(RDBAL+3*queueSize, 0x1000)
-	g.Write32(CTRL, g.Read32(CTRL)|CtrlRST)
-	if v := g.Read32(CTRL); v&CtrlRST != 0 || v&CtrlSLU != 0 {
+	g.Write32(nicmodel.CTRL, g.Read32(nicmodel.CTRL)|nicmodel.CtrlRST)
+	if v := g.Read32(nicmodel.CTRL); v&nicmodel.CtrlRST != 0 || v&nicmodel.CtrlSLU != 0 {
 		t.Errorf("CTRL after reset %#x", v)
 	}
-	for _, reg := range []uint32{RCTL, MRQC, RDBAL + 3*queueSize} {
+	for _, reg := range []uint32{nicmodel.RCTL, nicmodel.MRQC, RDBAL + 3*queueSize} {
 		if v := g.Read32(reg); v != 0 {
 			t.Errorf("register %#x = %#x after reset", reg, v)
 		}
@@ -100,7 +100,7 @@ func TestResetAndNVM(t *testing.T) {
 	if g.Read32(RXDCTL)&RxdctlEnable == 0 || g.Read32(RXDCTL+queueSize)&RxdctlEnable != 0 {
 		t.Error("after reset only RX queue 0 is enabled")
 	}
-	if v := g.Read32(VET); v != 0x8100 {
+	if v := g.Read32(nicmodel.VET); v != 0x8100 {
 		t.Errorf("VET %#x", v)
 	}
 	if r.nic.Counters().Resets != 2 {
@@ -123,8 +123,8 @@ func TestQueueRegisterAliases(t *testing.T) {
 	if v := g.Read32(RDLEN); v != 0x12300 {
 		t.Errorf("RDLEN %#x", v)
 	}
-	g.Write32(IMS, IntLSC)
-	if v := g.Read32(0x1508); v != IntLSC {
+	g.Write32(nicmodel.IMS, nicmodel.IntLSC)
+	if v := g.Read32(0x1508); v != nicmodel.IntLSC {
 		t.Errorf("IMS via 0x1508 = %#x", v)
 	}
 }
@@ -133,8 +133,8 @@ func TestMDIC(t *testing.T) {
 	r := newRig(t)
 	g := r.Regs
 	read := func(reg uint32) uint32 {
-		g.Write32(MDIC, nicmodel.MdicOpRead|phyAddress<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh)
-		v := g.Read32(MDIC)
+		g.Write32(nicmodel.MDIC, nicmodel.MdicOpRead|phyAddress<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh)
+		v := g.Read32(nicmodel.MDIC)
 		if v&nicmodel.MdicReady == 0 || v&nicmodel.MdicError != 0 {
 			t.Fatalf("MDIC read of %d: %#x", reg, v)
 		}
@@ -146,17 +146,17 @@ func TestMDIC(t *testing.T) {
 	if read(nicmodel.PhyBMSR)&nicmodel.BmsrLinkStatus == 0 {
 		t.Error("BMSR link down with the cable in")
 	}
-	g.Write32(MDIC, nicmodel.MdicOpRead|2<<nicmodel.MdicPhySh)
-	if g.Read32(MDIC)&nicmodel.MdicError == 0 {
+	g.Write32(nicmodel.MDIC, nicmodel.MdicOpRead|2<<nicmodel.MdicPhySh)
+	if g.Read32(nicmodel.MDIC)&nicmodel.MdicError == 0 {
 		t.Error("no error for PHY address 2")
 	}
 	// Powering the PHY down drops the link.
-	g.Write32(MDIC, nicmodel.MdicOpWrite|phyAddress<<nicmodel.MdicPhySh|nicmodel.PhyBMCR<<nicmodel.MdicRegSh|0x1140|nicmodel.BmcrPowerDown)
-	if g.Read32(STATUS)&StatusLU != 0 {
+	g.Write32(nicmodel.MDIC, nicmodel.MdicOpWrite|phyAddress<<nicmodel.MdicPhySh|nicmodel.PhyBMCR<<nicmodel.MdicRegSh|0x1140|nicmodel.BmcrPowerDown)
+	if g.Read32(nicmodel.STATUS)&nicmodel.StatusLU != 0 {
 		t.Error("link up with the PHY powered down")
 	}
-	g.Write32(MDIC, nicmodel.MdicOpWrite|phyAddress<<nicmodel.MdicPhySh|nicmodel.PhyBMCR<<nicmodel.MdicRegSh|nicmodel.BmcrReset)
-	if g.Read32(STATUS)&StatusLU == 0 {
+	g.Write32(nicmodel.MDIC, nicmodel.MdicOpWrite|phyAddress<<nicmodel.MdicPhySh|nicmodel.PhyBMCR<<nicmodel.MdicRegSh|nicmodel.BmcrReset)
+	if g.Read32(nicmodel.STATUS)&nicmodel.StatusLU == 0 {
 		t.Error("link down after PHY reset")
 	}
 }
@@ -202,51 +202,51 @@ func TestLinkChangeRaisesLSC(t *testing.T) {
 	r := newRig(t)
 	g := r.Regs
 	irq := r.M.IRQ(nicAddr)
-	if v := g.Read32(STATUS); v&StatusLU == 0 || v>>StatusSpeedSh&3 != 2 || v&StatusFD == 0 {
+	if v := g.Read32(nicmodel.STATUS); v&nicmodel.StatusLU == 0 || v>>nicmodel.StatusSpeedSh&3 != 2 || v&nicmodel.StatusFD == 0 {
 		t.Fatalf("STATUS %#x: want link up at 1000 full duplex", v)
 	}
-	g.Read32(ICR)
-	g.Write32(IMS, IntLSC)
+	g.Read32(nicmodel.ICR)
+	g.Write32(nicmodel.IMS, nicmodel.IntLSC)
 	before := irq.Raised()
 	r.nic.SetLink(false, 1000)
-	if g.Read32(STATUS)&StatusLU != 0 {
+	if g.Read32(nicmodel.STATUS)&nicmodel.StatusLU != 0 {
 		t.Error("link up after the cable was pulled")
 	}
 	if irq.Raised() == before {
 		t.Error("no interrupt for LSC")
 	}
-	if v := g.Read32(ICR); v&(IntLSC|IntAsserted) != IntLSC|IntAsserted {
+	if v := g.Read32(nicmodel.ICR); v&(nicmodel.IntLSC|nicmodel.IntAsserted) != nicmodel.IntLSC|nicmodel.IntAsserted {
 		t.Errorf("ICR %#x", v)
 	}
-	if v := g.Read32(ICR); v != 0 {
+	if v := g.Read32(nicmodel.ICR); v != 0 {
 		t.Errorf("ICR %#x after read", v)
 	}
 	r.nic.SetLink(true, 1000)
 	if !irq.Wait(time.Millisecond) {
 		t.Error("no interrupt on link up")
 	}
-	if g.Read32(ICR)&IntLSC == 0 {
+	if g.Read32(nicmodel.ICR)&nicmodel.IntLSC == 0 {
 		t.Error("no LSC on link up")
 	}
 	// A 100 Mb/s partner: STATUS says so, and LSC marks the change.
-	g.Read32(ICR)
+	g.Read32(nicmodel.ICR)
 	if err := r.nic.SetLink(true, 100); err != nil {
 		t.Fatal(err)
 	}
-	if v := g.Read32(STATUS); v>>StatusSpeedSh&3 != 1 || g.Read32(ICR)&IntLSC == 0 {
+	if v := g.Read32(nicmodel.STATUS); v>>nicmodel.StatusSpeedSh&3 != 1 || g.Read32(nicmodel.ICR)&nicmodel.IntLSC == 0 {
 		t.Errorf("STATUS %#x at 100 Mb/s, or no LSC", v)
 	}
 	if err := r.nic.SetLink(true, 40000); err == nil {
 		t.Error("40 Gb/s accepted")
 	}
 	// Without SLU the MAC does not bring the link up.
-	g.Write32(CTRL, g.Read32(CTRL)&^CtrlSLU)
-	if g.Read32(STATUS)&StatusLU != 0 {
+	g.Write32(nicmodel.CTRL, g.Read32(nicmodel.CTRL)&^nicmodel.CtrlSLU)
+	if g.Read32(nicmodel.STATUS)&nicmodel.StatusLU != 0 {
 		t.Error("link up without CTRL.SLU")
 	}
 	r.Wire.SetLink(false, 1000)
-	g.Write32(CTRL, g.Read32(CTRL)|CtrlSLU)
-	if g.Read32(STATUS)&StatusLU != 0 {
+	g.Write32(nicmodel.CTRL, g.Read32(nicmodel.CTRL)|nicmodel.CtrlSLU)
+	if g.Read32(nicmodel.STATUS)&nicmodel.StatusLU != 0 {
 		t.Error("link up with the wire down")
 	}
 }
@@ -258,51 +258,51 @@ func TestInterruptVectors(t *testing.T) {
 	r.setupRx(9, 8, 2048)
 	// RX queue 9 is byte 2 of IVAR(1); RX queue 0 byte 0 of IVAR(0);
 	// TX queue 0 byte 1 of IVAR(0).
-	g.Write32(IVAR0+4, (IvarValid|5)<<16)
-	g.Write32(IVAR0, IvarValid|3|(IvarValid|4)<<8)
-	g.Read32(ICR)
-	g.Read32(EICR)
-	g.Write32(EIMS, 1<<3|1<<5)
+	g.Write32(nicmodel.IVAR0+4, (nicmodel.IvarValid|5)<<16)
+	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|3|(nicmodel.IvarValid|4)<<8)
+	g.Read32(nicmodel.ICR)
+	g.Read32(nicmodel.EICR)
+	g.Write32(nicmodel.EIMS, 1<<3|1<<5)
 
 	f := udp4(srcIP4, dstIP4, 1, 2, make([]byte, 64))
 	r.Inject(f)
-	if v := g.Read32(EICR); v != 1<<3 {
+	if v := g.Read32(nicmodel.EICR); v != 1<<3 {
 		t.Errorf("EICR %#x after RX on queue 0, want vector 3", v)
 	}
-	if v := g.Read32(ICR); v&IntRXDW == 0 || v&IntAsserted == 0 {
+	if v := g.Read32(nicmodel.ICR); v&IntRXDW == 0 || v&nicmodel.IntAsserted == 0 {
 		t.Errorf("ICR %#x, want RXDW and asserted", v)
 	}
 
 	// MSI-X mode with auto-clear: the vector's EICR bit clears as it
 	// fires and EIAM masks it.
-	g.Write32(GPIE, GpieMultiMSI|GpieEIAME)
-	g.Write32(EIAC, 1<<5)
-	g.Write32(EIAM, 1<<5)
+	g.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX|nicmodel.GpieEIAME)
+	g.Write32(nicmodel.EIAC, 1<<5)
+	g.Write32(nicmodel.EIAM, 1<<5)
 	irq := r.M.IRQ(nicAddr)
 	before := irq.Raised()
 	// Steer to queue 9 through RSS (the filters only name queues 0-7).
-	g.Write32(RXCSUM, RxcsumPCSD)
-	g.Write32(MRQC, MrqcRSS|MrqcIPv4)
+	g.Write32(nicmodel.RXCSUM, nicmodel.RxcsumPCSD)
+	g.Write32(nicmodel.MRQC, MrqcRSS|nicmodel.MrqcIPv4)
 	for i := range uint32(32) {
-		g.Write32(RETA+4*i, 0x09090909)
+		g.Write32(nicmodel.RETA+4*i, 0x09090909)
 	}
 	r.Inject(f)
 	if irq.Raised() == before {
 		t.Error("no interrupt for queue 9")
 	}
-	if v := g.Read32(EICR); v&(1<<5) != 0 {
+	if v := g.Read32(nicmodel.EICR); v&(1<<5) != 0 {
 		t.Errorf("EICR %#x: vector 5 not auto-cleared", v)
 	}
-	if v := g.Read32(EIMS); v&(1<<5) != 0 || v&(1<<3) == 0 {
+	if v := g.Read32(nicmodel.EIMS); v&(1<<5) != 0 || v&(1<<3) == 0 {
 		t.Errorf("EIMS %#x: want vector 5 auto-masked, 3 kept", v)
 	}
 	if r.nic.Counters().RxQueue[9] != 1 {
 		t.Errorf("queue 9 frames %d", r.nic.Counters().RxQueue[9])
 	}
 	// EICS sets causes by software.
-	g.Write32(EIMS, 1<<7)
-	g.Write32(EICS, 1<<7)
-	if v := g.Read32(EICR); v&(1<<7) == 0 {
+	g.Write32(nicmodel.EIMS, 1<<7)
+	g.Write32(nicmodel.EICS, 1<<7)
+	if v := g.Read32(nicmodel.EICR); v&(1<<7) == 0 {
 		t.Errorf("EICR %#x after EICS", v)
 	}
 }

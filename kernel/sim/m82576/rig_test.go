@@ -6,6 +6,7 @@ import (
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -51,7 +52,7 @@ func newRig(t testing.TB) *rig {
 	t.Helper()
 	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true},
 		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, Options{MAC: ourMAC}) })
-	b.Regs.Write32(CTRL, b.Regs.Read32(CTRL)|CtrlSLU)
+	b.Regs.Write32(nicmodel.CTRL, b.Regs.Read32(nicmodel.CTRL)|nicmodel.CtrlSLU)
 	return &rig{Bench: b, nic: n}
 }
 
@@ -72,7 +73,7 @@ func (r *rig) setupRx(q uint32, size, bufSize int) {
 	}
 	r.Regs.Write32(RXDCTL+qo, RxdctlEnable)
 	r.Regs.Write32(RDT+qo, uint32(size-1))
-	r.Regs.Write32(RCTL, RctlEN|RctlBAM|RctlSECRC)
+	r.Regs.Write32(nicmodel.RCTL, nicmodel.RctlEN|nicmodel.RctlBAM|nicmodel.RctlSECRC)
 }
 
 // armRx writes descriptor i back in its read format.
@@ -127,7 +128,7 @@ func (r *rig) setupTx(q uint32, size int) {
 	r.Regs.Write32(TDH+qo, 0)
 	r.Regs.Write32(TDT+qo, 0)
 	r.Regs.Write32(TXDCTL+qo, TxdctlEnable)
-	r.Regs.Write32(TCTL, r.Regs.Read32(TCTL)|TctlEN)
+	r.Regs.Write32(nicmodel.TCTL, r.Regs.Read32(nicmodel.TCTL)|nicmodel.TctlEN)
 }
 
 // txDesc is one descriptor to queue, by its two qwords.

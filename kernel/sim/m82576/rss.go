@@ -19,25 +19,25 @@ func rssHash(t *nicmodel.ToeplitzTable, mrqc uint32, p *nicmodel.Packet) (typ, h
 	on := func(bit uint32) bool { return mrqc&bit != 0 }
 	ports := false
 	switch {
-	case p.IPv4 && tcp && on(MrqcTCPIPv4):
+	case p.IPv4 && tcp && on(nicmodel.MrqcTCPIPv4):
 		typ, ports = RSSTCPIPv4, true
-	case p.IPv4 && udp && on(MrqcUDPIPv4):
+	case p.IPv4 && udp && on(nicmodel.MrqcUDPIPv4):
 		typ, ports = RSSUDPIPv4, true
-	case p.IPv4 && on(MrqcIPv4):
+	case p.IPv4 && on(nicmodel.MrqcIPv4):
 		typ = RSSIPv4
-	case p.IPv6 && tcp && p.IPOpts && on(MrqcTCPIPv6Ex):
+	case p.IPv6 && tcp && p.IPOpts && on(nicmodel.MrqcTCPIPv6Ex):
 		typ, ports = RSSTCPIPv6Ex, true
-	case p.IPv6 && tcp && on(MrqcTCPIPv6):
+	case p.IPv6 && tcp && on(nicmodel.MrqcTCPIPv6):
 		typ, ports = RSSTCPIPv6, true
 	case p.IPv6 && udp && p.IPOpts && on(MrqcUDPIPv6Ex):
 		typ, ports = RSSUDPIPv6Ex, true
-	case p.IPv6 && udp && on(MrqcUDPIPv6):
+	case p.IPv6 && udp && on(nicmodel.MrqcUDPIPv6):
 		typ, ports = RSSUDPIPv6, true
-	case p.IPv6 && p.IPOpts && on(MrqcIPv6Ex):
+	case p.IPv6 && p.IPOpts && on(nicmodel.MrqcIPv6Ex):
 		typ = RSSIPv6Ex
-	case p.IPv6 && on(MrqcIPv6):
+	case p.IPv6 && on(nicmodel.MrqcIPv6):
 		typ = RSSIPv6
-	case p.IPv6 && on(MrqcIPv6Ex):
+	case p.IPv6 && on(nicmodel.MrqcIPv6Ex):
 		typ = RSSIPv6Ex
 	default:
 		return RSSNone, 0
@@ -57,7 +57,7 @@ func (n *NIC) rssTableLocked() *nicmodel.ToeplitzTable {
 	if n.rssTable == nil {
 		var key [40]byte
 		for i := range uint32(10) {
-			binary.LittleEndian.PutUint32(key[4*i:], n.regs[RSSRK/4+i])
+			binary.LittleEndian.PutUint32(key[4*i:], n.regs[nicmodel.RSSRK/4+i])
 		}
 		n.rssTable = nicmodel.NewToeplitzTable(&key)
 	}
@@ -68,5 +68,5 @@ func (n *NIC) rssTableLocked() *nicmodel.ToeplitzTable {
 // hash[6:0], one byte each, four to a register, low byte first.
 func (n *NIC) retaLocked(hash uint32) uint32 {
 	i := hash & (retaSize - 1)
-	return n.regs[RETA/4+i/4] >> (8 * (i % 4)) & (numQueues - 1)
+	return n.regs[nicmodel.RETA/4+i/4] >> (8 * (i % 4)) & (numQueues - 1)
 }

@@ -25,12 +25,12 @@ func TestRSSHashVectors(t *testing.T) {
 	for _, v := range nicmodeltest.RSSVectors() {
 		f := vectorFrame(v.Src, v.Dst, v.SrcPort, v.DstPort)
 		p := nicmodel.Parse(f, 0x8100)
-		all := uint32(MrqcTCPIPv4 | MrqcIPv4 | MrqcTCPIPv6 | MrqcIPv6)
+		all := uint32(nicmodel.MrqcTCPIPv4 | nicmodel.MrqcIPv4 | nicmodel.MrqcTCPIPv6 | nicmodel.MrqcIPv6)
 		typ, h := rssHash(tab, all, &p)
 		if h != v.L4Hash || (typ != RSSTCPIPv4 && typ != RSSTCPIPv6) {
 			t.Errorf("%v:%d > %v:%d TCP: type %d hash %#08x, want %#08x", v.Src, v.SrcPort, v.Dst, v.DstPort, typ, h, v.L4Hash)
 		}
-		typ, h = rssHash(tab, MrqcIPv4|MrqcIPv6, &p)
+		typ, h = rssHash(tab, nicmodel.MrqcIPv4|nicmodel.MrqcIPv6, &p)
 		if h != v.IPHash || (typ != RSSIPv4 && typ != RSSIPv6) {
 			t.Errorf("%v > %v IP: type %d hash %#08x, want %#08x", v.Src, v.Dst, typ, h, v.IPHash)
 		}
@@ -42,10 +42,10 @@ func TestRSSHashVectors(t *testing.T) {
 func (r *rig) programRSS(fields uint32) {
 	key := nicmodeltest.RSSKey()
 	for i := range uint32(10) {
-		r.Regs.Write32(RSSRK+4*i, binary.LittleEndian.Uint32(key[4*i:]))
+		r.Regs.Write32(nicmodel.RSSRK+4*i, binary.LittleEndian.Uint32(key[4*i:]))
 	}
-	r.Regs.Write32(RXCSUM, RxcsumPCSD|RxcsumIPOFL|RxcsumTUOFL)
-	r.Regs.Write32(MRQC, MrqcRSS|fields)
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumPCSD|nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL)
+	r.Regs.Write32(nicmodel.MRQC, MrqcRSS|fields)
 }
 
 // programRETA fills the redirection table with entry i = queue(i).
@@ -55,7 +55,7 @@ func (r *rig) programRETA(queue func(i uint32) uint32) {
 		for b := range uint32(4) {
 			v |= queue(4*i+b) << (8 * b)
 		}
-		r.Regs.Write32(RETA+4*i, v)
+		r.Regs.Write32(nicmodel.RETA+4*i, v)
 	}
 }
 
@@ -66,8 +66,8 @@ func TestRSSThroughModel(t *testing.T) {
 	for q := range uint32(4) {
 		r.setupRx(q, 16, 2048)
 	}
-	r.Regs.Write32(RCTL, r.Regs.Read32(RCTL)|RctlUPE|RctlMPE) // the vectors' destinations are not ours
-	r.programRSS(MrqcTCPIPv4 | MrqcTCPIPv6 | MrqcIPv4 | MrqcIPv6)
+	r.Regs.Write32(nicmodel.RCTL, r.Regs.Read32(nicmodel.RCTL)|nicmodel.RctlUPE|nicmodel.RctlMPE) // the vectors' destinations are not ours
+	r.programRSS(nicmodel.MrqcTCPIPv4 | nicmodel.MrqcTCPIPv6 | nicmodel.MrqcIPv4 | nicmodel.MrqcIPv6)
 	reta := func(i uint32) uint32 { return (i*7 + 1) % 4 }
 	r.programRETA(reta)
 	vectors := nicmodeltest.RSSVectors()
@@ -96,7 +96,7 @@ func TestRSSThroughModel(t *testing.T) {
 	// A new key takes effect at once: with an all-zero key every hash
 	// is 0, so every flow lands on RETA[0].
 	for i := range uint32(10) {
-		r.Regs.Write32(RSSRK+4*i, 0)
+		r.Regs.Write32(nicmodel.RSSRK+4*i, 0)
 	}
 	v := vectors[0]
 	r.Inject(vectorFrame(v.Src, v.Dst, v.SrcPort, v.DstPort))
@@ -115,13 +115,13 @@ func TestRETASelection(t *testing.T) {
 	}
 	key := nicmodeltest.RSSKey()
 	tab := nicmodel.NewToeplitzTable(&key)
-	r.programRSS(MrqcTCPIPv4 | MrqcUDPIPv4)
+	r.programRSS(nicmodel.MrqcTCPIPv4 | nicmodel.MrqcUDPIPv4)
 	r.programRETA(func(i uint32) uint32 { return i % queues })
 	var want [queues]int
 	for port := range uint16(200) {
 		f := udp4(srcIP4, dstIP4, 5000+port, 53, nil)
 		p := nicmodel.Parse(f, 0x8100)
-		_, h := rssHash(tab, MrqcUDPIPv4, &p)
+		_, h := rssHash(tab, nicmodel.MrqcUDPIPv4, &p)
 		q := (h & 127) % queues
 		want[q]++
 		r.Inject(f)
@@ -147,7 +147,7 @@ func TestRETASelection(t *testing.T) {
 		t.Errorf("200 flows used only %d of %d queues", used, queues)
 	}
 	// With RSS off everything goes to queue 0.
-	r.Regs.Write32(MRQC, 0)
+	r.Regs.Write32(nicmodel.MRQC, 0)
 	r.Inject(udp4(srcIP4, dstIP4, 1, 53, nil))
 	if _, _, ok := r.takeRx(0); !ok {
 		t.Error("RSS off: frame not on queue 0")

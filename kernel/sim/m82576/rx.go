@@ -126,18 +126,18 @@ func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 // else queue 0.
 func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 	r := n.regs
-	rctl := r[RCTL/4]
-	if rctl&RctlEN == 0 || !n.linkUp || len(f) < nicmodel.EthHdrLen {
+	rctl := r[nicmodel.RCTL/4]
+	if rctl&nicmodel.RctlEN == 0 || !n.linkUp || len(f) < nicmodel.EthHdrLen {
 		n.counters.RxOff++
 		return s, false
 	}
 	l := len(f) + nicmodel.FCSLen
 	n.statLocked(nicmodel.TPR, 1)
 	n.stat64Locked(nicmodel.TORL, uint64(l))
-	vet := uint16(r[VET/4])
+	vet := uint16(r[nicmodel.VET/4])
 	s.pkt = nicmodel.Parse(f, vet)
 	limit := maxFrame
-	if rctl&RctlLPE != 0 {
+	if rctl&nicmodel.RctlLPE != 0 {
 		limit = int(r[RLPML/4] & rlpmlMask)
 	}
 	if s.pkt.Tagged {
@@ -154,14 +154,14 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 		return s, false
 	}
 	accept, pools := n.acceptLocked(f, rctl)
-	if !accept || s.pkt.Tagged && rctl&RctlVFE != 0 && !n.vlanAcceptLocked(f) {
+	if !accept || s.pkt.Tagged && rctl&nicmodel.RctlVFE != 0 && !n.vlanAcceptLocked(f) {
 		n.counters.RxFiltered++
 		return s, false
 	}
 
-	s.rctl, s.rxcsum, s.vet = rctl, r[RXCSUM/4], vet
-	s.vme = r[CTRL/4]&CtrlVME != 0
-	mrqc := r[MRQC/4]
+	s.rctl, s.rxcsum, s.vet = rctl, r[nicmodel.RXCSUM/4], vet
+	s.vme = r[nicmodel.CTRL/4]&nicmodel.CtrlVME != 0
+	mrqc := r[nicmodel.MRQC/4]
 	mode := mrqc & MrqcModeMask
 	if mode == MrqcRSS {
 		s.rssType, s.rssHash = rssHash(n.rssTableLocked(), mrqc, &s.pkt)
@@ -213,7 +213,7 @@ func rxBufSize(s *rxSetup, adv bool) int {
 	if k := s.srrctl & SrrctlBSizePktMask; adv && k != 0 {
 		return int(k) << 10
 	}
-	return 2048 >> (s.rctl >> RctlBSIZSh & 3)
+	return 2048 >> (s.rctl >> nicmodel.RctlBSIZSh & 3)
 }
 
 // rxTry writes an admitted frame into its queue's ring: buffers first,
@@ -242,7 +242,7 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 	adv := dtype == DescTypeAdvOneBuf
 
 	strip := s.pkt.Tagged && s.vme
-	data, tci := e.stored.Build(frame, strip, s.rctl&RctlSECRC == 0)
+	data, tci := e.stored.Build(frame, strip, s.rctl&nicmodel.RctlSECRC == 0)
 
 	ring := s.ring
 	bsize := rxBufSize(s, adv)
@@ -340,8 +340,8 @@ type rxResult struct {
 // type and the RSS fields.
 func rxOffload(s *rxSetup, stored []byte) rxResult {
 	p := &s.pkt
-	o := rxResult{pcsd: s.rxcsum&RxcsumPCSD != 0, rssType: s.rssType, hash: s.rssHash}
-	ipofl, tuofl := s.rxcsum&RxcsumIPOFL != 0, s.rxcsum&RxcsumTUOFL != 0
+	o := rxResult{pcsd: s.rxcsum&nicmodel.RxcsumPCSD != 0, rssType: s.rssType, hash: s.rssHash}
+	ipofl, tuofl := s.rxcsum&nicmodel.RxcsumIPOFL != 0, s.rxcsum&nicmodel.RxcsumTUOFL != 0
 	if !ipofl && !tuofl {
 		o.status |= RxdIXSM
 	}
@@ -389,7 +389,7 @@ func rxOffload(s *rxSetup, stored []byte) rxResult {
 		o.ipid = binary.BigEndian.Uint16(p.IPHdr[4:])
 	}
 	if !o.pcsd {
-		o.csum = nicmodel.PacketChecksum(stored, int(s.rxcsum&RxcsumPCSSMask), s.rctl&RctlSECRC == 0)
+		o.csum = nicmodel.PacketChecksum(stored, int(s.rxcsum&nicmodel.RxcsumPCSSMask), s.rctl&nicmodel.RctlSECRC == 0)
 	}
 	return o
 }

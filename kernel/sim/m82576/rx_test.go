@@ -13,7 +13,7 @@ import (
 func TestRxChecksumStatus(t *testing.T) {
 	r := newRig(t)
 	r.setupRx(0, 16, 2048)
-	r.Regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	badIP := tcp4(srcIP4, dstIP4, 1, 2, []byte("x"))
 	badIP[14+10] ^= 0xff
 	badTCP := tcp4(srcIP4, dstIP4, 1, 2, []byte("x"))
@@ -56,13 +56,13 @@ func TestRxChecksumStatus(t *testing.T) {
 		}
 	}
 	// With the offloads off nothing is checked.
-	r.Regs.Write32(RXCSUM, 0)
+	r.Regs.Write32(nicmodel.RXCSUM, 0)
 	r.Inject(badIP)
 	if _, wb, _ := r.takeRx(0); wb.stErr&(RxdIPCS|RxdL4I|RxdErrIPE) != 0 {
 		t.Errorf("offloads off: status %#x", wb.stErr)
 	}
 	// PCSD clear: DW1 is the IP identification and packet checksum.
-	r.Regs.Write32(RXCSUM, RxcsumIPOFL)
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL)
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("x"))
 	r.Inject(f)
 	if _, wb, _ := r.takeRx(0); uint16(wb.hash) != 9 {
@@ -175,14 +175,14 @@ func TestRxPacketBufferHoldsFrames(t *testing.T) {
 		r.Inject(big(byte(i)))
 	}
 	c = r.nic.Counters()
-	if c.RxMissed == 0 || uint64(g.Read32(nicmodel.MPC)) != c.RxMissed || g.Read32(ICR)&IntRXMiss == 0 {
+	if c.RxMissed == 0 || uint64(g.Read32(nicmodel.MPC)) != c.RxMissed || g.Read32(nicmodel.ICR)&IntRXMiss == 0 {
 		t.Errorf("overflow: %+v", c)
 	}
 	if held := r.nic.pb.Len(); held*1446 > 64<<10 || held+int(c.RxMissed) != 60 {
 		t.Errorf("%d held + %d missed, want 60 within 64 KiB", held, c.RxMissed)
 	}
 	// A reset empties the buffer.
-	g.Write32(CTRL, CtrlRST)
+	g.Write32(nicmodel.CTRL, nicmodel.CtrlRST)
 	if r.nic.pb.Len() != 0 {
 		t.Error("reset kept held frames")
 	}
@@ -198,10 +198,10 @@ func TestRxQueueDisabledAndReceiverOff(t *testing.T) {
 		t.Errorf("disabled queue: %+v", c)
 	}
 	r.Regs.Write32(RXDCTL, RxdctlEnable)
-	r.Regs.Write32(RCTL, 0)
+	r.Regs.Write32(nicmodel.RCTL, 0)
 	r.Inject(f)
 	r.nic.SetLink(false, 1000)
-	r.Regs.Write32(RCTL, RctlEN|RctlSECRC)
+	r.Regs.Write32(nicmodel.RCTL, nicmodel.RctlEN|nicmodel.RctlSECRC)
 	r.Inject(f)
 	if c := r.nic.Counters(); c.RxOff != 2 || c.RxFrames != 0 {
 		t.Errorf("receiver off, link down: %+v", c)
@@ -227,7 +227,7 @@ func TestRxSizeLimitsAndCRC(t *testing.T) {
 	if g.Read32(nicmodel.RUC) != 1 || g.Read32(nicmodel.ROC) != 1 || r.nic.Counters().RxBadSize != 2 {
 		t.Errorf("RUC/ROC not counted: %+v", r.nic.Counters())
 	}
-	g.Write32(RCTL, g.Read32(RCTL)|RctlLPE)
+	g.Write32(nicmodel.RCTL, g.Read32(nicmodel.RCTL)|nicmodel.RctlLPE)
 	r.Inject(jumbo)
 	if got, _, ok := r.takeRx(0); !ok || len(got) != len(jumbo) {
 		t.Errorf("jumbo with LPE: ok %v len %d", ok, len(got))
@@ -238,7 +238,7 @@ func TestRxSizeLimitsAndCRC(t *testing.T) {
 		t.Error("RLPML not enforced")
 	}
 	// Without SECRC the FCS is stored after the frame.
-	g.Write32(RCTL, g.Read32(RCTL)&^RctlSECRC)
+	g.Write32(nicmodel.RCTL, g.Read32(nicmodel.RCTL)&^nicmodel.RctlSECRC)
 	f := udp4(srcIP4, dstIP4, 1, 2, []byte("fcs"))
 	r.Inject(f)
 	got, _, _ := r.takeRx(0)
@@ -252,7 +252,7 @@ func TestRxLegacyDescriptors(t *testing.T) {
 	r.setupRx(0, 8, 2048)
 	r.Regs.Write32(SRRCTL, 2) // DESCTYPE 0: legacy
 	const pcss = 14           // the packet checksum from the IP header on
-	r.Regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|pcss)
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|pcss)
 	f := tcp4(srcIP4, dstIP4, 1, 2, []byte("legacy"))
 	f[len(f)-1-3] ^= 1 // corrupt the payload
 	r.Inject(f)
@@ -271,7 +271,7 @@ func TestRxLegacyDescriptors(t *testing.T) {
 		t.Errorf("packet checksum %#04x, want %#04x", got, want)
 	}
 	// With the FCS kept in the buffer the sum still ends with the frame.
-	r.Regs.Write32(RCTL, r.Regs.Read32(RCTL)&^RctlSECRC)
+	r.Regs.Write32(nicmodel.RCTL, r.Regs.Read32(nicmodel.RCTL)&^nicmodel.RctlSECRC)
 	r.Inject(f)
 	d = r.rx[0].ring.Buf[descLen : 2*descLen]
 	if got, want := le.Uint16(d[10:]), checksum.Checksum(f[pcss:], 0); int(le.Uint16(d[8:])) != len(f)+4 || got != want {

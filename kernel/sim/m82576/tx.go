@@ -53,9 +53,9 @@ func (n *NIC) txRingLocked(q uint32) (nicmodel.TxRing, nicmodel.TxLine, bool) {
 	}
 	line := nicmodel.TxLine{
 		Port: n.port, Up: n.linkUp,
-		PSP: r[TCTL/4]&TctlPSP != 0, VET: uint16(r[VET/4]),
+		PSP: r[nicmodel.TCTL/4]&nicmodel.TctlPSP != 0, VET: uint16(r[nicmodel.VET/4]),
 	}
-	return ring, line, r[TCTL/4]&TctlEN != 0 && r[(TXDCTL+qo)/4]&TxdctlEnable != 0
+	return ring, line, r[nicmodel.TCTL/4]&nicmodel.TctlEN != 0 && r[(TXDCTL+qo)/4]&TxdctlEnable != 0
 }
 
 // kickTx runs transmit queue q (or every queue) until its ring is empty:

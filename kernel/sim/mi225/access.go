@@ -43,20 +43,20 @@ func (n *NIC) read32(off uint32) uint32 {
 func (n *NIC) readLocked(off uint32) uint32 {
 	r := n.regs
 	if off == EEC {
-		off = EECD
+		off = nicmodel.EECD
 	}
 	switch {
-	case off == STATUS:
+	case off == nicmodel.STATUS:
 		return n.statusLocked()
 	case off == ICR:
 		return n.readICRLocked()
-	case off == EICR:
-		v := r[EICR/4]
-		if r[GPIE/4]&GpieMSIX == 0 {
-			r[EICR/4] = 0 // MSI and INTx: read to clear
+	case off == nicmodel.EICR:
+		v := r[nicmodel.EICR/4]
+		if r[nicmodel.GPIE/4]&nicmodel.GpieMultiMSIX == 0 {
+			r[nicmodel.EICR/4] = 0 // MSI and INTx: read to clear
 		}
 		return v
-	case off == ICS, off == IMC, off == EICS, off == EIMC:
+	case off == ICS, off == IMC, off == nicmodel.EICS, off == nicmodel.EIMC:
 		return 0 // write-only
 	case off >= statsLo && off < statsHi:
 		return n.readStatLocked(off)
@@ -70,16 +70,16 @@ func (n *NIC) readLocked(off uint32) uint32 {
 func (n *NIC) readICRLocked() uint32 {
 	r := n.regs
 	v := r[ICR/4]
-	if v&IntAsserted != 0 || r[IMS/4] == 0 || r[GPIE/4]&GpieNSICR != 0 {
+	if v&nicmodel.IntAsserted != 0 || r[IMS/4] == 0 || r[nicmodel.GPIE/4]&nicmodel.GpieNSICR != 0 {
 		r[ICR/4] = 0
 	}
 	return v
 }
 
 func (n *NIC) statusLocked() uint32 {
-	s := n.regs[STATUS/4] & (StatusPFRstDone | StatusLANInit | StatusPHYRA)
+	s := n.regs[nicmodel.STATUS/4] & (StatusPFRstDone | StatusLANInit | nicmodel.StatusPHYRA)
 	if l := n.link; l.up {
-		s |= StatusLU | StatusFD
+		s |= nicmodel.StatusLU | nicmodel.StatusFD
 		switch l.speed {
 		case 100:
 			s |= StatusSpeed100
@@ -89,8 +89,8 @@ func (n *NIC) statusLocked() uint32 {
 			s |= StatusSpeed1000 | StatusSpeed2500
 		}
 	}
-	if n.regs[CTRL/4]&CtrlGIOMDis == 0 {
-		s |= StatusGIOME
+	if n.regs[nicmodel.CTRL/4]&nicmodel.CtrlGIOMDis == 0 {
+		s |= nicmodel.StatusGIOME
 	}
 	return s
 }
@@ -111,7 +111,7 @@ func (n *NIC) write32(off, v uint32) {
 	if q, ok := rxQueueTouched(off, true); ok {
 		defer n.drainQueue(q)
 	}
-	if off == CTRL && v&ctrlSelfClr != 0 {
+	if off == nicmodel.CTRL && v&ctrlSelfClr != 0 {
 		n.Reset()
 		if v&CtrlDevRST != 0 {
 			n.mu.Lock()
@@ -123,7 +123,7 @@ func (n *NIC) write32(off, v uint32) {
 	n.mu.Lock()
 	kick := n.writeLocked(off, v)
 	var armed uint32
-	if off == EIMS && n.opt.DeferRx {
+	if off == nicmodel.EIMS && n.opt.DeferRx {
 		armed = n.queuesOnLocked(v)
 	}
 	n.mu.Unlock()
@@ -153,16 +153,16 @@ func (n *NIC) writeLocked(off, v uint32) (kick int) {
 		return n.writeQueueLocked(reg, q, off, v)
 	}
 	switch {
-	case off == CTRL:
-		r[CTRL/4] = v
+	case off == nicmodel.CTRL:
+		r[nicmodel.CTRL/4] = v
 		n.linkChangedLocked()
-	case off == STATUS:
-		r[STATUS/4] &^= ^v & StatusPHYRA // PHYRA clears by writing 0
-	case off == EECD:
-		r[EECD/4] = r[EECD/4]&^0xf | v&0xf // software bit-bang bits only
+	case off == nicmodel.STATUS:
+		r[nicmodel.STATUS/4] &^= ^v & nicmodel.StatusPHYRA // PHYRA clears by writing 0
+	case off == nicmodel.EECD:
+		r[nicmodel.EECD/4] = r[nicmodel.EECD/4]&^0xf | v&0xf // software bit-bang bits only
 	case off == EERD:
 		n.eerdLocked(v)
-	case off == MDIC:
+	case off == nicmodel.MDIC:
 		n.mdicLocked(v)
 	case off == ICR:
 		r[ICR/4] &^= v
@@ -175,18 +175,18 @@ func (n *NIC) writeLocked(off, v uint32) (kick int) {
 	case off == IMC:
 		r[IMS/4] &^= v
 		n.updateAssertLocked(false)
-	case off == EICR:
-		r[EICR/4] &^= v
-	case off == EICS:
+	case off == nicmodel.EICR:
+		r[nicmodel.EICR/4] &^= v
+	case off == nicmodel.EICS:
 		n.extCauseLocked(v & n.eicrValidLocked())
-	case off == EIMS:
-		r[EIMS/4] |= v & n.eicrValidLocked()
+	case off == nicmodel.EIMS:
+		r[nicmodel.EIMS/4] |= v & n.eicrValidLocked()
 		n.extCauseLocked(0)
-	case off == EIMC:
-		r[EIMS/4] &^= v
-	case off == TCTL:
-		r[TCTL/4] = v
-		if v&TctlEN != 0 {
+	case off == nicmodel.EIMC:
+		r[nicmodel.EIMS/4] &^= v
+	case off == nicmodel.TCTL:
+		r[nicmodel.TCTL/4] = v
+		if v&nicmodel.TctlEN != 0 {
 			return kickAll
 		}
 	case off >= statsLo && off < statsHi:

@@ -26,13 +26,13 @@ func TestDeferRxWaitsForTheDriver(t *testing.T) {
 	if r.nic.Counters().RxFrames != 0 {
 		t.Fatal("a frame reached the ring before the driver touched the device")
 	}
-	if v := r.regs.Read32(ICR); v&IntRXO == 0 {
+	if v := r.regs.Read32(ICR); v&nicmodel.IntRXO == 0 {
 		t.Fatalf("ICR %#x, want RXO for the missed frames", v)
 	}
 	if v := r.regs.Read32(nicmodel.MPC); v != 6 {
 		t.Fatalf("MPC %d, want 6", v)
 	}
-	r.regs.Read32(EICR)
+	r.regs.Read32(nicmodel.EICR)
 	if c := r.nic.Counters(); c.RxFrames != 0 {
 		t.Fatal("reading the interrupt causes wrote a ring")
 	}
@@ -51,7 +51,7 @@ func TestDeferRxHoldsAFrameUntilDescriptorsReturn(t *testing.T) {
 	for i := range 10 {
 		r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(100+i, byte(i)), true))
 	}
-	r.regs.Read32(STATUS)
+	r.regs.Read32(nicmodel.STATUS)
 	if r.nic.Counters().RxFrames != 0 {
 		t.Fatal("a STATUS read moved frames")
 	}

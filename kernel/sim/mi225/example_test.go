@@ -5,6 +5,7 @@ import (
 
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/mi225"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
@@ -38,9 +39,9 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	status := regs.Read32(mi225.STATUS)
+	status := regs.Read32(nicmodel.STATUS)
 	fmt.Printf("%04x:%04x %s\n", id&0xffff, id>>16, nic.Part().Name)
-	fmt.Println("link up:", status&mi225.StatusLU != 0)
+	fmt.Println("link up:", status&nicmodel.StatusLU != 0)
 	fmt.Println("2.5 Gb/s:", status&mi225.StatusSpeedMask == mi225.StatusSpeed1000 && status&mi225.StatusSpeed2500 != 0)
 	// Output:
 	// 8086:125c I226-V

@@ -1,6 +1,10 @@
 package mi225
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
+)
 
 // The receive queue filters. In the receive queue assignment the MAC
 // address filters' queue selection comes first, then the EtherType
@@ -69,7 +73,7 @@ func (n *NIC) filterQueueLocked(f []byte) int {
 // its L3 header starts.
 func (n *NIC) etherType(f []byte) (uint16, int) {
 	et := binary.BigEndian.Uint16(f[12:])
-	if et == uint16(n.regs[VET/4]) && len(f) >= ethHdrLen+vlanTagLen {
+	if et == uint16(n.regs[nicmodel.VET/4]) && len(f) >= ethHdrLen+vlanTagLen {
 		return binary.BigEndian.Uint16(f[16:]), ethHdrLen + vlanTagLen
 	}
 	return et, ethHdrLen

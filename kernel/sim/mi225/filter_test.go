@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
@@ -15,10 +16,10 @@ const etherTypeTest = 0x88b5 // IEEE local experimental
 func steerRig(t *testing.T) *rig {
 	r := newRig(t, 0x15f3)
 	for i := range 32 {
-		r.regs.Write32(RETA+4*uint32(i), 0x01010101)
+		r.regs.Write32(nicmodel.RETA+4*uint32(i), 0x01010101)
 	}
-	r.regs.Write32(MRQC, MrqcEnableRSS|MrqcTCPIPv4|MrqcIPv4|MrqcIPv6)
-	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	r.regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4|nicmodel.MrqcIPv6)
+	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	for q := range Queues {
 		r.setupRx(q, 16, 2048, SrrctlDescAdvOne, rctlStd)
 	}
@@ -147,8 +148,8 @@ func TestMACQueueSelectAheadOfETQF(t *testing.T) {
 	r := steerRig(t)
 	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
 	mac := [6]byte{0x02, 0, 0, 0x22, 0x50, 0x09}
-	r.regs.Write32(RAL0+8, binary.LittleEndian.Uint32(mac[:4]))
-	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(mac[4:]))|RahAV|1<<28|3<<18)
+	r.regs.Write32(nicmodel.RAL0+8, binary.LittleEndian.Uint32(mac[:4]))
+	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(mac[4:]))|nicmodel.RahAV|1<<28|3<<18)
 	if q := queueOf(t, r, experimental(mac)); q != 3 {
 		t.Fatalf("on queue %d, want the address filter's 3", q)
 	}

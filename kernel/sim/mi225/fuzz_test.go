@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -45,13 +46,13 @@ func FuzzTxRing(f *testing.F) {
 // the model must not panic, and a frame it stores has a sane write-back.
 func FuzzRxFrame(f *testing.F) {
 	f.Add(udpFrame(false, ourMAC, payloadBytes(100, 1), true), uint32(SrrctlDescAdvOne), uint32(rctlStd), uint32(0))
-	f.Add(tcpFrame(true, ourMAC, payloadBytes(3000, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrSplit|1), uint32(RctlLPE), uint32(MrqcEnableRSS|MrqcTCPIPv6))
-	f.Add(tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrAlways|1<<SrrctlBSizeHdrShift), uint32(RctlSECRC), uint32(0))
+	f.Add(tcpFrame(true, ourMAC, payloadBytes(3000, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrSplit|1), uint32(nicmodel.RctlLPE), uint32(MrqcEnableRSS|nicmodel.MrqcTCPIPv6))
+	f.Add(tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrAlways|1<<SrrctlBSizeHdrShift), uint32(nicmodel.RctlSECRC), uint32(0))
 	f.Fuzz(func(t *testing.T, frame []byte, srrctl, rctl, mrqc uint32) {
 		r := newRig(t, 0x15f3)
 		r.regs.Write32(RLPML, 9018)
-		r.regs.Write32(MRQC, mrqc)
-		r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|mrqc>>8&RxcsumPCSD)
+		r.regs.Write32(nicmodel.MRQC, mrqc)
+		r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|mrqc>>8&nicmodel.RxcsumPCSD)
 		for q := range Queues {
 			r.setupRx(q, 8, 1024, 0, rctl)
 			r.regs.Write32(RxQ(SRRCTL, q), srrctl&^SrrctlBSizePktMask|1) // 1 KiB buffers, as the rig has
@@ -117,7 +118,7 @@ func FuzzRegisters(f *testing.F) {
 		r.send(0, udpFrame(false, peerMAC, payloadBytes(100, 1), true), nil, 0, 0)
 		r.kickTx(0)
 		r.regs.Read32(ICR)
-		r.regs.Read32(EICR)
+		r.regs.Read32(nicmodel.EICR)
 	})
 }
 

@@ -44,16 +44,16 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 			if kind != pci.BARMem32 || size != mmioSize {
 				t.Fatalf("BAR0 %v %#x, want 32-bit memory of 1 MiB", kind, size)
 			}
-			ral, rah := r.regs.Read32(RAL0), r.regs.Read32(RAH0)
+			ral, rah := r.regs.Read32(nicmodel.RAL0), r.regs.Read32(RAH0)
 			w0, w1, w2 := eerd(r, 0), eerd(r, 1), eerd(r, 2)
 			if p.BlankNVM {
-				if rah&RahAV != 0 || ral != 0 {
+				if rah&nicmodel.RahAV != 0 || ral != 0 {
 					t.Fatalf("blank NVM: RAL0 %#x RAH0 %#x, want no valid address", ral, rah)
 				}
 				if w0 != 0xffff || w1 != 0xffff || w2 != 0xffff || eerd(r, nicmodel.NVMChecksumWord) != 0xffff {
 					t.Fatalf("blank NVM reads %04x %04x %04x, want all ones", w0, w1, w2)
 				}
-				if r.regs.Read32(EECD)&EecdFlashDet != 0 {
+				if r.regs.Read32(nicmodel.EECD)&EecdFlashDet != 0 {
 					t.Fatal("blank NVM: EECD reports a flash")
 				}
 				return
@@ -61,8 +61,8 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 			var mac [6]byte
 			binary.LittleEndian.PutUint32(mac[0:], ral)
 			binary.LittleEndian.PutUint16(mac[4:], uint16(rah))
-			if rah&RahAV == 0 || mac != ourMAC {
-				t.Fatalf("RAL0/RAH0 give %x (AV %v), want %x", mac, rah&RahAV != 0, ourMAC)
+			if rah&nicmodel.RahAV == 0 || mac != ourMAC {
+				t.Fatalf("RAL0/RAH0 give %x (AV %v), want %x", mac, rah&nicmodel.RahAV != 0, ourMAC)
 			}
 			var nv [6]byte
 			binary.LittleEndian.PutUint16(nv[0:], w0)

@@ -1,5 +1,7 @@
 package mi225
 
+import "github.com/ether9/ether9/kernel/sim/nicmodel"
+
 // Interrupts. Causes for the queues are mapped by IVAR to an MSI-X vector
 // (GPIE.Multiple_MSIX set) or to an EICR bit 3:0 (MSI and INTx): IVAR(n)
 // holds queues 2n and 2n+1, each as an RX byte then a TX byte (vector in
@@ -13,7 +15,7 @@ package mi225
 // enabled ICR or EICR cause is pending, ICR.INT_ASSERTED shows it, and a
 // read of ICR or EICR clears them.
 
-func (n *NIC) msixModeLocked() bool { return n.regs[GPIE/4]&GpieMSIX != 0 }
+func (n *NIC) msixModeLocked() bool { return n.regs[nicmodel.GPIE/4]&nicmodel.GpieMultiMSIX != 0 }
 
 func (n *NIC) eicrValidLocked() uint32 {
 	if n.msixModeLocked() {
@@ -24,7 +26,7 @@ func (n *NIC) eicrValidLocked() uint32 {
 
 // ivarEntry returns the IVAR byte of a queue's RX or TX cause.
 func (n *NIC) ivarEntry(q int, tx bool) uint32 {
-	v := n.regs[IVAR0/4+q/2] >> (16 * (q % 2))
+	v := n.regs[nicmodel.IVAR0/4+q/2] >> (16 * (q % 2))
 	if tx {
 		v >>= 8
 	}
@@ -36,7 +38,7 @@ func (n *NIC) ivarEntry(q int, tx bool) uint32 {
 func (n *NIC) ivarVectorLocked(q int, tx bool) (uint32, bool) {
 	e := n.ivarEntry(q, tx)
 	switch {
-	case e&IvarValid == 0:
+	case e&nicmodel.IvarValid == 0:
 		return 0, false
 	case !n.msixModeLocked():
 		return 1 << (e & 3), true
@@ -66,7 +68,7 @@ func (n *NIC) queueArmedLocked(q int) bool {
 		return true
 	}
 	b, ok := n.ivarVectorLocked(q, false)
-	return ok && n.regs[EIMS/4]&b != 0
+	return ok && n.regs[nicmodel.EIMS/4]&b != 0
 }
 
 // queueEventLocked signals that queue q completed receive (or transmit)
@@ -79,9 +81,9 @@ func (n *NIC) queueEventLocked(q int, tx bool) {
 		}
 		return
 	}
-	cause := uint32(IntRXT0)
+	cause := uint32(nicmodel.IntRXT0)
 	if tx {
-		cause = IntTXDW
+		cause = nicmodel.IntTXDW
 	}
 	n.regs[ICR/4] |= cause
 	n.extCauseLocked(bit) // no bit without a valid entry: ICR alone asserts
@@ -96,10 +98,10 @@ func (n *NIC) otherCauseLocked(bits uint32) {
 		return
 	}
 	if !n.msixModeLocked() {
-		n.extCauseLocked(EicrOther)
+		n.extCauseLocked(nicmodel.EicrOther)
 		return
 	}
-	if m := r[IVARMisc/4] >> ivarMiscOtherShift & 0xff; m&IvarValid != 0 && m&ivarVecMask < msixVectors {
+	if m := r[nicmodel.IVAR_MISC/4] >> ivarMiscOtherShift & 0xff; m&nicmodel.IvarValid != 0 && m&ivarVecMask < msixVectors {
 		n.extCauseLocked(1 << (m & ivarVecMask))
 	}
 }
@@ -107,18 +109,18 @@ func (n *NIC) otherCauseLocked(bits uint32) {
 // extCauseLocked sets EICR bits and fires what is enabled.
 func (n *NIC) extCauseLocked(bits uint32) {
 	r := n.regs
-	r[EICR/4] |= bits
+	r[nicmodel.EICR/4] |= bits
 	if !n.msixModeLocked() {
 		n.updateAssertLocked(true)
 		return
 	}
-	fire := r[EICR/4] & r[EIMS/4] & eicrVectors
+	fire := r[nicmodel.EICR/4] & r[nicmodel.EIMS/4] & eicrVectors
 	if fire == 0 {
 		return
 	}
-	r[EICR/4] &^= fire & r[EIAC/4]
-	if r[GPIE/4]&GpieEIAME != 0 {
-		r[EIMS/4] &^= fire & r[EIAM/4]
+	r[nicmodel.EICR/4] &^= fire & r[nicmodel.EIAC/4]
+	if r[nicmodel.GPIE/4]&nicmodel.GpieEIAME != 0 {
+		r[nicmodel.EIMS/4] &^= fire & r[nicmodel.EIAM/4]
 	}
 	for v := range msixVectors {
 		if fire&(1<<v) != 0 {
@@ -133,15 +135,15 @@ func (n *NIC) extCauseLocked(bits uint32) {
 func (n *NIC) updateAssertLocked(raise bool) {
 	r := n.regs
 	if n.msixModeLocked() {
-		r[ICR/4] &^= IntAsserted
+		r[ICR/4] &^= nicmodel.IntAsserted
 		return
 	}
-	pending := r[ICR/4]&r[IMS/4]&intCauses != 0 || r[EICR/4]&r[EIMS/4]&eicrLegacy != 0
+	pending := r[ICR/4]&r[IMS/4]&intCauses != 0 || r[nicmodel.EICR/4]&r[nicmodel.EIMS/4]&eicrLegacy != 0
 	if !pending {
-		r[ICR/4] &^= IntAsserted
+		r[ICR/4] &^= nicmodel.IntAsserted
 		return
 	}
-	r[ICR/4] |= IntAsserted
+	r[ICR/4] |= nicmodel.IntAsserted
 	if raise {
 		n.counters.Interrupts++
 		n.irq.Raise()

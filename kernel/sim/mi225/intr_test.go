@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 )
 
@@ -14,7 +15,7 @@ func msixRig(t *testing.T, opt Options) *rig {
 	r := plugRig(t, opt)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	r.setupRx(1, 8, 2048, SrrctlDescAdvOne, rctlStd)
-	r.regs.Write32(GPIE, GpieMSIX|GpieEIAME|GpiePBASup|GpieNSICR)
+	r.regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX|nicmodel.GpieEIAME|nicmodel.GpiePBA|nicmodel.GpieNSICR)
 	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 1, EtqfFilterEnable|EtqfQueueEnable))
 	r.regs.Read32(ICR) // the LSC of attaching
 	return r
@@ -25,37 +26,37 @@ func msixRig(t *testing.T, opt Options) *rig {
 func TestIVARValidBit(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC})
 	g := r.regs
-	g.Write32(IVAR0, 2<<16) // queue 1 RX on vector 2, not valid
+	g.Write32(nicmodel.IVAR0, 2<<16) // queue 1 RX on vector 2, not valid
 	r.w.B().Send(experimental(ourMAC))
 	if c := r.nic.Counters(); c.RxQueueFrames[1] != 1 {
 		t.Fatalf("queue frames %v, want one on queue 1", c.RxQueueFrames)
 	}
-	if v := g.Read32(EICR); v != 0 {
+	if v := g.Read32(nicmodel.EICR); v != 0 {
 		t.Fatalf("EICR %#x from an entry without its valid bit", v)
 	}
-	g.Write32(IVAR0, (IvarValid|2)<<16)
+	g.Write32(nicmodel.IVAR0, (nicmodel.IvarValid|2)<<16)
 	r.w.B().Send(experimental(ourMAC))
-	if v := g.Read32(EICR); v != 1<<2 {
+	if v := g.Read32(nicmodel.EICR); v != 1<<2 {
 		t.Fatalf("EICR %#x, want vector 2", v)
 	}
-	g.Write32(EICR, 1<<2)
+	g.Write32(nicmodel.EICR, 1<<2)
 	// Queue 0's entries (bits 15:0) do not name queue 1's vector.
-	g.Write32(IVAR0, IvarValid|3|(IvarValid|4)<<8)
+	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|3|(nicmodel.IvarValid|4)<<8)
 	r.w.B().Send(experimental(ourMAC))
-	if v := g.Read32(EICR); v != 0 {
+	if v := g.Read32(nicmodel.EICR); v != 0 {
 		t.Fatalf("EICR %#x: queue 1's cause went to queue 0's vector", v)
 	}
 
 	// In MSI and INTx mode the entry names an EICR bit 3:0 and the cause
 	// also latches in ICR.
-	g.Write32(GPIE, 0)
-	g.Write32(IVAR0, (IvarValid|2)<<16)
-	g.Write32(EIMS, 1<<2)
+	g.Write32(nicmodel.GPIE, 0)
+	g.Write32(nicmodel.IVAR0, (nicmodel.IvarValid|2)<<16)
+	g.Write32(nicmodel.EIMS, 1<<2)
 	r.w.B().Send(experimental(ourMAC))
-	if v := g.Read32(EICR); v != 1<<2 {
+	if v := g.Read32(nicmodel.EICR); v != 1<<2 {
 		t.Fatalf("EICR %#x in MSI mode, want bit 2", v)
 	}
-	if v := g.Read32(ICR); v&IntRXT0 == 0 {
+	if v := g.Read32(ICR); v&nicmodel.IntRXT0 == 0 {
 		t.Fatalf("ICR %#x in MSI mode, want RXT0", v)
 	}
 }
@@ -67,54 +68,54 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC})
 	g := r.regs
 	f := udpFrame(false, ourMAC, payloadBytes(64, 1), true)
-	g.Write32(IVAR0, IvarValid|2) // queue 0 RX on vector 2
-	g.Write32(EIAC, 1<<2)
-	g.Write32(EIAM, 1<<2)
-	g.Write32(EIMS, 1<<2)
+	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|2) // queue 0 RX on vector 2
+	g.Write32(nicmodel.EIAC, 1<<2)
+	g.Write32(nicmodel.EIAM, 1<<2)
+	g.Write32(nicmodel.EIMS, 1<<2)
 	irq := r.m.IRQ(nicAddr)
 	before := irq.Raised()
 	r.w.B().Send(f)
 	if c := r.nic.Counters(); c.Vectors[2] != 1 || irq.Raised() != before+1 {
 		t.Fatalf("vectors %v, %d raises, want one message on vector 2", c.Vectors, irq.Raised()-before)
 	}
-	if v := g.Read32(EIMS); v&(1<<2) != 0 {
+	if v := g.Read32(nicmodel.EIMS); v&(1<<2) != 0 {
 		t.Fatalf("EIMS %#x: vector 2 not auto-masked", v)
 	}
-	if v := g.Read32(EICR); v&(1<<2) != 0 {
+	if v := g.Read32(nicmodel.EICR); v&(1<<2) != 0 {
 		t.Fatalf("EICR %#x: vector 2 not auto-cleared", v)
 	}
 	r.w.B().Send(f)
 	if c := r.nic.Counters(); c.Vectors[2] != 1 {
 		t.Fatal("a masked vector fired")
 	}
-	if v := g.Read32(EICR); v&(1<<2) == 0 {
+	if v := g.Read32(nicmodel.EICR); v&(1<<2) == 0 {
 		t.Fatalf("EICR %#x: the cause that came while masked was not latched", v)
 	}
-	g.Write32(EIMS, 1<<2) // re-arm: the waiting cause fires now, once
+	g.Write32(nicmodel.EIMS, 1<<2) // re-arm: the waiting cause fires now, once
 	if c := r.nic.Counters(); c.Vectors[2] != 2 {
 		t.Fatalf("vectors %v: the waiting cause did not fire at the re-arm", c.Vectors)
 	}
-	g.Write32(EIMS, 1<<2)
+	g.Write32(nicmodel.EIMS, 1<<2)
 	if c := r.nic.Counters(); c.Vectors[2] != 2 {
 		t.Fatal("an auto-cleared cause fired again")
 	}
 
 	// Without GPIE.EIAME, EIAM masks nothing; without EIAC the cause stays
 	// set until written to clear, and fires at every arming.
-	g.Write32(GPIE, GpieMSIX)
-	g.Write32(EIAC, 0)
+	g.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX)
+	g.Write32(nicmodel.EIAC, 0)
 	r.w.B().Send(f)
-	if v := g.Read32(EIMS); v&(1<<2) == 0 {
+	if v := g.Read32(nicmodel.EIMS); v&(1<<2) == 0 {
 		t.Fatalf("EIMS %#x: masked without GPIE.EIAME", v)
 	}
-	g.Write32(EIMC, 1<<2)
-	g.Write32(EIMS, 1<<2)
+	g.Write32(nicmodel.EIMC, 1<<2)
+	g.Write32(nicmodel.EIMS, 1<<2)
 	if c := r.nic.Counters(); c.Vectors[2] != 4 {
 		t.Fatalf("vectors %v: a cause EIAC does not clear should fire again when armed", c.Vectors)
 	}
-	g.Write32(EICR, 1<<2)
-	g.Write32(EIMC, 1<<2)
-	g.Write32(EIMS, 1<<2)
+	g.Write32(nicmodel.EICR, 1<<2)
+	g.Write32(nicmodel.EIMC, 1<<2)
+	g.Write32(nicmodel.EIMS, 1<<2)
 	if c := r.nic.Counters(); c.Vectors[2] != 4 {
 		t.Fatal("a cause cleared through EICR fired")
 	}
@@ -125,16 +126,16 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 func TestOtherCausesVector(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC})
 	g := r.regs
-	g.Write32(IMS, IntLSC)
-	g.Write32(EIMS, 0x1f)
-	g.Write32(IVARMisc, IvarValid|3)
-	g.Write32(ICS, IntLSC)
+	g.Write32(IMS, nicmodel.IntLSC)
+	g.Write32(nicmodel.EIMS, 0x1f)
+	g.Write32(nicmodel.IVAR_MISC, nicmodel.IvarValid|3)
+	g.Write32(ICS, nicmodel.IntLSC)
 	if c := r.nic.Counters(); c.Vectors != [msixVectors]uint64{} {
 		t.Fatalf("vectors %v: the TCP timer entry routed LSC", c.Vectors)
 	}
 	g.Read32(ICR)
-	g.Write32(IVARMisc, (IvarValid|3)<<8)
-	g.Write32(ICS, IntLSC)
+	g.Write32(nicmodel.IVAR_MISC, (nicmodel.IvarValid|3)<<8)
+	g.Write32(ICS, nicmodel.IntLSC)
 	if c := r.nic.Counters(); c.Vectors[3] != 1 {
 		t.Fatalf("vectors %v, want LSC on vector 3", c.Vectors)
 	}
@@ -148,10 +149,10 @@ func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC, DeferRx: true})
 	g := r.regs
 	irq := r.m.IRQ(nicAddr)
-	g.Write32(IVAR0, IvarValid|0|(IvarValid|1)<<16) // queue n RX on vector n
-	g.Write32(EIAC, 3)
-	g.Write32(EIAM, 3)
-	g.Write32(IMS, IntLSC)
+	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|0|(nicmodel.IvarValid|1)<<16) // queue n RX on vector n
+	g.Write32(nicmodel.EIAC, 3)
+	g.Write32(nicmodel.EIAM, 3)
+	g.Write32(IMS, nicmodel.IntLSC)
 
 	f := udpFrame(false, ourMAC, payloadBytes(64, 1), true) // queue 0
 	h := experimental(ourMAC)                               // queue 1, by ETQF
@@ -162,17 +163,17 @@ func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 		t.Error("frames for masked vectors raised the line")
 	}
 	g.Read32(ICR)
-	g.Read32(EICR)
-	g.Write32(ICS, IntLSC)
-	g.Write32(EICS, 1<<4)
-	g.Write32(IMS, IntRXT0)
-	g.Write32(EIMS, 1<<3) // a vector no queue is on
+	g.Read32(nicmodel.EICR)
+	g.Write32(ICS, nicmodel.IntLSC)
+	g.Write32(nicmodel.EICS, 1<<4)
+	g.Write32(IMS, nicmodel.IntRXT0)
+	g.Write32(nicmodel.EIMS, 1<<3) // a vector no queue is on
 	if c := r.nic.Counters(); c.RxFrames != 0 {
 		t.Fatal("an interrupt register wrote a ring")
 	}
 
 	before = irq.Raised()
-	g.Write32(EIMS, 1<<1)
+	g.Write32(nicmodel.EIMS, 1<<1)
 	c := r.nic.Counters()
 	if c.RxQueueFrames[1] != 1 || c.RxQueueFrames[0] != 0 {
 		t.Fatalf("queue frames %v after arming vector 1, want queue 1's frame alone", c.RxQueueFrames)
@@ -183,25 +184,25 @@ func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 	if c.Vectors[1] != 1 || irq.Raised() == before {
 		t.Fatalf("vectors %v: the landed frame did not fire vector 1", c.Vectors)
 	}
-	if v := g.Read32(EIMS); v&(1<<1) != 0 {
+	if v := g.Read32(nicmodel.EIMS); v&(1<<1) != 0 {
 		t.Fatalf("EIMS %#x: vector 1 not auto-masked after firing", v)
 	}
 
-	g.Write32(IVAR0, (IvarValid|1)<<16) // queue 0's entry no longer valid
-	g.Write32(EIMS, 1<<0)
+	g.Write32(nicmodel.IVAR0, (nicmodel.IvarValid|1)<<16) // queue 0's entry no longer valid
+	g.Write32(nicmodel.EIMS, 1<<0)
 	if c := r.nic.Counters(); c.RxQueueFrames[0] != 0 {
 		t.Fatal("an invalid IVAR entry still tied queue 0 to vector 0")
 	}
-	g.Write32(IVAR0, IvarValid|0|(IvarValid|1)<<16)
-	g.Write32(EIMC, 1<<0)
-	g.Write32(EIMS, 1<<0)
+	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|0|(nicmodel.IvarValid|1)<<16)
+	g.Write32(nicmodel.EIMC, 1<<0)
+	g.Write32(nicmodel.EIMS, 1<<0)
 	if c := r.nic.Counters(); c.RxQueueFrames[0] != 1 || c.Vectors[0] != 1 {
 		t.Fatalf("queue frames %v, vectors %v: queue 0's frame did not land and fire when armed", c.RxQueueFrames, c.Vectors)
 	}
 
 	// Armed and idle, a queue's vector wakes the driver for a frame that
 	// arrives, without a message: the frame waits for the driver.
-	g.Write32(EIMS, 1<<0)
+	g.Write32(nicmodel.EIMS, 1<<0)
 	before = irq.Raised()
 	r.w.B().Send(f)
 	if irq.Raised() != before+1 {
@@ -227,13 +228,13 @@ func TestDeferRxRSSLines(t *testing.T) {
 	r := plugRig(t, Options{Device: 0x15f3, MAC: ourMAC, DeferRx: true})
 	g := r.regs
 	for i := range 32 {
-		g.Write32(RETA+4*uint32(i), 0x03020100)
+		g.Write32(nicmodel.RETA+4*uint32(i), 0x03020100)
 	}
 	for i := range 10 {
-		g.Write32(RSSRK+4*uint32(i), 0x6d5a56da)
+		g.Write32(nicmodel.RSSRK+4*uint32(i), 0x6d5a56da)
 	}
-	g.Write32(MRQC, MrqcEnableRSS|MrqcUDPIPv4|MrqcIPv4)
-	g.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	g.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcUDPIPv4|nicmodel.MrqcIPv4)
+	g.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	for q := range Queues {
 		r.setupRx(q, 64, 2048, SrrctlDescAdvOne, rctlStd)
 	}

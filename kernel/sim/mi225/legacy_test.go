@@ -5,13 +5,14 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 func TestRxLegacyDescriptors(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|14) // PCSS: the IP header
+	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|14) // PCSS: the IP header
 	r.setupRx(0, 8, 2048, SrrctlDescLegacy, rctlStd)
 	good := tcpFrame(false, ourMAC, payloadBytes(300, 1), header.TCPFlagAck, true, 0)
 	bad := udpFrame(false, ourMAC, payloadBytes(300, 2), true)
@@ -40,7 +41,7 @@ func TestRxLegacyDescriptors(t *testing.T) {
 			t.Fatalf("descriptor %d: packet checksum %#04x", i, sum)
 		}
 	}
-	r.regs.Write32(RXCSUM, 0)
+	r.regs.Write32(nicmodel.RXCSUM, 0)
 	r.w.B().Send(good)
 	if st := r.rx[0].ring.Buf[2*descLen+12]; st != RxdStaDD|RxdStaEOP|RxdLegacyIXSM {
 		t.Fatalf("status %#x with offloads off, want DD EOP IXSM", st)

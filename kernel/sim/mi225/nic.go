@@ -222,7 +222,7 @@ func (n *NIC) Link() (up bool, mbps int) {
 // linkLocked resolves the link: down while the PHY is in reset or powered
 // down or the partner is absent; otherwise the best speed both advertise.
 func (n *NIC) linkLocked() linkState {
-	if !n.cable.up || n.regs[CTRL/4]&CtrlPHYRST != 0 {
+	if !n.cable.up || n.regs[nicmodel.CTRL/4]&nicmodel.CtrlPHYRST != 0 {
 		return linkState{}
 	}
 	s := n.phy.resolve(n.cable.speed)
@@ -239,7 +239,7 @@ func (n *NIC) linkChangedLocked() {
 	}
 	n.link = now
 	n.phy.setLink(now.up, now.speed)
-	n.otherCauseLocked(IntLSC)
+	n.otherCauseLocked(nicmodel.IntLSC)
 }
 
 // resetLocked is the port software reset (CTRL.RST) and the device reset
@@ -249,18 +249,18 @@ func (n *NIC) linkChangedLocked() {
 func (n *NIC) resetLocked() {
 	clear(n.regs)
 	r := n.regs
-	r[CTRL/4] = ctrlResetVal
-	r[STATUS/4] = StatusPFRstDone | StatusLANInit
-	eecd := uint32(EecdAutoRd)
+	r[nicmodel.CTRL/4] = ctrlResetVal
+	r[nicmodel.STATUS/4] = StatusPFRstDone | StatusLANInit
+	eecd := uint32(nicmodel.EecdAutoRd)
 	if !n.part.BlankNVM {
-		eecd |= EecdPres | EecdFlashDet | EecdSec1Val
+		eecd |= nicmodel.EecdPres | EecdFlashDet | EecdSec1Val
 	}
-	r[EECD/4] = eecd
-	r[MDIC/4] = nicmodel.MdicReady
-	r[VET/4] = 0x88a88100
-	r[TCTL/4] = TctlPSP | 0xf<<4 | 0x3f<<12
-	r[TIPG/4] = 0x0060200a
-	r[RXCSUM/4] = RxcsumIPOFL | RxcsumTUOFL
+	r[nicmodel.EECD/4] = eecd
+	r[nicmodel.MDIC/4] = nicmodel.MdicReady
+	r[nicmodel.VET/4] = 0x88a88100
+	r[nicmodel.TCTL/4] = nicmodel.TctlPSP | 0xf<<4 | 0x3f<<12
+	r[nicmodel.TIPG/4] = 0x0060200a
+	r[nicmodel.RXCSUM/4] = nicmodel.RxcsumIPOFL | nicmodel.RxcsumTUOFL
 	r[RLPML/4] = 0x2600
 	for q := range Queues {
 		r[RxQ(SRRCTL, q)/4] = 2 | 4<<SrrctlBSizeHdrShift // 2 KiB packet, 256 B header, legacy
@@ -268,8 +268,8 @@ func (n *NIC) resetLocked() {
 	}
 	if !n.part.BlankNVM {
 		le := binary.LittleEndian
-		r[RAL0/4] = le.Uint32(n.mac[0:4])
-		r[RAH0/4] = uint32(le.Uint16(n.mac[4:6])) | RahAV
+		r[nicmodel.RAL0/4] = le.Uint32(n.mac[0:4])
+		r[RAH0/4] = uint32(le.Uint16(n.mac[4:6])) | nicmodel.RahAV
 	}
 	n.tx.reset()
 	for _, pb := range n.pbq {

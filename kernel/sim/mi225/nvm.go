@@ -25,7 +25,7 @@ func buildNVM(p Part, mac [6]byte) []uint16 {
 // eerdLocked runs an EERD read; it completes at once. Words past the
 // shadow RAM read all ones.
 func (n *NIC) eerdLocked(v uint32) {
-	n.regs[EERD/4] = nicmodel.EERD(v, func(addr uint32) uint16 {
+	n.regs[EERD/4] = nicmodel.EerdWrite(v, func(addr uint32) uint16 {
 		if int(addr) < len(n.nvm) {
 			return n.nvm[addr]
 		}

@@ -37,7 +37,7 @@ type rxConf struct {
 func parseRx(f []byte, c *rxConf) rxParse {
 	var o rxParse
 	p := nicmodel.Parse(f, c.vet)
-	ipofl, tuofl := c.rxcsum&RxcsumIPOFL != 0, c.rxcsum&RxcsumTUOFL != 0
+	ipofl, tuofl := c.rxcsum&nicmodel.RxcsumIPOFL != 0, c.rxcsum&nicmodel.RxcsumTUOFL != 0
 	switch {
 	case p.IPv4 && !p.IPBad:
 		o.ptype = PtypeIPv4
@@ -45,7 +45,7 @@ func parseRx(f []byte, c *rxConf) rxParse {
 			o.ptype = PtypeIPv4E
 		}
 		o.ipid = binary.BigEndian.Uint16(p.IPHdr[4:])
-		if c.rxcsum&RxcsumPCSD == 0 {
+		if c.rxcsum&nicmodel.RxcsumPCSD == 0 {
 			o.fragSum = checksum.Checksum(p.IPPayload, 0)
 		}
 		if ipofl {
@@ -101,17 +101,17 @@ func rssHash(key *[40]byte, mrqc uint32, p *nicmodel.Packet) (uint32, uint32) {
 	proto, v6, ports := p.Proto, p.IPv6, len(p.L4) >= 4
 	var typ uint32
 	switch {
-	case !v6 && ports && proto == nicmodel.ProtoTCP && mrqc&MrqcTCPIPv4 != 0:
+	case !v6 && ports && proto == nicmodel.ProtoTCP && mrqc&nicmodel.MrqcTCPIPv4 != 0:
 		typ = RSSTCPIPv4
-	case !v6 && ports && proto == nicmodel.ProtoUDP && mrqc&MrqcUDPIPv4 != 0:
+	case !v6 && ports && proto == nicmodel.ProtoUDP && mrqc&nicmodel.MrqcUDPIPv4 != 0:
 		typ = RSSUDPIPv4
-	case !v6 && mrqc&MrqcIPv4 != 0:
+	case !v6 && mrqc&nicmodel.MrqcIPv4 != 0:
 		typ = RSSIPv4
-	case v6 && ports && proto == nicmodel.ProtoTCP && mrqc&MrqcTCPIPv6 != 0:
+	case v6 && ports && proto == nicmodel.ProtoTCP && mrqc&nicmodel.MrqcTCPIPv6 != 0:
 		typ = RSSTCPIPv6
-	case v6 && ports && proto == nicmodel.ProtoUDP && mrqc&MrqcUDPIPv6 != 0:
+	case v6 && ports && proto == nicmodel.ProtoUDP && mrqc&nicmodel.MrqcUDPIPv6 != 0:
 		typ = RSSUDPIPv6
-	case v6 && mrqc&MrqcIPv6 != 0:
+	case v6 && mrqc&nicmodel.MrqcIPv6 != 0:
 		typ = RSSIPv6
 	default:
 		return RSSNone, 0

@@ -94,13 +94,13 @@ func (n *NIC) mdicLocked(v uint32) {
 	m := nicmodel.MDI(v &^ nicmodel.MdicIE)
 	switch {
 	case m.PHY() != PhyAddr || !m.Read() && !m.Write():
-		n.regs[MDIC/4] = m.Done(m.Data(), true)
+		n.regs[nicmodel.MDIC/4] = m.Done(m.Data(), true)
 	case m.Read():
-		n.regs[MDIC/4] = m.Done(n.phy.read(uint16(m.Reg())), false)
+		n.regs[nicmodel.MDIC/4] = m.Done(n.phy.read(uint16(m.Reg())), false)
 	default:
 		n.phy.write(uint16(m.Reg()), m.Data())
 		n.linkChangedLocked()
-		n.regs[MDIC/4] = m.Done(m.Data(), false)
+		n.regs[nicmodel.MDIC/4] = m.Done(m.Data(), false)
 	}
 }
 

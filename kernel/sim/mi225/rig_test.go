@@ -6,6 +6,7 @@ import (
 
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
@@ -82,7 +83,7 @@ func (r *rig) setupRx(q, size, bufSize int, srrctl uint32, rctl uint32) {
 	r.regs.Write32(RxQ(RDH, q), 0)
 	r.regs.Write32(RxQ(RXDCTL, q), DctlEnable)
 	r.regs.Write32(RxQ(RDT, q), uint32(size-1))
-	r.regs.Write32(RCTL, rctl|RctlEN)
+	r.regs.Write32(nicmodel.RCTL, rctl|nicmodel.RctlEN)
 }
 
 func (r *rig) armRx(q, i int) {
@@ -123,7 +124,7 @@ func (r *rig) setupTx(q, size int) {
 	r.regs.Write32(TxQ(TDH, q), 0)
 	r.regs.Write32(TxQ(TDT, q), 0)
 	r.regs.Write32(TxQ(TXDCTL, q), DctlEnable)
-	r.regs.Write32(TCTL, TctlEN|TctlPSP)
+	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
 }
 
 // txBuf copies data into slot i's buffer and returns its address.

@@ -76,7 +76,7 @@ func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 	if n.pbUsed+l > n.pbLimit || !n.pbq[a.qsel].Push(frame, a) {
 		n.statLocked(nicmodel.MPC, 1)
 		n.counters.RxNoDescriptor++
-		n.otherCauseLocked(IntRXO)
+		n.otherCauseLocked(nicmodel.IntRXO)
 		return
 	}
 	n.pbUsed += l
@@ -93,11 +93,11 @@ func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 // called with rxMu and mu held, and drops mu while parsing.
 func (n *NIC) steerLocked(frame []byte, a rxAdmit, p *rxParse) (q int, parsed bool) {
 	c := &n.rx.conf
-	c.rxcsum, c.mrqc, c.vet = n.regs[RXCSUM/4], n.regs[MRQC/4], uint16(n.regs[VET/4])
+	c.rxcsum, c.mrqc, c.vet = n.regs[nicmodel.RXCSUM/4], n.regs[nicmodel.MRQC/4], uint16(n.regs[nicmodel.VET/4])
 	rss := c.mrqc&MrqcEnableMask == MrqcEnableRSS
 	if rss {
 		for i := range 10 {
-			binary.LittleEndian.PutUint32(c.key[4*i:], n.regs[RSSRK/4+uint32(i)])
+			binary.LittleEndian.PutUint32(c.key[4*i:], n.regs[nicmodel.RSSRK/4+uint32(i)])
 		}
 	}
 	q = a.qsel
@@ -114,7 +114,7 @@ func (n *NIC) steerLocked(frame []byte, a rxAdmit, p *rxParse) (q int, parsed bo
 		return 0, true
 	}
 	i := p.hash & 0x7f
-	return int(n.regs[RETA/4+i/4]>>(8*(i%4))) & (Queues - 1), true
+	return int(n.regs[nicmodel.RETA/4+i/4]>>(8*(i%4))) & (Queues - 1), true
 }
 
 // deliverLocked writes an admitted frame to its queue's ring: the queue
@@ -155,17 +155,17 @@ func (n *NIC) count(f func(*Counters)) {
 // counted here.
 func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 	r := n.regs
-	a := rxAdmit{rctl: r[RCTL/4], vme: r[CTRL/4]&CtrlVME != 0, qsel: -1}
-	if a.rctl&RctlEN == 0 || !n.link.up {
+	a := rxAdmit{rctl: r[nicmodel.RCTL/4], vme: r[nicmodel.CTRL/4]&nicmodel.CtrlVME != 0, qsel: -1}
+	if a.rctl&nicmodel.RctlEN == 0 || !n.link.up {
 		n.counters.RxOff++
 		return a
 	}
 	l := len(f) + fcsLen
 	n.statLocked(nicmodel.TPR, 1)
 	n.stat64Locked(nicmodel.TORL, uint64(l))
-	tagged := nicmodel.Tagged(f, uint16(r[VET/4]))
+	tagged := nicmodel.Tagged(f, uint16(r[nicmodel.VET/4]))
 	limit := maxStdFrame
-	if a.rctl&RctlLPE != 0 {
+	if a.rctl&nicmodel.RctlLPE != 0 {
 		limit = int(r[RLPML/4] & RlpmlMask)
 	} else if tagged {
 		limit += vlanTagLen
@@ -174,7 +174,7 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 	case len(f) < ethHdrLen:
 		n.counters.RxBadSize++
 		return a
-	case len(f) < minFrame && a.rctl&RctlSBP == 0:
+	case len(f) < minFrame && a.rctl&nicmodel.RctlSBP == 0:
 		n.statLocked(nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return a
@@ -187,7 +187,7 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 		n.counters.RxFiltered++
 		return a
 	}
-	if tagged && a.rctl&RctlVFE != 0 && !nicmodel.TableBit(r[VFTA/4:], nicmodel.VLANID(f)) {
+	if tagged && a.rctl&nicmodel.RctlVFE != 0 && !nicmodel.TableBit(r[nicmodel.VFTA/4:], nicmodel.VLANID(f)) {
 		n.counters.RxFiltered++
 		return a
 	}
@@ -204,10 +204,10 @@ func (n *NIC) addrMatchLocked(f []byte, rctl uint32, a *rxAdmit) bool {
 	hi := uint32(binary.LittleEndian.Uint16(f[4:6]))
 	for i := uint32(0); i < 16; i++ {
 		rah := r[RAH0/4+2*i]
-		if rah&RahAV == 0 || rah>>16&3 != 0 { // ASEL 00: destination address
+		if rah&nicmodel.RahAV == 0 || rah>>16&3 != 0 { // ASEL 00: destination address
 			continue
 		}
-		if r[RAL0/4+2*i] == lo && rah&0xffff == hi {
+		if r[nicmodel.RAL0/4+2*i] == lo && rah&0xffff == hi {
 			if rah&(1<<28) != 0 { // QSEL enable
 				a.qsel = int(rah >> 18 & 3)
 			}
@@ -216,13 +216,13 @@ func (n *NIC) addrMatchLocked(f []byte, rctl uint32, a *rxAdmit) bool {
 	}
 	switch {
 	case f[0]&1 == 0:
-		return rctl&RctlUPE != 0
+		return rctl&nicmodel.RctlUPE != 0
 	case lo == 0xffffffff && hi == 0xffff:
-		return rctl&RctlBAM != 0 || rctl&RctlMPE != 0
-	case rctl&RctlMPE != 0:
+		return rctl&nicmodel.RctlBAM != 0 || rctl&nicmodel.RctlMPE != 0
+	case rctl&nicmodel.RctlMPE != 0:
 		return true
 	}
-	return nicmodel.TableBit(r[MTA/4:], nicmodel.MTAHash(f, rctl>>RctlMOShift))
+	return nicmodel.TableBit(r[nicmodel.MTA/4:], nicmodel.MTAHash(f, rctl>>nicmodel.RctlMOSh))
 }
 
 // rxQueueLocked snapshots queue q's ring, or reports it off.
@@ -245,7 +245,7 @@ func (n *NIC) rxQueueLocked(q int) (rxQueue, bool) {
 func bufSizes(srrctl, rctl uint32) (pkt, hdr int) {
 	pkt = int(srrctl&SrrctlBSizePktMask) << 10
 	if pkt == 0 {
-		pkt = [4]int{2048, 1024, 512, 256}[rctl>>RctlBSizeSh&3]
+		pkt = [4]int{2048, 1024, 512, 256}[rctl>>nicmodel.RctlBSIZSh&3]
 	}
 	hdr = int(srrctl&SrrctlBSizeHdrMask>>SrrctlBSizeHdrShift) * 64
 	return pkt, hdr
@@ -258,7 +258,7 @@ func bufSizes(srrctl, rctl uint32) (pkt, hdr int) {
 func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved *bool) bool {
 	e := &n.rx
 	vp := a.vme && nicmodel.Tagged(frame, e.conf.vet)
-	buf, vlan := e.stored.Build(frame, vp, a.rctl&RctlSECRC == 0)
+	buf, vlan := e.stored.Build(frame, vp, a.rctl&nicmodel.RctlSECRC == 0)
 	if vp && p.hdrLen >= 16 {
 		p.hdrLen -= vlanTagLen
 	}
@@ -282,7 +282,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 			return false
 		default:
 			n.statLocked(nicmodel.MPC, 1)
-			n.otherCauseLocked(IntRXO)
+			n.otherCauseLocked(nicmodel.IntRXO)
 		}
 		n.counters.RxNoDescriptor++
 		return true
@@ -295,7 +295,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 	var dw0 uint32
 	dw0 = p.rssType | p.ptype<<RxdPtypeShift
 	dw1 := p.hash
-	if e.conf.rxcsum&RxcsumPCSD == 0 {
+	if e.conf.rxcsum&nicmodel.RxcsumPCSD == 0 {
 		dw1 = uint32(p.ipid) | uint32(p.fragSum)<<16
 	}
 	status := p.status | p.errors
@@ -311,7 +311,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 		// The packet checksum: from RXCSUM.PCSS to the end of the frame
 		// as stored, the FCS left out.
 		end := len(buf)
-		if a.rctl&RctlSECRC == 0 {
+		if a.rctl&nicmodel.RctlSECRC == 0 {
 			end -= fcsLen
 		}
 		if start := int(e.conf.rxcsum & 0xff); start < end {
@@ -386,7 +386,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 // errors byte has TCPE (bit 5) and IPE (bit 6).
 func legacyStatus(st, rxcsum uint32) (status, errors byte) {
 	status = byte(st & (RxdStaDD | RxdStaEOP | RxdStaVP | RxdStaUDPCS | RxdStaL4I | RxdStaIPCS))
-	if rxcsum&(RxcsumIPOFL|RxcsumTUOFL) == 0 {
+	if rxcsum&(nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL) == 0 {
 		status |= RxdLegacyIXSM
 	}
 	if st&RxdErrL4E != 0 {

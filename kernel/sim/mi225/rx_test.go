@@ -12,7 +12,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-const rctlStd = RctlSECRC | RctlBAM
+const rctlStd = nicmodel.RctlSECRC | nicmodel.RctlBAM
 
 func TestRxChecksumsAndPacketType(t *testing.T) {
 	corrupt := func(f []byte) []byte { f[len(f)-1] ^= 0xff; return f }
@@ -65,7 +65,7 @@ func TestRxChecksumsAndPacketType(t *testing.T) {
 
 func TestRxChecksumOffloadOff(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(RXCSUM, 0)
+	r.regs.Write32(nicmodel.RXCSUM, 0)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	f := tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0)
 	f[len(f)-1] ^= 1
@@ -83,7 +83,7 @@ func TestRxChecksumOffloadOff(t *testing.T) {
 func TestRxMultiBufferFrame(t *testing.T) {
 	r := newRig(t, 0x15f3)
 	r.regs.Write32(RLPML, 9018)
-	r.setupRx(0, 8, 1024, SrrctlDescAdvOne, rctlStd|RctlLPE)
+	r.setupRx(0, 8, 1024, SrrctlDescAdvOne, rctlStd|nicmodel.RctlLPE)
 	f := udpFrame(false, ourMAC, payloadBytes(2600, 9), true)
 	r.w.B().Send(f)
 	want := []int{1024, 1024, len(f) - 2048}
@@ -142,7 +142,7 @@ func TestRxSizeLimits(t *testing.T) {
 	}
 	// RLPML bounds long frames with LPE.
 	r.regs.Write32(RLPML, 1600)
-	r.regs.Write32(RCTL, rctlStd|RctlEN|RctlLPE)
+	r.regs.Write32(nicmodel.RCTL, rctlStd|nicmodel.RctlEN|nicmodel.RctlLPE)
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1554, 1), true)) // 1596 + 4
 	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1555, 1), true)) // 1601
 	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
@@ -266,7 +266,7 @@ func TestRxHeaderSplit(t *testing.T) {
 
 func TestRxAddressFilters(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.setupRx(0, 16, 2048, SrrctlDescAdvOne, RctlSECRC)
+	r.setupRx(0, 16, 2048, SrrctlDescAdvOne, nicmodel.RctlSECRC)
 	other := [6]byte{0x02, 0, 0, 0, 0, 9}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	mcast := [6]byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
@@ -283,26 +283,26 @@ func TestRxAddressFilters(t *testing.T) {
 	if v := got(); v != 1 {
 		t.Fatalf("own address: %d frames", v)
 	}
-	r.regs.Write32(RCTL, RctlSECRC|RctlEN|RctlBAM)
+	r.regs.Write32(nicmodel.RCTL, nicmodel.RctlSECRC|nicmodel.RctlEN|nicmodel.RctlBAM)
 	send(bcast)
 	if v, b := got(), r.regs.Read32(nicmodel.BPRC); v != 1 || b != 1 {
 		t.Fatalf("broadcast with BAM: GPRC %d BPRC %d", v, b)
 	}
 	// The multicast table, hashed on bits 47:36 (MO 00).
 	h := uint32(mcast[4])>>4 | uint32(mcast[5])<<4
-	r.regs.Write32(MTA+4*(h>>5), 1<<(h&31))
+	r.regs.Write32(nicmodel.MTA+4*(h>>5), 1<<(h&31))
 	send(mcast)
 	if v, m := got(), r.regs.Read32(nicmodel.MPRC); v != 1 || m != 1 {
 		t.Fatalf("multicast in MTA: GPRC %d MPRC %d", v, m)
 	}
 	// A second exact address.
-	r.regs.Write32(RAL0+8, binary.LittleEndian.Uint32(other[:4]))
-	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(other[4:]))|RahAV)
+	r.regs.Write32(nicmodel.RAL0+8, binary.LittleEndian.Uint32(other[:4]))
+	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(other[4:]))|nicmodel.RahAV)
 	send(other)
 	if v := got(); v != 1 {
 		t.Fatalf("second RAR: %d frames", v)
 	}
-	r.regs.Write32(RCTL, RctlSECRC|RctlEN|RctlUPE)
+	r.regs.Write32(nicmodel.RCTL, nicmodel.RctlSECRC|nicmodel.RctlEN|nicmodel.RctlUPE)
 	send([6]byte{0x02, 1, 2, 3, 4, 5})
 	if v := got(); v != 1 {
 		t.Fatalf("promiscuous: %d frames", v)
@@ -314,7 +314,7 @@ func TestRxAddressFilters(t *testing.T) {
 
 func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, RctlBAM)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, nicmodel.RctlBAM)
 	f := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
 	r.w.B().Send(f)
 	wb := r.rxDesc(0, 0)
@@ -328,15 +328,15 @@ func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
 
 func TestRxVLANStripAndFilter(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(CTRL, r.regs.Read32(CTRL)|CtrlVME)
-	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd|RctlVFE)
+	r.regs.Write32(nicmodel.CTRL, r.regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
+	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd|nicmodel.RctlVFE)
 	plain := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
 	tagged := append(append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x20, 0x05), plain[12:]...)
 	r.w.B().Send(tagged)
 	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
 		t.Fatal("VLAN 5 passed an empty VLAN filter")
 	}
-	r.regs.Write32(VFTA, 1<<5)
+	r.regs.Write32(nicmodel.VFTA, 1<<5)
 	r.w.B().Send(tagged)
 	wb := r.rxDesc(0, 0)
 	if wb.status&RxdStaVP == 0 || wb.vlan() != 0x2005 || wb.len() != len(plain) {
@@ -360,14 +360,14 @@ func TestRxRSSHashAndQueue(t *testing.T) {
 	}
 	r := newRig(t, 0x15f3)
 	for i := range 10 {
-		r.regs.Write32(RSSRK+4*uint32(i), binary.LittleEndian.Uint32(key[4*i:]))
+		r.regs.Write32(nicmodel.RSSRK+4*uint32(i), binary.LittleEndian.Uint32(key[4*i:]))
 	}
 	// Entry i of the table names queue i%4.
 	for i := range 32 {
-		r.regs.Write32(RETA+4*uint32(i), 0x03020100)
+		r.regs.Write32(nicmodel.RETA+4*uint32(i), 0x03020100)
 	}
-	r.regs.Write32(MRQC, MrqcEnableRSS|MrqcTCPIPv4|MrqcIPv4)
-	r.regs.Write32(RXCSUM, RxcsumIPOFL|RxcsumTUOFL|RxcsumPCSD)
+	r.regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4)
+	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	for q := range Queues {
 		r.setupRx(q, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	}
@@ -390,7 +390,7 @@ func TestRxRSSHashAndQueue(t *testing.T) {
 		t.Fatalf("hash %#x type %d, want %#x TCP/IPv4", wb.dw1, wb.rssType(), want)
 	}
 	// Addresses only.
-	r.regs.Write32(MRQC, MrqcEnableRSS|MrqcIPv4)
+	r.regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcIPv4)
 	r.w.B().Send(f)
 	const want2 = 0x323e8fc2
 	q2 := int(want2 & 0x7f % 4)

@@ -57,9 +57,9 @@ func (n *NIC) txRingLocked(q int) (nicmodel.TxRing, nicmodel.TxLine, bool) {
 	}
 	line := nicmodel.TxLine{
 		Port: n.port, Up: n.link.up,
-		PSP: r[TCTL/4]&TctlPSP != 0, VET: uint16(r[VET/4]),
+		PSP: r[nicmodel.TCTL/4]&nicmodel.TctlPSP != 0, VET: uint16(r[nicmodel.VET/4]),
 	}
-	return ring, line, r[TCTL/4]&TctlEN != 0 && r[TxQ(TXDCTL, q)/4]&DctlEnable != 0
+	return ring, line, r[nicmodel.TCTL/4]&nicmodel.TctlEN != 0 && r[TxQ(TXDCTL, q)/4]&DctlEnable != 0
 }
 
 // kickTx runs queue q's transmit engine until its ring is empty: fetch
@@ -88,7 +88,7 @@ func (n *NIC) txDoneLocked(tq *txQueue, k uint32) {
 		n.queueEventLocked(tq.q, true)
 	}
 	if tq.q == 0 && n.regs[TxQ(TDH, 0)/4] == n.regs[TxQ(TDT, 0)/4] {
-		n.otherCauseLocked(IntTXQE)
+		n.otherCauseLocked(nicmodel.IntTXQE)
 	}
 }
 

@@ -170,10 +170,10 @@ func TestTxVLANInsertAndPadding(t *testing.T) {
 
 func TestTxQueuesAndInterrupts(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(GPIE, GpieMSIX)
-	r.regs.Write32(IVAR0, uint32(IvarValid|0)<<8|uint32(IvarValid|1)<<24)
-	r.regs.Write32(IVAR0+4, uint32(IvarValid|2)<<8|uint32(IvarValid|3)<<24)
-	r.regs.Write32(EIMS, 0xf)
+	r.regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX)
+	r.regs.Write32(nicmodel.IVAR0, uint32(nicmodel.IvarValid|0)<<8|uint32(nicmodel.IvarValid|1)<<24)
+	r.regs.Write32(nicmodel.IVAR0+4, uint32(nicmodel.IvarValid|2)<<8|uint32(nicmodel.IvarValid|3)<<24)
+	r.regs.Write32(nicmodel.EIMS, 0xf)
 	for q := range Queues {
 		r.setupTx(q, 8)
 	}

@@ -34,10 +34,10 @@ const (
 	EerdDataSh  = 16
 )
 
-// EERD is the EERD register after software writes v: with START, the
+// EerdWrite is the EERD register after software writes v: with START, the
 // read of the word at the address completes at once (word reads it),
 // the data and DONE set; without, the write is stored with DONE clear.
-func EERD(v uint32, word func(addr uint32) uint16) uint32 {
+func EerdWrite(v uint32, word func(addr uint32) uint16) uint32 {
 	if v&EerdStart == 0 {
 		return v &^ EerdDone
 	}

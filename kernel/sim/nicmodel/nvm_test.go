@@ -24,13 +24,13 @@ func TestNVM(t *testing.T) {
 		}
 		return 0xffff
 	}
-	if v := EERD(0x0d<<EerdAddrSh|EerdStart, word); v != 0x10d3<<EerdDataSh|0x0d<<EerdAddrSh|EerdDone {
+	if v := EerdWrite(0x0d<<EerdAddrSh|EerdStart, word); v != 0x10d3<<EerdDataSh|0x0d<<EerdAddrSh|EerdDone {
 		t.Errorf("EERD read of word 0x0d: %#x", v)
 	}
-	if v := EERD(0x3fff<<EerdAddrSh|EerdStart, word); v>>EerdDataSh != 0xffff || v&EerdDone == 0 {
+	if v := EerdWrite(0x3fff<<EerdAddrSh|EerdStart, word); v>>EerdDataSh != 0xffff || v&EerdDone == 0 {
 		t.Errorf("EERD read past the end: %#x", v)
 	}
-	if v := EERD(5<<EerdAddrSh|EerdDone, word); v != 5<<EerdAddrSh {
+	if v := EerdWrite(5<<EerdAddrSh|EerdDone, word); v != 5<<EerdAddrSh {
 		t.Errorf("EERD write without START: %#x, want the address with DONE clear", v)
 	}
 }
