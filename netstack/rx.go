@@ -1,7 +1,7 @@
 package netstack
 
 import (
-	"sync"
+	"slices"
 	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/nic"
@@ -31,6 +31,7 @@ type rxPath struct {
 	gro     gro.GRO
 	out     stackOut            // the engine's dispatcher: the stack, counted
 	deliver func(*nic.RxPacket) // e.deliver bound to this path, made once
+	offers  offers              // the recycle offers of this queue's packets
 
 	// Per poll, set by begin.
 	rxcsum   bool // the stack trusts our checksums: frames are verified here
@@ -105,7 +106,7 @@ func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
 	opts := stack.PacketBufferOptions{Payload: p.Data}
 	var o *offer
 	if p.Recycle != nil {
-		o = e.newOffer(p.Recycle)
+		o = r.offers.take(p.Recycle)
 		opts.OnRelease = o.run
 	}
 	pkt := stack.NewPacketBuffer(opts)
@@ -156,33 +157,80 @@ func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
 // An offer takes a driver's recycle hook (nic.RxPacket.Recycle) to the
 // release of the packet built from the frame: as the packet's last
 // reference goes, before its views are released, the hook is offered the
-// first of them. Offers are pooled, each made once with its bound release
-// function, so a frame costs no allocation for it.
+// first of them. Each offer is made once, with its bound release
+// function, and belongs to one queue's offers, which lend it again once
+// its packet is gone: a frame costs no allocation and no pool for it,
+// only the one atomic add of its release.
 type offer struct {
 	pkt     *stack.PacketBuffer
 	recycle func(*buffer.View)
-	run     func() // release, bound once
-	pool    *sync.Pool
+	run     func()        // release, bound once
+	lent    uint32        // times lent; the polling goroutine's
+	back    atomic.Uint32 // times released; the packet's last holder adds
 }
 
-func (e *Endpoint) newOffer(recycle func(*buffer.View)) *offer {
-	o, _ := e.offers.Get().(*offer)
-	if o == nil {
-		o = &offer{pool: &e.offers}
-		o.run = o.release
-	}
-	o.recycle = recycle
+func newOffer() *offer {
+	o := new(offer)
+	o.run = o.release
 	return o
 }
 
 // release runs on whichever goroutine drops the packet's last reference.
+// The add is its last touch: from then on the queue may lend the offer
+// again.
 func (o *offer) release() {
 	vl, _ := o.pkt.AsViewList()
 	if v := vl.Front(); v != nil {
 		o.recycle(v)
 	}
 	o.pkt, o.recycle = nil, nil
-	o.pool.Put(o)
+	o.back.Add(1)
+}
+
+// idle reports whether the packet of the offer's last loan is gone.
+func (o *offer) idle() bool { return o.back.Load() == o.lent }
+
+// offers is a queue's offers in the order they were lent, oldest at next;
+// only the polling goroutine uses it. Packets usually go in the order
+// they came, so the oldest loan is the one likely back: take looks at a
+// few from there and passes over the ones the stack still holds, which
+// it meets again a round later. With all of those held it makes a new
+// offer, kept up to maxOffers, past which offers are made and left to the
+// garbage collector.
+type offers struct {
+	ring []*offer
+	next int
+}
+
+const (
+	maxOffers   = 1024 // offers a queue keeps: packets the stack may hold at once, and then some
+	offerProbes = 4    // held offers take passes over before making one
+)
+
+// take lends an idle offer, or a new one, for a packet with hook recycle.
+func (l *offers) take(recycle func(*buffer.View)) *offer {
+	for i := 0; i < offerProbes && i < len(l.ring); i++ {
+		o := l.ring[l.next]
+		if l.next++; l.next == len(l.ring) {
+			l.next = 0
+		}
+		if o.idle() {
+			o.lent++
+			o.recycle = recycle
+			return o
+		}
+	}
+	o := newOffer()
+	o.lent = 1
+	o.recycle = recycle
+	if len(l.ring) < maxOffers {
+		// Newest, just behind the oldest at next.
+		l.ring = slices.Insert(l.ring, l.next, o)
+		if l.next++; l.next == len(l.ring) {
+			l.next = 0
+		}
+	}
+	return o
 }
 
 // checksumsValid verifies the IPv4 header checksum and the TCP or UDP
