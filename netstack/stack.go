@@ -34,10 +34,15 @@ type Interface struct {
 	DHCP bool
 	// Endpoint tunes the link endpoint.
 	Endpoint Options
-	// TxQueue, if positive, puts a FIFO of that many packets in front of
-	// the endpoint: senders return at once and one goroutine per driver
-	// queue hands the packets over in batches (one doorbell per batch).
-	// Zero sends on the caller's goroutine, one packet per call.
+	// TxQueue, if positive, puts a FIFO of that many packets per driver
+	// queue in front of the endpoint (gVisor's qdisc/fifo): senders
+	// return at once and one goroutine per driver queue hands what has
+	// gathered to the driver in batches of up to 47, one doorbell per
+	// batch. A full FIFO refuses the packet (TCP sends it again later).
+	// The cost is one goroutine wake-up per burst, which a lone small
+	// exchange does not notice; under QEMU a 16 MiB TCP send rings 260
+	// doorbells instead of 11,300. Zero sends on the caller's goroutine,
+	// one doorbell per WritePackets call.
 	TxQueue int
 }
 
