@@ -1,8 +1,10 @@
 package system
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/kernel/acpi"
@@ -11,16 +13,33 @@ import (
 	"github.com/ether9/ether9/pci"
 )
 
-// remapUnit is one DMA-remapping unit of the DMAR table: what its device
-// scope reaches and, once a NIC it covers binds, our driver of it. A unit
-// that covers no NIC we drive is never mapped, let alone turned on: the
-// graphics unit of a client board stays as firmware left it.
+// Remapper owns the machine's DMA-remapping units: it reads the DMAR
+// table, walks every unit's device scope and, as functions are bound,
+// brings up the unit whose scope holds each one. A unit that covers no
+// function we drive is never mapped, let alone turned on: the graphics
+// unit of a client board stays as firmware left it. A nil Remapper
+// translates nothing.
+type Remapper struct {
+	plat Platform
+	mode iommu.Mode
+	logf func(format string, args ...any)
+	// scopes is nil when translation is off for every function: no
+	// table, a table that cannot be read, or ether9.iommu=off.
+	scopes *acpi.ScopeMap
+
+	mu     sync.Mutex
+	units  []*remapUnit        // in DMAR table order
+	unitOf map[pci.Addr]uint64 // the unit base each translated function got
+}
+
+// remapUnit is one unit of the DMAR table: what its device scope reaches
+// and, once a function it covers binds, our driver of it.
 type remapUnit struct {
 	cov  acpi.Coverage
-	unit *iommu.Unit // nil until a NIC it covers binds
+	unit *iommu.Unit // nil until a function it covers binds
 	err  error       // why it could not be brought up
 
-	faultsSeen uint64 // faults already printed; guarded by System.mu
+	faultsSeen uint64 // faults already reported; guarded by Remapper.mu
 }
 
 func (r *remapUnit) base() uint64 { return r.cov.Unit.Base }
@@ -40,22 +59,244 @@ func (r *remapUnit) scope() string {
 	return strings.Join(parts, ", ")
 }
 
+// NewRemapper reads plat's DMAR table and walks every unit's device
+// scope; mode is ether9.iommu (strict, deferred or off). The units
+// themselves are brought up by UnitFor. Without a table, or when it
+// cannot be read, every function gets untranslated DMA and logf says so.
+func NewRemapper(plat Platform, mode string, logf func(format string, args ...any)) *Remapper {
+	r := &Remapper{plat: plat, logf: logf, unitOf: make(map[pci.Addr]uint64)}
+	if mode == "off" {
+		logf("iommu: off (ether9.iommu=off)")
+		return r
+	}
+	if len(plat.DMAR) == 0 || plat.MapUnit == nil {
+		logf("iommu: none (no DMAR table)")
+		return r
+	}
+	m, err := iommu.ParseMode(mode)
+	if err != nil {
+		logf("iommu: %v; DMA untranslated", err)
+		return r
+	}
+	r.mode = m
+	d, err := acpi.ParseDMAR(plat.DMAR)
+	if err != nil {
+		logf("iommu: %v; DMA untranslated", err)
+		return r
+	}
+	var read acpi.ConfigReader
+	if c := plat.Config; c != nil {
+		read = func(seg uint16, bus, dev, fn uint8, off, size int) (uint32, error) {
+			return c.ReadConfig(pci.Addr{Seg: seg, Bus: bus, Dev: dev, Fn: fn}, off, size)
+		}
+	}
+	sm, err := d.ScopeMap(read)
+	if err != nil {
+		// The functions of a scope that cannot be walked fall to the
+		// catch-all unit; say which.
+		for _, l := range strings.Split(err.Error(), "\n") {
+			logf("iommu: %s", l)
+		}
+	}
+	r.scopes = sm
+	for _, c := range sm.Units {
+		r.units = append(r.units, &remapUnit{cov: c})
+	}
+	return r
+}
+
+// UnitFor is probe's IOMMUFor: the unit whose scope covers f, brought up
+// on first use. Where no unit covers f, or its unit cannot be brought up,
+// f's DMA goes untranslated (nil, nil) and the console says so.
+func (r *Remapper) UnitFor(f *pci.Function) (*iommu.Unit, error) {
+	if r == nil || r.scopes == nil {
+		return nil, nil
+	}
+	c, ok := r.scopes.UnitFor(f.Addr.Seg, f.Addr.Bus, f.Addr.Dev, f.Addr.Fn)
+	if !ok {
+		r.logf("iommu: no unit covers %v; its DMA untranslated", f.Addr)
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ru *remapUnit
+	for _, x := range r.units {
+		if x.base() == c.Unit.Base {
+			ru = x
+			break
+		}
+	}
+	if ru == nil {
+		return nil, fmt.Errorf("unit %#x is not in the DMAR table", c.Unit.Base)
+	}
+	if ru.unit == nil && ru.err == nil {
+		ru.unit, ru.err = r.bringUp(ru)
+		if ru.err != nil {
+			ru.err = fmt.Errorf("unit %#x: %w", ru.base(), ru.err)
+		}
+	}
+	if ru.err != nil {
+		r.logf("iommu: %v; DMA of %v untranslated", ru.err, f.Addr)
+		return nil, nil
+	}
+	r.unitOf[f.Addr] = ru.base()
+	return ru.unit, nil
+}
+
+// bringUp maps a unit's registers, takes it over in the mode of the
+// command line and turns translation on. r.mu is held.
+func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
+	regs, err := r.plat.MapUnit(ru.base())
+	if err != nil {
+		return nil, err
+	}
+	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock})
+	if err != nil {
+		return nil, err
+	}
+	if err := u.SetMode(r.mode, iommu.DefaultBatch); err != nil {
+		return nil, err
+	}
+	if err := u.Enable(); err != nil {
+		return nil, fmt.Errorf("enable: %w", err)
+	}
+	first := len(r.active()) == 0
+	r.logf("iommu: unit %#x %s: %v", ru.base(), ru.scope(), u.Caps())
+	if first {
+		r.logf("iommu: translation on, %d-level", u.Levels())
+	}
+	return u, nil
+}
+
+// UnitOf is the register base of the unit translating the function at
+// a, false when its DMA is untranslated.
+func (r *Remapper) UnitOf(a pci.Addr) (uint64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.unitOf[a]
+	return b, ok
+}
+
 // IOMMUUnit is one VT-d unit translating NIC DMA.
 type IOMMUUnit struct {
 	Base uint64 // register base, from the DMAR table
 	Unit *iommu.Unit
 }
 
-// IOMMUs lists the units translating NIC DMA, in DMAR table order.
-func (s *System) IOMMUs() []IOMMUUnit {
+// Units lists the units brought up, in DMAR table order.
+func (r *Remapper) Units() []IOMMUUnit {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active()
+}
+
+func (r *Remapper) active() []IOMMUUnit {
 	var out []IOMMUUnit
-	for _, r := range s.remap {
-		if r.unit != nil {
-			out = append(out, IOMMUUnit{Base: r.base(), Unit: r.unit})
+	for _, ru := range r.units {
+		if ru.unit != nil {
+			out = append(out, IOMMUUnit{Base: ru.base(), Unit: ru.unit})
 		}
 	}
 	return out
 }
+
+// ReportIdle names the units no function needed, once binding is done.
+func (r *Remapper) ReportIdle() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ru := range r.units {
+		if ru.unit == nil && ru.err == nil {
+			r.logf("iommu: unit %#x %s: covers no NIC, left untouched", ru.base(), ru.scope())
+		}
+	}
+}
+
+// ReportFaults logs the faults every unit recorded since the last call
+// and returns how many the units recorded in all. A unit keeps a bounded
+// log and a total; the total says how many are new.
+func (r *Remapper) ReportFaults() uint64 {
+	var sum uint64
+	for _, u := range r.Units() {
+		log := u.Unit.Faults()
+		total := u.Unit.Stats().Faults
+		fresh := int(total - r.markSeen(u.Base, total))
+		sum += total
+		if fresh > len(log) {
+			r.logf("iommu: %d faults dropped from the log of unit %#x", fresh-len(log), u.Base)
+			fresh = len(log)
+		}
+		for _, f := range log[len(log)-fresh:] {
+			r.logf("iommu: fault %v", f)
+		}
+	}
+	return sum
+}
+
+// markSeen records total as the faults reported of the unit at base and
+// returns the number reported before.
+func (r *Remapper) markSeen(base, total uint64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ru := range r.units {
+		if ru.base() == base {
+			seen := ru.faultsSeen
+			ru.faultsSeen = total
+			return seen
+		}
+	}
+	return total
+}
+
+// Status is every unit's line on the status page, in DMAR table order.
+func (r *Remapper) Status() []status.IOMMUUnit {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []status.IOMMUUnit
+	for _, ru := range r.units {
+		st := status.IOMMUUnit{Base: ru.base(), Scope: ru.scope()}
+		switch {
+		case ru.err != nil:
+			st.State = "failed"
+		case ru.unit == nil:
+			st.State = "idle"
+		default:
+			st.State = "off"
+			if ru.unit.Enabled() {
+				st.State = "on"
+			}
+			stats := ru.unit.Stats()
+			st.Levels, st.Domains, st.Faults = ru.unit.Levels(), stats.Domains, stats.Faults
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Disable turns translation off on every unit brought up.
+func (r *Remapper) Disable() error {
+	var errs []error
+	for _, u := range r.Units() {
+		if err := u.Unit.Disable(); err != nil {
+			errs = append(errs, fmt.Errorf("unit %#x: %w", u.Base, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IOMMUs lists the units translating NIC DMA, in DMAR table order.
+func (s *System) IOMMUs() []IOMMUUnit { return s.remap.Units() }
 
 // IOMMU is the first unit translating NIC DMA (the only one on most
 // machines), nil when translation is off.
@@ -66,119 +307,6 @@ func (s *System) IOMMU() *iommu.Unit {
 	return nil
 }
 
-// takeIOMMU reads the DMAR table and walks every unit's device scope. The
-// units themselves are brought up as the NICs they cover bind. Without a
-// table, or when it cannot be read, the NICs get untranslated DMA and the
-// console says so.
-func (s *System) takeIOMMU() {
-	if s.opt.IOMMU == "off" {
-		s.logf("iommu: off (ether9.iommu=off)")
-		return
-	}
-	if len(s.plat.DMAR) == 0 || s.plat.MapUnit == nil {
-		s.logf("iommu: none (no DMAR table)")
-		return
-	}
-	if _, err := iommu.ParseMode(s.opt.IOMMU); err != nil {
-		s.logf("iommu: %v; DMA untranslated", err)
-		return
-	}
-	d, err := acpi.ParseDMAR(s.plat.DMAR)
-	if err != nil {
-		s.logf("iommu: %v; DMA untranslated", err)
-		return
-	}
-	var read acpi.ConfigReader
-	if c := s.plat.Config; c != nil {
-		read = func(seg uint16, bus, dev, fn uint8, off, size int) (uint32, error) {
-			return c.ReadConfig(pci.Addr{Seg: seg, Bus: bus, Dev: dev, Fn: fn}, off, size)
-		}
-	}
-	m, err := d.ScopeMap(read)
-	if err != nil {
-		// The functions of a scope that cannot be walked fall to the
-		// catch-all unit; say which.
-		for _, l := range strings.Split(err.Error(), "\n") {
-			s.logf("iommu: %s", l)
-		}
-	}
-	s.scopes = m
-	for _, c := range m.Units {
-		s.remap = append(s.remap, &remapUnit{cov: c})
-	}
-}
-
-// unitFor is probe's IOMMUFor: the unit whose scope covers f, brought up
-// on first use. Where no unit covers f, or its unit cannot be brought up,
-// f's DMA goes untranslated and the console says so.
-func (s *System) unitFor(f *pci.Function) (*iommu.Unit, error) {
-	c, ok := s.scopes.UnitFor(f.Addr.Seg, f.Addr.Bus, f.Addr.Dev, f.Addr.Fn)
-	if !ok {
-		s.logf("iommu: no unit covers %v; its DMA untranslated", f.Addr)
-		return nil, nil
-	}
-	var r *remapUnit
-	for _, x := range s.remap {
-		if x.base() == c.Unit.Base {
-			r = x
-			break
-		}
-	}
-	if r == nil {
-		return nil, fmt.Errorf("unit %#x is not in the DMAR table", c.Unit.Base)
-	}
-	if r.unit == nil && r.err == nil {
-		r.unit, r.err = s.bringUp(r)
-		if r.err != nil {
-			r.err = fmt.Errorf("unit %#x: %w", r.base(), r.err)
-		}
-	}
-	if r.err != nil {
-		s.logf("iommu: %v; DMA of %v untranslated", r.err, f.Addr)
-		return nil, nil
-	}
-	s.unitOf[f.Addr] = r.base()
-	return r.unit, nil
-}
-
-// bringUp maps a unit's registers, takes it over in the mode of the
-// command line and turns translation on.
-func (s *System) bringUp(r *remapUnit) (*iommu.Unit, error) {
-	regs, err := s.plat.MapUnit(r.base())
-	if err != nil {
-		return nil, err
-	}
-	u, err := iommu.New(regs, s.plat.Memory, iommu.Options{Clock: s.plat.Clock})
-	if err != nil {
-		return nil, err
-	}
-	mode, err := iommu.ParseMode(s.opt.IOMMU)
-	if err != nil {
-		return nil, err
-	}
-	if err := u.SetMode(mode, iommu.DefaultBatch); err != nil {
-		return nil, err
-	}
-	if err := u.Enable(); err != nil {
-		return nil, fmt.Errorf("enable: %w", err)
-	}
-	first := s.IOMMU() == nil
-	s.logf("iommu: unit %#x %s: %v", r.base(), r.scope(), u.Caps())
-	if first {
-		s.logf("iommu: translation on, %d-level", u.Levels())
-	}
-	return u, nil
-}
-
-// reportIdle names the units no NIC needed, once binding is done.
-func (s *System) reportIdle() {
-	for _, r := range s.remap {
-		if r.unit == nil && r.err == nil {
-			s.logf("iommu: unit %#x %s: covers no NIC, left untouched", r.base(), r.scope())
-		}
-	}
-}
-
 // remaps lists the active units for the namespace.
 func (s *System) remaps() []bind.Remap {
 	var out []bind.Remap
@@ -186,23 +314,4 @@ func (s *System) remaps() []bind.Remap {
 		out = append(out, bind.Remap{Base: u.Base, Unit: u.Unit})
 	}
 	return out
-}
-
-// unitStatus is a unit's line on the status page.
-func (s *System) unitStatus(r *remapUnit) status.IOMMUUnit {
-	st := status.IOMMUUnit{Base: r.base(), Scope: r.scope()}
-	switch {
-	case r.err != nil:
-		st.State = "failed"
-	case r.unit == nil:
-		st.State = "idle"
-	default:
-		st.State = "off"
-		if r.unit.Enabled() {
-			st.State = "on"
-		}
-		stats := r.unit.Stats()
-		st.Levels, st.Domains, st.Faults = r.unit.Levels(), stats.Domains, stats.Faults
-	}
-	return st
 }

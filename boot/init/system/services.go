@@ -93,41 +93,13 @@ func (s *System) watchFaults(ctx context.Context) error {
 	t := time.NewTicker(faultPoll)
 	defer t.Stop()
 	for {
-		s.reportFaults()
+		s.remap.ReportFaults()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
 	}
-}
-
-// reportFaults prints the faults every unit recorded since the last call.
-// A unit keeps a bounded log and a total; the total says how many are new.
-func (s *System) reportFaults() {
-	var sum uint64
-	for _, r := range s.remap {
-		if r.unit == nil {
-			continue
-		}
-		log := r.unit.Faults()
-		total := r.unit.Stats().Faults
-		s.mu.Lock()
-		fresh := int(total - r.faultsSeen)
-		r.faultsSeen = total
-		s.mu.Unlock()
-		sum += total
-		if fresh > len(log) {
-			s.logf("iommu: %d faults dropped from the log of unit %#x", fresh-len(log), r.base())
-			fresh = len(log)
-		}
-		for _, f := range log[len(log)-fresh:] {
-			s.logf("iommu: fault %v", f)
-		}
-	}
-	s.mu.Lock()
-	s.faultTotal = sum
-	s.mu.Unlock()
 }
 
 // Snapshot is the system's state for the status page.
@@ -146,9 +118,7 @@ func (s *System) Snapshot() status.Snapshot {
 		for _, x := range units {
 			io.Translation = io.Translation && x.Unit.Enabled()
 		}
-		for _, r := range s.remap {
-			io.Units = append(io.Units, s.unitStatus(r))
-		}
+		io.Units = s.remap.Status()
 		for _, c := range s.nsCounters("/dev/iommu/stats", " ") {
 			switch c.Name {
 			case "faults":

@@ -9,17 +9,14 @@ package system
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/ether9/ether9/boot/init/services"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
 	"github.com/ether9/ether9/kernel"
-	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/ns"
@@ -63,18 +60,13 @@ type System struct {
 	boot  time.Duration // Clock.Now at Start
 	sup   *services.Supervisor
 	funcs []*pci.Function
-	// The DMAR table's units with their scopes walked; a unit is brought
-	// up when the first NIC it covers binds.
-	scopes *acpi.ScopeMap
-	remap  []*remapUnit
-	unitOf map[pci.Addr]uint64 // the unit base each translated NIC got
-	ports  []Port
-	stack  *netstack.Stack
-	ns     *ns.Namespace
-	kmesg  *bind.Kmesg
-
-	mu         sync.Mutex
-	faultTotal uint64 // every unit's faults at the last report
+	// The DMAR table's units; each is brought up when the first NIC it
+	// covers binds.
+	remap *Remapper
+	ports []Port
+	stack *netstack.Stack
+	ns    *ns.Namespace
+	kmesg *bind.Kmesg
 }
 
 // Start brings the system up on p and starts its services. logf receives
@@ -94,15 +86,14 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		console(format, args...)
 	}
 	s := &System{
-		plat:   p,
-		opt:    opt,
-		logf:   logf,
-		boot:   p.Clock.Now(),
-		sup:    services.New(logf, 100*time.Millisecond, 5*time.Second),
-		kmesg:  kmesg,
-		unitOf: make(map[pci.Addr]uint64),
+		plat:  p,
+		opt:   opt,
+		logf:  logf,
+		boot:  p.Clock.Now(),
+		sup:   services.New(logf, 100*time.Millisecond, 5*time.Second),
+		kmesg: kmesg,
+		remap: NewRemapper(p, opt.IOMMU, logf),
 	}
-	s.takeIOMMU()
 	if err := s.bind(); err != nil {
 		return nil, err
 	}
@@ -135,12 +126,11 @@ func (s *System) bind() error {
 	pp := probe.Platform{
 		Config: s.plat.Config,
 		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return s.plat.MapBAR(f.Addr, bar) },
-		Memory: s.plat.Memory,
-		Clock:  s.plat.Clock,
-		Logf:   s.logf,
-	}
-	if s.scopes != nil {
-		pp.IOMMUFor = s.unitFor
+		// The unit whose scope holds the NIC, or untranslated DMA.
+		IOMMUFor: s.remap.UnitFor,
+		Memory:   s.plat.Memory,
+		Clock:    s.plat.Clock,
+		Logf:     s.logf,
 	}
 	if s.plat.IRQ != nil {
 		pp.IRQ = func(f *pci.Function) kernel.Waiter { return s.plat.IRQ(f.Addr) }
@@ -149,7 +139,7 @@ func (s *System) bind() error {
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
-	s.reportIdle()
+	s.remap.ReportIdle()
 	for _, f := range res.Functions {
 		s.logf("%v", f)
 	}
@@ -160,7 +150,8 @@ func (s *System) bind() error {
 		}
 		p := Port{Func: b.Func, NIC: b.NIC}
 		if dom, ok := b.DMA.(*iommu.Domain); ok {
-			p.Domain, p.IOMMU = dom, s.unitOf[b.Func.Addr]
+			base, _ := s.remap.UnitOf(b.Func.Addr)
+			p.Domain, p.IOMMU = dom, base
 		}
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
 		s.ports = append(s.ports, p)
@@ -241,11 +232,8 @@ func (s *System) Close() error {
 	if s.stack != nil {
 		s.stack.Close()
 	}
-	var errs []error
-	for _, u := range s.IOMMUs() {
-		if err := u.Unit.Disable(); err != nil {
-			errs = append(errs, fmt.Errorf("system: unit %#x: %w", u.Base, err))
-		}
+	if err := s.remap.Disable(); err != nil {
+		return fmt.Errorf("system: %w", err)
 	}
-	return errors.Join(errs...)
+	return nil
 }
