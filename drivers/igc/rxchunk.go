@@ -72,6 +72,7 @@ type chunkMap struct {
 	key   uintptr // the chunk's data address, compared only
 	addr  kernel.DMAAddr
 	armed bool               // a slot holds the chunk; false: the stack has it, the pool, or the returns list
+	kept  bool               // in the chunk table, mapped; rxMu held
 	offer func(*buffer.View) // the packet's recycle hook: takeBack for this chunk
 	back  *buffer.View       // listed in the returns: the ring's reference
 	next  *chunkMap          // listed in the returns: the one listed before
@@ -137,7 +138,7 @@ func (r *rxRing) armChunk(s *rxPage, i int) (kernel.DMAAddr, error) {
 	}
 	r.Stats.Maps.Add(1)
 	r.Chunks.Maps.Add(1)
-	m := &chunkMap{key: key, addr: addr, armed: true}
+	m := &chunkMap{key: key, addr: addr, armed: true, kept: true}
 	m.offer = func(v *buffer.View) { r.takeBack(m, v) }
 	r.chunks.put(m)
 	*s = rxPage{PageSlot: ring.PageSlot{Page: v, Addr: addr, Mapped: true}, chunk: m}
@@ -213,7 +214,7 @@ func (r *rxRing) returned() (*buffer.View, *chunkMap) {
 		b.taken = m.next
 		v := m.back
 		m.back, m.next = nil, nil
-		if r.chunks.get(m.key) == m && !m.armed {
+		if m.kept && !m.armed {
 			v.Reset()
 			v.Grow(rxBufLen)
 			return v, m
@@ -279,6 +280,7 @@ func (r *rxRing) evictChunks() error {
 // unmapChunk forgets a mapping no slot holds and unmaps it.
 func (r *rxRing) unmapChunk(m *chunkMap) error {
 	r.chunks.del(m.key)
+	m.kept = false
 	if err := r.dma.Unmap(m.addr, rxBufLen, kernel.FromDevice); err != nil {
 		return fmt.Errorf("igc: unmap rx chunk at %#x: %w", uint64(m.addr), err)
 	}
@@ -290,6 +292,7 @@ func (r *rxRing) unmapChunk(m *chunkMap) error {
 func (r *rxRing) dropChunk(s *rxPage) error {
 	var err error
 	r.chunks.del(s.chunk.key)
+	s.chunk.kept = false
 	if err = r.dma.Unmap(s.Addr, rxBufLen, kernel.FromDevice); err == nil {
 		r.Stats.Unmaps.Add(1)
 	} else {
