@@ -21,8 +21,6 @@ import (
 	"github.com/ether9/ether9/drivers/probe"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
-	"github.com/ether9/ether9/kernel/acpi"
-	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -81,7 +79,8 @@ type xdpCount struct {
 // copy and zero-copy queue paths and then the netstack path (the stack
 // keeps the NIC to the end), at each size, the pusher feeding it, and
 // prints a line per cell and the zero-copy / netstack ratio on rxdrop at
-// 64 bytes.
+// 64 bytes. The NICs' DMA is translated as the system translates it by
+// default, and the faults the run caused are reported at its end.
 func runXDP(con *console, plat system.Platform, mode string) error {
 	var dur time.Duration
 	switch mode {
@@ -92,7 +91,9 @@ func runXDP(con *console, plat system.Platform, mode string) error {
 	default:
 		return fmt.Errorf("ether9.xdp=%q: want quick or full", mode)
 	}
-	pusher, dut, err := xdpNICs(con, plat)
+	rm := system.NewRemapper(plat, system.DefaultOptions().IOMMU, con.logf)
+	defer rm.ReportFaults()
+	pusher, dut, err := xdpNICs(con, plat, rm)
 	if err != nil {
 		return err
 	}
@@ -141,27 +142,24 @@ func runXDP(con *console, plat system.Platform, mode string) error {
 	return nil
 }
 
-// xdpNICs brings up translation and the drivers and returns the two hub
-// NICs as queue binders.
-func xdpNICs(con *console, plat system.Platform) (pusher, dut nic.NIC, err error) {
+// xdpNICs brings up the drivers, each NIC's DMA translated by the unit
+// whose scope holds it, and returns the two hub NICs as queue binders.
+func xdpNICs(con *console, plat system.Platform, rm *system.Remapper) (pusher, dut nic.NIC, err error) {
 	pp := probe.Platform{
-		Config: plat.Config,
-		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return plat.MapBAR(f.Addr, bar) },
-		Memory: plat.Memory,
-		Clock:  plat.Clock,
-		Logf:   con.logf,
-	}
-	if plat.DMAR != nil {
-		u, err := xdpUnit(plat)
-		if err != nil {
-			return nil, nil, fmt.Errorf("iommu: %w", err)
-		}
-		pp.IOMMU = u
-		con.logf("xdp: iommu translation on")
+		Config:   plat.Config,
+		BAR:      func(f *pci.Function, bar int) (kernel.Regs, error) { return plat.MapBAR(f.Addr, bar) },
+		IOMMUFor: rm.UnitFor,
+		Memory:   plat.Memory,
+		Clock:    plat.Clock,
+		Logf:     con.logf,
 	}
 	res, err := probe.Bind(pp)
 	if err != nil {
 		return nil, nil, err
+	}
+	rm.ReportIdle()
+	if len(rm.Units()) > 0 {
+		con.logf("xdp: iommu translation on")
 	}
 	for _, n := range res.NICs() {
 		switch n.MAC() {
@@ -180,26 +178,6 @@ func xdpNICs(con *console, plat system.Platform) (pusher, dut nic.NIC, err error
 		}
 	}
 	return pusher, dut, nil
-}
-
-func xdpUnit(plat system.Platform) (*iommu.Unit, error) {
-	d, err := acpi.ParseDMAR(plat.DMAR)
-	if err != nil {
-		return nil, err
-	}
-	drhd, ok := d.UnitFor(0, 0, 0, 0)
-	if !ok {
-		return nil, errors.New("no unit for segment 0")
-	}
-	regs, err := plat.MapUnit(drhd.Base)
-	if err != nil {
-		return nil, err
-	}
-	u, err := iommu.New(regs, plat.Memory, iommu.Options{Clock: plat.Clock})
-	if err != nil {
-		return nil, err
-	}
-	return u, u.Enable()
 }
 
 // xdpUDP builds a UDP/IPv4 frame of n bytes (without FCS) in b.
