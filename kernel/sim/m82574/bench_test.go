@@ -21,9 +21,9 @@ func BenchmarkRx(b *testing.B) {
 			b.SetBytes(int64(len(f)))
 			next := 0
 			for b.Loop() {
-				r.w.B().Send(f)
+				r.Wire.B().Send(f)
 				r.armRx(next)
-				r.regs.Write32(RDT, uint32(next))
+				r.Regs.Write32(RDT, uint32(next))
 				next = (next + 1) % ringSize
 			}
 			if c := r.nic.Counters(); c.RxNoDescriptor != 0 {
@@ -38,7 +38,7 @@ func BenchmarkRx(b *testing.B) {
 func BenchmarkTxTSO(b *testing.B) {
 	r := newRig(&testing.T{}, M82574L)
 	r.setupTx()
-	r.w.B().Receive(func([]byte) {})
+	r.Wire.B().Receive(func([]byte) {})
 	payload := payloadBytes(16384-l4Off4-20, 3)
 	f := tcp4(peerMAC, payload, header.TCPFlagAck, false, 0)
 	c := txContext{ipcss: l3Off, ipcso: l3Off + 10, ipcse: l4Off4 - 1, tucss: l4Off4, tucso: l4Off4 + 16,

@@ -24,7 +24,7 @@ func FuzzTxRing(f *testing.F) {
 		r := newRig(t, M82574L)
 		r.setupTx()
 		longest := 0
-		r.w.B().Receive(func(fr []byte) { longest = max(longest, len(fr)) })
+		r.Wire.B().Receive(func(fr []byte) { longest = max(longest, len(fr)) })
 		copy(r.txBufs.Buf, data)
 		n := min(len(descs)/descLen, ringSize-1)
 		for i := range n {
@@ -39,7 +39,7 @@ func FuzzTxRing(f *testing.F) {
 			r.putTx(d)
 		}
 		r.kickTx()
-		if h := r.regs.Read32(TDH); int(h) != n {
+		if h := r.Regs.Read32(TDH); int(h) != n {
 			t.Fatalf("TDH %d after %d descriptors", h, n)
 		}
 		if longest > nicmodel.MaxTxPacket+nicmodel.VLANTagLen {

@@ -15,7 +15,6 @@
 package m82574
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -24,13 +23,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
-
-// DMA is the model's only way to memory: bus-master reads and writes of
-// device addresses. The simulated machine's DMA port implements it.
-type DMA = nicmodel.DMA
-
-// Interrupt is the model's interrupt line.
-type Interrupt = nicmodel.Interrupt
 
 // Options configure a model.
 type Options struct {
@@ -68,8 +60,8 @@ type Counters struct {
 type NIC struct {
 	pers Personality
 	mac  [6]byte
-	dma  DMA
-	irq  Interrupt
+	dma  nicmodel.DMA
+	irq  nicmodel.Interrupt
 	cfg  *sim.ConfigSpace
 
 	// mu guards the register file, the PHY, the NVM, the link and the
@@ -101,18 +93,12 @@ type NIC struct {
 
 // New returns a model with its registers at their power-on values and no
 // cable attached (link down).
-func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
+func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	if opt.Personality.Name == "" {
 		opt.Personality = M82574L
 	}
-	if opt.MAC == ([6]byte{}) {
-		opt.MAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
-	}
-	if opt.MAC[0]&1 != 0 {
-		return nil, fmt.Errorf("m82574: MAC %x is a multicast address", opt.MAC)
-	}
-	if dma == nil || irq == nil {
-		return nil, fmt.Errorf("m82574: a DMA port and an interrupt line are required")
+	if err := nicmodel.CheckNew("m82574", &opt.MAC, [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, dma, irq); err != nil {
+		return nil, err
 	}
 	n := &NIC{pers: opt.Personality, mac: opt.MAC, dma: dma, irq: irq}
 	if opt.DeferRx {
@@ -140,19 +126,12 @@ func (n *NIC) Personality() Personality { return n.pers }
 func (n *NIC) MAC() [6]byte { return n.mac }
 
 // Counters returns the model's own counters.
-func (n *NIC) Counters() Counters {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.counters
-}
+func (n *NIC) Counters() Counters { return nicmodel.Snapshot(&n.mu, &n.counters) }
 
 // Attach plugs the model into one end of a wire. If the port reports link
 // state (wire.LinkPort), the PHY follows it.
 func (n *NIC) Attach(p wire.Port) {
-	n.mu.Lock()
-	n.port = p
-	n.mu.Unlock()
-	nicmodel.AttachWire(p, n.receive, n.cableChanged, 1000)
+	nicmodel.Attach(&n.mu, &n.port, p, n.receive, n.cableChanged, 1000)
 }
 
 // cableChanged follows the wire. A partner at a speed this PHY cannot do
@@ -225,21 +204,17 @@ func (n *NIC) causeLocked(bits uint32) {
 // initial value, the MAC address reloaded from the NVM into RAL0/RAH0, the
 // statistics cleared. PCI configuration and the PHY are not touched.
 func (n *NIC) resetLocked() {
-	clear(n.regs[:])
 	r := &n.regs
+	nicmodel.ResetRegs(r[:])
 	r[nicmodel.CTRL/4] = ctrlResetVal
 	r[nicmodel.EECD/4] = nicmodel.EecdPres | nicmodel.EecdAutoRd | 2<<nicmodel.EecdSizeSh
-	r[nicmodel.TCTL/4] = nicmodel.TctlPSP | 0xf<<4 | 0x3f<<12
 	r[nicmodel.TIPG/4] = 0x00602008
 	r[nicmodel.VET/4] = 0x8100
-	r[nicmodel.RXCSUM/4] = nicmodel.RxcsumIPOFL | nicmodel.RxcsumTUOFL
 	r[PBA/4] = 0x00140014
 	r[TARC0/4] = 0x3
 	r[DTXTCPFLGL/4] = 0x0f760ff6
 	r[DTXTCPFLGH/4] = 0x00000f7f
-	r[nicmodel.MDIC/4] = nicmodel.MdicReady
-	r[nicmodel.RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
-	r[nicmodel.RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | nicmodel.RahAV
+	nicmodel.LoadRAR0(r[:], n.mac)
 	n.tx = txEngine{TxQueue: n.tx.TxQueue}
 	n.tx.Reset()
 	n.rx.pending = n.rx.pending[:0]
@@ -255,13 +230,8 @@ func (n *NIC) resetLocked() {
 
 // Reset performs a software reset, as writing CTRL.RST does.
 func (n *NIC) Reset() {
-	n.txMu.Lock()
-	n.rxMu.Lock()
-	n.mu.Lock()
+	defer nicmodel.LockAll(&n.txMu, &n.rxMu, &n.mu)()
 	n.resetLocked()
-	n.mu.Unlock()
-	n.rxMu.Unlock()
-	n.txMu.Unlock()
 }
 
 // Regs returns BAR0 as a register window, for tests that drive the model
@@ -292,9 +262,7 @@ func (n *NIC) readLocked(off uint32) uint32 {
 	case off == nicmodel.ICS, off == nicmodel.IMC:
 		return 0 // write-only
 	case off == nicmodel.SWSM:
-		v := r[off/4]
-		r[off/4] |= 1 // SMBI: a read takes the semaphore
-		return v
+		return nicmodel.ReadSWSM(r[:])
 	case off >= statsFirst && off <= statsLast:
 		return n.readStatLocked(off)
 	}
@@ -319,23 +287,13 @@ func (n *NIC) readICRLocked() uint32 {
 func (n *NIC) statusLocked() uint32 {
 	var s uint32
 	if l := n.linkWas; l.up {
-		code := speedCode(l.speed)
+		code := nicmodel.SpeedCode(l.speed)
 		s |= nicmodel.StatusLU | nicmodel.StatusFD | code<<nicmodel.StatusSpeedSh | code<<StatusASDVSh
 	}
 	if n.regs[nicmodel.CTRL/4]&nicmodel.CtrlGIOMDis == 0 {
 		s |= nicmodel.StatusGIOME
 	}
 	return s | n.regs[nicmodel.STATUS/4]&nicmodel.StatusPHYRA
-}
-
-func speedCode(mbps int) uint32 {
-	switch mbps {
-	case 10:
-		return 0
-	case 100:
-		return 1
-	}
-	return 2
 }
 
 func (n *NIC) write32(off, v uint32) {
@@ -368,12 +326,7 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
 	case off == nicmodel.STATUS:
 		r[nicmodel.STATUS/4] &= v | ^uint32(nicmodel.StatusPHYRA) // PHYRA is cleared by writing 0
 	case off == nicmodel.EECD:
-		const sw = nicmodel.EecdSK | nicmodel.EecdCS | nicmodel.EecdDI | nicmodel.EecdReq
-		v &= sw
-		if v&nicmodel.EecdReq != 0 {
-			v |= nicmodel.EecdGnt
-		}
-		r[nicmodel.EECD/4] = r[nicmodel.EECD/4]&^(sw|nicmodel.EecdGnt) | v
+		r[nicmodel.EECD/4] = nicmodel.WriteEECD(r[nicmodel.EECD/4], v)
 	case off == nicmodel.EERD:
 		n.eerdLocked(v)
 	case off == nicmodel.CTRL_EXT:

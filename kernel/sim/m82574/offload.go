@@ -37,38 +37,27 @@ func rxOffload(f []byte, s rxSetup, e *rxEngine) rxResult {
 		o.status |= RxdIXSM
 	}
 	p := nicmodel.Parse(f, s.vet)
-	switch {
-	case p.IPv4 && p.IPBad:
-		if ipofl {
-			o.status |= RxdIPCS
-			o.errors |= RxdErrIPE
-		}
-		return o
-	case p.IPv4:
-		o.ipid = binary.BigEndian.Uint16(p.IPHdr[4:])
-		if ipofl {
-			o.status |= RxdIPCS
-			if nicmodel.Sum(p.IPHdr) != 0xffff {
-				o.errors |= RxdErrIPE
-			}
-		}
-	case !p.IPv6:
-		return o
+	c := nicmodel.CheckRx(&p, ipofl, tuofl)
+	if c.IP {
+		o.status |= RxdIPCS
 	}
-	if tuofl {
-		switch {
-		case p.TCP():
-			o.status |= RxdTCPCS
-			if nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
-				o.errors |= RxdErrTCPE
-			}
-		case p.UDP():
-			o.status |= RxdUDPCS
-			// An IPv4 UDP checksum of zero means none was sent.
-			if (p.IPv6 || binary.BigEndian.Uint16(p.L4[6:]) != 0) && nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
-				o.errors |= RxdErrTCPE
-			}
-		}
+	if c.IPBad {
+		o.errors |= RxdErrIPE
+	}
+	switch {
+	case c.UDP:
+		o.status |= RxdUDPCS
+	case c.L4:
+		o.status |= RxdTCPCS
+	}
+	if c.L4Bad {
+		o.errors |= RxdErrTCPE
+	}
+	switch {
+	case p.IPv4 && !p.IPBad:
+		o.ipid = binary.BigEndian.Uint16(p.IPHdr[4:])
+	case !p.IPv6:
+		return o // no addresses to hash
 	}
 	if o.pcsd && s.mrqc&MrqcRSSEnable != 0 {
 		o.mrq, o.rss = rssHash(&e.key, s.mrqc, &p)

@@ -72,7 +72,7 @@ func (p *phy) setLink(up bool, speed int) {
 	if speed == 1000 {
 		p.regs[nicmodel.PhyGBSR] = nicmodel.GbsrLocalOK | nicmodel.GbsrRemoteOK | nicmodel.GbsrLP1000FD | nicmodel.GbsrLP1000HD
 	}
-	p.regs[PhySpecStat] = SpecLink | SpecResolved | SpecFD | uint16(speedCode(speed))<<SpecSpeedSh
+	p.regs[PhySpecStat] = SpecLink | SpecResolved | SpecFD | uint16(nicmodel.SpeedCode(speed))<<SpecSpeedSh
 }
 
 // mdicLocked runs one MDI transaction. It completes at once: READY is set

@@ -21,7 +21,7 @@ func TestConfigSpace(t *testing.T) {
 		t.Run(tc.pers.Name, func(t *testing.T) {
 			r := newRig(t, tc.pers)
 			cfg := func(off, size int) uint32 {
-				v, err := r.m.Bus.ReadConfig(nicAddr, off, size)
+				v, err := r.M.Bus.ReadConfig(nicAddr, off, size)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,35 +59,35 @@ func TestConfigSpace(t *testing.T) {
 
 func mac(r *rig) [6]byte {
 	var m [6]byte
-	binary.LittleEndian.PutUint32(m[0:], r.regs.Read32(nicmodel.RAL0))
-	binary.LittleEndian.PutUint16(m[4:], uint16(r.regs.Read32(nicmodel.RAL0+4)))
+	binary.LittleEndian.PutUint32(m[0:], r.Regs.Read32(nicmodel.RAL0))
+	binary.LittleEndian.PutUint16(m[4:], uint16(r.Regs.Read32(nicmodel.RAL0+4)))
 	return m
 }
 
 func TestResetReloadsMACAndClears(t *testing.T) {
 	r := newRig(t, M82574L)
-	if m := mac(r); m != ourMAC || r.regs.Read32(nicmodel.RAL0+4)&nicmodel.RahAV == 0 {
-		t.Fatalf("RAL0/RAH0 %x valid=%v, want %x valid", m, r.regs.Read32(nicmodel.RAL0+4)&nicmodel.RahAV != 0, ourMAC)
+	if m := mac(r); m != ourMAC || r.Regs.Read32(nicmodel.RAL0+4)&nicmodel.RahAV == 0 {
+		t.Fatalf("RAL0/RAH0 %x valid=%v, want %x valid", m, r.Regs.Read32(nicmodel.RAL0+4)&nicmodel.RahAV != 0, ourMAC)
 	}
 	r.setupRx(nicmodel.RctlBAM|nicmodel.RctlSECRC, true)
-	r.w.B().Send(udp4(ourMAC, payloadBytes(100, 1)))
-	r.regs.Write32(nicmodel.RAL0, 0xdeadbeef)
-	r.regs.Write32(nicmodel.IMS, nicmodel.IntRXT0)
-	r.regs.Write32(nicmodel.MTA, 0xffffffff)
+	r.Wire.B().Send(udp4(ourMAC, payloadBytes(100, 1)))
+	r.Regs.Write32(nicmodel.RAL0, 0xdeadbeef)
+	r.Regs.Write32(nicmodel.IMS, nicmodel.IntRXT0)
+	r.Regs.Write32(nicmodel.MTA, 0xffffffff)
 
-	r.regs.Write32(nicmodel.CTRL, r.regs.Read32(nicmodel.CTRL)|nicmodel.CtrlRST)
-	if v := r.regs.Read32(nicmodel.CTRL); v&nicmodel.CtrlRST != 0 {
+	r.Regs.Write32(nicmodel.CTRL, r.Regs.Read32(nicmodel.CTRL)|nicmodel.CtrlRST)
+	if v := r.Regs.Read32(nicmodel.CTRL); v&nicmodel.CtrlRST != 0 {
 		t.Fatalf("CTRL.RST did not self-clear: %#x", v)
 	}
 	for _, reg := range []uint32{nicmodel.RCTL, RDLEN, RDT, nicmodel.IMS, nicmodel.MTA, nicmodel.GPRC, nicmodel.TPR} {
-		if v := r.regs.Read32(reg); v != 0 {
+		if v := r.Regs.Read32(reg); v != 0 {
 			t.Errorf("register %#x is %#x after reset, want 0", reg, v)
 		}
 	}
 	if m := mac(r); m != ourMAC {
 		t.Fatalf("RAL0/RAH0 after reset %x, want %x from the NVM", m, ourMAC)
 	}
-	if v := r.regs.Read32(nicmodel.TCTL); v&nicmodel.TctlPSP == 0 || v&nicmodel.TctlEN != 0 {
+	if v := r.Regs.Read32(nicmodel.TCTL); v&nicmodel.TctlPSP == 0 || v&nicmodel.TctlEN != 0 {
 		t.Fatalf("TCTL after reset %#x", v)
 	}
 	if c := r.nic.Counters(); c.Resets != 2 || c.RxFrames != 1 {
@@ -98,8 +98,8 @@ func TestResetReloadsMACAndClears(t *testing.T) {
 func TestNVMThroughEERD(t *testing.T) {
 	r := newRig(t, M82574L)
 	read := func(w uint32) uint16 {
-		r.regs.Write32(nicmodel.EERD, w<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
-		v := r.regs.Read32(nicmodel.EERD)
+		r.Regs.Write32(nicmodel.EERD, w<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
+		v := r.Regs.Read32(nicmodel.EERD)
 		if v&nicmodel.EerdDone == 0 {
 			t.Fatalf("EERD word %#x not done: %#x", w, v)
 		}
@@ -122,14 +122,14 @@ func TestNVMThroughEERD(t *testing.T) {
 	if d := read(NvmDeviceID); d != 0x10d3 {
 		t.Fatalf("NVM device id %#x", d)
 	}
-	if v := r.regs.Read32(nicmodel.EECD); v&nicmodel.EecdPres == 0 || v&nicmodel.EecdAutoRd == 0 {
+	if v := r.Regs.Read32(nicmodel.EECD); v&nicmodel.EecdPres == 0 || v&nicmodel.EecdAutoRd == 0 {
 		t.Fatalf("EECD %#x: NVM present and auto-read done expected", v)
 	}
 
 	// The I219 keeps its NVM in the platform flash: no EERD.
 	i := newRig(t, I219LM)
-	i.regs.Write32(nicmodel.EERD, nicmodel.EerdStart)
-	if v := i.regs.Read32(nicmodel.EERD); v&nicmodel.EerdDone != 0 {
+	i.Regs.Write32(nicmodel.EERD, nicmodel.EerdStart)
+	if v := i.Regs.Read32(nicmodel.EERD); v&nicmodel.EerdDone != 0 {
 		t.Fatalf("I219 EERD completed: %#x", v)
 	}
 	if m := mac(i); m != ourMAC {
@@ -143,8 +143,8 @@ func mdic(t *testing.T, r *rig, phy, reg uint32, write bool, v uint16) (uint16, 
 	if write {
 		op = nicmodel.MdicOpWrite
 	}
-	r.regs.Write32(nicmodel.MDIC, op|phy<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh|uint32(v))
-	out := r.regs.Read32(nicmodel.MDIC)
+	r.Regs.Write32(nicmodel.MDIC, op|phy<<nicmodel.MdicPhySh|reg<<nicmodel.MdicRegSh|uint32(v))
+	out := r.Regs.Read32(nicmodel.MDIC)
 	if out&nicmodel.MdicReady == 0 {
 		t.Fatalf("MDIC not ready: %#x", out)
 	}
@@ -154,10 +154,10 @@ func mdic(t *testing.T, r *rig, phy, reg uint32, write bool, v uint16) (uint16, 
 func TestLinkStatusAndPHY(t *testing.T) {
 	r := newRig(t, M82574L)
 	// Attached to a wire at 1000 Mb/s: STATUS reads what QEMU's model reads.
-	if s := r.regs.Read32(nicmodel.STATUS); s != 0x00080283 {
+	if s := r.Regs.Read32(nicmodel.STATUS); s != 0x00080283 {
 		t.Fatalf("STATUS %#08x, want 0x00080283", s)
 	}
-	if icr := r.regs.Read32(nicmodel.ICR); icr&nicmodel.IntLSC == 0 {
+	if icr := r.Regs.Read32(nicmodel.ICR); icr&nicmodel.IntLSC == 0 {
 		t.Fatalf("ICR %#x: link up should have latched LSC", icr)
 	}
 	id1, ok1 := mdic(t, r, 1, nicmodel.PhyID1, false, 0)
@@ -175,15 +175,15 @@ func TestLinkStatusAndPHY(t *testing.T) {
 		t.Fatal("MDIC to a PHY address with no PHY did not set ERROR")
 	}
 
-	r.regs.Write32(nicmodel.IMS, nicmodel.IntLSC)
+	r.Regs.Write32(nicmodel.IMS, nicmodel.IntLSC)
 	before := r.irq.Raised()
-	if err := r.w.SetLink(true, 100); err != nil {
+	if err := r.Wire.SetLink(true, 100); err != nil {
 		t.Fatal(err)
 	}
-	if s := r.regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU == 0 || s>>nicmodel.StatusSpeedSh&3 != 1 {
+	if s := r.Regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU == 0 || s>>nicmodel.StatusSpeedSh&3 != 1 {
 		t.Fatalf("STATUS %#x after renegotiating at 100", s)
 	}
-	if r.irq.Raised() == before || r.regs.Read32(nicmodel.ICR)&nicmodel.IntLSC == 0 {
+	if r.irq.Raised() == before || r.Regs.Read32(nicmodel.ICR)&nicmodel.IntLSC == 0 {
 		t.Fatal("speed change raised no LSC interrupt")
 	}
 	if gbsr, _ := mdic(t, r, 1, nicmodel.PhyGBSR, false, 0); gbsr != 0 {
@@ -192,7 +192,7 @@ func TestLinkStatusAndPHY(t *testing.T) {
 	if err := r.nic.SetLink(false, 100); err != nil {
 		t.Fatal(err)
 	}
-	if s := r.regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU != 0 {
+	if s := r.Regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU != 0 {
 		t.Fatalf("STATUS %#x with the cable out", s)
 	}
 	if err := r.nic.SetLink(true, 1000); err != nil {
@@ -200,21 +200,21 @@ func TestLinkStatusAndPHY(t *testing.T) {
 	}
 	// Powering the PHY down takes the link down.
 	bmcr, _ := mdic(t, r, 1, nicmodel.PhyBMCR, false, 0)
-	r.regs.Read32(nicmodel.ICR)
+	r.Regs.Read32(nicmodel.ICR)
 	mdic(t, r, 1, nicmodel.PhyBMCR, true, bmcr|nicmodel.BmcrPowerDown)
-	if s := r.regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU != 0 {
+	if s := r.Regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU != 0 {
 		t.Fatalf("STATUS %#x with the PHY powered down", s)
 	}
-	if r.regs.Read32(nicmodel.ICR)&nicmodel.IntLSC == 0 {
+	if r.Regs.Read32(nicmodel.ICR)&nicmodel.IntLSC == 0 {
 		t.Fatal("power-down raised no LSC")
 	}
 	mdic(t, r, 1, nicmodel.PhyBMCR, true, bmcr)
-	if s := r.regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU == 0 {
+	if s := r.Regs.Read32(nicmodel.STATUS); s&nicmodel.StatusLU == 0 {
 		t.Fatalf("STATUS %#x with the PHY powered up again", s)
 	}
 	// Advertising no gigabit settles the link at 100.
 	mdic(t, r, 1, nicmodel.PhyGBCR, true, 0)
-	if s := r.regs.Read32(nicmodel.STATUS); s>>nicmodel.StatusSpeedSh&3 != 1 {
+	if s := r.Regs.Read32(nicmodel.STATUS); s>>nicmodel.StatusSpeedSh&3 != 1 {
 		t.Fatalf("STATUS %#x: gigabit not advertised, link should be at 100", s)
 	}
 	if err := r.nic.SetLink(true, 2500); err == nil {
@@ -224,62 +224,62 @@ func TestLinkStatusAndPHY(t *testing.T) {
 
 func TestInterruptRegisters(t *testing.T) {
 	r := newRig(t, M82574L)
-	r.regs.Read32(nicmodel.ICR) // clear the LSC of attach (IMS is 0: read clears)
-	if v := r.regs.Read32(nicmodel.ICR); v != 0 {
+	r.Regs.Read32(nicmodel.ICR) // clear the LSC of attach (IMS is 0: read clears)
+	if v := r.Regs.Read32(nicmodel.ICR); v != 0 {
 		t.Fatalf("ICR %#x after a clearing read", v)
 	}
 
 	// A masked cause is latched but asserts nothing; reading with IMS
 	// non-zero and nothing asserted does not clear it.
-	r.regs.Write32(nicmodel.IMS, nicmodel.IntRXT0)
+	r.Regs.Write32(nicmodel.IMS, nicmodel.IntRXT0)
 	before := r.irq.Raised()
-	r.regs.Write32(nicmodel.ICS, nicmodel.IntTXDW)
+	r.Regs.Write32(nicmodel.ICS, nicmodel.IntTXDW)
 	if r.irq.Raised() != before {
 		t.Fatal("a masked cause raised the interrupt")
 	}
-	if v := r.regs.Read32(nicmodel.ICR); v != nicmodel.IntTXDW {
+	if v := r.Regs.Read32(nicmodel.ICR); v != nicmodel.IntTXDW {
 		t.Fatalf("ICR %#x, want TXDW without INT_ASSERTED", v)
 	}
-	if v := r.regs.Read32(nicmodel.ICR); v != nicmodel.IntTXDW {
+	if v := r.Regs.Read32(nicmodel.ICR); v != nicmodel.IntTXDW {
 		t.Fatalf("ICR %#x: a read without INT_ASSERTED must not clear", v)
 	}
-	r.regs.Write32(nicmodel.ICR, nicmodel.IntTXDW) // write 1 to clear
-	if v := r.regs.Read32(nicmodel.ICR); v != 0 {
+	r.Regs.Write32(nicmodel.ICR, nicmodel.IntTXDW) // write 1 to clear
+	if v := r.Regs.Read32(nicmodel.ICR); v != 0 {
 		t.Fatalf("ICR %#x after write-1-to-clear", v)
 	}
 
 	// An enabled cause asserts, and the read clears everything.
-	r.regs.Write32(nicmodel.ICS, nicmodel.IntRXT0|nicmodel.IntTXQE)
+	r.Regs.Write32(nicmodel.ICS, nicmodel.IntRXT0|nicmodel.IntTXQE)
 	if r.irq.Raised() != before+1 {
 		t.Fatal("an enabled cause did not raise the interrupt")
 	}
-	if v := r.regs.Read32(nicmodel.ICR); v != nicmodel.IntAsserted|nicmodel.IntRXT0|nicmodel.IntTXQE {
+	if v := r.Regs.Read32(nicmodel.ICR); v != nicmodel.IntAsserted|nicmodel.IntRXT0|nicmodel.IntTXQE {
 		t.Fatalf("ICR %#x", v)
 	}
-	if v := r.regs.Read32(nicmodel.ICR); v != 0 {
+	if v := r.Regs.Read32(nicmodel.ICR); v != 0 {
 		t.Fatalf("ICR %#x after an asserted read", v)
 	}
-	if v := r.regs.Read32(nicmodel.IMS); v != nicmodel.IntRXT0 {
+	if v := r.Regs.Read32(nicmodel.IMS); v != nicmodel.IntRXT0 {
 		t.Fatalf("IMS %#x", v)
 	}
 	// A pending cause raises when it gets enabled.
-	r.regs.Write32(nicmodel.ICS, nicmodel.IntTXDW)
-	r.regs.Write32(nicmodel.IMS, nicmodel.IntTXDW)
+	r.Regs.Write32(nicmodel.ICS, nicmodel.IntTXDW)
+	r.Regs.Write32(nicmodel.IMS, nicmodel.IntTXDW)
 	if r.irq.Raised() != before+2 {
 		t.Fatal("enabling a pending cause did not raise the interrupt")
 	}
-	r.regs.Read32(nicmodel.ICR)
-	r.regs.Write32(nicmodel.IMC, nicmodel.IntTXDW)
-	if v := r.regs.Read32(nicmodel.IMS); v != nicmodel.IntRXT0 {
+	r.Regs.Read32(nicmodel.ICR)
+	r.Regs.Write32(nicmodel.IMC, nicmodel.IntTXDW)
+	if v := r.Regs.Read32(nicmodel.IMS); v != nicmodel.IntRXT0 {
 		t.Fatalf("IMS %#x after IMC", v)
 	}
 
 	// With CTRL_EXT.IAME the asserted read masks the causes in IAM.
-	r.regs.Write32(nicmodel.CTRL_EXT, CtrlExtIAME)
-	r.regs.Write32(nicmodel.IAM, nicmodel.IntRXT0)
-	r.regs.Write32(nicmodel.ICS, nicmodel.IntRXT0)
-	r.regs.Read32(nicmodel.ICR)
-	if v := r.regs.Read32(nicmodel.IMS); v != 0 {
+	r.Regs.Write32(nicmodel.CTRL_EXT, CtrlExtIAME)
+	r.Regs.Write32(nicmodel.IAM, nicmodel.IntRXT0)
+	r.Regs.Write32(nicmodel.ICS, nicmodel.IntRXT0)
+	r.Regs.Read32(nicmodel.ICR)
+	if v := r.Regs.Read32(nicmodel.IMS); v != 0 {
 		t.Fatalf("IMS %#x: auto-mask did not clear RXT0", v)
 	}
 }
@@ -290,53 +290,53 @@ func TestStatisticsReadToClear(t *testing.T) {
 	const frames = 5
 	f := udp4(ourMAC, payloadBytes(200, 3))
 	for range frames {
-		r.w.B().Send(f)
-		r.regs.Write32(RDT, (r.regs.Read32(RDT)+1)%uint32(ringSize))
+		r.Wire.B().Send(f)
+		r.Regs.Write32(RDT, (r.Regs.Read32(RDT)+1)%uint32(ringSize))
 	}
-	if v := r.regs.Read32(nicmodel.GPRC); v != frames {
+	if v := r.Regs.Read32(nicmodel.GPRC); v != frames {
 		t.Fatalf("GPRC %d, want %d", v, frames)
 	}
-	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
+	if v := r.Regs.Read32(nicmodel.GPRC); v != 0 {
 		t.Fatalf("GPRC %d after a read, want 0", v)
 	}
 	octets := uint32(frames * (len(f) + nicmodel.FCSLen))
-	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
+	if lo := r.Regs.Read32(nicmodel.GORCL); lo != octets {
 		t.Fatalf("GORCL %d, want %d", lo, octets)
 	}
-	if lo := r.regs.Read32(nicmodel.GORCL); lo != octets {
+	if lo := r.Regs.Read32(nicmodel.GORCL); lo != octets {
 		t.Fatal("reading GORCL alone cleared it")
 	}
-	if hi := r.regs.Read32(nicmodel.GORCH); hi != 0 {
+	if hi := r.Regs.Read32(nicmodel.GORCH); hi != 0 {
 		t.Fatalf("GORCH %d", hi)
 	}
-	if lo := r.regs.Read32(nicmodel.GORCL); lo != 0 {
+	if lo := r.Regs.Read32(nicmodel.GORCL); lo != 0 {
 		t.Fatalf("GORCL %d after reading GORCH, want 0", lo)
 	}
-	if v := r.regs.Read32(nicmodel.TPR); v != frames {
+	if v := r.Regs.Read32(nicmodel.TPR); v != frames {
 		t.Fatalf("TPR %d", v)
 	}
-	if v := r.regs.Read32(nicmodel.PRC255); v != frames { // 242 + FCS
+	if v := r.Regs.Read32(nicmodel.PRC255); v != frames { // 242 + FCS
 		t.Fatalf("PRC255 %d", v)
 	}
-	r.regs.Write32(nicmodel.MPC, 1234)
-	if v := r.regs.Read32(nicmodel.MPC); v != 0 {
+	r.Regs.Write32(nicmodel.MPC, 1234)
+	if v := r.Regs.Read32(nicmodel.MPC); v != 0 {
 		t.Fatalf("MPC %d: statistics are read-only", v)
 	}
 }
 
 func TestIOBARIndirection(t *testing.T) {
 	r := newRig(t, M82574L)
-	io, err := r.m.Bus.Regs(nicAddr, barIO)
+	io, err := r.M.Bus.Regs(nicAddr, barIO)
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Write32(nicmodel.IOAddr, nicmodel.RAL0)
-	if v := io.Read32(nicmodel.IOData); v != r.regs.Read32(nicmodel.RAL0) {
-		t.Fatalf("IODATA %#x, RAL0 %#x", v, r.regs.Read32(nicmodel.RAL0))
+	if v := io.Read32(nicmodel.IOData); v != r.Regs.Read32(nicmodel.RAL0) {
+		t.Fatalf("IODATA %#x, RAL0 %#x", v, r.Regs.Read32(nicmodel.RAL0))
 	}
 	io.Write32(nicmodel.IOAddr, nicmodel.IMS)
 	io.Write32(nicmodel.IOData, nicmodel.IntLSC)
-	if v := r.regs.Read32(nicmodel.IMS); v != nicmodel.IntLSC {
+	if v := r.Regs.Read32(nicmodel.IMS); v != nicmodel.IntLSC {
 		t.Fatalf("IMS %#x written through IODATA", v)
 	}
 }
@@ -345,10 +345,10 @@ func TestIOBARIndirection(t *testing.T) {
 func TestNoDMAWithoutBusMaster(t *testing.T) {
 	r := newRig(t, M82574L)
 	r.setupRx(nicmodel.RctlBAM|nicmodel.RctlSECRC, true)
-	if err := r.m.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory); err != nil {
+	if err := r.M.Bus.WriteConfig(nicAddr, 4, 2, sim.CmdMemory); err != nil {
 		t.Fatal(err)
 	}
-	r.w.B().Send(udp4(ourMAC, payloadBytes(64, 0)))
+	r.Wire.B().Send(udp4(ourMAC, payloadBytes(64, 0)))
 	if c := r.nic.Counters(); c.RxFrames != 0 || c.RxDMAFaults == 0 {
 		t.Fatalf("counters %+v: DMA must fail with bus master off", c)
 	}
@@ -356,7 +356,7 @@ func TestNoDMAWithoutBusMaster(t *testing.T) {
 
 func TestMSIXTable(t *testing.T) {
 	r := newRig(t, M82574L)
-	x, err := r.m.Bus.Regs(nicAddr, barMSIX)
+	x, err := r.M.Bus.Regs(nicAddr, barMSIX)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
-	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -31,12 +30,8 @@ const ringSize = 16
 // bus, DMA addresses physical.
 type rig struct {
 	*nicmodeltest.Bench
-	t    testing.TB
-	m    *sim.Machine
-	nic  *NIC
-	regs kernel.Regs
-	w    *wire.Wire
-	irq  *sim.IRQ
+	nic *NIC
+	irq *sim.IRQ
 
 	rxRing, rxBufs kernel.Region
 	txRing, txBufs kernel.Region
@@ -49,7 +44,7 @@ func newRig(t testing.TB, pers Personality) *rig {
 	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true}, func(m *sim.Machine, a pci.Addr) (*NIC, error) {
 		return Plug(m, a, Options{Personality: pers, MAC: ourMAC})
 	})
-	return &rig{Bench: b, t: t, m: b.M, nic: n, regs: b.Regs, w: b.Wire, irq: b.M.IRQ(nicAddr)}
+	return &rig{Bench: b, nic: n, irq: b.M.IRQ(nicAddr)}
 }
 
 func (r *rig) alloc(size int) kernel.Region { return r.Alloc(size) }
@@ -62,15 +57,15 @@ func (r *rig) setupRx(rctl uint32, ext bool) {
 	for i := range ringSize {
 		r.armRx(i)
 	}
-	r.regs.Write32(RDBAL, uint32(r.rxRing.Phys))
-	r.regs.Write32(RDBAH, uint32(uint64(r.rxRing.Phys)>>32))
-	r.regs.Write32(RDLEN, uint32(ringSize*descLen))
-	r.regs.Write32(RDH, 0)
-	r.regs.Write32(RDT, uint32(ringSize-1))
+	r.Regs.Write32(RDBAL, uint32(r.rxRing.Phys))
+	r.Regs.Write32(RDBAH, uint32(uint64(r.rxRing.Phys)>>32))
+	r.Regs.Write32(RDLEN, uint32(ringSize*descLen))
+	r.Regs.Write32(RDH, 0)
+	r.Regs.Write32(RDT, uint32(ringSize-1))
 	if ext {
-		r.regs.Write32(nicmodel.RFCTL, RfctlEXSTEN)
+		r.Regs.Write32(nicmodel.RFCTL, RfctlEXSTEN)
 	}
-	r.regs.Write32(nicmodel.RCTL, rctl|nicmodel.RctlEN)
+	r.Regs.Write32(nicmodel.RCTL, rctl|nicmodel.RctlEN)
 }
 
 func (r *rig) armRx(i int) {
@@ -85,12 +80,12 @@ func (r *rig) rxBuf(i int) []byte  { return r.rxBufs.Buf[i*r.bufSize : (i+1)*r.b
 func (r *rig) setupTx() {
 	r.txRing = r.alloc(ringSize * descLen)
 	r.txBufs = r.alloc(ringSize * 16384)
-	r.regs.Write32(TDBAL, uint32(r.txRing.Phys))
-	r.regs.Write32(TDBAH, uint32(uint64(r.txRing.Phys)>>32))
-	r.regs.Write32(TDLEN, uint32(ringSize*descLen))
-	r.regs.Write32(TDH, 0)
-	r.regs.Write32(TDT, 0)
-	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
+	r.Regs.Write32(TDBAL, uint32(r.txRing.Phys))
+	r.Regs.Write32(TDBAH, uint32(uint64(r.txRing.Phys)>>32))
+	r.Regs.Write32(TDLEN, uint32(ringSize*descLen))
+	r.Regs.Write32(TDH, 0)
+	r.Regs.Write32(TDT, 0)
+	r.Regs.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
 }
 
 // txBuf copies data into the buffer of slot i and returns its address.
@@ -107,7 +102,7 @@ func (r *rig) putTx(d [descLen]byte) int {
 	return i
 }
 
-func (r *rig) kickTx() { r.regs.Write32(TDT, uint32(r.txTail)) }
+func (r *rig) kickTx() { r.Regs.Write32(TDT, uint32(r.txTail)) }
 
 func (r *rig) txDesc(i int) []byte { return r.txRing.Buf[i*descLen : (i+1)*descLen] }
 

@@ -109,13 +109,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 		off.status |= RxdVP
 	}
 	if s.rxcsum&nicmodel.RxcsumPCSD == 0 {
-		end := len(data)
-		if s.rctl&nicmodel.RctlSECRC == 0 {
-			end -= nicmodel.FCSLen
-		}
-		if pcss := int(s.rxcsum & nicmodel.RxcsumPCSSMask); pcss < end {
-			off.pktCsum = nicmodel.Sum(data[pcss:end])
-		}
+		off.pktCsum = nicmodel.PacketChecksum(data, int(s.rxcsum&nicmodel.RxcsumPCSSMask), s.rctl&nicmodel.RctlSECRC == 0)
 	}
 	off.errors |= s.fault.Errors
 
@@ -330,21 +324,17 @@ func writeBackExt(wb []byte, o rxResult, length, tci uint16, last bool) {
 	le.PutUint16(wb[12:], length)
 }
 
-// writeBackLegacy fills a legacy RX descriptor: the buffer address stays,
-// then length, packet checksum, status, errors and VLAN tag.
+// writeBackLegacy fills a legacy RX descriptor. Status beyond DD, the
+// errors and the VLAN tag are reported in the last descriptor of a frame.
 func writeBackLegacy(wb []byte, addr uint64, o rxResult, length, tci uint16, last bool) {
-	le := binary.LittleEndian
-	clear(wb)
-	le.PutUint64(wb[0:], addr)
-	le.PutUint16(wb[8:], length)
-	le.PutUint16(wb[10:], o.pktCsum)
-	st := uint8(RxdDD)
+	st, errs := uint8(RxdDD), uint8(0)
 	if last {
 		st |= RxdEOP | uint8(o.status)
-		wb[13] = uint8(o.errors >> legacyErrShift)
-		le.PutUint16(wb[14:], tci)
+		errs = uint8(o.errors >> legacyErrShift)
+	} else {
+		tci = 0
 	}
-	wb[12] = st
+	nicmodel.PutLegacyRx(wb, addr, length, o.pktCsum, st, errs, tci)
 }
 
 // rxPrefetchLen is how many descriptors one fetch reads ahead.

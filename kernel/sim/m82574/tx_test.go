@@ -32,16 +32,16 @@ func TestTxLegacyPlain(t *testing.T) {
 		t.Fatalf("DD: first %v last %v; want only the RS descriptor written back",
 			r.txDesc(a)[12]&TxdStaDD != 0, r.txDesc(b)[12]&TxdStaDD != 0)
 	}
-	if h := r.regs.Read32(TDH); h != uint32(r.txTail) {
+	if h := r.Regs.Read32(TDH); h != uint32(r.txTail) {
 		t.Fatalf("TDH %d, want %d", h, r.txTail)
 	}
-	if icr := r.regs.Read32(nicmodel.ICR); icr&(nicmodel.IntTXDW|nicmodel.IntTXQE) != nicmodel.IntTXDW|nicmodel.IntTXQE {
+	if icr := r.Regs.Read32(nicmodel.ICR); icr&(nicmodel.IntTXDW|nicmodel.IntTXQE) != nicmodel.IntTXDW|nicmodel.IntTXQE {
 		t.Fatalf("ICR %#x, want TXDW and TXQE", icr)
 	}
-	if g := r.regs.Read32(nicmodel.GPTC); g != 1 {
+	if g := r.Regs.Read32(nicmodel.GPTC); g != 1 {
 		t.Fatalf("GPTC %d", g)
 	}
-	if o := r.regs.Read32(nicmodel.GOTCL); o != uint32(len(f)+nicmodel.FCSLen) {
+	if o := r.Regs.Read32(nicmodel.GOTCL); o != uint32(len(f)+nicmodel.FCSLen) {
 		t.Fatalf("GOTCL %d, want %d", o, len(f)+nicmodel.FCSLen)
 	}
 
@@ -184,10 +184,10 @@ func testTSO(t *testing.T, pers Personality, tc tsoCase) {
 		V6: tc.v6, MSS: tc.mss, Seq: seq, ID: 0x1234, Flags: flags, Payload: payload,
 	})
 	want := len(out)
-	if n := r.regs.Read32(nicmodel.TSCTC); n != 1 {
+	if n := r.Regs.Read32(nicmodel.TSCTC); n != 1 {
 		t.Fatalf("TSCTC %d, want 1", n)
 	}
-	if n := r.regs.Read32(nicmodel.GPTC); n != uint32(want) {
+	if n := r.Regs.Read32(nicmodel.GPTC); n != uint32(want) {
 		t.Fatalf("GPTC %d, want %d", n, want)
 	}
 }
@@ -205,7 +205,7 @@ func TestTxTSOBadContext(t *testing.T) {
 	if out := r.sent(); len(out) != 0 {
 		t.Fatalf("%d frames sent from a TSO packet with MSS 0", len(out))
 	}
-	if n := r.regs.Read32(nicmodel.TSCTFC); n != 1 {
+	if n := r.Regs.Read32(nicmodel.TSCTFC); n != 1 {
 		t.Fatalf("TSCTFC %d", n)
 	}
 	if r.txDesc(d)[12]&TxdStaDD == 0 {
@@ -216,7 +216,7 @@ func TestTxTSOBadContext(t *testing.T) {
 func TestTxVLANInsertAndLinkDown(t *testing.T) {
 	r := newRig(t, M82574L)
 	r.setupTx()
-	r.regs.Write32(nicmodel.CTRL, r.regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
+	r.Regs.Write32(nicmodel.CTRL, r.Regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
 	f := udp4(peerMAC, payloadBytes(100, 1))
 	d := dataTx(r.txBuf(0, f), len(f), TxdEOP|TxdVLE|TxdRS, 0)
 	binary.LittleEndian.PutUint16(d[14:], 0x2064) // PCP 1, VID 100
@@ -262,7 +262,7 @@ func TestTxDMAFault(t *testing.T) {
 func TestTxWaitsForEnableAndWraps(t *testing.T) {
 	r := newRig(t, M82574L)
 	r.setupTx()
-	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlPSP)
+	r.Regs.Write32(nicmodel.TCTL, nicmodel.TctlPSP)
 	f := udp4(peerMAC, payloadBytes(60, 1))
 	for i := range ringSize - 1 {
 		r.putTx(legacyTx(r.txBuf(i, f), len(f), TxdEOP, 0, 0))
@@ -271,7 +271,7 @@ func TestTxWaitsForEnableAndWraps(t *testing.T) {
 	if n := len(r.sent()); n != 0 {
 		t.Fatalf("%d frames sent with TCTL.EN clear", n)
 	}
-	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlPSP|nicmodel.TctlEN)
+	r.Regs.Write32(nicmodel.TCTL, nicmodel.TctlPSP|nicmodel.TctlEN)
 	if n := len(r.sent()); n != ringSize-1 {
 		t.Fatalf("%d frames after enabling, want %d", n, ringSize-1)
 	}
@@ -284,7 +284,7 @@ func TestTxWaitsForEnableAndWraps(t *testing.T) {
 		if n := len(r.sent()); n != 10 {
 			t.Fatalf("%d frames, want 10", n)
 		}
-		if h, tl := r.regs.Read32(TDH), r.regs.Read32(TDT); h != tl {
+		if h, tl := r.Regs.Read32(TDH), r.Regs.Read32(TDT); h != tl {
 			t.Fatalf("TDH %d TDT %d", h, tl)
 		}
 	}

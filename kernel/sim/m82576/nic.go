@@ -24,7 +24,6 @@
 package m82576
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -34,13 +33,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
-
-// DMA is the model's only way to memory: bus-master reads and writes of
-// device addresses. The simulated machine's DMA port implements it.
-type DMA = nicmodel.DMA
-
-// Interrupt is the model's interrupt line.
-type Interrupt = nicmodel.Interrupt
 
 // Options configure a model.
 type Options struct {
@@ -83,8 +75,8 @@ type Counters struct {
 type NIC struct {
 	opt Options
 	mac [6]byte
-	dma DMA
-	irq Interrupt
+	dma nicmodel.DMA
+	irq nicmodel.Interrupt
 	cfg *sim.ConfigSpace
 
 	// mu guards the register file, the PHY, the NVM, the link and the
@@ -122,15 +114,9 @@ type NIC struct {
 
 // New returns a model with its registers at their power-on values and no
 // cable attached (link down).
-func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
-	if opt.MAC == ([6]byte{}) {
-		opt.MAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
-	}
-	if opt.MAC[0]&1 != 0 {
-		return nil, fmt.Errorf("m82576: MAC %x is a multicast address", opt.MAC)
-	}
-	if dma == nil || irq == nil {
-		return nil, fmt.Errorf("m82576: a DMA port and an interrupt line are required")
+func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
+	if err := nicmodel.CheckNew("m82576", &opt.MAC, [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, dma, irq); err != nil {
+		return nil, err
 	}
 	kib := opt.RxBufferKiB
 	switch {
@@ -162,21 +148,12 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 func (n *NIC) MAC() [6]byte { return n.mac }
 
 // Counters returns the model's own counters.
-func (n *NIC) Counters() Counters {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.counters
-}
+func (n *NIC) Counters() Counters { return nicmodel.Snapshot(&n.mu, &n.counters) }
 
 // Attach plugs the model into one end of a wire. If the port reports link
 // state (wire.LinkPort), the PHY follows it; otherwise the cable is in at
 // 1000 Mb/s.
-func (n *NIC) Attach(p wire.Port) {
-	n.mu.Lock()
-	n.port = p
-	n.mu.Unlock()
-	nicmodel.AttachWire(p, n.receive, n.setCable, 1000)
-}
+func (n *NIC) Attach(p wire.Port) { nicmodel.Attach(&n.mu, &n.port, p, n.receive, n.setCable, 1000) }
 
 // SetLink sets what the cable offers: a link partner present, and the
 // speed it can do. The PHY links at the best speed both sides do (a
@@ -221,13 +198,8 @@ func (n *NIC) linkChangedLocked() {
 
 // Reset performs a software reset, as writing CTRL.RST does.
 func (n *NIC) Reset() {
-	n.txMu.Lock()
-	n.rxMu.Lock()
-	n.mu.Lock()
+	defer nicmodel.LockAll(&n.txMu, &n.rxMu, &n.mu)()
 	n.resetLocked()
-	n.mu.Unlock()
-	n.rxMu.Unlock()
-	n.txMu.Unlock()
 }
 
 // resetLocked is the software reset: every MAC register to its initial
@@ -235,23 +207,19 @@ func (n *NIC) Reset() {
 // cleared, queue 0 enabled as after power-on. PCI configuration and the
 // PHY are not touched.
 func (n *NIC) resetLocked() {
-	clear(n.regs)
 	r := n.regs
+	nicmodel.ResetRegs(r)
 	r[nicmodel.CTRL/4] = ctrlResetVal
 	r[nicmodel.EECD/4] = nicmodel.EecdPres | nicmodel.EecdAutoRd | 2<<nicmodel.EecdSizeSh
-	r[nicmodel.MDIC/4] = nicmodel.MdicReady
 	r[nicmodel.VET/4] = 0x8100
-	r[nicmodel.TCTL/4] = nicmodel.TctlPSP | 0xf<<4 | 0x3f<<12
 	r[nicmodel.TIPG/4] = 0x00a00008
-	r[nicmodel.RXCSUM/4] = nicmodel.RxcsumIPOFL | nicmodel.RxcsumTUOFL
 	r[RLPML/4] = 0x2600
 	for q := range uint32(numQueues) {
 		r[(SRRCTL+q*queueSize)/4] = 2 | 4<<SrrctlBSizeHdrSh
 	}
 	r[RXDCTL/4] = RxdctlEnable | 1<<16
 	r[TXDCTL/4] = TxdctlEnable
-	r[nicmodel.RAL0/4] = binary.LittleEndian.Uint32(n.mac[0:4])
-	r[nicmodel.RAL0/4+1] = uint32(binary.LittleEndian.Uint16(n.mac[4:6])) | nicmodel.RahAV
+	nicmodel.LoadRAR0(r, n.mac)
 	for q := range n.tx {
 		n.tx[q].reset()
 	}
@@ -324,9 +292,7 @@ func (n *NIC) readLocked(off uint32) uint32 {
 	case off == nicmodel.ICS, off == nicmodel.IMC, off == nicmodel.EICS, off == nicmodel.EIMC:
 		return 0 // write-only
 	case off == nicmodel.SWSM:
-		v := r[off/4]
-		r[off/4] |= 1 // SMBI: a read takes the semaphore
-		return v
+		return nicmodel.ReadSWSM(r)
 	case off >= statsFirst && off <= statsLast:
 		return n.readStatLocked(off)
 	case off >= PQGPRC && off < PQGPRC+numQueues*0x100:
@@ -348,23 +314,12 @@ func (n *NIC) readLocked(off uint32) uint32 {
 func (n *NIC) statusLocked() uint32 {
 	s := uint32(StatusPFRstDone)
 	if n.linkUp {
-		s |= nicmodel.StatusLU | nicmodel.StatusFD | speedCode(n.speed)<<nicmodel.StatusSpeedSh
+		s |= nicmodel.StatusLU | nicmodel.StatusFD | nicmodel.SpeedCode(n.speed)<<nicmodel.StatusSpeedSh
 	}
 	if n.regs[nicmodel.CTRL/4]&nicmodel.CtrlGIOMDis == 0 {
 		s |= nicmodel.StatusGIOME
 	}
 	return s
-}
-
-// speedCode is the STATUS.SPEED encoding.
-func speedCode(mbps int) uint32 {
-	switch mbps {
-	case 10:
-		return 0
-	case 100:
-		return 1
-	}
-	return 2
 }
 
 func (n *NIC) write32(off, v uint32) {
@@ -446,12 +401,7 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 	case off == nicmodel.STATUS, off == nicmodel.FWSM:
 		// read-only
 	case off == nicmodel.EECD:
-		const sw = nicmodel.EecdSK | nicmodel.EecdCS | nicmodel.EecdDI | nicmodel.EecdReq
-		v &= sw
-		if v&nicmodel.EecdReq != 0 {
-			v |= nicmodel.EecdGnt
-		}
-		r[nicmodel.EECD/4] = r[nicmodel.EECD/4]&^(sw|nicmodel.EecdGnt) | v
+		r[nicmodel.EECD/4] = nicmodel.WriteEECD(r[nicmodel.EECD/4], v)
 	case off == nicmodel.EERD:
 		n.eerdLocked(v)
 	case off == nicmodel.CTRL_EXT:

@@ -16,7 +16,7 @@ func BenchmarkRx(b *testing.B) {
 			r := newRig(b, 0x125c)
 			r.setupRx(0, 256, 2048, SrrctlDescAdvOne, rctlStd)
 			f := udpFrame(false, ourMAC, payloadBytes(size-42, 1), true)
-			port := r.w.B()
+			port := r.Wire.B()
 			b.ReportAllocs()
 			b.SetBytes(int64(len(f)))
 			next := 0
@@ -24,7 +24,7 @@ func BenchmarkRx(b *testing.B) {
 				port.Send(f)
 				r.armRx(0, next)
 				if next%32 == 31 {
-					r.regs.Write32(RDT, uint32(next))
+					r.Regs.Write32(RDT, uint32(next))
 				}
 				next = (next + 1) % 256
 			}
@@ -40,7 +40,7 @@ func BenchmarkRx(b *testing.B) {
 func BenchmarkTxTSO(b *testing.B) {
 	r := newRig(b, 0x15f3)
 	r.setupTx(0, 8)
-	r.w.B().Receive(func([]byte) {})
+	r.Wire.B().Receive(func([]byte) {})
 	payload := payloadBytes(65000-54, 3)
 	f := tcpFrame(false, peerMAC, payload, 0x10, false, 0)
 	ctx := ctxTx(macLen, 20, 0, TucmdL4TCP|TucmdIPv4, 20, 1448, 0)

@@ -20,23 +20,23 @@ func TestDeferRxWaitsForTheDriver(t *testing.T) {
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	f := udpFrame(false, ourMAC, payloadBytes(1000, 1), true)
 	for range 9 {
-		r.w.B().Send(f)
+		r.Wire.B().Send(f)
 	}
 	// 4 KiB hold three of these frames; the rest are missed.
 	if r.nic.Counters().RxFrames != 0 {
 		t.Fatal("a frame reached the ring before the driver touched the device")
 	}
-	if v := r.regs.Read32(ICR); v&nicmodel.IntRXO == 0 {
+	if v := r.Regs.Read32(ICR); v&nicmodel.IntRXO == 0 {
 		t.Fatalf("ICR %#x, want RXO for the missed frames", v)
 	}
-	if v := r.regs.Read32(nicmodel.MPC); v != 6 {
+	if v := r.Regs.Read32(nicmodel.MPC); v != 6 {
 		t.Fatalf("MPC %d, want 6", v)
 	}
-	r.regs.Read32(nicmodel.EICR)
+	r.Regs.Read32(nicmodel.EICR)
 	if c := r.nic.Counters(); c.RxFrames != 0 {
 		t.Fatal("reading the interrupt causes wrote a ring")
 	}
-	r.regs.Read32(RDH) // the queue's own register moves its frames
+	r.Regs.Read32(RDH) // the queue's own register moves its frames
 	if c := r.nic.Counters(); c.RxFrames != 3 {
 		t.Fatalf("%d frames in the ring after a register read, want 3", c.RxFrames)
 	}
@@ -49,25 +49,25 @@ func TestDeferRxHoldsAFrameUntilDescriptorsReturn(t *testing.T) {
 	r := newDeferRig(t, 64)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	for i := range 10 {
-		r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(100+i, byte(i)), true))
+		r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(100+i, byte(i)), true))
 	}
-	r.regs.Read32(nicmodel.STATUS)
+	r.Regs.Read32(nicmodel.STATUS)
 	if r.nic.Counters().RxFrames != 0 {
 		t.Fatal("a STATUS read moved frames")
 	}
-	r.regs.Read32(RDH)
+	r.Regs.Read32(RDH)
 	if c := r.nic.Counters(); c.RxFrames != 7 || c.RxNoDescriptor != 0 {
 		t.Fatalf("counters %+v, want 7 frames and nothing dropped", c)
 	}
-	r.regs.Read32(RDT) // a second look does not count the waiting frame again
-	if v := r.regs.Read32(nicmodel.RNBC); v != 1 {
+	r.Regs.Read32(RDT) // a second look does not count the waiting frame again
+	if v := r.Regs.Read32(nicmodel.RNBC); v != 1 {
 		t.Fatalf("RNBC %d, want 1 for the frame waiting at the head", v)
 	}
 	// The driver takes three and gives their slots back.
 	for i := range 3 {
 		r.armRx(0, i)
 	}
-	r.regs.Write32(RDT, 2)
+	r.Regs.Write32(RDT, 2)
 	if c := r.nic.Counters(); c.RxFrames != 10 {
 		t.Fatalf("%d frames after RDT moved, want 10", c.RxFrames)
 	}
@@ -90,7 +90,7 @@ func TestConcurrentTraffic(t *testing.T) {
 	go func() { // the far end
 		defer wg.Done()
 		for i := range frames {
-			r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(64+i%900, byte(i)), true))
+			r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(64+i%900, byte(i)), true))
 			if i%64 == 0 {
 				time.Sleep(10 * time.Microsecond)
 			}
@@ -101,7 +101,7 @@ func TestConcurrentTraffic(t *testing.T) {
 		for i := range 200 {
 			r.send(1, udpFrame(false, peerMAC, payloadBytes(100, byte(i)), true), nil, 0, 0)
 			r.kickTx(1)
-			r.regs.Read32(nicmodel.GPTC)
+			r.Regs.Read32(nicmodel.GPTC)
 		}
 	}()
 	// The receiving driver: poll the head descriptor after reading its
@@ -109,7 +109,7 @@ func TestConcurrentTraffic(t *testing.T) {
 	next, got := 0, 0
 	deadline := time.Now().Add(20 * time.Second)
 	for got < frames && time.Now().Before(deadline) {
-		r.regs.Read32(RDH)
+		r.Regs.Read32(RDH)
 		for {
 			wb := r.rxDesc(0, next)
 			if wb.status&RxdStaDD == 0 {
@@ -120,7 +120,7 @@ func TestConcurrentTraffic(t *testing.T) {
 				t.Fatalf("frame %d: length %d, want %d", got, wb.len(), want)
 			}
 			r.armRx(0, next)
-			r.regs.Write32(RDT, uint32(next))
+			r.Regs.Write32(RDT, uint32(next))
 			next = (next + 1) % size
 			got++
 		}

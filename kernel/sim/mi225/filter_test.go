@@ -16,10 +16,10 @@ const etherTypeTest = 0x88b5 // IEEE local experimental
 func steerRig(t *testing.T) *rig {
 	r := newRig(t, 0x15f3)
 	for i := range 32 {
-		r.regs.Write32(nicmodel.RETA+4*uint32(i), 0x01010101)
+		r.Regs.Write32(nicmodel.RETA+4*uint32(i), 0x01010101)
 	}
-	r.regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4|nicmodel.MrqcIPv6)
-	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
+	r.Regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4|nicmodel.MrqcIPv6)
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	for q := range Queues {
 		r.setupRx(q, 16, 2048, SrrctlDescAdvOne, rctlStd)
 	}
@@ -34,7 +34,7 @@ func etqfFilter(etype uint16, q int, flags uint32) uint32 {
 func queueOf(t *testing.T, r *rig, f []byte) int {
 	t.Helper()
 	before := r.nic.Counters().RxQueueFrames
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	after := r.nic.Counters().RxQueueFrames
 	got := -1
 	for q := range Queues {
@@ -71,8 +71,8 @@ func TestETQFSteersAheadOfRSS(t *testing.T) {
 	if q := queueOf(t, r, experimental(ourMAC)); q != 0 {
 		t.Fatalf("non-IP frame on queue %d, want 0 (no RSS type)", q)
 	}
-	r.regs.Write32(ETQF+4*2, etqfFilter(etherTypeTest, 3, EtqfFilterEnable|EtqfQueueEnable))
-	r.regs.Write32(ETQF+4*5, etqfFilter(uint16(header.IPv4ProtocolNumber), 2, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF+4*2, etqfFilter(etherTypeTest, 3, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF+4*5, etqfFilter(uint16(header.IPv4ProtocolNumber), 2, EtqfFilterEnable|EtqfQueueEnable))
 	if q := queueOf(t, r, experimental(ourMAC)); q != 3 {
 		t.Fatalf("EtherType %#x on queue %d, want the filter's 3", etherTypeTest, q)
 	}
@@ -86,7 +86,7 @@ func TestETQFSteersAheadOfRSS(t *testing.T) {
 	// The frame's data is the frame sent, at the start of the buffer.
 	f := experimental(ourMAC)
 	binary.BigEndian.PutUint32(f[20:], 0xdeadbeef)
-	head := r.regs.Read32(RxQ(RDH, 3))
+	head := r.Regs.Read32(RxQ(RDH, 3))
 	if q := queueOf(t, r, f); q != 3 {
 		t.Fatalf("on queue %d", q)
 	}
@@ -108,7 +108,7 @@ func TestETQFEnables(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := steerRig(t)
-			r.regs.Write32(ETQF, etqfFilter(uint16(header.IPv4ProtocolNumber), 3, tc.flags))
+			r.Regs.Write32(ETQF, etqfFilter(uint16(header.IPv4ProtocolNumber), 3, tc.flags))
 			if q := queueOf(t, r, tcp4()); q != tc.want {
 				t.Fatalf("on queue %d, want %d", q, tc.want)
 			}
@@ -118,13 +118,13 @@ func TestETQFEnables(t *testing.T) {
 
 func TestETQFLastMatchDecides(t *testing.T) {
 	r := steerRig(t)
-	r.regs.Write32(ETQF+4*1, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
-	r.regs.Write32(ETQF+4*6, etqfFilter(etherTypeTest, 3, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF+4*1, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF+4*6, etqfFilter(etherTypeTest, 3, EtqfFilterEnable|EtqfQueueEnable))
 	if q := queueOf(t, r, experimental(ourMAC)); q != 3 {
 		t.Fatalf("on queue %d, want the last match's 3", q)
 	}
 	// The last match without queueing: no filter places the frame.
-	r.regs.Write32(ETQF+4*7, etqfFilter(etherTypeTest, 2, EtqfFilterEnable))
+	r.Regs.Write32(ETQF+4*7, etqfFilter(etherTypeTest, 2, EtqfFilterEnable))
 	if q := queueOf(t, r, experimental(ourMAC)); q != 0 {
 		t.Fatalf("on queue %d, want 0", q)
 	}
@@ -132,7 +132,7 @@ func TestETQFLastMatchDecides(t *testing.T) {
 
 func TestETQFAfterVLANTag(t *testing.T) {
 	r := steerRig(t)
-	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
 	plain := experimental(ourMAC)
 	f := make([]byte, 0, len(plain)+vlanTagLen)
 	f = append(f, plain[:12]...)
@@ -146,10 +146,10 @@ func TestETQFAfterVLANTag(t *testing.T) {
 
 func TestMACQueueSelectAheadOfETQF(t *testing.T) {
 	r := steerRig(t)
-	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF, etqfFilter(etherTypeTest, 2, EtqfFilterEnable|EtqfQueueEnable))
 	mac := [6]byte{0x02, 0, 0, 0x22, 0x50, 0x09}
-	r.regs.Write32(nicmodel.RAL0+8, binary.LittleEndian.Uint32(mac[:4]))
-	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(mac[4:]))|nicmodel.RahAV|1<<28|3<<18)
+	r.Regs.Write32(nicmodel.RAL0+8, binary.LittleEndian.Uint32(mac[:4]))
+	r.Regs.Write32(nicmodel.RAH0+8, uint32(binary.LittleEndian.Uint16(mac[4:]))|nicmodel.RahAV|1<<28|3<<18)
 	if q := queueOf(t, r, experimental(mac)); q != 3 {
 		t.Fatalf("on queue %d, want the address filter's 3", q)
 	}
@@ -178,9 +178,9 @@ func twoTuple(r *rig, i int, proto uint8, port uint16, q int, prio uint32) {
 		ttqf |= TtqfMaskProtocolBP
 	}
 	off := 4 * uint32(i)
-	r.regs.Write32(IMIR+off, wirePort(port)|prio<<ImirPriorityShift)
-	r.regs.Write32(IMIREXT+off, ImirextSizeBP|ImirextCtrlBP)
-	r.regs.Write32(TTQF+off, ttqf)
+	r.Regs.Write32(IMIR+off, wirePort(port)|prio<<ImirPriorityShift)
+	r.Regs.Write32(IMIREXT+off, ImirextSizeBP|ImirextCtrlBP)
+	r.Regs.Write32(TTQF+off, ttqf)
 }
 
 func TestTwoTupleSteersAheadOfRSS(t *testing.T) {
@@ -209,7 +209,7 @@ func TestTwoTupleSteersAheadOfRSS(t *testing.T) {
 		t.Fatalf("TCP with the protocol bypassed on queue %d, want 2", q)
 	}
 	// Queue Enable off: no steering.
-	r.regs.Write32(TTQF, 17)
+	r.Regs.Write32(TTQF, 17)
 	if q := queueOf(t, r, udpTo(false, 0x1234)); q != 1 {
 		t.Fatalf("disabled filter steered to queue %d", q)
 	}
@@ -227,7 +227,7 @@ func TestTwoTuplePriorityAndOrder(t *testing.T) {
 		t.Fatalf("on queue %d, want the lower numbered filter's 2 at equal priority", q)
 	}
 	// The EtherType filters come first.
-	r.regs.Write32(ETQF, etqfFilter(uint16(header.IPv4ProtocolNumber), 0, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Write32(ETQF, etqfFilter(uint16(header.IPv4ProtocolNumber), 0, EtqfFilterEnable|EtqfQueueEnable))
 	if q := queueOf(t, r, udpTo(false, 53)); q != 0 {
 		t.Fatalf("on queue %d, want the EtherType filter's 0", q)
 	}
@@ -245,8 +245,8 @@ func TestTwoTupleFragmentsAndFlags(t *testing.T) {
 		t.Fatal("a fragment matched a port filter")
 	}
 	// TCP flags compared: SYN only.
-	r.regs.Write32(IMIREXT, ImirextSizeBP|(1<<(ImirextCtrlShift+4))) // bit 17: SYN
-	r.regs.Write32(TTQF, 6|TtqfQueueEnable|2<<TtqfQueueShift)
+	r.Regs.Write32(IMIREXT, ImirextSizeBP|(1<<(ImirextCtrlShift+4))) // bit 17: SYN
+	r.Regs.Write32(TTQF, 6|TtqfQueueEnable|2<<TtqfQueueShift)
 	if q := queueOf(t, r, tcpTo(53, header.TCPFlagSyn)); q != 2 {
 		t.Fatalf("SYN on queue %d, want 2", q)
 	}
@@ -260,7 +260,7 @@ func TestTwoTupleFragmentsAndFlags(t *testing.T) {
 	ip.SetTotalLength(ip.TotalLength() + 100)
 	ip.SetChecksum(0)
 	ip.SetChecksum(^ip.CalculateChecksum())
-	r.regs.Write32(IMIREXT, ImirextCtrlBP|uint32(len(small)+1))
+	r.Regs.Write32(IMIREXT, ImirextCtrlBP|uint32(len(small)+1))
 	if q := queueOf(t, r, small); q != 2 {
 		t.Fatalf("short frame on queue %d, want 2", q)
 	}

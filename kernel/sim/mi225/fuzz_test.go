@@ -31,7 +31,7 @@ func FuzzTxRing(f *testing.F) {
 			r.putTx(0, d)
 		}
 		r.kickTx(0)
-		if h, tl := r.regs.Read32(TDH), r.regs.Read32(TDT); h != tl {
+		if h, tl := r.Regs.Read32(TDH), r.Regs.Read32(TDT); h != tl {
 			t.Fatalf("TDH %d, TDT %d: descriptors left", h, tl)
 		}
 		for _, s := range r.sent() {
@@ -50,20 +50,20 @@ func FuzzRxFrame(f *testing.F) {
 	f.Add(tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0), uint32(SrrctlDescHdrAlways|1<<SrrctlBSizeHdrShift), uint32(nicmodel.RctlSECRC), uint32(0))
 	f.Fuzz(func(t *testing.T, frame []byte, srrctl, rctl, mrqc uint32) {
 		r := newRig(t, 0x15f3)
-		r.regs.Write32(RLPML, 9018)
-		r.regs.Write32(nicmodel.MRQC, mrqc)
-		r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|mrqc>>8&nicmodel.RxcsumPCSD)
+		r.Regs.Write32(RLPML, 9018)
+		r.Regs.Write32(nicmodel.MRQC, mrqc)
+		r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|mrqc>>8&nicmodel.RxcsumPCSD)
 		for q := range Queues {
 			r.setupRx(q, 8, 1024, 0, rctl)
-			r.regs.Write32(RxQ(SRRCTL, q), srrctl&^SrrctlBSizePktMask|1) // 1 KiB buffers, as the rig has
+			r.Regs.Write32(RxQ(SRRCTL, q), srrctl&^SrrctlBSizePktMask|1) // 1 KiB buffers, as the rig has
 		}
 		if len(frame) >= 6 {
 			copy(frame, ourMAC[:])
 		}
-		r.w.B().Send(frame)
+		r.Wire.B().Send(frame)
 		legacy := srrctl&SrrctlDescTypeMask == SrrctlDescLegacy
 		for q := range Queues {
-			h := int(r.regs.Read32(RxQ(RDH, q)))
+			h := int(r.Regs.Read32(RxQ(RDH, q)))
 			if legacy {
 				for i := range h {
 					if d := r.rx[q].ring.Buf[i*descLen:]; d[12]&RxdStaDD == 0 || binary.LittleEndian.Uint16(d[8:]) > 1024 {
@@ -111,14 +111,14 @@ func FuzzRegisters(f *testing.F) {
 			if off == RDBAL || off == RDBAH || off == TDBAL || off == TDBAH {
 				continue // keep the rings where the rig put them
 			}
-			r.regs.Write32(off, le.Uint32(ops[i+4:]))
-			r.regs.Read32(off)
+			r.Regs.Write32(off, le.Uint32(ops[i+4:]))
+			r.Regs.Read32(off)
 		}
-		r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1200, 1), true))
+		r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(1200, 1), true))
 		r.send(0, udpFrame(false, peerMAC, payloadBytes(100, 1), true), nil, 0, 0)
 		r.kickTx(0)
-		r.regs.Read32(ICR)
-		r.regs.Read32(nicmodel.EICR)
+		r.Regs.Read32(ICR)
+		r.Regs.Read32(nicmodel.EICR)
 	})
 }
 

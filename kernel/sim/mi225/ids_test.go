@@ -9,10 +9,10 @@ import (
 )
 
 func eerd(r *rig, word uint32) uint16 {
-	r.regs.Write32(EERD, word<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
-	v := r.regs.Read32(EERD)
+	r.Regs.Write32(EERD, word<<nicmodel.EerdAddrSh|nicmodel.EerdStart)
+	v := r.Regs.Read32(EERD)
 	if v&nicmodel.EerdDone == 0 {
-		r.t.Fatalf("EERD word %#x: DONE not set (%#x)", word, v)
+		r.T.Fatalf("EERD word %#x: DONE not set (%#x)", word, v)
 	}
 	return uint16(v >> nicmodel.EerdDataSh)
 }
@@ -29,14 +29,14 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 			}
 			seen[p.Device] = true
 			r := newRig(t, p.Device)
-			id, err := r.m.Bus.ReadConfig(nicAddr, 0, 4)
+			id, err := r.M.Bus.ReadConfig(nicAddr, 0, 4)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if id != uint32(p.Device)<<16|VendorIntel {
 				t.Fatalf("config id %#08x, want %04x:8086", id, p.Device)
 			}
-			class, _ := r.m.Bus.ReadConfig(nicAddr, 8, 4)
+			class, _ := r.M.Bus.ReadConfig(nicAddr, 8, 4)
 			if class>>8 != ClassEthernet {
 				t.Fatalf("class %#06x, want Ethernet", class>>8)
 			}
@@ -44,7 +44,7 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 			if kind != pci.BARMem32 || size != mmioSize {
 				t.Fatalf("BAR0 %v %#x, want 32-bit memory of 1 MiB", kind, size)
 			}
-			ral, rah := r.regs.Read32(nicmodel.RAL0), r.regs.Read32(RAH0)
+			ral, rah := r.Regs.Read32(nicmodel.RAL0), r.Regs.Read32(nicmodel.RAH0)
 			w0, w1, w2 := eerd(r, 0), eerd(r, 1), eerd(r, 2)
 			if p.BlankNVM {
 				if rah&nicmodel.RahAV != 0 || ral != 0 {
@@ -53,7 +53,7 @@ func TestAllPartsIdentifyAndLoadTheirNVM(t *testing.T) {
 				if w0 != 0xffff || w1 != 0xffff || w2 != 0xffff || eerd(r, nicmodel.NVMChecksumWord) != 0xffff {
 					t.Fatalf("blank NVM reads %04x %04x %04x, want all ones", w0, w1, w2)
 				}
-				if r.regs.Read32(nicmodel.EECD)&EecdFlashDet != 0 {
+				if r.Regs.Read32(nicmodel.EECD)&EecdFlashDet != 0 {
 					t.Fatal("blank NVM: EECD reports a flash")
 				}
 				return

@@ -15,9 +15,9 @@ func msixRig(t *testing.T, opt Options) *rig {
 	r := plugRig(t, opt)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	r.setupRx(1, 8, 2048, SrrctlDescAdvOne, rctlStd)
-	r.regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX|nicmodel.GpieEIAME|nicmodel.GpiePBA|nicmodel.GpieNSICR)
-	r.regs.Write32(ETQF, etqfFilter(etherTypeTest, 1, EtqfFilterEnable|EtqfQueueEnable))
-	r.regs.Read32(ICR) // the LSC of attaching
+	r.Regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX|nicmodel.GpieEIAME|nicmodel.GpiePBA|nicmodel.GpieNSICR)
+	r.Regs.Write32(ETQF, etqfFilter(etherTypeTest, 1, EtqfFilterEnable|EtqfQueueEnable))
+	r.Regs.Read32(ICR) // the LSC of attaching
 	return r
 }
 
@@ -25,9 +25,9 @@ func msixRig(t *testing.T, opt Options) *rig {
 // queue 1's RX entry is byte 2 of IVAR(0), its TX entry byte 3.
 func TestIVARValidBit(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC})
-	g := r.regs
+	g := r.Regs
 	g.Write32(nicmodel.IVAR0, 2<<16) // queue 1 RX on vector 2, not valid
-	r.w.B().Send(experimental(ourMAC))
+	r.Wire.B().Send(experimental(ourMAC))
 	if c := r.nic.Counters(); c.RxQueueFrames[1] != 1 {
 		t.Fatalf("queue frames %v, want one on queue 1", c.RxQueueFrames)
 	}
@@ -35,14 +35,14 @@ func TestIVARValidBit(t *testing.T) {
 		t.Fatalf("EICR %#x from an entry without its valid bit", v)
 	}
 	g.Write32(nicmodel.IVAR0, (nicmodel.IvarValid|2)<<16)
-	r.w.B().Send(experimental(ourMAC))
+	r.Wire.B().Send(experimental(ourMAC))
 	if v := g.Read32(nicmodel.EICR); v != 1<<2 {
 		t.Fatalf("EICR %#x, want vector 2", v)
 	}
 	g.Write32(nicmodel.EICR, 1<<2)
 	// Queue 0's entries (bits 15:0) do not name queue 1's vector.
 	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|3|(nicmodel.IvarValid|4)<<8)
-	r.w.B().Send(experimental(ourMAC))
+	r.Wire.B().Send(experimental(ourMAC))
 	if v := g.Read32(nicmodel.EICR); v != 0 {
 		t.Fatalf("EICR %#x: queue 1's cause went to queue 0's vector", v)
 	}
@@ -52,7 +52,7 @@ func TestIVARValidBit(t *testing.T) {
 	g.Write32(nicmodel.GPIE, 0)
 	g.Write32(nicmodel.IVAR0, (nicmodel.IvarValid|2)<<16)
 	g.Write32(nicmodel.EIMS, 1<<2)
-	r.w.B().Send(experimental(ourMAC))
+	r.Wire.B().Send(experimental(ourMAC))
 	if v := g.Read32(nicmodel.EICR); v != 1<<2 {
 		t.Fatalf("EICR %#x in MSI mode, want bit 2", v)
 	}
@@ -66,15 +66,15 @@ func TestIVARValidBit(t *testing.T) {
 // masked waits and fires when software writes EIMS again.
 func TestMSIXAutoClearAutoMask(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC})
-	g := r.regs
+	g := r.Regs
 	f := udpFrame(false, ourMAC, payloadBytes(64, 1), true)
 	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|2) // queue 0 RX on vector 2
 	g.Write32(nicmodel.EIAC, 1<<2)
 	g.Write32(nicmodel.EIAM, 1<<2)
 	g.Write32(nicmodel.EIMS, 1<<2)
-	irq := r.m.IRQ(nicAddr)
+	irq := r.M.IRQ(nicAddr)
 	before := irq.Raised()
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	if c := r.nic.Counters(); c.Vectors[2] != 1 || irq.Raised() != before+1 {
 		t.Fatalf("vectors %v, %d raises, want one message on vector 2", c.Vectors, irq.Raised()-before)
 	}
@@ -84,7 +84,7 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 	if v := g.Read32(nicmodel.EICR); v&(1<<2) != 0 {
 		t.Fatalf("EICR %#x: vector 2 not auto-cleared", v)
 	}
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	if c := r.nic.Counters(); c.Vectors[2] != 1 {
 		t.Fatal("a masked vector fired")
 	}
@@ -104,7 +104,7 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 	// set until written to clear, and fires at every arming.
 	g.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX)
 	g.Write32(nicmodel.EIAC, 0)
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	if v := g.Read32(nicmodel.EIMS); v&(1<<2) == 0 {
 		t.Fatalf("EIMS %#x: masked without GPIE.EIAME", v)
 	}
@@ -125,7 +125,7 @@ func TestMSIXAutoClearAutoMask(t *testing.T) {
 // (the TCP timer's entry) route nothing.
 func TestOtherCausesVector(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC})
-	g := r.regs
+	g := r.Regs
 	g.Write32(IMS, nicmodel.IntLSC)
 	g.Write32(nicmodel.EIMS, 0x1f)
 	g.Write32(nicmodel.IVAR_MISC, nicmodel.IvarValid|3)
@@ -147,8 +147,8 @@ func TestOtherCausesVector(t *testing.T) {
 // that queue's frames.
 func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 	r := msixRig(t, Options{Device: 0x15f3, MAC: ourMAC, DeferRx: true})
-	g := r.regs
-	irq := r.m.IRQ(nicAddr)
+	g := r.Regs
+	irq := r.M.IRQ(nicAddr)
 	g.Write32(nicmodel.IVAR0, nicmodel.IvarValid|0|(nicmodel.IvarValid|1)<<16) // queue n RX on vector n
 	g.Write32(nicmodel.EIAC, 3)
 	g.Write32(nicmodel.EIAM, 3)
@@ -157,8 +157,8 @@ func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 	f := udpFrame(false, ourMAC, payloadBytes(64, 1), true) // queue 0
 	h := experimental(ourMAC)                               // queue 1, by ETQF
 	before := irq.Raised()
-	r.w.B().Send(f)
-	r.w.B().Send(h)
+	r.Wire.B().Send(f)
+	r.Wire.B().Send(h)
 	if irq.Raised() != before {
 		t.Error("frames for masked vectors raised the line")
 	}
@@ -204,7 +204,7 @@ func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 	// arrives, without a message: the frame waits for the driver.
 	g.Write32(nicmodel.EIMS, 1<<0)
 	before = irq.Raised()
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	if irq.Raised() != before+1 {
 		t.Fatal("a frame for an armed queue did not raise the line")
 	}
@@ -226,7 +226,7 @@ func TestDeferRxArmDrainsOnlyItsQueue(t *testing.T) {
 // writes that queue's ring alone.
 func TestDeferRxRSSLines(t *testing.T) {
 	r := plugRig(t, Options{Device: 0x15f3, MAC: ourMAC, DeferRx: true})
-	g := r.regs
+	g := r.Regs
 	for i := range 32 {
 		g.Write32(nicmodel.RETA+4*uint32(i), 0x03020100)
 	}
@@ -242,7 +242,7 @@ func TestDeferRxRSSLines(t *testing.T) {
 	sent := make([][]byte, frames)
 	for i := range frames {
 		sent[i] = nicmodeltest.Packet{Dst: ourMAC, Src: peerMAC, SrcPort: uint16(1000 + 7*i), DstPort: 53, Payload: payloadBytes(32+i, byte(i))}.UDP()
-		r.w.B().Send(sent[i])
+		r.Wire.B().Send(sent[i])
 	}
 	if c := r.nic.Counters(); c.RxFrames != 0 {
 		t.Fatal("a frame reached a ring before the driver looked")

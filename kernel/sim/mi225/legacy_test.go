@@ -12,13 +12,13 @@ import (
 
 func TestRxLegacyDescriptors(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|14) // PCSS: the IP header
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|14) // PCSS: the IP header
 	r.setupRx(0, 8, 2048, SrrctlDescLegacy, rctlStd)
 	good := tcpFrame(false, ourMAC, payloadBytes(300, 1), header.TCPFlagAck, true, 0)
 	bad := udpFrame(false, ourMAC, payloadBytes(300, 2), true)
 	bad[len(bad)-1] ^= 1
-	r.w.B().Send(good)
-	r.w.B().Send(bad)
+	r.Wire.B().Send(good)
+	r.Wire.B().Send(bad)
 	le := binary.LittleEndian
 	for i, c := range []struct {
 		frame          []byte
@@ -41,8 +41,8 @@ func TestRxLegacyDescriptors(t *testing.T) {
 			t.Fatalf("descriptor %d: packet checksum %#04x", i, sum)
 		}
 	}
-	r.regs.Write32(nicmodel.RXCSUM, 0)
-	r.w.B().Send(good)
+	r.Regs.Write32(nicmodel.RXCSUM, 0)
+	r.Wire.B().Send(good)
 	if st := r.rx[0].ring.Buf[2*descLen+12]; st != RxdStaDD|RxdStaEOP|RxdLegacyIXSM {
 		t.Fatalf("status %#x with offloads off, want DD EOP IXSM", st)
 	}

@@ -29,7 +29,6 @@
 package mi225
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -38,13 +37,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
-
-// DMA is the model's only way to memory; the machine's DMA port
-// implements it.
-type DMA = nicmodel.DMA
-
-// Interrupt is the model's interrupt line.
-type Interrupt = nicmodel.Interrupt
 
 // Options configure a model.
 type Options struct {
@@ -91,8 +83,8 @@ type NIC struct {
 	opt  Options
 	part Part
 	mac  [6]byte
-	dma  DMA
-	irq  Interrupt
+	dma  nicmodel.DMA
+	irq  nicmodel.Interrupt
 	cfg  *sim.ConfigSpace
 
 	// mu guards the register file, the PHY, the NVM, the link and the
@@ -125,7 +117,7 @@ type linkState struct {
 
 // New returns a model with its registers at their power-on values and no
 // cable attached.
-func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
+func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	if opt.Device == 0 {
 		opt.Device = 0x15f3
 	}
@@ -133,14 +125,8 @@ func New(opt Options, dma DMA, irq Interrupt) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opt.MAC == ([6]byte{}) {
-		opt.MAC = [6]byte{0x02, 0x00, 0x00, 0x22, 0x50, 0x01}
-	}
-	if opt.MAC[0]&1 != 0 {
-		return nil, fmt.Errorf("mi225: MAC %x is a multicast address", opt.MAC)
-	}
-	if dma == nil || irq == nil {
-		return nil, fmt.Errorf("mi225: a DMA port and an interrupt line are required")
+	if err := nicmodel.CheckNew("mi225", &opt.MAC, [6]byte{0x02, 0x00, 0x00, 0x22, 0x50, 0x01}, dma, irq); err != nil {
+		return nil, err
 	}
 	n := &NIC{opt: opt, part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4)}
 	if part.BlankNVM {
@@ -174,19 +160,12 @@ func (n *NIC) Part() Part { return n.part }
 func (n *NIC) MAC() [6]byte { return n.mac }
 
 // Counters returns the model's own counters.
-func (n *NIC) Counters() Counters {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.counters
-}
+func (n *NIC) Counters() Counters { return nicmodel.Snapshot(&n.mu, &n.counters) }
 
 // Attach plugs the model into one end of a wire. If the port reports link
 // state, the PHY follows it.
 func (n *NIC) Attach(p wire.Port) {
-	n.mu.Lock()
-	n.port = p
-	n.mu.Unlock()
-	nicmodel.AttachWire(p, n.receive, n.cableChanged, n.part.MaxMbps)
+	nicmodel.Attach(&n.mu, &n.port, p, n.receive, n.cableChanged, n.part.MaxMbps)
 }
 
 // cableChanged follows the wire. A partner faster than this part
@@ -247,8 +226,8 @@ func (n *NIC) linkChangedLocked() {
 // reloaded from the NVM into RAL0/RAH0, statistics cleared. The PHY and
 // PCI configuration are not touched.
 func (n *NIC) resetLocked() {
-	clear(n.regs)
 	r := n.regs
+	nicmodel.ResetRegs(r)
 	r[nicmodel.CTRL/4] = ctrlResetVal
 	r[nicmodel.STATUS/4] = StatusPFRstDone | StatusLANInit
 	eecd := uint32(nicmodel.EecdAutoRd)
@@ -256,20 +235,15 @@ func (n *NIC) resetLocked() {
 		eecd |= nicmodel.EecdPres | EecdFlashDet | EecdSec1Val
 	}
 	r[nicmodel.EECD/4] = eecd
-	r[nicmodel.MDIC/4] = nicmodel.MdicReady
 	r[nicmodel.VET/4] = 0x88a88100
-	r[nicmodel.TCTL/4] = nicmodel.TctlPSP | 0xf<<4 | 0x3f<<12
 	r[nicmodel.TIPG/4] = 0x0060200a
-	r[nicmodel.RXCSUM/4] = nicmodel.RxcsumIPOFL | nicmodel.RxcsumTUOFL
 	r[RLPML/4] = 0x2600
 	for q := range Queues {
 		r[RxQ(SRRCTL, q)/4] = 2 | 4<<SrrctlBSizeHdrShift // 2 KiB packet, 256 B header, legacy
 		n.ringGen[q]++
 	}
 	if !n.part.BlankNVM {
-		le := binary.LittleEndian
-		r[nicmodel.RAL0/4] = le.Uint32(n.mac[0:4])
-		r[RAH0/4] = uint32(le.Uint16(n.mac[4:6])) | nicmodel.RahAV
+		nicmodel.LoadRAR0(r, n.mac)
 	}
 	n.tx.reset()
 	for _, pb := range n.pbq {
@@ -285,13 +259,8 @@ func (n *NIC) resetLocked() {
 
 // Reset performs a device reset, as writing CTRL.DEV_RST does.
 func (n *NIC) Reset() {
-	n.txMu.Lock()
-	n.rxMu.Lock()
-	n.mu.Lock()
+	defer nicmodel.LockAll(&n.txMu, &n.rxMu, &n.mu)()
 	n.resetLocked()
-	n.mu.Unlock()
-	n.rxMu.Unlock()
-	n.txMu.Unlock()
 }
 
 // Regs returns BAR0 as a register window, for tests that drive the model

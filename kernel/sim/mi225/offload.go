@@ -48,12 +48,6 @@ func parseRx(f []byte, c *rxConf) rxParse {
 		if c.rxcsum&nicmodel.RxcsumPCSD == 0 {
 			o.fragSum = checksum.Checksum(p.IPPayload, 0)
 		}
-		if ipofl {
-			o.status |= RxdStaIPCS
-			if nicmodel.Sum(p.IPHdr) != 0xffff {
-				o.errors |= RxdErrIPE
-			}
-		}
 	case p.IPv6:
 		o.ptype = PtypeIPv6
 		if p.IPOpts {
@@ -69,22 +63,27 @@ func parseRx(f []byte, c *rxConf) rxParse {
 		if doff := int(p.L4[12]>>4) * 4; doff >= 20 && doff <= len(p.L4) {
 			o.hdrLen = p.L4Off + doff
 		}
-		if tuofl {
-			o.status |= RxdStaL4I
-			if nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
-				o.errors |= RxdErrL4E
-			}
-		}
 	case p.UDP():
 		o.ptype |= PtypeUDP
 		o.hdrLen = p.L4Off + 8
-		if tuofl {
-			o.status |= RxdStaL4I | RxdStaUDPCS
-			// An IPv4 UDP checksum of zero means none was sent.
-			if (p.IPv6 || binary.BigEndian.Uint16(p.L4[6:]) != 0) && nicmodel.L4Sum(p.Src, p.Dst, p.Proto, p.L4) != 0xffff {
-				o.errors |= RxdErrL4E
-			}
-		}
+	}
+	// A header the parser found bad went out above unchecked: the I225
+	// reports checksums only on a packet it identified.
+	ck := nicmodel.CheckRx(&p, ipofl, tuofl)
+	if ck.IP {
+		o.status |= RxdStaIPCS
+	}
+	if ck.IPBad {
+		o.errors |= RxdErrIPE
+	}
+	if ck.L4 {
+		o.status |= RxdStaL4I
+	}
+	if ck.UDP {
+		o.status |= RxdStaUDPCS
+	}
+	if ck.L4Bad {
+		o.errors |= RxdErrL4E
 	}
 	if c.mrqc&MrqcEnableMask == MrqcEnableRSS {
 		o.rssType, o.hash = rssHash(&c.key, c.mrqc, &p)

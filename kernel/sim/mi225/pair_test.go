@@ -29,7 +29,7 @@ func TestTwoModelsOnOneWire(t *testing.T) {
 	a.kickTx(0)
 
 	n := (len(payload) + 1447) / 1448
-	if h := b.regs.Read32(RDH); h != uint32(n) {
+	if h := b.Regs.Read32(RDH); h != uint32(n) {
 		t.Fatalf("far RDH %d, want %d segments", h, n)
 	}
 	var got []byte
@@ -45,7 +45,7 @@ func TestTwoModelsOnOneWire(t *testing.T) {
 	if !bytes.Equal(got, payload) {
 		t.Fatal("payload changed on the way")
 	}
-	if tx, rx := a.regs.Read32(nicmodel.GPTC), b.regs.Read32(nicmodel.GPRC); tx != uint32(n) || rx != uint32(n) {
+	if tx, rx := a.Regs.Read32(nicmodel.GPTC), b.Regs.Read32(nicmodel.GPRC); tx != uint32(n) || rx != uint32(n) {
 		t.Fatalf("GPTC %d GPRC %d, want %d", tx, rx, n)
 	}
 }

@@ -64,7 +64,7 @@ func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
 // on the bus, its DMA through the machine's port (and so the VT-d unit),
 // its interrupt on the machine's line for a.
 func Plug(m *sim.Machine, a pci.Addr, opt Options) (*NIC, error) {
-	return nicmodel.Plug(m, a, "mi225", func(dma DMA, irq Interrupt) (*NIC, error) {
+	return nicmodel.Plug(m, a, "mi225", func(dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 		return New(opt, dma, irq)
 	})
 }

@@ -12,7 +12,6 @@ const (
 	IMC   = 0x0150c
 	IAM   = 0x01510
 	RLPML = 0x05004
-	RAH0  = 0x05404
 	EEC   = 0x12010 // the datasheet's name for EECD; both offsets reach it
 	EERD  = 0x12014
 

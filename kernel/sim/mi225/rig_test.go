@@ -27,11 +27,7 @@ var (
 // bus, DMA addresses physical.
 type rig struct {
 	*nicmodeltest.Bench
-	t    testing.TB
-	m    *sim.Machine
-	nic  *NIC
-	regs kernel.Regs
-	w    *wire.Wire
+	nic *NIC
 
 	rx [Queues]rxRig
 	tx [Queues]txRig
@@ -58,7 +54,7 @@ func plugRig(t testing.TB, opt Options) *rig {
 	t.Helper()
 	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, Wire: wire.Options{SpeedMbps: 2500}},
 		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, opt) })
-	return &rig{Bench: b, t: t, m: b.M, nic: n, regs: b.Regs, w: b.Wire}
+	return &rig{Bench: b, nic: n}
 }
 
 func (r *rig) alloc(size int) kernel.Region { return r.Alloc(size) }
@@ -76,14 +72,14 @@ func (r *rig) setupRx(q, size, bufSize int, srrctl uint32, rctl uint32) {
 	for i := range size {
 		r.armRx(q, i)
 	}
-	r.regs.Write32(RxQ(RDBAL, q), uint32(x.ring.Phys))
-	r.regs.Write32(RxQ(RDBAH, q), uint32(uint64(x.ring.Phys)>>32))
-	r.regs.Write32(RxQ(RDLEN, q), uint32(size*descLen))
-	r.regs.Write32(RxQ(SRRCTL, q), uint32(bufSize>>10)|4<<SrrctlBSizeHdrShift|srrctl)
-	r.regs.Write32(RxQ(RDH, q), 0)
-	r.regs.Write32(RxQ(RXDCTL, q), DctlEnable)
-	r.regs.Write32(RxQ(RDT, q), uint32(size-1))
-	r.regs.Write32(nicmodel.RCTL, rctl|nicmodel.RctlEN)
+	r.Regs.Write32(RxQ(RDBAL, q), uint32(x.ring.Phys))
+	r.Regs.Write32(RxQ(RDBAH, q), uint32(uint64(x.ring.Phys)>>32))
+	r.Regs.Write32(RxQ(RDLEN, q), uint32(size*descLen))
+	r.Regs.Write32(RxQ(SRRCTL, q), uint32(bufSize>>10)|4<<SrrctlBSizeHdrShift|srrctl)
+	r.Regs.Write32(RxQ(RDH, q), 0)
+	r.Regs.Write32(RxQ(RXDCTL, q), DctlEnable)
+	r.Regs.Write32(RxQ(RDT, q), uint32(size-1))
+	r.Regs.Write32(nicmodel.RCTL, rctl|nicmodel.RctlEN)
 }
 
 func (r *rig) armRx(q, i int) {
@@ -118,13 +114,13 @@ func (r *rig) setupTx(q, size int) {
 	x.size = size
 	x.ring = r.alloc(size * descLen)
 	x.bufs = r.alloc(size * txSlot)
-	r.regs.Write32(TxQ(TDBAL, q), uint32(x.ring.Phys))
-	r.regs.Write32(TxQ(TDBAH, q), uint32(uint64(x.ring.Phys)>>32))
-	r.regs.Write32(TxQ(TDLEN, q), uint32(size*descLen))
-	r.regs.Write32(TxQ(TDH, q), 0)
-	r.regs.Write32(TxQ(TDT, q), 0)
-	r.regs.Write32(TxQ(TXDCTL, q), DctlEnable)
-	r.regs.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
+	r.Regs.Write32(TxQ(TDBAL, q), uint32(x.ring.Phys))
+	r.Regs.Write32(TxQ(TDBAH, q), uint32(uint64(x.ring.Phys)>>32))
+	r.Regs.Write32(TxQ(TDLEN, q), uint32(size*descLen))
+	r.Regs.Write32(TxQ(TDH, q), 0)
+	r.Regs.Write32(TxQ(TDT, q), 0)
+	r.Regs.Write32(TxQ(TXDCTL, q), DctlEnable)
+	r.Regs.Write32(nicmodel.TCTL, nicmodel.TctlEN|nicmodel.TctlPSP)
 }
 
 // txBuf copies data into slot i's buffer and returns its address.
@@ -143,7 +139,7 @@ func (r *rig) putTx(q int, d [descLen]byte) int {
 	return i
 }
 
-func (r *rig) kickTx(q int) { r.regs.Write32(TxQ(TDT, q), uint32(r.tx[q].tail)) }
+func (r *rig) kickTx(q int) { r.Regs.Write32(TxQ(TDT, q), uint32(r.tx[q].tail)) }
 
 func (r *rig) txStatus(q, i int) uint32 {
 	return binary.LittleEndian.Uint32(r.tx[q].ring.Buf[i*descLen+12:])

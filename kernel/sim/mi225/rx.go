@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
-
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 const (
@@ -203,7 +201,7 @@ func (n *NIC) addrMatchLocked(f []byte, rctl uint32, a *rxAdmit) bool {
 	lo := binary.LittleEndian.Uint32(f[0:4])
 	hi := uint32(binary.LittleEndian.Uint16(f[4:6]))
 	for i := uint32(0); i < 16; i++ {
-		rah := r[RAH0/4+2*i]
+		rah := r[nicmodel.RAH0/4+2*i]
 		if rah&nicmodel.RahAV == 0 || rah>>16&3 != 0 { // ASEL 00: destination address
 			continue
 		}
@@ -308,15 +306,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 	legacy := ring.srrctl&SrrctlDescTypeMask == SrrctlDescLegacy
 	var pktSum uint16
 	if legacy {
-		// The packet checksum: from RXCSUM.PCSS to the end of the frame
-		// as stored, the FCS left out.
-		end := len(buf)
-		if a.rctl&nicmodel.RctlSECRC == 0 {
-			end -= fcsLen
-		}
-		if start := int(e.conf.rxcsum & 0xff); start < end {
-			pktSum = checksum.Checksum(buf[start:end], 0)
-		}
+		pktSum = nicmodel.PacketChecksum(buf, int(e.conf.rxcsum&nicmodel.RxcsumPCSSMask), a.rctl&nicmodel.RctlSECRC == 0)
 	}
 	faults := 0
 	for i := range k {
@@ -341,11 +331,8 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 			st |= RxdStaEOP
 		}
 		if legacy {
-			copy(w[0:8], d[0:8]) // the buffer address stays
-			le.PutUint16(w[8:], uint16(len(chunk)))
-			le.PutUint16(w[10:], pktSum)
-			w[12], w[13] = legacyStatus(st, e.conf.rxcsum)
-			le.PutUint16(w[14:], vlan)
+			status, errs := legacyStatus(st, e.conf.rxcsum)
+			nicmodel.PutLegacyRx(w, le.Uint64(d[0:]), uint16(len(chunk)), pktSum, status, errs, vlan)
 			continue
 		}
 		le.PutUint32(w[0:], h)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/kernel/sim/nicmodel"
+	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -35,7 +36,7 @@ func TestRxChecksumsAndPacketType(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, 0x15f3)
 			r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
-			r.w.B().Send(c.frame)
+			r.Wire.B().Send(c.frame)
 			wb := r.rxDesc(0, 0)
 			if wb.status&(RxdStaDD|RxdStaEOP) != RxdStaDD|RxdStaEOP {
 				t.Fatalf("status %#x, want DD and EOP", wb.status)
@@ -56,7 +57,7 @@ func TestRxChecksumsAndPacketType(t *testing.T) {
 			if wb.dw0&RxdSPH != 0 || wb.hdrLen() != 0 {
 				t.Fatalf("one-buffer mode reported a split header: %#x", wb.dw0)
 			}
-			if h := r.regs.Read32(RDH); h != 1 {
+			if h := r.Regs.Read32(RDH); h != 1 {
 				t.Fatalf("RDH %d, want 1", h)
 			}
 		})
@@ -65,11 +66,11 @@ func TestRxChecksumsAndPacketType(t *testing.T) {
 
 func TestRxChecksumOffloadOff(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(nicmodel.RXCSUM, 0)
+	r.Regs.Write32(nicmodel.RXCSUM, 0)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	f := tcpFrame(false, ourMAC, payloadBytes(100, 1), header.TCPFlagAck, true, 0)
 	f[len(f)-1] ^= 1
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	wb := r.rxDesc(0, 0)
 	if wb.status&(RxdStaIPCS|RxdStaL4I|RxdErrL4E) != 0 {
 		t.Fatalf("status %#x with RXCSUM off", wb.status)
@@ -82,10 +83,10 @@ func TestRxChecksumOffloadOff(t *testing.T) {
 
 func TestRxMultiBufferFrame(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(RLPML, 9018)
+	r.Regs.Write32(RLPML, 9018)
 	r.setupRx(0, 8, 1024, SrrctlDescAdvOne, rctlStd|nicmodel.RctlLPE)
 	f := udpFrame(false, ourMAC, payloadBytes(2600, 9), true)
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	want := []int{1024, 1024, len(f) - 2048}
 	var got []byte
 	for i, l := range want {
@@ -104,22 +105,22 @@ func TestRxMultiBufferFrame(t *testing.T) {
 	if last := r.rxDesc(0, 2); last.status&(RxdStaL4I|RxdStaUDPCS|RxdStaIPCS) != RxdStaL4I|RxdStaUDPCS|RxdStaIPCS || last.status&RxdErrL4E != 0 {
 		t.Fatalf("last descriptor status %#x, want checksums verified", last.status)
 	}
-	if h := r.regs.Read32(RDH); h != 3 {
+	if h := r.Regs.Read32(RDH); h != 3 {
 		t.Fatalf("RDH %d, want 3", h)
 	}
 	if c := r.nic.Counters(); c.RxFrames != 1 || c.RxDescriptors != 3 {
 		t.Fatalf("counters %+v", c)
 	}
 	// A frame needing more descriptors than are free is dropped whole.
-	r.regs.Write32(RDT, 4) // one free descriptor (3)
-	r.w.B().Send(f)
-	if h := r.regs.Read32(RDH); h != 3 {
+	r.Regs.Write32(RDT, 4) // one free descriptor (3)
+	r.Wire.B().Send(f)
+	if h := r.Regs.Read32(RDH); h != 3 {
 		t.Fatalf("RDH %d after a drop, want 3", h)
 	}
 	if r.rxDesc(0, 3).status&RxdStaDD != 0 {
 		t.Fatal("a dropped frame wrote a descriptor")
 	}
-	if v := r.regs.Read32(nicmodel.RNBC); v != 1 {
+	if v := r.Regs.Read32(nicmodel.RNBC); v != 1 {
 		t.Fatalf("RNBC %d, want 1", v)
 	}
 }
@@ -127,28 +128,28 @@ func TestRxMultiBufferFrame(t *testing.T) {
 func TestRxSizeLimits(t *testing.T) {
 	r := newRig(t, 0x15f3)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
-	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1472, 1), true)) // 1514 + FCS: fits
-	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1473, 1), true)) // 1519: too long without LPE
+	r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(1472, 1), true)) // 1514 + FCS: fits
+	r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(1473, 1), true)) // 1519: too long without LPE
 	short := ethernet(ourMAC, peerMAC, 0x88b5, 40)[:header.EthernetMinimumSize+30]
-	r.w.B().Send(short)
-	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
+	r.Wire.B().Send(short)
+	if v := r.Regs.Read32(nicmodel.GPRC); v != 1 {
 		t.Fatalf("GPRC %d, want 1", v)
 	}
-	if v := r.regs.Read32(nicmodel.ROC); v != 1 {
+	if v := r.Regs.Read32(nicmodel.ROC); v != 1 {
 		t.Fatalf("ROC %d, want 1", v)
 	}
-	if v := r.regs.Read32(nicmodel.RUC); v != 1 {
+	if v := r.Regs.Read32(nicmodel.RUC); v != 1 {
 		t.Fatalf("RUC %d, want 1", v)
 	}
 	// RLPML bounds long frames with LPE.
-	r.regs.Write32(RLPML, 1600)
-	r.regs.Write32(nicmodel.RCTL, rctlStd|nicmodel.RctlEN|nicmodel.RctlLPE)
-	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1554, 1), true)) // 1596 + 4
-	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(1555, 1), true)) // 1601
-	if v := r.regs.Read32(nicmodel.GPRC); v != 1 {
+	r.Regs.Write32(RLPML, 1600)
+	r.Regs.Write32(nicmodel.RCTL, rctlStd|nicmodel.RctlEN|nicmodel.RctlLPE)
+	r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(1554, 1), true)) // 1596 + 4
+	r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(1555, 1), true)) // 1601
+	if v := r.Regs.Read32(nicmodel.GPRC); v != 1 {
 		t.Fatalf("GPRC %d at RLPML, want 1", v)
 	}
-	if v := r.regs.Read32(nicmodel.ROC); v != 1 {
+	if v := r.Regs.Read32(nicmodel.ROC); v != 1 {
 		t.Fatalf("ROC %d past RLPML, want 1", v)
 	}
 }
@@ -163,25 +164,25 @@ func TestRxDropsWithoutDescriptors(t *testing.T) {
 		r.setupRx(0, 8, 2048, srr, rctlStd)
 		f := udpFrame(false, ourMAC, payloadBytes(64, 1), true)
 		for range 9 {
-			r.w.B().Send(f)
+			r.Wire.B().Send(f)
 		}
 		// Seven descriptors were free (RDT = size-1).
-		if v := r.regs.Read32(nicmodel.GPRC); v != 7 {
+		if v := r.Regs.Read32(nicmodel.GPRC); v != 7 {
 			t.Fatalf("drop_en %v: GPRC %d, want 7", dropEn, v)
 		}
-		if v := r.regs.Read32(nicmodel.RNBC); v != 2 {
+		if v := r.Regs.Read32(nicmodel.RNBC); v != 2 {
 			t.Fatalf("drop_en %v: RNBC %d, want 2", dropEn, v)
 		}
-		mpc, rqdpc := r.regs.Read32(nicmodel.MPC), r.regs.Read32(RQDPC)
+		mpc, rqdpc := r.Regs.Read32(nicmodel.MPC), r.Regs.Read32(RQDPC)
 		if dropEn && (rqdpc != 2 || mpc != 0) || !dropEn && (mpc != 2 || rqdpc != 0) {
 			t.Fatalf("drop_en %v: MPC %d RQDPC %d", dropEn, mpc, rqdpc)
 		}
 		if dropEn {
-			if v := r.regs.Read32(RQDPC); v != 2 {
+			if v := r.Regs.Read32(RQDPC); v != 2 {
 				t.Fatal("RQDPC cleared by a read")
 			}
-			r.regs.Write32(RQDPC, 0)
-			if v := r.regs.Read32(RQDPC); v != 0 {
+			r.Regs.Write32(RQDPC, 0)
+			if v := r.Regs.Read32(RQDPC); v != 0 {
 				t.Fatal("RQDPC not cleared by writing 0")
 			}
 		}
@@ -198,16 +199,16 @@ func TestRxRingWraps(t *testing.T) {
 	next := 0
 	for i := range 3*size + 3 {
 		f := udpFrame(false, ourMAC, payloadBytes(60+i, byte(i)), true)
-		r.w.B().Send(f)
+		r.Wire.B().Send(f)
 		wb := r.rxDesc(0, next)
 		if wb.status&RxdStaDD == 0 || wb.len() != len(f) || !bytes.Equal(r.rxBuf(0, next, len(f)), f) {
 			t.Fatalf("frame %d in slot %d: status %#x length %d", i, next, wb.status, wb.len())
 		}
 		// The driver takes it and gives the slot back.
 		r.armRx(0, next)
-		r.regs.Write32(RDT, uint32(next))
+		r.Regs.Write32(RDT, uint32(next))
 		next = (next + 1) % size
-		if h := r.regs.Read32(RDH); h != uint32(next) {
+		if h := r.Regs.Read32(RDH); h != uint32(next) {
 			t.Fatalf("RDH %d, want %d", h, next)
 		}
 	}
@@ -241,9 +242,9 @@ func TestRxHeaderSplit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, 0x15f3)
 			r.setupRx(0, 8, 2048, c.desctype, rctlStd)
-			r.regs.Write32(SRRCTL, 2|uint32(c.hdrSize/64)<<SrrctlBSizeHdrShift|c.desctype)
+			r.Regs.Write32(SRRCTL, 2|uint32(c.hdrSize/64)<<SrrctlBSizeHdrShift|c.desctype)
 			f := c.frame
-			r.w.B().Send(f)
+			r.Wire.B().Send(f)
 			wb := r.rxDesc(0, 0)
 			if wb.status&(RxdStaDD|RxdStaEOP) != RxdStaDD|RxdStaEOP {
 				t.Fatalf("status %#x", wb.status)
@@ -270,8 +271,8 @@ func TestRxAddressFilters(t *testing.T) {
 	other := [6]byte{0x02, 0, 0, 0, 0, 9}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	mcast := [6]byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
-	send := func(dst [6]byte) { r.w.B().Send(udpFrame(false, dst, payloadBytes(30, 1), true)) }
-	got := func() uint32 { return r.regs.Read32(nicmodel.GPRC) }
+	send := func(dst [6]byte) { r.Wire.B().Send(udpFrame(false, dst, payloadBytes(30, 1), true)) }
+	got := func() uint32 { return r.Regs.Read32(nicmodel.GPRC) }
 
 	send(other)
 	send(bcast)
@@ -283,26 +284,26 @@ func TestRxAddressFilters(t *testing.T) {
 	if v := got(); v != 1 {
 		t.Fatalf("own address: %d frames", v)
 	}
-	r.regs.Write32(nicmodel.RCTL, nicmodel.RctlSECRC|nicmodel.RctlEN|nicmodel.RctlBAM)
+	r.Regs.Write32(nicmodel.RCTL, nicmodel.RctlSECRC|nicmodel.RctlEN|nicmodel.RctlBAM)
 	send(bcast)
-	if v, b := got(), r.regs.Read32(nicmodel.BPRC); v != 1 || b != 1 {
+	if v, b := got(), r.Regs.Read32(nicmodel.BPRC); v != 1 || b != 1 {
 		t.Fatalf("broadcast with BAM: GPRC %d BPRC %d", v, b)
 	}
 	// The multicast table, hashed on bits 47:36 (MO 00).
 	h := uint32(mcast[4])>>4 | uint32(mcast[5])<<4
-	r.regs.Write32(nicmodel.MTA+4*(h>>5), 1<<(h&31))
+	r.Regs.Write32(nicmodel.MTA+4*(h>>5), 1<<(h&31))
 	send(mcast)
-	if v, m := got(), r.regs.Read32(nicmodel.MPRC); v != 1 || m != 1 {
+	if v, m := got(), r.Regs.Read32(nicmodel.MPRC); v != 1 || m != 1 {
 		t.Fatalf("multicast in MTA: GPRC %d MPRC %d", v, m)
 	}
 	// A second exact address.
-	r.regs.Write32(nicmodel.RAL0+8, binary.LittleEndian.Uint32(other[:4]))
-	r.regs.Write32(RAH0+8, uint32(binary.LittleEndian.Uint16(other[4:]))|nicmodel.RahAV)
+	r.Regs.Write32(nicmodel.RAL0+8, binary.LittleEndian.Uint32(other[:4]))
+	r.Regs.Write32(nicmodel.RAH0+8, uint32(binary.LittleEndian.Uint16(other[4:]))|nicmodel.RahAV)
 	send(other)
 	if v := got(); v != 1 {
 		t.Fatalf("second RAR: %d frames", v)
 	}
-	r.regs.Write32(nicmodel.RCTL, nicmodel.RctlSECRC|nicmodel.RctlEN|nicmodel.RctlUPE)
+	r.Regs.Write32(nicmodel.RCTL, nicmodel.RctlSECRC|nicmodel.RctlEN|nicmodel.RctlUPE)
 	send([6]byte{0x02, 1, 2, 3, 4, 5})
 	if v := got(); v != 1 {
 		t.Fatalf("promiscuous: %d frames", v)
@@ -316,7 +317,7 @@ func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
 	r := newRig(t, 0x15f3)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, nicmodel.RctlBAM)
 	f := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	wb := r.rxDesc(0, 0)
 	if wb.len() != len(f)+fcsLen {
 		t.Fatalf("length %d, want %d with the FCS", wb.len(), len(f)+fcsLen)
@@ -328,16 +329,16 @@ func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
 
 func TestRxVLANStripAndFilter(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(nicmodel.CTRL, r.regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
+	r.Regs.Write32(nicmodel.CTRL, r.Regs.Read32(nicmodel.CTRL)|nicmodel.CtrlVME)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd|nicmodel.RctlVFE)
 	plain := udpFrame(false, ourMAC, payloadBytes(100, 1), true)
 	tagged := append(append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x20, 0x05), plain[12:]...)
-	r.w.B().Send(tagged)
-	if v := r.regs.Read32(nicmodel.GPRC); v != 0 {
+	r.Wire.B().Send(tagged)
+	if v := r.Regs.Read32(nicmodel.GPRC); v != 0 {
 		t.Fatal("VLAN 5 passed an empty VLAN filter")
 	}
-	r.regs.Write32(nicmodel.VFTA, 1<<5)
-	r.w.B().Send(tagged)
+	r.Regs.Write32(nicmodel.VFTA, 1<<5)
+	r.Wire.B().Send(tagged)
 	wb := r.rxDesc(0, 0)
 	if wb.status&RxdStaVP == 0 || wb.vlan() != 0x2005 || wb.len() != len(plain) {
 		t.Fatalf("status %#x vlan %#x length %d, want VP, 0x2005, %d", wb.status, wb.vlan(), wb.len(), len(plain))
@@ -353,21 +354,17 @@ func TestRxVLANStripAndFilter(t *testing.T) {
 // The RSS hash of the datasheet's (and Microsoft's) verification example:
 // 66.9.149.187:2794 -> 161.142.100.80:1766.
 func TestRxRSSHashAndQueue(t *testing.T) {
-	key := []byte{
-		0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
-		0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
-		0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
-	}
+	key := nicmodeltest.RSSKey()
 	r := newRig(t, 0x15f3)
 	for i := range 10 {
-		r.regs.Write32(nicmodel.RSSRK+4*uint32(i), binary.LittleEndian.Uint32(key[4*i:]))
+		r.Regs.Write32(nicmodel.RSSRK+4*uint32(i), binary.LittleEndian.Uint32(key[4*i:]))
 	}
 	// Entry i of the table names queue i%4.
 	for i := range 32 {
-		r.regs.Write32(nicmodel.RETA+4*uint32(i), 0x03020100)
+		r.Regs.Write32(nicmodel.RETA+4*uint32(i), 0x03020100)
 	}
-	r.regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4)
-	r.regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
+	r.Regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcTCPIPv4|nicmodel.MrqcIPv4)
+	r.Regs.Write32(nicmodel.RXCSUM, nicmodel.RxcsumIPOFL|nicmodel.RxcsumTUOFL|nicmodel.RxcsumPCSD)
 	for q := range Queues {
 		r.setupRx(q, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	}
@@ -379,19 +376,19 @@ func TestRxRSSHashAndQueue(t *testing.T) {
 	ip.SetChecksum(^ip.CalculateChecksum())
 	header.TCP(ip[20:]).Encode(&header.TCPFields{SrcPort: 2794, DstPort: 1766, DataOffset: 20, Flags: header.TCPFlagAck})
 	const want = 0x51ccc178
-	r.w.B().Send(f)
+	r.Wire.B().Send(f)
 	q := int(want & 0x7f % 4)
 	wb := r.rxDesc(q, 0)
 	if wb.status&RxdStaDD == 0 {
 		t.Fatalf("frame not on queue %d (RDH %d %d %d %d)", q,
-			r.regs.Read32(RxQ(RDH, 0)), r.regs.Read32(RxQ(RDH, 1)), r.regs.Read32(RxQ(RDH, 2)), r.regs.Read32(RxQ(RDH, 3)))
+			r.Regs.Read32(RxQ(RDH, 0)), r.Regs.Read32(RxQ(RDH, 1)), r.Regs.Read32(RxQ(RDH, 2)), r.Regs.Read32(RxQ(RDH, 3)))
 	}
 	if wb.dw1 != want || wb.rssType() != RSSTCPIPv4 {
 		t.Fatalf("hash %#x type %d, want %#x TCP/IPv4", wb.dw1, wb.rssType(), want)
 	}
 	// Addresses only.
-	r.regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcIPv4)
-	r.w.B().Send(f)
+	r.Regs.Write32(nicmodel.MRQC, MrqcEnableRSS|nicmodel.MrqcIPv4)
+	r.Wire.B().Send(f)
 	const want2 = 0x323e8fc2
 	q2 := int(want2 & 0x7f % 4)
 	idx := 0
@@ -408,17 +405,17 @@ func TestDMARefusedWithoutBusMaster(t *testing.T) {
 	r := newRig(t, 0x15f3)
 	r.setupRx(0, 8, 2048, SrrctlDescAdvOne, rctlStd)
 	r.setupTx(0, 8)
-	if err := r.m.Bus.WriteConfig(nicAddr, 4, 2, 0x2); err != nil { // memory on, bus master off
+	if err := r.M.Bus.WriteConfig(nicAddr, 4, 2, 0x2); err != nil { // memory on, bus master off
 		t.Fatal(err)
 	}
-	r.w.B().Send(udpFrame(false, ourMAC, payloadBytes(64, 1), true))
+	r.Wire.B().Send(udpFrame(false, ourMAC, payloadBytes(64, 1), true))
 	r.send(0, udpFrame(false, peerMAC, payloadBytes(64, 1), true), nil, 0, 0)
 	r.kickTx(0)
 	c := r.nic.Counters()
 	if c.RxDMAFaults == 0 || c.TxDMAFaults == 0 || c.RxFrames != 0 || c.TxFrames != 0 {
 		t.Fatalf("counters %+v, want refused DMA both ways and nothing moved", c)
 	}
-	if h, th := r.regs.Read32(RDH), r.regs.Read32(TDH); h != 0 || th != 0 {
+	if h, th := r.Regs.Read32(RDH), r.Regs.Read32(TDH); h != 0 || th != 0 {
 		t.Fatalf("RDH %d TDH %d moved without DMA", h, th)
 	}
 	if r.rxDesc(0, 0).status&RxdStaDD != 0 {
@@ -426,7 +423,7 @@ func TestDMARefusedWithoutBusMaster(t *testing.T) {
 	}
 	// Bus mastering back on: the stalled transmit queue resumes at the
 	// next tail write.
-	if err := r.m.Bus.WriteConfig(nicAddr, 4, 2, 0x6); err != nil {
+	if err := r.M.Bus.WriteConfig(nicAddr, 4, 2, 0x6); err != nil {
 		t.Fatal(err)
 	}
 	r.kickTx(0)

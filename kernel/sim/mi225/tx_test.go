@@ -52,13 +52,13 @@ func TestTxChecksumInsertion(t *testing.T) {
 			if r.txStatus(0, i)&TxdStaDD == 0 {
 				t.Fatal("DD not written back")
 			}
-			if h := r.regs.Read32(TDH); h != 2 {
+			if h := r.Regs.Read32(TDH); h != 2 {
 				t.Fatalf("TDH %d, want 2", h)
 			}
-			if v := r.regs.Read32(nicmodel.GPTC); v != 1 {
+			if v := r.Regs.Read32(nicmodel.GPTC); v != 1 {
 				t.Fatalf("GPTC %d", v)
 			}
-			if v := r.regs.Read32(nicmodel.GOTCL); v != uint32(len(f)+fcsLen) {
+			if v := r.Regs.Read32(nicmodel.GOTCL); v != uint32(len(f)+fcsLen) {
 				t.Fatalf("GOTCL %d, want %d", v, len(f)+fcsLen)
 			}
 		})
@@ -112,10 +112,10 @@ func TestTxTSO(t *testing.T) {
 			if r.txStatus(0, last)&TxdStaDD == 0 {
 				t.Fatal("DD not written back")
 			}
-			if v := r.regs.Read32(nicmodel.TSCTC); v != 1 {
+			if v := r.Regs.Read32(nicmodel.TSCTC); v != 1 {
 				t.Fatalf("TSCTC %d, want 1", v)
 			}
-			if v := r.regs.Read32(nicmodel.GPTC); v != uint32(want) {
+			if v := r.Regs.Read32(nicmodel.GPTC); v != uint32(want) {
 				t.Fatalf("GPTC %d, want %d", v, want)
 			}
 		})
@@ -140,7 +140,7 @@ func TestTxBadOffloadSetUp(t *testing.T) {
 	if c := r.nic.Counters(); c.TxBadDesc != 3 || c.TxPackets != 3 {
 		t.Fatalf("counters %+v", c)
 	}
-	if h := r.regs.Read32(TDH); h != 4 {
+	if h := r.Regs.Read32(TDH); h != 4 {
 		t.Fatalf("TDH %d: bad packets must still be consumed", h)
 	}
 }
@@ -170,10 +170,10 @@ func TestTxVLANInsertAndPadding(t *testing.T) {
 
 func TestTxQueuesAndInterrupts(t *testing.T) {
 	r := newRig(t, 0x15f3)
-	r.regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX)
-	r.regs.Write32(nicmodel.IVAR0, uint32(nicmodel.IvarValid|0)<<8|uint32(nicmodel.IvarValid|1)<<24)
-	r.regs.Write32(nicmodel.IVAR0+4, uint32(nicmodel.IvarValid|2)<<8|uint32(nicmodel.IvarValid|3)<<24)
-	r.regs.Write32(nicmodel.EIMS, 0xf)
+	r.Regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX)
+	r.Regs.Write32(nicmodel.IVAR0, uint32(nicmodel.IvarValid|0)<<8|uint32(nicmodel.IvarValid|1)<<24)
+	r.Regs.Write32(nicmodel.IVAR0+4, uint32(nicmodel.IvarValid|2)<<8|uint32(nicmodel.IvarValid|3)<<24)
+	r.Regs.Write32(nicmodel.EIMS, 0xf)
 	for q := range Queues {
 		r.setupTx(q, 8)
 	}
@@ -188,7 +188,7 @@ func TestTxQueuesAndInterrupts(t *testing.T) {
 	}
 	c := r.nic.Counters()
 	for q := range Queues {
-		if h := r.regs.Read32(TxQ(TDH, q)); h != uint32(q+1) {
+		if h := r.Regs.Read32(TxQ(TDH, q)); h != uint32(q+1) {
 			t.Errorf("TDH%d = %d, want %d", q, h, q+1)
 		}
 		if c.Vectors[q] == 0 {
@@ -196,13 +196,13 @@ func TestTxQueuesAndInterrupts(t *testing.T) {
 		}
 	}
 	// A disabled queue does not move.
-	r.regs.Write32(TxQ(TXDCTL, 1), 0)
+	r.Regs.Write32(TxQ(TXDCTL, 1), 0)
 	r.send(1, udpFrame(false, peerMAC, payloadBytes(100, 1), true), nil, 0, 0)
 	r.kickTx(1)
 	if out := r.sent(); len(out) != 0 {
 		t.Fatal("a disabled queue transmitted")
 	}
-	r.regs.Write32(TxQ(TXDCTL, 1), DctlEnable)
+	r.Regs.Write32(TxQ(TXDCTL, 1), DctlEnable)
 	if out := r.sent(); len(out) != 1 {
 		t.Fatal("enabling the queue did not send what was waiting")
 	}
@@ -211,7 +211,7 @@ func TestTxQueuesAndInterrupts(t *testing.T) {
 func TestTxWithoutLinkDrops(t *testing.T) {
 	r := newRig(t, 0x15f3)
 	r.setupTx(0, 8)
-	if err := r.w.SetLink(false, 2500); err != nil {
+	if err := r.Wire.SetLink(false, 2500); err != nil {
 		t.Fatal(err)
 	}
 	i := r.send(0, udpFrame(false, peerMAC, payloadBytes(100, 1), true), nil, 0, 0)

@@ -20,7 +20,8 @@ const (
 	RXCSUM   = 0x05000
 	RFCTL    = 0x05008
 	MTA      = 0x05200 // 128 registers
-	RAL0     = 0x05400 // RAL(n) = RAL0 + 8n, RAH(n) = RAL(n) + 4
+	RAL0     = 0x05400 // RAL(n) = RAL0 + 8n
+	RAH0     = 0x05404 // RAH(n) = RAH0 + 8n
 	VFTA     = 0x05600 // 128 registers
 	MRQC     = 0x05818
 	SWSM     = 0x05b50
@@ -140,14 +141,18 @@ const (
 	RctlSECRC  = 1 << 26
 )
 
-// TCTL bits.
+// TCTL bits and fields.
 const (
-	TctlEN  = 1 << 1
-	TctlPSP = 1 << 3
+	TctlEN     = 1 << 1
+	TctlPSP    = 1 << 3
+	TctlCTSh   = 4  // collision threshold
+	TctlCOLDSh = 12 // collision distance
 )
 
-// RXCSUM bits. PCSS is the 82574's and 82576's, CRCOFL the 82576's and
-// I225's.
+// SWSM bits.
+const SwsmSMBI = 1 << 0 // software semaphore: set by a read
+
+// RXCSUM bits. CRCOFL is the 82576's and I225's.
 const (
 	RxcsumPCSSMask = 0xff
 	RxcsumIPOFL    = 1 << 8
