@@ -113,7 +113,7 @@ func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
 	if o != nil {
 		o.pkt = pkt
 	}
-	defer pkt.DecRef()
+	defer done(pkt, o)
 	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
 	if !ok {
 		e.stats.rxRunts.Add(1)
@@ -160,13 +160,15 @@ func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
 // first of them. Each offer is made once, with its bound release
 // function, and belongs to one queue's offers, which lend it again once
 // its packet is gone: a frame costs no allocation and no pool for it,
-// only the one atomic add of its release.
+// and at most the one atomic add of a release on another goroutine.
 type offer struct {
 	pkt     *stack.PacketBuffer
 	recycle func(*buffer.View)
 	run     func()        // release, bound once
 	lent    uint32        // times lent; the polling goroutine's
-	back    atomic.Uint32 // times released; the packet's last holder adds
+	here    uint32        // times released within delivery; the polling goroutine's
+	inline  bool          // this loan's release runs within delivery
+	back    atomic.Uint32 // times released otherwise; the packet's last holder adds
 }
 
 func newOffer() *offer {
@@ -177,18 +179,36 @@ func newOffer() *offer {
 
 // release runs on whichever goroutine drops the packet's last reference.
 // The add is its last touch: from then on the queue may lend the offer
-// again.
+// again. A release within delivery leaves the count to done.
 func (o *offer) release() {
 	vl, _ := o.pkt.AsViewList()
 	if v := vl.Front(); v != nil {
 		o.recycle(v)
 	}
 	o.pkt, o.recycle = nil, nil
-	o.back.Add(1)
+	if !o.inline {
+		o.back.Add(1)
+	}
 }
 
 // idle reports whether the packet of the offer's last loan is gone.
-func (o *offer) idle() bool { return o.back.Load() == o.lent }
+func (o *offer) idle() bool { return o.back.Load()+o.here == o.lent }
+
+// done drops delivery's reference to pkt. When it is the last (the
+// stack kept nothing: the frame was dropped, consumed, or copied), the
+// release runs here, on the polling goroutine, and o is known back with
+// no atomic. The count cannot grow meanwhile: only a holder can take a
+// reference, and delivery is the only one.
+func done(pkt *stack.PacketBuffer, o *offer) {
+	if o == nil || pkt.ReadRefs() != 1 {
+		pkt.DecRef()
+		return
+	}
+	o.inline = true
+	pkt.DecRef()
+	o.inline = false
+	o.here++
+}
 
 // offers is a queue's offers in the order they were lent, oldest at next;
 // only the polling goroutine uses it. Packets usually go in the order
