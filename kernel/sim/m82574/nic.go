@@ -78,11 +78,10 @@ type NIC struct {
 	linkWas  linkState
 	port     wire.Port
 	counters Counters
-	io       nicmodel.IOWindow
 	// rxRingGen counts RX ring set-ups (base, length or head written, or
 	// a reset): descriptors prefetched under an older one are dropped.
 	rxRingGen uint64
-	msix      nicmodel.MSIXTable
+	bars      nicmodel.BARs
 
 	txMu sync.Mutex // the TX engine; taken before mu
 	tx   txEngine
@@ -112,7 +111,10 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	n.loadNVM()
 	n.phy.reset(n.pers.PHYID)
 	n.initConfig()
-	n.msix = nicmodel.NewMSIXTable(msixVectors)
+	n.bars = nicmodel.BARs{Regs: barMMIO, IO: nicmodel.NoBAR, MSIX: nicmodel.NoBAR, Size: mmioSize, Read32: n.read32, Write32: n.write32}
+	if n.pers.Standalone { // the I/O and MSI-X BARs are the standalone part's
+		n.bars.IO, n.bars.MSIX, n.bars.Table = barIO, barMSIX, nicmodel.NewMSIXTable(msixVectors)
+	}
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()
@@ -264,7 +266,7 @@ func (n *NIC) readLocked(off uint32) uint32 {
 	case off == nicmodel.SWSM:
 		return nicmodel.ReadSWSM(r[:])
 	case off >= statsFirst && off <= statsLast:
-		return n.readStatLocked(off)
+		return nicmodel.ReadStat(n.regs[:], off)
 	}
 	return r[off/4]
 }
@@ -376,12 +378,3 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool) {
 	}
 	return false
 }
-
-// readStatLocked reads a statistic; statistics clear on read.
-func (n *NIC) readStatLocked(off uint32) uint32 { return nicmodel.ReadStat(n.regs[:], off) }
-
-// statLocked adds to a 32-bit statistic, which sticks at its maximum.
-func (n *NIC) statLocked(off uint32, d uint32) { nicmodel.AddStat(n.regs[:], off, uint64(d)) }
-
-// stat64Locked adds to a 64-bit statistic held in a low/high pair.
-func (n *NIC) stat64Locked(lo uint32, d uint64) { nicmodel.AddStat64(n.regs[:], lo, d) }

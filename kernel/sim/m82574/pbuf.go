@@ -27,7 +27,7 @@ func (n *NIC) drainRx() {
 		if !n.pb.Starved {
 			n.pb.Starved = true
 			n.mu.Lock()
-			n.statLocked(nicmodel.RNBC, 1)
+			nicmodel.AddStat(n.regs[:], nicmodel.RNBC, 1)
 			n.mu.Unlock()
 		}
 		return false

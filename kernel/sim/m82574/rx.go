@@ -52,7 +52,7 @@ func (n *NIC) receive(frame []byte) {
 	if n.pb != nil {
 		if !n.pb.Push(frame, struct{}{}) {
 			n.mu.Lock()
-			n.statLocked(nicmodel.MPC, 1)
+			nicmodel.AddStat(n.regs[:], nicmodel.MPC, 1)
 			n.counters.RxNoDescriptor++
 			n.causeLocked(nicmodel.IntRXO)
 			n.mu.Unlock()
@@ -65,8 +65,8 @@ func (n *NIC) receive(frame []byte) {
 	defer n.rxMu.Unlock()
 	if !n.rxFrame(frame) {
 		n.mu.Lock()
-		n.statLocked(nicmodel.MPC, 1)
-		n.statLocked(nicmodel.RNBC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.MPC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.RNBC, 1)
 		n.counters.RxNoDescriptor++
 		n.causeLocked(nicmodel.IntRXO)
 		n.mu.Unlock()
@@ -146,7 +146,7 @@ func (n *NIC) rxFrame(frame []byte) bool {
 		if ext {
 			writeBackExt(wb, off, length, tci, last)
 		} else {
-			writeBackLegacy(wb, bufAddr, off, length, tci, last)
+			nicmodel.PutLegacyRxFrag(wb, bufAddr, length, off.pktCsum, uint8(off.status), uint8(off.errors>>legacyErrShift), tci, last)
 		}
 	}
 	faults += n.rxComplete(s, need, s.fault.OutOfOrder)
@@ -208,8 +208,8 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 		return false
 	}
 	l := len(f) + nicmodel.FCSLen
-	n.statLocked(nicmodel.TPR, 1)
-	n.stat64Locked(nicmodel.TORL, uint64(l))
+	nicmodel.AddStat(n.regs[:], nicmodel.TPR, 1)
+	nicmodel.AddStat64(n.regs[:], nicmodel.TORL, uint64(l))
 	tagged := nicmodel.Tagged(f, uint16(r[nicmodel.VET/4]))
 	limit := maxFrame
 	if rctl&nicmodel.RctlLPE != 0 {
@@ -220,11 +220,11 @@ func (n *NIC) rxAdmitLocked(f []byte) bool {
 	}
 	switch {
 	case l < minFrameFCS:
-		n.statLocked(nicmodel.RUC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return false
 	case l > limit:
-		n.statLocked(nicmodel.ROC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.ROC, 1)
 		n.counters.RxBadSize++
 		return false
 	}
@@ -322,19 +322,6 @@ func writeBackExt(wb []byte, o rxResult, length, tci uint16, last bool) {
 	}
 	le.PutUint32(wb[8:], stErr)
 	le.PutUint16(wb[12:], length)
-}
-
-// writeBackLegacy fills a legacy RX descriptor. Status beyond DD, the
-// errors and the VLAN tag are reported in the last descriptor of a frame.
-func writeBackLegacy(wb []byte, addr uint64, o rxResult, length, tci uint16, last bool) {
-	st, errs := uint8(RxdDD), uint8(0)
-	if last {
-		st |= RxdEOP | uint8(o.status)
-		errs = uint8(o.errors >> legacyErrShift)
-	} else {
-		tci = 0
-	}
-	nicmodel.PutLegacyRx(wb, addr, length, o.pktCsum, st, errs, tci)
 }
 
 // rxPrefetchLen is how many descriptors one fetch reads ahead.

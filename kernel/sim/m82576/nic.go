@@ -94,8 +94,7 @@ type NIC struct {
 	speed    int // Mb/s of the link the MAC sees
 	port     wire.Port
 	counters Counters
-	io       nicmodel.IOWindow
-	msix     nicmodel.MSIXTable
+	bars     nicmodel.BARs
 	rssTable *nicmodel.ToeplitzTable // for the key in RSSRK; nil when stale
 
 	txMu  sync.Mutex // the TX engines; taken before rxMu and mu
@@ -137,7 +136,7 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	n.loadNVM()
 	n.phy.reset()
 	n.initConfig()
-	n.msix = nicmodel.NewMSIXTable(msixVectors)
+	n.bars = nicmodel.BARs{Regs: barMMIO, IO: barIO, MSIX: barMSIX, Size: mmioSize, Read32: n.read32, Write32: n.write32, Table: nicmodel.NewMSIXTable(msixVectors)}
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()
@@ -294,7 +293,7 @@ func (n *NIC) readLocked(off uint32) uint32 {
 	case off == nicmodel.SWSM:
 		return nicmodel.ReadSWSM(r)
 	case off >= statsFirst && off <= statsLast:
-		return n.readStatLocked(off)
+		return nicmodel.ReadStat(n.regs[:], off)
 	case off >= PQGPRC && off < PQGPRC+numQueues*0x100:
 		switch (off - PQGPRC) % 0x100 {
 		case 0, PQGPTC - PQGPRC, PQGORC - PQGPRC, PQGOTC - PQGPRC:
@@ -445,12 +444,3 @@ func (n *NIC) writeLocked(off, v uint32) (kickTx bool, q uint32) {
 
 // allQueues asks kickTx to look at every queue.
 const allQueues = ^uint32(0)
-
-// readStatLocked reads a statistic; statistics clear on read.
-func (n *NIC) readStatLocked(off uint32) uint32 { return nicmodel.ReadStat(n.regs[:], off) }
-
-// statLocked adds to a 32-bit statistic, which sticks at its maximum.
-func (n *NIC) statLocked(off uint32, d uint64) { nicmodel.AddStat(n.regs[:], off, d) }
-
-// stat64Locked adds to a 64-bit statistic held in a low/high pair.
-func (n *NIC) stat64Locked(lo uint32, d uint64) { nicmodel.AddStat64(n.regs[:], lo, d) }

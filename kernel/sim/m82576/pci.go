@@ -49,29 +49,10 @@ func (n *NIC) initConfig() {
 func (n *NIC) Config() *sim.ConfigSpace { return n.cfg }
 
 // MMIORead implements sim.Device.
-func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 {
-	switch bar {
-	case barMMIO:
-		return nicmodel.ReadSplit(n.read32, off, size)
-	case barIO:
-		return n.io.Read(off, n.read32)
-	case barMSIX:
-		return n.msix.Read(off, size)
-	}
-	return 0
-}
+func (n *NIC) MMIORead(bar int, off uint32, size int) uint64 { return n.bars.Read(bar, off, size) }
 
 // MMIOWrite implements sim.Device.
-func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) {
-	switch bar {
-	case barMMIO:
-		nicmodel.WriteSplit(n.write32, off, size, v)
-	case barIO:
-		n.io.Write(off, uint32(v), mmioSize, n.write32)
-	case barMSIX:
-		n.msix.Write(off, size, v)
-	}
-}
+func (n *NIC) MMIOWrite(bar int, off uint32, size int, v uint64) { n.bars.Write(bar, off, size, v) }
 
 // Plug builds a model and plugs it into machine m at a: its config space
 // on the bus, its DMA through the machine's port (and so through the VT-d

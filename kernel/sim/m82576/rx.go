@@ -83,11 +83,11 @@ func (n *NIC) rxNoRoom(pb *packetBuffer, frame []byte, s *rxSetup, arriving bool
 	n.mu.Lock()
 	if arriving || !pb.Starved {
 		n.counters.RxNoDescriptor++
-		n.statLocked(nicmodel.RNBC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.RNBC, 1)
 	}
 	drop := s.srrctl&SrrctlDropEn != 0
 	if drop {
-		n.statLocked(RQDPC+s.q*queueSize, 1)
+		nicmodel.AddStat(n.regs[:], RQDPC+s.q*queueSize, 1)
 	}
 	n.mu.Unlock()
 	if drop || !arriving {
@@ -114,7 +114,7 @@ func (n *NIC) rxHold(frame []byte, s *rxSetup) {
 	}
 	n.mu.Lock()
 	n.counters.RxMissed++
-	n.statLocked(nicmodel.MPC, 1)
+	nicmodel.AddStat(n.regs[:], nicmodel.MPC, 1)
 	n.otherCauseLocked(IntRXMiss)
 	n.mu.Unlock()
 }
@@ -132,8 +132,8 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 		return s, false
 	}
 	l := len(f) + nicmodel.FCSLen
-	n.statLocked(nicmodel.TPR, 1)
-	n.stat64Locked(nicmodel.TORL, uint64(l))
+	nicmodel.AddStat(n.regs[:], nicmodel.TPR, 1)
+	nicmodel.AddStat64(n.regs[:], nicmodel.TORL, uint64(l))
 	vet := uint16(r[nicmodel.VET/4])
 	s.pkt = nicmodel.Parse(f, vet)
 	limit := maxFrame
@@ -145,11 +145,11 @@ func (n *NIC) rxRouteLocked(f []byte) (s rxSetup, ok bool) {
 	}
 	switch {
 	case l < minFrameFCS:
-		n.statLocked(nicmodel.RUC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return s, false
 	case l > limit:
-		n.statLocked(nicmodel.ROC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.ROC, 1)
 		n.counters.RxBadSize++
 		return s, false
 	}
@@ -226,7 +226,7 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 	on := n.rxRingLocked(s)
 	if !on {
 		n.counters.RxQueueOff++
-		n.statLocked(RQDPC+s.q*queueSize, 1)
+		nicmodel.AddStat(n.regs[:], RQDPC+s.q*queueSize, 1)
 	}
 	n.mu.Unlock()
 	if !on {
@@ -278,7 +278,7 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 		if adv {
 			o.writeBackAdv(d, uint16(len(chunk)), tci, last)
 		} else {
-			o.writeBackLegacy(d, bufAddr, uint16(len(chunk)), tci, last)
+			nicmodel.PutLegacyRxFrag(d, bufAddr, uint16(len(chunk)), o.csum, uint8(o.status), uint8(o.errors>>legacyErrShift), tci, last)
 		}
 	}
 	faults += n.rxWriteBack(ring, descs)
@@ -294,8 +294,8 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 	c.RxQueue[s.q]++
 	c.RxDMAFaults += faults
 	nicmodel.CountRx(n.regs, frame)
-	n.statLocked(PQGPRC+s.q*0x100, 1)
-	n.statLocked(PQGORC+s.q*0x100, uint64(len(frame)+nicmodel.FCSLen))
+	nicmodel.AddStat(n.regs[:], PQGPRC+s.q*0x100, 1)
+	nicmodel.AddStat(n.regs[:], PQGORC+s.q*0x100, uint64(len(frame)+nicmodel.FCSLen))
 	n.queueCauseLocked(s.q, false)
 	return rxDone
 }
@@ -415,17 +415,4 @@ func (o *rxResult) writeBackAdv(wb []byte, length, tci uint16, last bool) {
 	if last {
 		le.PutUint16(wb[14:], tci)
 	}
-}
-
-// writeBackLegacy fills a legacy descriptor. Status beyond DD, the
-// errors and the VLAN tag are reported in the last descriptor of a frame.
-func (o *rxResult) writeBackLegacy(wb []byte, addr uint64, length, tci uint16, last bool) {
-	st, errs := uint8(RxdDD), uint8(0)
-	if last {
-		st |= RxdEOP | uint8(o.status)
-		errs = uint8(o.errors >> legacyErrShift)
-	} else {
-		tci = 0
-	}
-	nicmodel.PutLegacyRx(wb, addr, length, o.csum, st, errs, tci)
 }

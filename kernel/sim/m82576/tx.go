@@ -97,8 +97,8 @@ func (n *NIC) txDoneLocked(tq *txQueue, k uint32) {
 	n.counters.Add(t)
 	n.counters.TxQueue[tq.q] += t.Packets
 	t.AddStats(n.regs)
-	n.statLocked(PQGPTC+tq.q*0x100, t.Frames)
-	n.statLocked(PQGOTC+tq.q*0x100, t.Bytes)
+	nicmodel.AddStat(n.regs[:], PQGPTC+tq.q*0x100, t.Frames)
+	nicmodel.AddStat(n.regs[:], PQGOTC+tq.q*0x100, t.Bytes)
 	if t.RS {
 		n.queueCauseLocked(tq.q, true)
 	}

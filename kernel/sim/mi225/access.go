@@ -59,7 +59,7 @@ func (n *NIC) readLocked(off uint32) uint32 {
 	case off == ICS, off == IMC, off == nicmodel.EICS, off == nicmodel.EIMC:
 		return 0 // write-only
 	case off >= statsLo && off < statsHi:
-		return n.readStatLocked(off)
+		return nicmodel.ReadStat(n.regs[:], off)
 	}
 	return r[off/4]
 }
@@ -94,15 +94,6 @@ func (n *NIC) statusLocked() uint32 {
 	}
 	return s
 }
-
-// readStatLocked reads a statistic; statistics clear on read.
-func (n *NIC) readStatLocked(off uint32) uint32 { return nicmodel.ReadStat(n.regs[:], off) }
-
-// statLocked adds to a 32-bit statistic, which sticks at its maximum.
-func (n *NIC) statLocked(off uint32, d uint64) { nicmodel.AddStat(n.regs[:], off, d) }
-
-// stat64Locked adds to a 64-bit statistic held in a low/high pair.
-func (n *NIC) stat64Locked(lo uint32, d uint64) { nicmodel.AddStat64(n.regs[:], lo, d) }
 
 func (n *NIC) write32(off, v uint32) {
 	if off%4 != 0 || off >= regFileSize {

@@ -99,7 +99,7 @@ type NIC struct {
 	port     wire.Port
 	counters Counters
 	ringGen  [Queues]uint64 // RX ring set-ups: a frame in flight under an older one is not completed
-	msix     nicmodel.MSIXTable
+	bars     nicmodel.BARs
 
 	rxMu    sync.Mutex // the RX engine and the packet buffer; taken before mu
 	rx      rxEngine
@@ -146,7 +146,7 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	n.cable = linkState{speed: part.MaxMbps}
 	n.phy.reset(part)
 	n.initConfig()
-	n.msix = nicmodel.NewMSIXTable(msixVectors)
+	n.bars = nicmodel.BARs{Regs: barMMIO, IO: nicmodel.NoBAR, MSIX: barMSIX, Size: regFileSize, Read32: n.read32, Write32: n.write32, Table: nicmodel.NewMSIXTable(msixVectors)}
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()

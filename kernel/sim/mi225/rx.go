@@ -72,7 +72,7 @@ func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 	a.qsel, _ = n.steerLocked(frame, a, &p)
 	l := len(frame)
 	if n.pbUsed+l > n.pbLimit || !n.pbq[a.qsel].Push(frame, a) {
-		n.statLocked(nicmodel.MPC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.MPC, 1)
 		n.counters.RxNoDescriptor++
 		n.otherCauseLocked(nicmodel.IntRXO)
 		return
@@ -159,8 +159,8 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 		return a
 	}
 	l := len(f) + fcsLen
-	n.statLocked(nicmodel.TPR, 1)
-	n.stat64Locked(nicmodel.TORL, uint64(l))
+	nicmodel.AddStat(n.regs[:], nicmodel.TPR, 1)
+	nicmodel.AddStat64(n.regs[:], nicmodel.TORL, uint64(l))
 	tagged := nicmodel.Tagged(f, uint16(r[nicmodel.VET/4]))
 	limit := maxStdFrame
 	if a.rctl&nicmodel.RctlLPE != 0 {
@@ -173,11 +173,11 @@ func (n *NIC) rxAdmitLocked(f []byte) rxAdmit {
 		n.counters.RxBadSize++
 		return a
 	case len(f) < minFrame && a.rctl&nicmodel.RctlSBP == 0:
-		n.statLocked(nicmodel.RUC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.RUC, 1)
 		n.counters.RxBadSize++
 		return a
 	case l > limit:
-		n.statLocked(nicmodel.ROC, 1)
+		nicmodel.AddStat(n.regs[:], nicmodel.ROC, 1)
 		n.counters.RxBadSize++
 		return a
 	}
@@ -270,7 +270,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if starved == nil || !*starved {
-			n.statLocked(nicmodel.RNBC, 1) // once per frame, however long it waits
+			nicmodel.AddStat(n.regs[:], nicmodel.RNBC, 1) // once per frame, however long it waits
 		}
 		switch {
 		case ring.srrctl&SrrctlDropEn != 0 || k > maxRxDescs:
@@ -279,7 +279,7 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 			*starved = true
 			return false
 		default:
-			n.statLocked(nicmodel.MPC, 1)
+			nicmodel.AddStat(n.regs[:], nicmodel.MPC, 1)
 			n.otherCauseLocked(nicmodel.IntRXO)
 		}
 		n.counters.RxNoDescriptor++

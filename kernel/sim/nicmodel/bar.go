@@ -112,3 +112,49 @@ func (w *IOWindow) Write(off, v, size uint32, write32 func(off, v uint32)) {
 		write32(a, v)
 	}
 }
+
+// NoBAR stands for a BAR a part does not have.
+const NoBAR = -1
+
+// BARs routes a model's BAR accesses (sim.Device's MMIORead and
+// MMIOWrite): the register BAR, 32-bit registers with an 8-byte access
+// split low dword first; and, where the part has them, the I/O BAR's
+// window onto the registers and the MSI-X table.
+type BARs struct {
+	Regs, IO, MSIX int    // BAR numbers; NoBAR for one the part lacks
+	Size           uint32 // bytes of the register file the I/O window reaches
+	Read32         func(off uint32) uint32
+	Write32        func(off, v uint32)
+	Table          MSIXTable
+
+	io IOWindow
+}
+
+// Read serves a read of size 4 or 8 at off in BAR bar; a BAR the part
+// lacks reads all ones, as a bus does.
+func (b *BARs) Read(bar int, off uint32, size int) uint64 {
+	switch bar {
+	case NoBAR:
+	case b.Regs:
+		return ReadSplit(b.Read32, off, size)
+	case b.IO:
+		return b.io.Read(off, b.Read32)
+	case b.MSIX:
+		return b.Table.Read(off, size)
+	}
+	return ^uint64(0)
+}
+
+// Write serves a write of size 4 or 8 at off in BAR bar; one to a BAR the
+// part lacks goes nowhere.
+func (b *BARs) Write(bar int, off uint32, size int, v uint64) {
+	switch bar {
+	case NoBAR:
+	case b.Regs:
+		WriteSplit(b.Write32, off, size, v)
+	case b.IO:
+		b.io.Write(off, uint32(v), b.Size, b.Write32)
+	case b.MSIX:
+		b.Table.Write(off, size, v)
+	}
+}

@@ -94,3 +94,42 @@ func TestMSIXTableConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestBARsRoute(t *testing.T) {
+	regs := make([]uint32, 64)
+	b := BARs{
+		Regs: 0, IO: 2, MSIX: NoBAR, Size: uint32(4 * len(regs)),
+		Read32:  func(off uint32) uint32 { return regs[off/4] },
+		Write32: func(off, v uint32) { regs[off/4] = v },
+	}
+	b.Write(0, 8, 8, 0x11112222_33334444)
+	if regs[2] != 0x33334444 || regs[3] != 0x11112222 {
+		t.Fatalf("8-byte write: dwords %#x %#x, want low first", regs[2], regs[3])
+	}
+	if v := b.Read(0, 8, 8); v != 0x11112222_33334444 {
+		t.Fatalf("8-byte read %#x", v)
+	}
+	b.Write(2, IOAddr, 4, 0x10)
+	b.Write(2, IOData, 4, 0xabcd)
+	if regs[4] != 0xabcd || b.Read(2, IOData, 4) != 0xabcd {
+		t.Fatalf("I/O window write reached %#x", regs[4])
+	}
+	for _, bar := range []int{3, NoBAR, 5} {
+		if v := b.Read(bar, 0, 4); v != ^uint64(0) {
+			t.Errorf("BAR %d the part lacks reads %#x, want all ones", bar, v)
+		}
+		b.Write(bar, 0, 4, 0x5a5a)
+	}
+	if regs[0] != 0 {
+		t.Fatalf("a write to a missing BAR reached register 0: %#x", regs[0])
+	}
+
+	b.MSIX, b.Table = 3, NewMSIXTable(2)
+	b.Write(3, 16, 4, 0xfee00000)
+	if v := b.Read(3, 16, 4); v != 0xfee00000 {
+		t.Fatalf("MSI-X entry 1 address %#x", v)
+	}
+	if v := b.Read(3, 12, 4); v != 1 {
+		t.Fatalf("MSI-X entry 0 control %#x, want masked", v)
+	}
+}

@@ -90,3 +90,17 @@ func TestPutLegacyRx(t *testing.T) {
 		t.Errorf("% x, want % x", wb, want)
 	}
 }
+
+func TestPutLegacyRxFrag(t *testing.T) {
+	wb := bytes.Repeat([]byte{0xee}, DescLen)
+	PutLegacyRxFrag(wb, 0x1000, 2048, 0xabcd, 0x60, 0x40, 0x2005, false)
+	want := []byte{0, 0x10, 0, 0, 0, 0, 0, 0, 0x00, 0x08, 0xcd, 0xab, 0x01, 0, 0, 0} // DD only
+	if !bytes.Equal(wb, want) {
+		t.Errorf("first buffer: % x, want % x", wb, want)
+	}
+	PutLegacyRxFrag(wb, 0x1800, 100, 0xabcd, 0x60, 0x40, 0x2005, true)
+	want = []byte{0, 0x18, 0, 0, 0, 0, 0, 0, 100, 0, 0xcd, 0xab, 0x63, 0x40, 0x05, 0x20} // DD, EOP, status, errors, tag
+	if !bytes.Equal(wb, want) {
+		t.Errorf("last buffer: % x, want % x", wb, want)
+	}
+}

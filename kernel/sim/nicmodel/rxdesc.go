@@ -14,3 +14,17 @@ func PutLegacyRx(wb []byte, addr uint64, length, csum uint16, status, errors uin
 	wb[12], wb[13] = status, errors
 	le.PutUint16(wb[14:], vlan)
 }
+
+// PutLegacyRxFrag writes back the legacy descriptor of one buffer of a
+// frame: DD in every one; EOP, the status and errors bytes and the VLAN
+// tag only in the frame's last (the 82574's and 82576's way; the I225
+// repeats them).
+func PutLegacyRxFrag(wb []byte, addr uint64, length, csum uint16, status, errors uint8, vlan uint16, last bool) {
+	const dd, eop = 1 << 0, 1 << 1
+	if !last {
+		status, errors, vlan = 0, 0, 0
+	} else {
+		status |= eop
+	}
+	PutLegacyRx(wb, addr, length, csum, dd|status, errors, vlan)
+}
