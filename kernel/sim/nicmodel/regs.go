@@ -20,8 +20,8 @@ const (
 	RXCSUM   = 0x05000
 	RFCTL    = 0x05008
 	MTA      = 0x05200 // 128 registers
-	RAL0     = 0x05400 // RAL(n) = RAL0 + 8n
-	RAH0     = 0x05404 // RAH(n) = RAH0 + 8n
+	RAL0     = 0x05400 // RAL(n) = RAL0 + 8n, n < 16
+	RAH0     = 0x05404 // RAH(n) = RAH0 + 8n, n < 16
 	VFTA     = 0x05600 // 128 registers
 	MRQC     = 0x05818
 	SWSM     = 0x05b50
@@ -56,12 +56,12 @@ const (
 	IVAR_MISC = 0x01740
 )
 
-// CTRL bits.
+// CTRL bits. The SPEED field is the 82574's and 82576's.
 const (
 	CtrlFD      = 1 << 0
 	CtrlGIOMDis = 1 << 2 // GIO master disable
 	CtrlSLU     = 1 << 6
-	CtrlSpeedSh = 8
+	CtrlSpeedSh = 8 // SPEED, STATUS.SPEED's encoding
 	CtrlFrcSpd  = 1 << 11
 	CtrlFrcDplx = 1 << 12
 	CtrlRST     = 1 << 26
@@ -100,8 +100,9 @@ const (
 	CtrlExtDrvLoad = 1 << 28
 )
 
-// Interrupt causes (ICR, ICS, IMS, IMC, IAM). The 82576 datasheet names
-// bit 6 RXMISS and bit 7 RXDW; its model says so.
+// Interrupt causes (ICR, ICS, IMS, IMC, IAM). TXQE, RXO and RXT0 are
+// named as the 82574 and I225 datasheets name them; the 82576's names
+// bits 6 and 7 RXMISS and RXDW, and its model says so.
 const (
 	IntTXDW     = 1 << 0
 	IntTXQE     = 1 << 1
