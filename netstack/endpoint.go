@@ -125,7 +125,6 @@ type Endpoint struct {
 	dispatcher atomic.Pointer[dispatcherRef]
 	link       atomic.Pointer[nic.Link]
 	linkAddr   atomic.Pointer[tcpip.LinkAddress] // read per frame
-	offers     sync.Pool                         // of *offer, see rx.go
 
 	mu      sync.Mutex // guards the fields below
 	onClose func()
