@@ -48,25 +48,18 @@ func bootFaultVM(t *testing.T, pcap string) *faultVM {
 	var log syncBuffer
 	o := testOptions("e1000e", "./boot/init")
 	o.pcap = pcap
-	var err error
-	if o.port, err = freePort(); err != nil {
-		t.Fatal(err)
-	}
-	p, err := assemble(ctx, o, &log)
+	o.port = 0 // a free one
+	p, c, err := prepare(ctx, o, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.remove)
-	c, err := qemuConfig(o, p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	vm, err := qemu.Start(c, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { vm.Stop() })
-	f := &faultVM{ctx: ctx, con: vm.Console, client: &http.Client{Timeout: time.Minute}, base: fmt.Sprintf("http://127.0.0.1:%d", o.port)}
+	f := &faultVM{ctx: ctx, con: vm.Console, client: &http.Client{Timeout: time.Minute}, base: fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host)}
 	f.fail = func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf(format+"\nlast console lines:\n%s", append(args, f.con.Tail(25))...)
@@ -87,6 +80,39 @@ func bootFaultVM(t *testing.T, pcap string) *faultVM {
 		f.fail("before the injection: %v", err)
 	}
 	return f
+}
+
+// awaitFault waits for the console line that arms an injection and for
+// the unit's fault record of the device's access (read or write) at the
+// hole it names.
+func (f *faultVM) awaitFault(armedLine *regexp.Regexp, access string) (armed, seen qemu.Line, hole string) {
+	armed, err := f.con.WaitMatch(f.ctx, armedLine)
+	if err != nil {
+		f.fail("%v", err)
+	}
+	hole = armedLine.FindStringSubmatch(armed.Text)[2]
+	wctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	if seen, err = f.con.WaitFor(wctx, "iommu: fault "+f.nicPCI+" "+access+" "+hole+" "); err != nil {
+		f.fail("%v", err)
+	}
+	return armed, seen, hole
+}
+
+// pullStatus moves 1 MiB down (checked end to end) and returns the status
+// page, which must still say translation is on.
+func (f *faultVM) pullStatus() (down transfer, page string) {
+	down, err := pull(f.ctx, f.client, f.base, 1<<20)
+	if err != nil {
+		f.fail("download after the fault: %v", err)
+	}
+	if page, err = getStatus(f.ctx, f.client, f.base); err != nil {
+		f.fail("%v", err)
+	}
+	if !hasLine(page, "iommu translation on") {
+		f.fail("translation off after the fault:\n%s", page)
+	}
+	return down, page
 }
 
 // ctl posts each command and wants its status code.
@@ -115,33 +141,12 @@ func TestInjectedDMAFaultE1000e(t *testing.T) {
 	if err != nil {
 		fail("upload through the fault: %v", err)
 	}
-	armed, err := con.WaitMatch(ctx, lineArmed)
-	if err != nil {
-		fail("%v", err)
-	}
-	hole := lineArmed.FindStringSubmatch(armed.Text)[2]
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	seen, err := con.WaitFor(wctx, "iommu: fault "+f.nicPCI+" write "+hole+" ")
-	wcancel()
-	if err != nil {
-		fail("%v", err)
-	}
+	armed, seen, hole := f.awaitFault(lineArmed, "write")
 	dropLine, err := con.WaitFor(ctx, "ether0: rx: dma fault: dropped ")
 	if err != nil {
 		fail("%v", err)
 	}
-
-	down, err := pull(ctx, f.client, f.base, 1<<20)
-	if err != nil {
-		fail("download after the fault: %v", err)
-	}
-	page, err := getStatus(ctx, f.client, f.base)
-	if err != nil {
-		fail("%v", err)
-	}
-	if !hasLine(page, "iommu translation on") {
-		fail("translation off after the fault:\n%s", page)
-	}
+	down, page := f.pullStatus()
 	if f := faultLine(page); f == "" || f == "iommu faults 0" {
 		fail("status page fault count %q:\n%s", f, page)
 	}
@@ -171,17 +176,7 @@ func TestInjectedTxDMAFaultE1000e(t *testing.T) {
 	ctx, con, fail := f.ctx, f.con, f.fail
 	f.ctl(map[string]int{"ether0 debug inject-unmapped-tx": 200})
 	injected := time.Now()
-	armed, err := con.WaitMatch(ctx, lineArmedTx)
-	if err != nil {
-		fail("%v", err)
-	}
-	hole := lineArmedTx.FindStringSubmatch(armed.Text)[2]
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	seen, err := con.WaitFor(wctx, "iommu: fault "+f.nicPCI+" read "+hole+" ")
-	wcancel()
-	if err != nil {
-		fail("%v", err)
-	}
+	armed, seen, hole := f.awaitFault(lineArmedTx, "read")
 	again, err := con.WaitFor(ctx, "ether0: tx: dma fault on descriptor ")
 	if err != nil {
 		fail("%v", err)
@@ -190,18 +185,8 @@ func TestInjectedTxDMAFaultE1000e(t *testing.T) {
 	if err != nil {
 		fail("upload after the fault: %v", err)
 	}
-	down, err := pull(ctx, f.client, f.base, 1<<20)
-	if err != nil {
-		fail("download after the fault: %v", err)
-	}
-	page, err := getStatus(ctx, f.client, f.base)
-	if err != nil {
-		fail("%v", err)
-	}
+	down, page := f.pullStatus()
 	lines := "\n" + page + "\n"
-	if !hasLine(page, "iommu translation on") {
-		fail("translation off after the fault:\n%s", page)
-	}
 	for _, want := range []string{"iommu faults 1", "ether0 tx_dma_faults 1", "ether0 tx_dma_resent 1", "ether0 rx_drop_dma 0"} {
 		if !strings.Contains(lines, "\n"+want+"\n") {
 			fail("status page lacks the line %q:\n%s", want, page)

@@ -47,6 +47,33 @@ func checkNIC(o options) error {
 	return err
 }
 
+// prepare checks QEMU and the NIC before anything is built, picks a free
+// host port when o has none, builds the image with the extra kernel
+// words and returns it with the machine to boot it in (the HTTP forward
+// first). The caller removes the parts.
+func prepare(ctx context.Context, o options, log io.Writer, extra ...string) (*parts, qemu.Config, error) {
+	if err := checkNIC(o); err != nil {
+		return nil, qemu.Config{}, err
+	}
+	if o.port == 0 {
+		port, err := freePort()
+		if err != nil {
+			return nil, qemu.Config{}, err
+		}
+		o.port = port
+	}
+	p, err := assemble(ctx, o, log, extra...)
+	if err != nil {
+		return nil, qemu.Config{}, err
+	}
+	c, err := qemuConfig(o, p)
+	if err != nil {
+		p.remove()
+		return nil, qemu.Config{}, err
+	}
+	return p, c, nil
+}
+
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,26 +87,12 @@ func freePort() (int, error) {
 
 // boot runs the image in QEMU with the console on this terminal.
 func boot(ctx context.Context, o options, log io.Writer) error {
-	if err := checkNIC(o); err != nil {
-		return err
-	}
-	if o.port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return err
-		}
-		o.port = p
-	}
-	p, err := assemble(ctx, o, log)
+	p, c, err := prepare(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer p.remove()
-	c, err := qemuConfig(o, p)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(log, "boot: %s %s on user networking (restrict=on); http://127.0.0.1:%d/ reaches the guest's port %d; Ctrl-A x quits\n",
-		c.NIC.Name, c.NIC.Part, o.port, guestHTTP)
+		c.NIC.Name, c.NIC.Part, c.Forward[0].Host, guestHTTP)
 	return qemu.Interactive(ctx, c)
 }

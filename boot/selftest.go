@@ -104,25 +104,14 @@ func (r *report) print(w io.Writer) {
 // selftest boots the image, waits for it to come up, checks the status
 // page and moves data both ways through the forward.
 func selftest(ctx context.Context, o options, console io.Writer) (*report, error) {
-	if err := checkNIC(o); err != nil {
-		return nil, err
+	if !o.portSet {
+		o.port = 0 // a free one, not the default
 	}
-	if !o.portSet || o.port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		o.port = p
-	}
-	p, err := assemble(ctx, o, console, "ether9.selftest")
+	p, c, err := prepare(ctx, o, console, "ether9.selftest")
 	if err != nil {
 		return nil, err
 	}
 	defer p.remove()
-	c, err := qemuConfig(o, p)
-	if err != nil {
-		return nil, err
-	}
 	// The time limit starts with the machine: building /init on a busy
 	// host is slow but not the machine's fault.
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -133,7 +122,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	}
 	defer vm.Stop()
 	r := &report{nic: o.nic, origin: "qemu start"}
-	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", o.port), lineHTTP, lineIOMMU, lineDHCP)
+	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), lineHTTP, lineIOMMU, lineDHCP)
 	return r, err
 }
 

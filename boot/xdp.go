@@ -107,28 +107,17 @@ func parseXDP(lines []string) (*xdpTable, error) {
 // ether9.xdp=quick, and collects the table /init prints before it powers
 // off.
 func xdpBoot(ctx context.Context, o options, console io.Writer) (*xdpTable, error) {
-	if err := checkNIC(o); err != nil {
-		return nil, err
-	}
 	if _, err := qemu.Check(qemu.Binary, qemu.NIC{Name: "igb", Device: "igb", MinVer: 8}); err != nil {
 		return nil, err
 	}
-	if !o.portSet || o.port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		o.port = p
+	if !o.portSet {
+		o.port = 0 // a free one, not the default
 	}
-	p, err := assemble(ctx, o, console, "ether9.xdp=quick")
+	p, c, err := prepare(ctx, o, console, "ether9.xdp=quick")
 	if err != nil {
 		return nil, err
 	}
 	defer p.remove()
-	c, err := qemuConfig(o, p)
-	if err != nil {
-		return nil, err
-	}
 	args, err := c.Args()
 	if err != nil {
 		return nil, err
