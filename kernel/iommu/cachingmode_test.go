@@ -46,8 +46,9 @@ func (r *rig) mustFaultFor(a pci.Addr, iova uint64, write bool, want vtd.Reason,
 }
 
 // dmaThrough has the device write a pattern at addr+off through its port
-// and checks that it landed in buf[off:], then reads it back.
-func (r *rig) dmaThrough(a pci.Addr, addr kernel.DMAAddr, buf []byte, off int, why string) {
+// and checks that it landed in buf[off:], then reads it back. It returns
+// the pattern's length; no byte of it is zero.
+func (r *rig) dmaThrough(a pci.Addr, addr kernel.DMAAddr, buf []byte, off int, why string) int {
 	r.t.Helper()
 	pat := []byte(fmt.Sprintf("%s @%#x", why, uint64(addr)+uint64(off)))
 	pat = pat[:min(len(pat), len(buf)-off)]
@@ -62,6 +63,7 @@ func (r *rig) dmaThrough(a pci.Addr, addr kernel.DMAAddr, buf []byte, off int, w
 	if err := port.Read(uint64(addr)+uint64(off), got); err != nil || !bytes.Equal(got, pat) {
 		r.t.Fatalf("%s: device read back %q, %v; want %q", why, got, err, pat)
 	}
+	return len(pat)
 }
 
 // TestCachingModeAttachMapUnmap runs a caching-mode unit through a

@@ -1,8 +1,10 @@
 package iommu
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ether9/ether9/kernel"
@@ -235,5 +237,140 @@ func randomMapUnmap(t *testing.T, r *rig, rng *rand.Rand, ops int) {
 	}
 	if ms := r.m.Mem.Stats(); ms.Pins != ms.Unpins || ms.Misuses != 0 {
 		t.Errorf("memory: %d pins, %d unpins, misuses %v", ms.Pins, ms.Unpins, r.m.Mem.Errors())
+	}
+}
+
+// TestHighIOVAs maps 4 KiB and 2 MiB pages at IOVAs whose level-3 and
+// level-4 indexes are not zero (above 1 GiB, above 512 GiB, at the top of
+// the 39- and 48-bit spaces, with index bits low and high set) on 3- and
+// 4-level tables, and has the device DMA through each: the model's walk
+// must reach exactly that buffer, and the pages beside each mapping and
+// the IOVAs one index bit away at every level above its leaf must fault.
+// Reserved holes below each target make the allocator hand it out.
+func TestHighIOVAs(t *testing.T) {
+	const gib = 1 << 30
+	type target struct {
+		iova  uint64
+		large bool // a 2 MiB leaf, else 4 KiB
+	}
+	low := []target{
+		{1 * gib, false},                          // level-3 index 1
+		{3*gib + 5*largeSize, true},               // level 3: 3, level 2: 5
+		{0x155*gib + 0xaa<<21 + 0x155<<12, false}, // 341, 170, 341
+		{1<<39 - 2*largeSize, true},               // level 3: 511, level 2: 510
+		{1<<39 - kernel.PageSize, false},          // the last page of 39 bits
+	}
+	high := []target{
+		{1 << 39, false}, // level-4 index 1
+		{0xaa<<39 + 0x155*gib + 0x1aa<<21 + 0x55<<12, false}, // 170, 341, 426, 85
+		{1 << 47, false},                        // level-4 index 256
+		{0x155<<39 + 0xaa*gib + 0x55<<21, true}, // 341, 170, 85
+		{1<<48 - 2*largeSize, true},             // 511, 511, 510
+		{1<<48 - kernel.PageSize, false},        // the last page of 48 bits
+	}
+	for _, c := range []struct {
+		name   string
+		aw     int
+		levels int
+		top    uint64
+	}{
+		{"4-level", 48, 4, 1 << 48},
+		{"3-level", 39, 3, 1 << 39},
+		{"3-level on a 48-bit unit", 48, 3, 1 << 39},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := vtd.QEMU()
+			cfg.AddrWidth = c.aw
+			r := newRig(t, sim.Config{VTd: cfg}, Options{Levels: c.levels})
+			if r.u.Levels() != c.levels {
+				t.Fatalf("unit uses %d levels, want %d", r.u.Levels(), c.levels)
+			}
+			targets := low
+			if c.levels == 4 {
+				targets = append(slices.Clone(low), high...)
+			}
+			slices.SortFunc(targets, func(a, b target) int { return cmp.Compare(a.iova, b.iova) })
+			d := r.domain(devA)
+			type placed struct {
+				iova, size uint64
+				leaf       int // level of the leaf
+				c          kernel.Coherent
+				written    int // bytes of patterns the device wrote
+			}
+			var maps []*placed
+			for _, tg := range targets {
+				size, leaf := uint64(kernel.PageSize), 1
+				if tg.large {
+					size, leaf = largeSize, 2
+				}
+				if free := d.iova.free[0].start; free < tg.iova {
+					hole, err := d.ReserveHole(int(tg.iova - free))
+					if err != nil || uint64(hole) != free {
+						t.Fatalf("hole below %#x: at %#x, %v; want at %#x", tg.iova, hole, err, free)
+					}
+				}
+				co, err := d.AllocCoherent(int(size))
+				if err != nil {
+					t.Fatalf("map %#x bytes at %#x: %v", size, tg.iova, err)
+				}
+				if uint64(co.Addr) != tg.iova {
+					t.Fatalf("map of %#x bytes at %#x, want %#x", size, co.Addr, tg.iova)
+				}
+				if _, _, left, _ := d.pt.lookup(tg.iova); left != size {
+					t.Fatalf("mapping at %#x: leaf covers %#x bytes, want %#x", tg.iova, left, size)
+				}
+				maps = append(maps, &placed{iova: tg.iova, size: size, leaf: leaf, c: co})
+			}
+			inside := func(iova uint64) bool {
+				for _, m := range maps {
+					if iova >= m.iova && iova < m.iova+m.size {
+						return true
+					}
+				}
+				return false
+			}
+			for _, m := range maps {
+				for _, off := range []int{0, int(m.size) / 2, int(m.size) - 64} {
+					why := fmt.Sprintf("%#x-byte leaf at %#x", m.size, m.iova)
+					m.written += r.dmaThrough(devA, m.c.Addr, m.c.Buf, off, why)
+				}
+			}
+			for _, m := range maps {
+				for _, n := range []uint64{m.iova - kernel.PageSize, m.iova + m.size} {
+					if n < c.top && !inside(n) {
+						r.mustFault(devA, n, false, fmt.Sprintf("beside the mapping at %#x", m.iova))
+					}
+				}
+				for level := m.leaf; level <= c.levels; level++ {
+					for _, bit := range []uint{0, 8} {
+						a := m.iova ^ 1<<(12+9*uint(level-1)+bit)
+						if a < c.top && !inside(a) {
+							r.mustFault(devA, a, true, fmt.Sprintf("%#x, the mapping at %#x with level-%d index bit %d flipped", a, m.iova, level, bit))
+						}
+					}
+				}
+			}
+			// Each buffer holds its own patterns and nothing else.
+			for _, m := range maps {
+				nz := 0
+				for _, b := range m.c.Buf {
+					if b != 0 {
+						nz++
+					}
+				}
+				if nz != m.written {
+					t.Errorf("buffer mapped at %#x holds %d written bytes, its own patterns are %d", m.iova, nz, m.written)
+				}
+			}
+			for _, m := range maps {
+				if err := d.FreeCoherent(m.c); err != nil {
+					t.Fatal(err)
+				}
+				r.mustFault(devA, m.iova, false, "after FreeCoherent")
+			}
+			if s := r.u.Stats(); s.MappedPages != 0 {
+				t.Errorf("after freeing everything: %d pages mapped", s.MappedPages)
+			}
+		})
 	}
 }
