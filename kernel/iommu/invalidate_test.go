@@ -227,6 +227,69 @@ func TestSetModeStrictFlushes(t *testing.T) {
 	}
 }
 
+// TestDisableFlushesDeferred: Disable completes the deferred batch, as its
+// doc says: the unit drops the cached translations of the unmapped IOVAs,
+// whose buffers are unpinned and IOVAs freed. Without the flush they would
+// stay pinned, and cached, until something else flushed.
+func TestDisableFlushesDeferred(t *testing.T) {
+	r := qemuRig(t)
+	if err := r.u.SetMode(Deferred, 100); err != nil {
+		t.Fatal(err)
+	}
+	d := r.domain(devA)
+	pinsBefore := r.m.Mem.Stats()
+	type gone struct {
+		addr kernel.DMAAddr
+		phys kernel.PhysAddr
+	}
+	var unmapped []gone
+	for range 10 {
+		buf := make([]byte, kernel.PageSize)
+		addr, err := d.Map(buf, kernel.FromDevice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := gone{addr, physOf(r.segs(buf), 0)}
+		r.mustTranslate(devA, uint64(addr), true, g.phys, "mapped") // now cached
+		if err := d.Unmap(addr, len(buf), kernel.FromDevice); err != nil {
+			t.Fatal(err)
+		}
+		unmapped = append(unmapped, g)
+	}
+	if p := r.u.Stats().Pending; p != 10 {
+		t.Fatalf("%d unmaps pending, want 10", p)
+	}
+	// The batch is not flushed yet: the unit still serves them.
+	for _, g := range unmapped {
+		r.mustTranslate(devA, uint64(g.addr), true, g.phys, "deferred unmap before Disable")
+	}
+	before := r.m.VTd.Stats()
+	if err := r.u.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	s, ms := r.u.Stats(), r.m.VTd.Stats()
+	if s.Pending != 0 || s.IOVAInUse != 0 {
+		t.Errorf("after Disable: %d unmaps pending, %d IOVA bytes in use: the deferred batch was not completed", s.Pending, s.IOVAInUse)
+	}
+	inv := func(s vtd.Stats) uint64 { return s.IOTLBGlobal + s.IOTLBDomain + s.IOTLBPage }
+	if n := inv(ms) - inv(before); n != 1 {
+		t.Errorf("Disable issued %d IOTLB invalidations for a batch of 10 unmaps, want 1", n)
+	}
+	if ms.CachedEntries != 0 {
+		t.Errorf("after Disable the unit still caches %d translations of unmapped IOVAs", ms.CachedEntries)
+	}
+	if pm := r.m.Mem.Stats(); pm.Pins-pinsBefore.Pins != pm.Unpins-pinsBefore.Unpins {
+		t.Errorf("after Disable: %d pins, %d unpins: unmapped buffers still pinned",
+			pm.Pins-pinsBefore.Pins, pm.Unpins-pinsBefore.Unpins)
+	}
+	if err := r.u.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range unmapped {
+		r.mustFault(devA, uint64(g.addr), true, "unmapped before Disable, translation back on")
+	}
+}
+
 // TestPageSelectiveMask checks the address mask chosen for a range: the
 // smallest aligned power-of-two block of pages that covers it.
 func TestPageSelectiveMask(t *testing.T) {
