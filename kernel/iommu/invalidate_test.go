@@ -375,3 +375,57 @@ func TestGlobalFallback(t *testing.T) {
 	}
 	r.mustFault(devA, uint64(addr), false, "after the global fallback")
 }
+
+// TestReplacedTableInvalidated: on a unit with paging-structure caches, a
+// 2 MiB leaf that takes the place of an empty level-1 table must be
+// followed by an invalidation of its range before the device uses it, or
+// the unit keeps walking from the cached directory entry into the freed
+// table. The device caches that entry by a fault on the emptied 4 KiB
+// page.
+func TestReplacedTableInvalidated(t *testing.T) {
+	cfg := vtd.QEMU()
+	cfg.PagingCache = true
+	r := newRig(t, sim.Config{VTd: cfg}, Options{})
+	d := r.domain(devA)
+	hole, err := d.ReserveHole(largeSize - kernel.PageSize) // so the next map lands at 2 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, kernel.PageSize)
+	addr, err := d.Map(buf, kernel.FromDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(addr)&^(kernel.PageSize-1) != largeSize {
+		t.Fatalf("4 KiB map at %#x, want %#x", addr, largeSize)
+	}
+	r.mustTranslate(devA, uint64(addr), true, physOf(r.segs(buf), 0), "4 KiB leaf")
+	if err := d.Unmap(addr, len(buf), kernel.FromDevice); err != nil {
+		t.Fatal(err)
+	}
+	// The walk to the emptied leaf caches the directory entries above it.
+	tablesBefore := r.m.VTd.Stats().CachedTables
+	r.mustFault(devA, uint64(addr), false, "after unmap")
+	if n := r.m.VTd.Stats().CachedTables; n <= tablesBefore {
+		t.Fatalf("the fault's walk cached no directory entry (%d before, %d after): the test is void", tablesBefore, n)
+	}
+	if err := d.ReleaseHole(hole); err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.AllocCoherent(largeSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != largeSize {
+		t.Fatalf("2 MiB allocation at %#x, want %#x over the emptied table", c.Addr, largeSize)
+	}
+	if len(d.pt.replaced) != 0 {
+		t.Fatalf("%d replaced tables not freed", len(d.pt.replaced))
+	}
+	r.dmaThrough(devA, c.Addr, c.Buf, 0, "2 MiB leaf over a replaced table")
+	r.dmaThrough(devA, c.Addr, c.Buf, largeSize-kernel.PageSize+8, "2 MiB leaf, last page")
+	if err := d.FreeCoherent(c); err != nil {
+		t.Fatal(err)
+	}
+	r.mustFault(devA, uint64(c.Addr), false, "after FreeCoherent")
+}
