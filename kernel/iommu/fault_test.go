@@ -114,3 +114,59 @@ func TestFaultOverflow(t *testing.T) {
 		t.Errorf("recording did not resume: %v", f)
 	}
 }
+
+// TestEnableClearsStaleRecords: a unit left by firmware with translation
+// on and a fault record set (here the only one) must still record the
+// driver's faults: Enable takes translation down and reads the old
+// records before its own, or the first new fault finds the register full
+// and is lost to an overflow.
+func TestEnableClearsStaleRecords(t *testing.T) {
+	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU()}) // NFR=1
+	if err := m.Bus.Add(devA, &dmaDevice{cfg: sim.NewConfigSpace(0x8086, 0x10d3, 0x020000, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Bus.WriteConfig(devA, 4, 2, sim.CmdMemory|sim.CmdBusMaster); err != nil {
+		t.Fatal(err)
+	}
+	m.VTd.Write32(regGCMD, gcmdTE) // no root table: every DMA faults
+	if _, err := m.VTd.Translate(0x0100, 0x5000, false); err == nil {
+		t.Fatal("translation on without a root table, and a DMA went through")
+	}
+	if fsts := m.VTd.Read32(regFSTS); fsts&fstsPPF == 0 {
+		t.Fatalf("FSTS %#x: the firmware's fault is not recorded", fsts)
+	}
+	u, err := New(m.VTdRegs(), m.Mem, Options{Clock: m.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := u.Domain(source(devA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hole, err := d.ReserveHole(kernel.PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Port(devA).Write(uint64(hole), []byte{1}); err == nil {
+		t.Fatal("device write into a hole succeeded")
+	}
+	var mine []Fault
+	for _, f := range u.Faults() {
+		if f.Source == source(devA) {
+			mine = append(mine, f)
+		}
+	}
+	if len(mine) != 1 || mine[0].Addr != uint64(hole) || !mine[0].Write {
+		t.Errorf("driver's faults %v, want one write at %#x (model: %d recorded, %d dropped)",
+			mine, uint64(hole), m.VTd.Stats().FaultsRecorded, m.VTd.Stats().FaultsDropped)
+	}
+	if s := u.Stats(); s.FaultOverflows != 0 {
+		t.Errorf("%d fault overflows after Enable", s.FaultOverflows)
+	}
+	if n := d.DMAFaults(); n != 1 {
+		t.Errorf("domain counts %d faults, want 1", n)
+	}
+}
