@@ -374,3 +374,30 @@ func TestHighIOVAs(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeMapFragmented: when no 2 MiB-aligned IOVA range is free but an
+// unaligned one is, a 2 MiB mapping still succeeds there on 4 KiB leaves
+// and the device reaches all of it.
+func TestLargeMapFragmented(t *testing.T) {
+	// [0x1000, 4 MiB + 4 KiB): after a hole up to 2 MiB + 4 KiB, the only
+	// aligned slot is taken and exactly 2 MiB is left, unaligned.
+	r := newRig(t, sim.Config{VTd: vtd.QEMU()}, Options{IOVALimit: 2*largeSize + kernel.PageSize})
+	d := r.domain(devA)
+	if _, err := d.ReserveHole(largeSize); err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.AllocCoherent(largeSize)
+	if err != nil {
+		t.Fatalf("2 MiB allocation in a fragmented IOVA space: %v", err)
+	}
+	if c.Addr != largeSize+kernel.PageSize {
+		t.Fatalf("2 MiB allocation at %#x, want the free %#x", c.Addr, largeSize+kernel.PageSize)
+	}
+	for _, off := range []int{0, kernel.PageSize, largeSize - 64} {
+		r.dmaThrough(devA, c.Addr, c.Buf, off, "2 MiB on 4 KiB leaves")
+	}
+	if err := d.FreeCoherent(c); err != nil {
+		t.Fatal(err)
+	}
+	r.mustFault(devA, uint64(c.Addr), false, "after FreeCoherent")
+}
