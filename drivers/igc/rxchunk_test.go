@@ -2,11 +2,11 @@ package igc
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 	"unsafe"
 
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
@@ -271,38 +271,30 @@ func udpTestFrame() []byte {
 	return f
 }
 
-// holder is a dispatcher that keeps every keepEvery-th packet, as a socket
-// queue would, and hands it to a goroutine of its own to check and let go;
-// the others it drops at once, so their release runs within delivery.
-type holder struct {
-	keepEvery int
-	n         int
-	held      chan heldPacket
+// endpointHolder is the dispatcher behind the netstack endpoint: it
+// hands each packet to the held-packet check under a reference of its
+// own, which the check drops within delivery, on another goroutine, or
+// after the ring has received several rings' worth more.
+type endpointHolder struct {
+	got func(nictest.Packet)
+	n   int
 }
 
-type heldPacket struct {
-	pkt  *stack.PacketBuffer
-	want []byte // the frame past its Ethernet header
-}
-
-func (h *holder) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+func (h *endpointHolder) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
 	h.n++
-	if h.n%h.keepEvery != 0 {
-		return
-	}
 	pkt.IncRef()
-	h.held <- heldPacket{pkt: pkt, want: udpFrame(60, byte(h.n))[header.EthernetMinimumSize:]}
+	h.got(nictest.Packet{Bytes: func() []byte { return pkt.Data().AsRange().ToSlice() }, Release: pkt.DecRef})
 }
 
-func (h *holder) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+func (h *endpointHolder) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
 
 // TestBuildReturnsThroughEndpoint: built packets go through the netstack
-// endpoint, most released within delivery and some held and released
-// later on another goroutine, while the ring keeps receiving. Every chunk
-// comes back (none is refused as shared), no held packet's bytes change
-// while later frames are received into returned chunks, and the endpoint's
-// offers, lent again as their packets go, never offer one packet's view
-// for another.
+// endpoint, most released within delivery, some held and released on
+// another goroutine while the ring keeps receiving, some held while it
+// receives several rings' worth more. Every chunk comes back (none is
+// refused as shared), no held packet's bytes change while later frames
+// are received into returned chunks, and the endpoint's offers, lent
+// again as their packets go, never offer one packet's view for another.
 func TestBuildReturnsThroughEndpoint(t *testing.T) {
 	r := newRig(t)
 	if err := r.d.Ctl("build auto"); err != nil {
@@ -313,62 +305,45 @@ func TestBuildReturnsThroughEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &holder{keepEvery: 5, held: make(chan heldPacket, 64)}
+	h := &endpointHolder{}
 	ep.Attach(h)
-	bad := make(chan string, 1)
-	checked := make(chan int)
-	go func() {
-		n := 0
-		for p := range h.held {
-			if got := p.pkt.Data().AsRange().ToSlice(); !bytes.Equal(got, p.want) && len(bad) == 0 {
-				bad <- fmt.Sprintf("held packet holds %x, want %x", got, p.want)
+	nictest.HeldRx{
+		Ring: rxDescs,
+		Send: func(t testing.TB, f []byte) bool {
+			return r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXD_STAT_UDPCS, rssHash)
+		},
+		Poll: func(t testing.TB, budget int, got func(nictest.Packet)) int {
+			h.got = got
+			n, err := ep.Poll(0, budget)
+			if err != nil {
+				t.Fatalf("endpoint poll: %v", err)
 			}
-			p.pkt.DecRef()
-			n++
-		}
-		checked <- n
-	}()
-	const batch, rounds = 32, 64
-	sent := 0
-	for round := 0; round < rounds; round++ {
-		for i := 0; i < batch; i++ {
-			sent++
-			r.Deliver(t, 0, udpFrame(60, byte(sent)), advdesc.RXD_STAT_EOP|advdesc.RXD_STAT_UDPCS, rssHash)
-		}
-		if n, err := ep.Poll(0, batch); n != batch || err != nil {
-			t.Fatalf("round %d: poll took %d of %d: %v", round, n, batch, err)
-		}
-	}
-	close(h.held)
-	if n := <-checked; n != sent/h.keepEvery {
-		t.Errorf("%d packets held, want %d", n, sent/h.keepEvery)
-	}
-	select {
-	case msg := <-bad:
-		t.Error(msg)
-	default:
-	}
-	if h.n != sent {
-		t.Fatalf("dispatcher saw %d of %d frames", h.n, sent)
-	}
-	rx := r.d.queues[0].rx
-	if got := rx.Chunks.Refused.Load(); got != 0 {
-		t.Errorf("%d chunks refused, want every packet's chunk back", got)
-	}
-	// Chunks re-armed from the returns and those still listed are every
-	// packet's, less none: each was its chunk's only holder at release.
-	listed := 0
-	for m := rx.returns.taken; m != nil; m = m.next {
-		listed++
-	}
-	for m := rx.returns.head.Load(); m != nil; m = m.next {
-		listed++
-	}
-	if got := rx.Chunks.Returns.Load() + uint64(listed); got != uint64(sent) {
-		t.Errorf("returns %d + listed %d = %d, want %d", rx.Chunks.Returns.Load(), listed, got, sent)
-	}
-	ep.Close()
-	if n := r.DMA.Live(); n != 0 {
-		t.Errorf("%d DMA mappings left after close", n)
-	}
+			return n
+		},
+		Frame: func(i int) []byte { return heldFrame(60, i) },
+		Want:  func(i int) []byte { return heldFrame(60, i)[header.EthernetMinimumSize:] },
+		Close: func(t testing.TB) {
+			rx := r.d.queues[0].rx
+			if got := rx.Chunks.Refused.Load(); got != 0 {
+				t.Errorf("%d chunks refused, want every packet's chunk back", got)
+			}
+			// Chunks re-armed from the returns and those still listed are
+			// every packet's, less none: each was its chunk's only holder
+			// at release.
+			listed := 0
+			for m := rx.returns.taken; m != nil; m = m.next {
+				listed++
+			}
+			for m := rx.returns.head.Load(); m != nil; m = m.next {
+				listed++
+			}
+			if got := rx.Chunks.Returns.Load() + uint64(listed); got != uint64(h.n) {
+				t.Errorf("returns %d + listed %d = %d, want %d", rx.Chunks.Returns.Load(), listed, got, h.n)
+			}
+			ep.Close()
+			if n := r.DMA.Live(); n != 0 {
+				t.Errorf("%d DMA mappings left after close", n)
+			}
+		},
+	}.Check(t)
 }

@@ -1,6 +1,7 @@
 // Package nictest holds what every driver's unit tests ask of the NIC
-// they probed: a statistic by name, and a close that leaves no DMA
-// mapping behind.
+// they probed: a statistic by name, a close that leaves no DMA mapping
+// behind, and received packets that keep their bytes while the stack
+// holds them and the ring keeps receiving.
 package nictest
 
 import (
