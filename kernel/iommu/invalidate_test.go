@@ -282,6 +282,19 @@ func TestDisableFlushesDeferred(t *testing.T) {
 		t.Errorf("after Disable: %d pins, %d unpins: unmapped buffers still pinned",
 			pm.Pins-pinsBefore.Pins, pm.Unpins-pinsBefore.Unpins)
 	}
+	// With translation off nothing can be cached: a deferred-mode unmap
+	// is released at once.
+	buf := make([]byte, kernel.PageSize)
+	addr, err := d.Map(buf, kernel.ToDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Unmap(addr, len(buf), kernel.ToDevice); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.u.Stats(); s.Pending != 0 || s.IOVAInUse != 0 {
+		t.Errorf("unmap with translation off: %d pending, %d IOVA bytes in use; want it released at once", s.Pending, s.IOVAInUse)
+	}
 	if err := r.u.Enable(); err != nil {
 		t.Fatal(err)
 	}
