@@ -46,8 +46,9 @@ func (r *rig) mustFaultFor(a pci.Addr, iova uint64, write bool, want vtd.Reason,
 }
 
 // dmaThrough has the device write a pattern at addr+off through its port
-// and checks that it landed in buf[off:], then reads it back. It returns
-// the pattern's length; no byte of it is zero.
+// and checks that it landed in buf[off:], then reads it back (the model's
+// units lack CAP.ZLR, so every mapping grants read). It returns the
+// pattern's length; no byte of it is zero.
 func (r *rig) dmaThrough(a pci.Addr, addr kernel.DMAAddr, buf []byte, off int, why string) int {
 	r.t.Helper()
 	pat := []byte(fmt.Sprintf("%s @%#x", why, uint64(addr)+uint64(off)))
