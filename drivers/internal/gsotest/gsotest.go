@@ -1,7 +1,7 @@
 // Package gsotest builds the TCP packets a stack hands a driver to
 // segment, and checks the segments that reach the wire, whether the
-// device or the driver cut them: each within the MTU, its checksums
-// right, the IPv4 IDs counting up, the byte stream whole.
+// device or the driver cut them: each within the MTU and cut at the MSS,
+// its checksums right, the IPv4 IDs counting up, the byte stream whole.
 package gsotest
 
 import (
@@ -45,21 +45,35 @@ func Packet(v6 bool, seq uint32, payload int) (p *nic.TxPacket, src, dst tcpip.A
 		tcp[l4+i] = byte(seq) + byte(i)
 	}
 	tcp.SetChecksum(header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(l4+payload)))
-	typ, mss := nic.GSOTCPv4, 1460
+	typ := nic.GSOTCPv4
 	if v6 {
-		typ, mss = nic.GSOTCPv6, 1440
+		typ = nic.GSOTCPv6
 	}
 	p = &nic.TxPacket{Data: buffer.MakeWithData(b), NeedsCsum: true, CsumStart: uint16(header.EthernetMinimumSize + l3), CsumOffset: 16,
-		GSO: typ, MSS: uint16(mss), L3Len: uint16(l3), L4Len: l4}
+		GSO: typ, MSS: uint16(MSS(v6)), L3Len: uint16(l3), L4Len: l4}
 	return p, src, dst
+}
+
+// MSS is the segment size Packet asks for: what fills a 1500-byte IP
+// packet after the IP and TCP headers.
+func MSS(v6 bool) int {
+	if v6 {
+		return 1440
+	}
+	return 1460
 }
 
 // CheckSegments checks the frames one Packet(v6, seq0, total) became:
 // none above 1514 bytes, IPv4 header checksums right and IDs counting
 // from ID, every TCP checksum right, sequence numbers continuous from
-// seq0, and the payload the packet's, total bytes of it.
+// seq0, every segment but the last carrying exactly MSS(v6) payload
+// bytes and the last the rest, so ceil(total/MSS) of them (a device or
+// driver cutting short of the MSS sends more packets than the stack
+// asked for), and the payload the packet's, total bytes of it.
 func CheckSegments(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total int) {
 	t.Helper()
+	mss := MSS(v6)
+	segs := (total + mss - 1) / mss
 	var stream []byte
 	for i, f := range frames {
 		if len(f) > 1514 {
@@ -84,7 +98,13 @@ func CheckSegments(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total in
 		if tcp.SequenceNumber() != seq0+uint32(len(stream)) {
 			t.Fatalf("frame %d: seq %d, want %d", i, tcp.SequenceNumber(), seq0+uint32(len(stream)))
 		}
+		if want := min(mss, total-len(stream)); len(data) != want {
+			t.Fatalf("frame %d of %d carries %d payload bytes, want %d: %d bytes cut at MSS %d are %d segments", i, len(frames), len(data), want, total, mss, segs)
+		}
 		stream = append(stream, data...)
+	}
+	if len(frames) != segs {
+		t.Fatalf("%d segments on the wire, want %d: %d payload bytes cut at MSS %d", len(frames), segs, total, mss)
 	}
 	if len(stream) != total {
 		t.Fatalf("%d payload bytes on the wire, want %d", len(stream), total)

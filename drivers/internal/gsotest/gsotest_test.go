@@ -7,6 +7,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/gso"
 	"github.com/ether9/ether9/drivers/internal/failtest"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 // whole is a packet small enough to need no cutting, its checksum
@@ -44,8 +45,54 @@ func TestCheckSegments(t *testing.T) {
 		})
 	}
 	// Two IPv4 segments must count their IDs up.
-	f := whole(t, false, 7, 100)
-	if msg := failtest.First(func(tb testing.TB) { CheckSegments(tb, [][]byte{f, f}, false, 7, 200) }); !strings.Contains(msg, "id 100") {
+	two := cut(t, false, 7, 2*MSS(false), MSS(false))
+	ip := header.IPv4(two[1][header.EthernetMinimumSize:])
+	ip.SetID(ID)
+	ip.SetChecksum(0)
+	ip.SetChecksum(^ip.CalculateChecksum())
+	if msg := failtest.First(func(tb testing.TB) { CheckSegments(tb, two, false, 7, 2*MSS(false)) }); !strings.Contains(msg, "id 100") {
 		t.Errorf("a repeated IPv4 ID: %q", msg)
+	}
+}
+
+// cut segments Packet(v6, seq, total) at mss as software GSO does.
+func cut(t *testing.T, v6 bool, seq uint32, total, mss int) [][]byte {
+	t.Helper()
+	p, _, _ := Packet(v6, seq, total)
+	plan, err := gso.NewPlan(&p.Data, p.GSO, mss, int(p.L3Len), int(p.L4Len))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames [][]byte
+	for k := range plan.Segments {
+		f := make([]byte, plan.SegmentLen(k))
+		if _, err := plan.Build(f, &p.Data, k); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+	}
+	return frames
+}
+
+// TestCheckSegmentsAtMSS: segments cut at the packet's MSS pass, the
+// last carrying the rest; cut shorter, or one missing, they fail.
+func TestCheckSegmentsAtMSS(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		mss := MSS(v6)
+		for _, total := range []int{1, mss, 2 * mss, 5*mss + 7} {
+			CheckSegments(t, cut(t, v6, 9, total, mss), v6, 9, total)
+		}
+		for _, tc := range []struct {
+			name, want string
+			frames     [][]byte
+		}{
+			{"mss-1", fmt.Sprintf("frame 0 of 6 carries %d payload bytes, want %d", mss-1, mss), cut(t, v6, 9, 5*mss+7, mss-1)},
+			{"mss-8", fmt.Sprintf("carries %d payload bytes", mss-8), cut(t, v6, 9, 5*mss+7, mss-8)},
+			{"last missing", "5 segments on the wire, want 6", cut(t, v6, 9, 5*mss+7, mss)[:5]},
+		} {
+			if msg := failtest.First(func(tb testing.TB) { CheckSegments(tb, tc.frames, v6, 9, 5*mss+7) }); !strings.Contains(msg, tc.want) {
+				t.Errorf("v6=%v %s: %q, want it to say %q", v6, tc.name, msg, tc.want)
+			}
+		}
 	}
 }
