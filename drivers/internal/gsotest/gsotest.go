@@ -115,3 +115,39 @@ func CheckSegments(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total in
 		}
 	}
 }
+
+// Wire is the far end of a NIC's wire, keeping what arrives
+// (simhost.Peer).
+type Wire interface {
+	Frames() [][]byte
+	Len() int
+	Reset()
+}
+
+// maxTouches bounds the reclaims Transmit makes while waiting for the
+// segments: a model that defers its transmit work does a few
+// descriptors per touch of the queue.
+const maxTouches = 10000
+
+// Transmit sends Packet(v6, seq0, total) on q, reclaims until the
+// segments it should become have reached w (each reclaim touches the
+// queue, which lets a deferring model go on), and checks them with
+// CheckSegments.
+func Transmit(t testing.TB, q nic.Queue, w Wire, v6 bool, seq0 uint32, total int) {
+	t.Helper()
+	w.Reset()
+	p, _, _ := Packet(v6, seq0, total)
+	if n, err := q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+		t.Fatalf("transmit a GSO packet of %d payload bytes: took %d, %v", total, n, err)
+	}
+	segs := (total + MSS(v6) - 1) / MSS(v6)
+	touches := 0
+	for ; w.Len() < segs && touches < maxTouches; touches++ {
+		q.Reclaim()
+	}
+	if w.Len() < segs {
+		t.Fatalf("%d of %d segments on the wire after %d reclaims", w.Len(), segs, touches)
+	}
+	q.Reclaim()
+	CheckSegments(t, w.Frames(), v6, seq0, total)
+}

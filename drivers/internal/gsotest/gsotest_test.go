@@ -7,6 +7,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/gso"
 	"github.com/ether9/ether9/drivers/internal/failtest"
+	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -96,3 +97,62 @@ func TestCheckSegmentsAtMSS(t *testing.T) {
 		}
 	}
 }
+
+// cutter is a queue that cuts each packet at mss and puts the segments
+// on its wire one per reclaim, as a model deferring its work does.
+type cutter struct {
+	nic.Queue
+	mss     int
+	pending [][]byte
+	wire    frames
+}
+
+type frames struct{ got [][]byte }
+
+func (f *frames) Frames() [][]byte { return f.got }
+func (f *frames) Len() int         { return len(f.got) }
+func (f *frames) Reset()           { f.got = nil }
+
+func (c *cutter) Transmit(pkts []*nic.TxPacket) (int, error) {
+	for _, p := range pkts {
+		plan, err := gso.NewPlan(&p.Data, p.GSO, c.mss, int(p.L3Len), int(p.L4Len))
+		if err != nil {
+			return 0, err
+		}
+		for k := range plan.Segments {
+			f := make([]byte, plan.SegmentLen(k))
+			if _, err := plan.Build(f, &p.Data, k); err != nil {
+				return 0, err
+			}
+			c.pending = append(c.pending, f)
+		}
+	}
+	return len(pkts), nil
+}
+
+func (c *cutter) Reclaim() int {
+	if len(c.pending) == 0 {
+		return 0
+	}
+	c.wire.got = append(c.wire.got, c.pending[0])
+	c.pending = c.pending[1:]
+	return 1
+}
+
+func TestTransmit(t *testing.T) {
+	c := &cutter{mss: MSS(false)}
+	Transmit(t, c, &c.wire, false, 3, 20000)
+	c.mss--
+	if msg := failtest.First(func(tb testing.TB) { Transmit(tb, c, &c.wire, false, 3, 20000) }); !strings.Contains(msg, "carries 1459 payload bytes, want 1460") {
+		t.Errorf("a queue cutting at MSS-1: %q", msg)
+	}
+	stuck := &cutter{mss: MSS(true)}
+	if msg := failtest.First(func(tb testing.TB) { Transmit(tb, &stuckQueue{stuck}, &stuck.wire, true, 3, 20000) }); !strings.Contains(msg, "0 of 14 segments on the wire") {
+		t.Errorf("a queue that sends nothing: %q", msg)
+	}
+}
+
+// stuckQueue takes packets and never sends them.
+type stuckQueue struct{ *cutter }
+
+func (s *stuckQueue) Reclaim() int { return 0 }
