@@ -53,15 +53,21 @@ type Host[M Model] struct {
 	Unit    *iommu.Unit // nil with Options.Passthrough
 	NIC     nic.NIC
 	Stack   *netstack.Stack // set by Up
+
+	cpuSyncs uint64 // the memory's syncs for the CPU when the driver had bound
 }
 
 // New builds a machine, lets plug put the model at o.Addr, attaches it to
 // o.End, and binds the driver through probe. Exactly one NIC must come up.
+// A machine asked to be non-coherent must be.
 func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr) (M, error)) *Host[M] {
 	t.Helper()
 	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.NonCoherent})
 	if err := m.Err(); err != nil {
 		t.Fatal(err)
+	}
+	if o.NonCoherent {
+		probeNonCoherent(t, m.Mem)
 	}
 	model, err := plug(m, o.Addr)
 	if err != nil {
@@ -99,6 +105,7 @@ func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr)
 		t.Fatalf("probe found %d NICs, want 1", len(nics))
 	}
 	h.NIC = nics[0]
+	h.cpuSyncs = m.Mem.Stats().SyncsForCPU
 	return h
 }
 
