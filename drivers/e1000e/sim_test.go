@@ -22,6 +22,8 @@ type machine struct {
 	wire *wire.Wire
 	peer *simhost.Peer // frames the device put on the wire
 	q    nic.Queue
+	// nonCoherent is what the test asked for, checked at close.
+	nonCoherent bool
 }
 
 // machineAddr is where the model sits.
@@ -43,7 +45,7 @@ func newMachine(t testing.TB, o rigOpt) *machine {
 			logf = func(string, ...any) {}
 		}
 	}
-	mc := &machine{}
+	mc := &machine{nonCoherent: o.nonCoherent}
 	mc.Host = simhost.New(t, simhost.Options{Addr: machineAddr, NonCoherent: o.nonCoherent, Passthrough: o.passthrough, Logf: logf},
 		func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
 			model, err := m82574.Plug(m, a, m82574.Options{Personality: o.pers})
@@ -84,13 +86,17 @@ func (mc *machine) poll() []*nic.RxPacket {
 	}
 }
 
-// close shuts the NIC down and checks nothing stayed pinned or mapped.
+// close shuts the NIC down and checks nothing stayed pinned or mapped,
+// and that a machine asked to be non-coherent ran so, its syncs used.
 func (mc *machine) close(t *testing.T) {
 	t.Helper()
 	if err := mc.NIC.Close(); err != nil {
 		t.Fatal(err)
 	}
 	mc.CheckNoLeaks(t)
+	if mc.nonCoherent {
+		mc.CheckNonCoherent(t)
+	}
 }
 
 func TestSimProbe(t *testing.T) {
