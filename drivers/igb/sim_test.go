@@ -20,7 +20,8 @@ import (
 // bound by the igb driver through probe.
 type host struct {
 	*simhost.Host[*m82576.NIC]
-	dev *igb.Device
+	dev         *igb.Device
+	nonCoherent bool // what the test asked for, checked by checkClosed
 }
 
 func newHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *host {
@@ -50,15 +51,19 @@ func newHostWith(t testing.TB, end *wire.End, last byte, nonCoherent bool, opt m
 	if dev.MAC() != sh.Model.MAC() {
 		t.Fatalf("driver MAC %x, model %x", dev.MAC(), sh.Model.MAC())
 	}
-	return &host{Host: sh, dev: dev}
+	return &host{Host: sh, dev: dev, nonCoherent: nonCoherent}
 }
 
 // checkClosed checks, after the NIC closed, that nothing stayed pinned or
-// mapped and that no DMA faulted.
+// mapped and that no DMA faulted, and that a host asked to be
+// non-coherent ran so, its syncs used.
 func (h *host) checkClosed(t testing.TB) {
 	t.Helper()
 	h.CheckNoFaults(t)
 	h.CheckNoLeaks(t)
+	if h.nonCoherent {
+		h.CheckNonCoherent(t)
+	}
 }
 
 // udp builds an n-byte IPv4/UDP frame to port 9 carrying seq.
