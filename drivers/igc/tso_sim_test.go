@@ -35,6 +35,9 @@ func TestSimTSOOnTheWire(t *testing.T) {
 				}
 			}
 			h.close(t)
+			if nc {
+				h.CheckNonCoherent(t)
+			}
 		})
 	}
 }
