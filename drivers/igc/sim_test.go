@@ -27,7 +27,8 @@ var (
 // VT-d driver giving it a domain, igc bound by probe, gVisor on top.
 type host struct {
 	*simhost.Host[*mi225.NIC]
-	nic *igc.Device
+	nic         *igc.Device
+	nonCoherent bool // what the test asked for, checked by close
 }
 
 func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool) *host {
@@ -39,7 +40,7 @@ func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device u
 	if !ok {
 		t.Fatalf("probe bound %T, want the igc driver", sh.NIC)
 	}
-	h := &host{Host: sh, nic: d}
+	h := &host{Host: sh, nic: d, nonCoherent: nonCoherent}
 	if addr.IsValid() {
 		// No spinning: with DeferRx a frame lands when its queue's loop
 		// re-arms the vector, which a loop polling the ring never does, so
@@ -50,7 +51,8 @@ func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device u
 }
 
 // close shuts the host down and checks the VT-d unit saw no fault, the
-// model had no DMA refused, and nothing stayed mapped or pinned.
+// model had no DMA refused, nothing stayed mapped or pinned, and that a
+// host asked to be non-coherent ran so, its syncs used.
 func (h *host) close(t *testing.T) {
 	t.Helper()
 	h.Close(t)
@@ -59,6 +61,9 @@ func (h *host) close(t *testing.T) {
 		t.Errorf("model DMA faults: rx %d tx %d", c.RxDMAFaults, c.TxDMAFaults)
 	}
 	h.CheckNoLeaks(t)
+	if h.nonCoherent {
+		h.CheckNonCoherent(t)
+	}
 }
 
 // udpSizes are payloads whose frames are small, at the build threshold of
