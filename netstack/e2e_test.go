@@ -3,11 +3,13 @@ package netstack_test
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/internal/transfer"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
@@ -48,6 +50,9 @@ type simNIC struct {
 	// mapped). igb and igc hand pages up the stack and map new ones, so
 	// their count moves; Close still has to unmap everything.
 	fixedMaps bool
+	// state describes the model's rings and interrupt registers, for a
+	// test that stopped making progress.
+	state func() string
 }
 
 // A simModel plugs one kind of NIC model into a machine at a, with the
@@ -64,7 +69,7 @@ var simModels = map[string]simModel{
 			return simNIC{}, err
 		}
 		n.Attach(end)
-		return simNIC{n.MAC(), func() (nicmodel.TxCounters, uint64) { c := n.Counters(); return c.TxCounters, c.RxDMAFaults }, true}, nil
+		return simNIC{n.MAC(), func() (nicmodel.TxCounters, uint64) { c := n.Counters(); return c.TxCounters, c.RxDMAFaults }, true, n.State}, nil
 	},
 	"igb": func(m *sim.Machine, a pci.Addr, mac [6]byte, end *wire.End) (simNIC, error) {
 		n, err := m82576.Plug(m, a, m82576.Options{MAC: mac, DeferRx: true})
@@ -72,7 +77,7 @@ var simModels = map[string]simModel{
 			return simNIC{}, err
 		}
 		n.Attach(end)
-		return simNIC{n.MAC(), func() (nicmodel.TxCounters, uint64) { c := n.Counters(); return c.TxCounters, c.RxDMAFaults }, false}, nil
+		return simNIC{n.MAC(), func() (nicmodel.TxCounters, uint64) { c := n.Counters(); return c.TxCounters, c.RxDMAFaults }, false, n.State}, nil
 	},
 	"igc": func(m *sim.Machine, a pci.Addr, mac [6]byte, end *wire.End) (simNIC, error) {
 		n, err := mi225.Plug(m, a, mi225.Options{MAC: mac, DeferRx: true})
@@ -80,7 +85,7 @@ var simModels = map[string]simModel{
 			return simNIC{}, err
 		}
 		n.Attach(end)
-		return simNIC{n.MAC(), func() (nicmodel.TxCounters, uint64) { c := n.Counters(); return c.TxCounters, c.RxDMAFaults }, false}, nil
+		return simNIC{n.MAC(), func() (nicmodel.TxCounters, uint64) { c := n.Counters(); return c.TxCounters, c.RxDMAFaults }, false, n.State}, nil
 	},
 }
 
@@ -208,6 +213,19 @@ func TestSimEndToEnd(t *testing.T) {
 			}
 			a := newSimHost(t, driver, w.A(), 1, []netip.Prefix{addrA, addrA6}, nc, tq, opt)
 			b := newSimHost(t, driver, w.B(), 2, []netip.Prefix{addrB, addrB6}, nc, tq, opt)
+			opts := transfer.Options{Diag: modelState(a, b)}
+			tcp := func(from, to *simHost, dst netip.Addr, n int) {
+				t.Helper()
+				if err := transfer.TCP(from.s, to.s, dst, n, opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			echo := func(src, dst netip.Addr, n int) {
+				t.Helper()
+				if err := transfer.UDPEcho(a.s, b.s, src, dst, n, opts); err != nil {
+					t.Fatal(err)
+				}
+			}
 			closed := false
 			defer func() {
 				if !closed {
@@ -230,11 +248,11 @@ func TestSimEndToEnd(t *testing.T) {
 				t.Errorf("ARP learnt %v for %v, the peer's MAC is %x", neigh[0].LinkAddr, neigh[0].Addr, mac)
 			}
 			for _, n := range []int{1, 1472, 3000} {
-				udpEcho(t, a.s, b.s, addrA.Addr(), addrB.Addr(), n)
+				echo(addrA.Addr(), addrB.Addr(), n)
 			}
 
-			transferTCP(t, a.s, b.s, addrB.Addr(), size, nil)
-			transferTCP(t, b.s, a.s, addrA.Addr(), size, nil)
+			tcp(a, b, addrB.Addr(), size)
+			tcp(b, a, addrA.Addr(), size)
 
 			// IPv6: neighbour discovery needs the solicited-node and
 			// all-nodes groups in each NIC's multicast filter. A driver
@@ -256,9 +274,9 @@ func TestSimEndToEnd(t *testing.T) {
 			if err := ping(t, a.s, addrB6.Addr()); err != nil {
 				t.Fatalf("ping6: %v", err)
 			}
-			udpEcho(t, a.s, b.s, addrA6.Addr(), addrB6.Addr(), 1200)
-			transferTCP(t, a.s, b.s, addrB6.Addr(), size/8, nil)
-			transferTCP(t, b.s, a.s, addrA6.Addr(), size/8, nil)
+			echo(addrA6.Addr(), addrB6.Addr(), 1200)
+			tcp(a, b, addrB6.Addr(), size/8)
+			tcp(b, a, addrA6.Addr(), size/8)
 			if st := stat(t, a.ep, "rx_packets"); st == 0 {
 				t.Errorf("no frames received")
 			}
@@ -298,6 +316,18 @@ func TestSimEndToEnd(t *testing.T) {
 			a.checkClosed(t)
 			b.checkClosed(t)
 		})
+	}
+}
+
+// modelState reports the hosts' device models (rings, waiting frames,
+// interrupt masks) for a transfer that stopped moving.
+func modelState(hs ...*simHost) func() string {
+	return func() string {
+		var b strings.Builder
+		for _, h := range hs {
+			fmt.Fprintf(&b, "%s\n", h.model.state())
+		}
+		return b.String()
 	}
 }
 

@@ -2,19 +2,14 @@ package netstack_test
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/internal/transfer"
 	"github.com/ether9/ether9/netstack"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -71,113 +66,22 @@ func newFakePair(t *testing.T, opt netstack.Options) *fakePair {
 }
 
 // transferTCP sends n random bytes from the client stack to a listener on
-// the server stack and checks the SHA-256 on both ends. between, if set,
-// runs in the sender after half the data.
+// the server stack and checks them on arrival (transfer.TCP); between, if
+// set, runs in the sender after half the data. A transfer that moves
+// nothing for transfer.StallAfter fails with both stacks' counters.
 func transferTCP(t *testing.T, client, server *netstack.Stack, dst netip.Addr, n int, between func()) {
 	t.Helper()
-	// A safety net, not a speed check: -race on a loaded machine is slow.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ln, err := gonet.ListenTCP(server.Stack, fullAddr(dst, 0), proto(dst))
-	if err != nil {
+	if err := transfer.TCP(client, server, dst, n, transfer.Options{Midway: between}); err != nil {
 		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-
-	type result struct {
-		sum [32]byte
-		n   int64
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- result{err: err}
-			return
-		}
-		defer c.Close()
-		h := sha256.New()
-		m, err := io.Copy(h, c)
-		var r result
-		copy(r.sum[:], h.Sum(nil))
-		r.n, r.err = m, err
-		got <- r
-	}()
-
-	c, err := gonet.DialContextTCP(ctx, client.Stack, fullAddr(dst, port), proto(dst))
-	if err != nil {
-		t.Fatalf("dial %v: %v", dst, err)
-	}
-	data := make([]byte, n)
-	rand.Read(data)
-	want := sha256.Sum256(data)
-	if _, err := c.Write(data[:n/2]); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	if between != nil {
-		between()
-	}
-	if _, err := c.Write(data[n/2:]); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	c.Close()
-	select {
-	case r := <-got:
-		if r.err != nil {
-			t.Fatalf("receive: %v", r.err)
-		}
-		if r.n != int64(n) || r.sum != want {
-			t.Fatalf("received %d bytes sha256 %x, sent %d bytes sha256 %x", r.n, r.sum, n, want)
-		}
-	case <-ctx.Done():
-		t.Fatalf("transfer of %d bytes did not finish", n)
 	}
 }
 
 // udpEcho sends a datagram from client to an echo socket on server and
-// checks the echo.
+// checks the echo (transfer.UDPEcho).
 func udpEcho(t *testing.T, client, server *netstack.Stack, src, dst netip.Addr, size int) {
 	t.Helper()
-	srv, err := gonet.DialUDP(server.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(dst.AsSlice()), Port: 7}, nil, proto(dst))
-	if err != nil {
+	if err := transfer.UDPEcho(client, server, src, dst, size, transfer.Options{}); err != nil {
 		t.Fatal(err)
-	}
-	defer srv.Close()
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := srv.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			srv.WriteTo(buf[:n], from)
-		}
-	}()
-	cl, err := gonet.DialUDP(client.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(src.AsSlice())}, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(dst.AsSlice()), Port: 7}, proto(dst))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	msg := make([]byte, size)
-	rand.Read(msg)
-	reply := make([]byte, size+1)
-	for try := 0; ; try++ {
-		if _, err := cl.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		cl.SetReadDeadline(time.Now().Add(time.Second))
-		n, err := cl.Read(reply)
-		if err == nil {
-			if !bytes.Equal(reply[:n], msg) {
-				t.Fatalf("udp echo of %d bytes came back as %d different bytes", size, n)
-			}
-			return
-		}
-		if try == 4 {
-			t.Fatalf("udp echo %v -> %v: %v", src, dst, err)
-		}
 	}
 }
 
