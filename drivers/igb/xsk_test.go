@@ -2,8 +2,10 @@ package igb
 
 import (
 	"bytes"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
@@ -311,7 +313,17 @@ func TestUnbindWhilePolling(t *testing.T) {
 					}
 				}
 			}()
-			for a.S.Stats.RxDelivered.Load() < 50 {
+			// No progress for 10 s fails with the socket's counters
+			// instead of spinning until the test binary's timeout.
+			for last, since := uint64(0), time.Now(); a.S.Stats.RxDelivered.Load() < 50; runtime.Gosched() {
+				if n := a.S.Stats.RxDelivered.Load(); n != last {
+					last, since = n, time.Now()
+				} else if time.Since(since) > 10*time.Second {
+					close(stop)
+					wg.Wait()
+					st := &a.S.Stats
+					t.Fatalf("forwarding stopped at %d of 50 frames: sent %d, aborted %d, returned %d", n, st.TxSent.Load(), st.TxAborted.Load(), st.RxReturned.Load())
+				}
 			}
 			if err := r.d.Unbind(0); err != nil {
 				t.Error(err)
