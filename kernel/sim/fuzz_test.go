@@ -111,7 +111,9 @@ func FuzzMemory(f *testing.F) {
 					if err := m.DeviceRead(s.Phys, got); err != nil || string(got) != string(want) {
 						t.Fatalf("device read back %v, %v; wrote %v", got, err, want)
 					}
+					// Read by the CPU, then handed back for the next write.
 					m.SyncForCPU(s.Phys, len(want))
+					m.SyncForDevice(s.Phys, len(want))
 				}
 			case 8:
 				if len(regions) > 0 {

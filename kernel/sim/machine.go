@@ -23,6 +23,11 @@ type Config struct {
 	// writes reach the CPU only at SyncForCPU, CPU writes reach devices
 	// only at SyncForDevice.
 	NonCoherentDMA bool
+	// CheckOwnership makes coherent streaming memory take the syncs the
+	// DMA layer would skip, to catch a device write to bytes synced for
+	// the CPU and not handed back (Memory.SetCheckOwnership).
+	// Non-coherent memory always checks.
+	CheckOwnership bool
 	// NoFlushCheck lets a non-coherent VT-d unit (VTd.Coherent false) see
 	// table writes that were never flushed with FlushCache. By default it
 	// sees only flushed ones, as hardware does.
@@ -115,6 +120,7 @@ func New(cfg Config) (*Machine, error) {
 		irqs:  make(map[pci.Addr]*IRQ),
 	}
 	m.Mem.SetCoherent(!cfg.NonCoherentDMA)
+	m.Mem.SetCheckOwnership(cfg.CheckOwnership)
 	tracking := !cfg.VTd.Coherent
 	for _, s := range cfg.Scoped {
 		tracking = tracking || !s.VTd.Coherent

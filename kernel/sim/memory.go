@@ -33,7 +33,14 @@ type span struct {
 	dev  []byte  // the device's view when non-coherent; nil when coherent
 	key  uintptr // address of cpu[0], compared only, never dereferenced
 	pin  bool    // from Pin (streaming, may be non-coherent); else Alloc
+	// own holds the byte ranges of a pinned span last synced for the CPU
+	// and not yet handed back with SyncForDevice: sorted, disjoint, never
+	// touching. Empty (everything the device's) from Pin on.
+	own []ownRange
 }
+
+// ownRange is [lo, hi) of a span's bytes.
+type ownRange struct{ lo, hi int }
 
 func (s *span) end() kernel.PhysAddr { return s.phys + kernel.PhysAddr(len(s.cpu)) }
 
@@ -50,7 +57,7 @@ type MemStats struct {
 	Allocs, Frees, Pins, Unpins uint64
 	SyncsForCPU, SyncsForDevice uint64
 	Flushes                     uint64
-	Misuses                     uint64 // bad syncs or flushes, see Errors
+	Misuses                     uint64 // bad syncs or flushes, device writes to CPU-owned bytes; see Errors
 	BytesRegistered             uint64
 }
 
@@ -66,23 +73,36 @@ type MemStats struct {
 // (TableView) sees CPU writes only after FlushCache, like a unit that does
 // not snoop caches.
 //
+// Ownership: the syncs hand a Pin'd buffer's bytes back and forth as the
+// DMA API defines. A Pin, like a map, gives the whole buffer to the
+// device (another Pin of a pinned buffer too); SyncForCPU of a range
+// gives it to the CPU, SyncForDevice gives it back. A device write to
+// bytes the CPU owns is a misuse (the CPU may be reading them, or hold
+// them in its caches), counted and recorded like a bad sync; the write
+// still lands, as it would on hardware. This is tracked while the memory
+// sees every sync: always on non-coherent memory, and on coherent memory
+// with SetCheckOwnership(true), which makes DMACoherent report false so
+// that the DMA layer does not skip them.
+//
 // Device models must order their accesses with the CPU's (through the
 // register window's lock, an IRQ, or the syncs): Go slices are shared
 // memory and the race detector checks them.
 type Memory struct {
-	mu       sync.Mutex
-	coherent atomic.Bool // written under mu; read without it by DMACoherent
-	scatter  bool
-	tracking bool
-	next     kernel.PhysAddr
-	spans    []*span // sorted by phys
-	byKey    []*span // sorted by key
-	allocs   map[kernel.PhysAddr]*span
-	pins     map[uintptr]*pinning
-	flushed  map[kernel.PhysAddr]*[kernel.PageSize]byte // walker's view of flushed pages
-	recent   [recentSlots]*span                         // find's cache: the span last found in a page, by page number
-	errs     []error
-	stats    MemStats
+	mu        sync.Mutex
+	coherent  bool        // Pin'd spans have no device copy
+	checkOwn  bool        // coherent memory takes syncs to track ownership
+	skipSyncs atomic.Bool // coherent && !checkOwn: written under mu; read without it by DMACoherent
+	scatter   bool
+	tracking  bool
+	next      kernel.PhysAddr
+	spans     []*span // sorted by phys
+	byKey     []*span // sorted by key
+	allocs    map[kernel.PhysAddr]*span
+	pins      map[uintptr]*pinning
+	flushed   map[kernel.PhysAddr]*[kernel.PageSize]byte // walker's view of flushed pages
+	recent    [recentSlots]*span                         // find's cache: the span last found in a page, by page number
+	errs      []error
+	stats     MemStats
 }
 
 // NewMemory returns empty, coherent memory.
@@ -93,15 +113,17 @@ func NewMemory() *Memory {
 		pins:    make(map[uintptr]*pinning),
 		flushed: make(map[kernel.PhysAddr]*[kernel.PageSize]byte),
 	}
-	m.coherent.Store(true)
+	m.coherent = true
+	m.skipSyncs.Store(true)
 	return m
 }
 
 var _ kernel.CoherentDMA = (*Memory)(nil)
 
-// DMACoherent reports whether streaming memory is coherent, that is
-// whether its syncs have nothing to do. Alloc'd memory always is.
-func (m *Memory) DMACoherent() bool { return m.coherent.Load() }
+// DMACoherent reports whether the syncs of streaming memory have nothing
+// to do: it is coherent and does not track ownership. Alloc'd memory is
+// always coherent.
+func (m *Memory) DMACoherent() bool { return m.skipSyncs.Load() }
 
 // SetCoherent switches streaming (Pin'd) memory between coherent and
 // non-coherent. Going non-coherent gives every pinned buffer a device copy
@@ -110,14 +132,14 @@ func (m *Memory) DMACoherent() bool { return m.coherent.Load() }
 func (m *Memory) SetCoherent(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if on == m.coherent.Load() {
+	if on == m.coherent {
 		return
 	}
 	// Syncs skipped on the flag's word must find the CPU slices current:
 	// it says coherent only once the device copies are folded back, and
 	// stops saying so before they exist.
 	if !on {
-		m.coherent.Store(false)
+		m.skipSyncs.Store(false)
 	}
 	for _, s := range m.spans {
 		if !s.pin {
@@ -130,10 +152,39 @@ func (m *Memory) SetCoherent(on bool) {
 			s.dev = slices.Clone(s.cpu)
 		}
 	}
-	if on {
-		m.coherent.Store(true)
-	}
+	m.coherent = on
+	m.setSkip()
 }
+
+// SetCheckOwnership makes coherent streaming memory take every sync, only
+// to track who owns each byte (see Memory): DMACoherent reports false
+// while it is on. Non-coherent memory tracks ownership either way.
+func (m *Memory) SetCheckOwnership(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.checkOwn = on
+	if on {
+		m.skipSyncs.Store(false)
+	}
+	m.setSkip()
+}
+
+// setSkip publishes whether syncs may be skipped. Once they are, the
+// memory stops seeing them and forgets what it knew: every byte is the
+// device's again, as nothing can be told otherwise.
+func (m *Memory) setSkip() {
+	skip := m.coherent && !m.checkOwn
+	if skip {
+		for _, s := range m.spans {
+			s.own = s.own[:0]
+		}
+	}
+	m.skipSyncs.Store(skip)
+}
+
+// owning reports whether the memory sees every sync and so tracks
+// ownership.
+func (m *Memory) owning() bool { return !m.coherent || m.checkOwn }
 
 // SetScatter makes every later Pin place each page of a buffer on its own,
 // non-adjacent physical page, so callers must handle many segments.
@@ -160,7 +211,8 @@ func (m *Memory) Stats() MemStats {
 }
 
 // Errors returns the misuses seen by calls that cannot return an error
-// (syncs and flushes of unregistered memory), oldest first, at most 64.
+// (syncs and flushes of unregistered memory) or that a device cannot be
+// told of (writes to bytes the CPU owns), oldest first, at most 64.
 func (m *Memory) Errors() []error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -343,6 +395,12 @@ func (m *Memory) Pin(buf []byte) ([]kernel.Segment, error) {
 		if p.n != len(buf) {
 			return nil, fmt.Errorf("sim memory: pin of %d bytes at a buffer already pinned with %d: %w", len(buf), p.n, kernel.ErrBadAddress)
 		}
+		// Another map of the buffer hands all of it to the device, as
+		// the first did, whatever the CPU owned under an earlier one
+		// (an unmap the IOMMU has not finished yet keeps that pin).
+		for _, s := range p.spans {
+			s.own = s.own[:0]
+		}
 		p.refs++
 		m.stats.Pins++
 		return slices.Clone(p.segs), nil
@@ -390,7 +448,7 @@ func (m *Memory) Pin(buf []byte) ([]kernel.Segment, error) {
 
 func (m *Memory) addPinSpan(p *pinning, phys kernel.PhysAddr, b []byte) {
 	s := &span{phys: phys, cpu: b, key: keyOf(b), pin: true}
-	if !m.coherent.Load() {
+	if !m.coherent {
 		s.dev = slices.Clone(b)
 	}
 	m.insert(s)
@@ -431,6 +489,10 @@ func (m *Memory) Unpin(buf []byte) error {
 // ErrUnregistered is wrapped by device accesses to physical addresses no
 // allocation or pin holds.
 var ErrUnregistered = errors.New("physical address not registered")
+
+// ErrCPUOwned is wrapped by the misuse a device write to bytes the CPU owns
+// records.
+var ErrCPUOwned = errors.New("owned by the CPU since SyncForCPU, no SyncForDevice")
 
 // walk calls f for each registered piece of [p, p+n), failing on a gap.
 func (m *Memory) walk(p kernel.PhysAddr, n int, f func(s *span, off, n int)) error {
@@ -480,7 +542,14 @@ func (m *Memory) DeviceWrite(p kernel.PhysAddr, b []byte) error {
 		return fmt.Errorf("device write of %d bytes at %#x: %w", len(b), p, err)
 	}
 	done := 0
+	owning, misused := m.owning(), false
 	return m.walk(p, len(b), func(s *span, off, n int) {
+		if owning && len(s.own) != 0 && !misused {
+			if at, ok := s.cpuOwned(off, off+n); ok {
+				m.misuse(fmt.Errorf("device write to %#x %w (a write of %d bytes at %#x)", s.phys+kernel.PhysAddr(at), ErrCPUOwned, len(b), p))
+				misused = true
+			}
+		}
 		dst := s.cpu
 		if s.dev != nil {
 			dst = s.dev
@@ -514,21 +583,104 @@ func (m *Memory) sync(p kernel.PhysAddr, n int, forCPU bool) error {
 	if n <= 0 {
 		return kernel.ErrZeroLength
 	}
+	owning := m.owning()
 	// One span holds the range: a frame in its buffer, the usual sync.
 	if s := m.find(p); s != nil && p+kernel.PhysAddr(n) <= s.end() {
-		copySpan(s, int(p-s.phys), n, forCPU)
+		syncSpan(s, int(p-s.phys), n, forCPU, owning)
 		return nil
 	}
-	// Check the whole range first so a bad one copies nothing; coherent
-	// spans need nothing more.
-	copies := false
-	if err := m.walk(p, n, func(s *span, _, _ int) { copies = copies || s.dev != nil }); err != nil {
+	// Check the whole range first so a bad one changes nothing; coherent
+	// allocations need nothing more.
+	work := false
+	if err := m.walk(p, n, func(s *span, _, _ int) { work = work || s.dev != nil || owning && s.pin }); err != nil {
 		return err
 	}
-	if !copies {
+	if !work {
 		return nil
 	}
-	return m.walk(p, n, func(s *span, off, k int) { copySpan(s, off, k, forCPU) })
+	return m.walk(p, n, func(s *span, off, k int) { syncSpan(s, off, k, forCPU, owning) })
+}
+
+// syncSpan syncs s's bytes [off, off+n) and, when the memory tracks
+// ownership, hands them to the CPU or back to the device.
+func syncSpan(s *span, off, n int, forCPU, owning bool) {
+	copySpan(s, off, n, forCPU)
+	switch {
+	case !owning || !s.pin:
+	case forCPU:
+		s.takeCPU(off, off+n)
+	default:
+		s.giveDevice(off, off+n)
+	}
+}
+
+// after returns the index of the first of s.own ending after x (at or
+// after x with touch, for merging).
+func (s *span) after(x int, touch bool) int {
+	lo, hi := 0, len(s.own)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if e := s.own[mid].hi; e < x || e == x && !touch {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// takeCPU gives [lo, hi) to the CPU, merging it with the ranges it
+// overlaps or touches.
+func (s *span) takeCPU(lo, hi int) {
+	if len(s.own) == 0 { // the usual case: one frame in a buffer
+		s.own = append(s.own, ownRange{lo, hi})
+		return
+	}
+	i := s.after(lo, true)
+	j := i
+	for j < len(s.own) && s.own[j].lo <= hi {
+		j++
+	}
+	if i < j {
+		lo, hi = min(lo, s.own[i].lo), max(hi, s.own[j-1].hi)
+	}
+	s.own = slices.Replace(s.own, i, j, ownRange{lo, hi})
+}
+
+// giveDevice hands [lo, hi) back to the device, keeping the parts of the
+// ranges it cuts that lie outside it.
+func (s *span) giveDevice(lo, hi int) {
+	if len(s.own) == 1 && lo <= s.own[0].lo && s.own[0].hi <= hi { // the frame handed back
+		s.own = s.own[:0]
+		return
+	}
+	i := s.after(lo, false)
+	j := i
+	for j < len(s.own) && s.own[j].lo < hi {
+		j++
+	}
+	if i == j {
+		return
+	}
+	var keep [2]ownRange
+	k := 0
+	if first := s.own[i]; first.lo < lo {
+		keep[k] = ownRange{first.lo, lo}
+		k++
+	}
+	if last := s.own[j-1]; last.hi > hi {
+		keep[k] = ownRange{hi, last.hi}
+		k++
+	}
+	s.own = slices.Replace(s.own, i, j, keep[:k]...)
+}
+
+// cpuOwned returns the first byte of [lo, hi) the CPU owns, if any.
+func (s *span) cpuOwned(lo, hi int) (int, bool) {
+	if i := s.after(lo, false); i < len(s.own) && s.own[i].lo < hi {
+		return max(s.own[i].lo, lo), true
+	}
+	return 0, false
 }
 
 // copySpan moves s's bytes [off, off+n) from the device's view to the

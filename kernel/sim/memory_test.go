@@ -3,6 +3,8 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ether9/ether9/kernel"
@@ -221,7 +223,9 @@ func TestNonCoherent(t *testing.T) {
 	if string(got) != "reply" {
 		t.Fatal("CPU write invisible to the device after SyncForDevice")
 	}
-	// A partial sync moves only its range.
+	// A partial sync moves only its range. The CPU hands the frame's
+	// bytes back before the device writes them again.
+	m.SyncForDevice(p, 64)
 	m.DeviceWrite(p, []byte("ab"))
 	m.SyncForCPU(p+1, 1)
 	if buf[0] == 'a' || buf[1] != 'b' {
@@ -302,5 +306,168 @@ func TestFlushTracking(t *testing.T) {
 	m.SetFlushTracking(false)
 	if v.DeviceRead(r.Phys+8, got); string(got) != "ROOT" {
 		t.Errorf("walker without tracking saw %q", got)
+	}
+}
+
+// TestOwnership: a device write to bytes synced for the CPU and not handed
+// back with SyncForDevice is a recorded misuse naming the first such byte,
+// on non-coherent memory and on coherent memory that checks ownership;
+// bytes handed back, never synced, or of another buffer are the device's.
+func TestOwnership(t *testing.T) {
+	for _, mode := range []string{"noncoherent", "coherent-checked"} {
+		t.Run(mode, func(t *testing.T) {
+			m := NewMemory()
+			if mode == "noncoherent" {
+				m.SetCoherent(false)
+			} else {
+				m.SetCheckOwnership(true)
+			}
+			if m.DMACoherent() {
+				t.Fatal("memory that tracks ownership says its syncs can be skipped")
+			}
+			m.SetScatter(true)
+			backing := make([]byte, 3*kernel.PageSize)
+			buf := backing[kernel.PageSize-100 : 2*kernel.PageSize+100] // three spans
+			segs, err := m.Pin(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(segs) != 3 {
+				t.Fatalf("segments %+v", segs)
+			}
+			p1 := segs[1].Phys // the middle span, a whole page
+			misuses := func() uint64 { return m.Stats().Misuses }
+			write := func(p kernel.PhysAddr, n int) {
+				t.Helper()
+				if err := m.DeviceWrite(p, make([]byte, n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A fresh pin is the device's.
+			write(segs[0].Phys, 100)
+			write(p1, kernel.PageSize)
+			// The CPU takes [100, 300) and [400, 500) of the middle span.
+			m.SyncForCPU(p1+100, 200)
+			m.SyncForCPU(p1+400, 100)
+			write(p1, 100)
+			write(p1+300, 100)
+			write(p1+500, 100)
+			if n := misuses(); n != 0 {
+				t.Fatalf("%d misuses writing around the CPU's bytes: %v", n, m.Errors())
+			}
+			write(p1+50, 100) // reaches byte 100
+			errs := m.Errors()
+			if len(errs) != 1 || !errors.Is(errs[0], ErrCPUOwned) {
+				t.Fatalf("misuses %v, want one device write to CPU-owned bytes", errs)
+			}
+			want := fmt.Sprintf("device write to %#x owned by the CPU since SyncForCPU, no SyncForDevice", p1+100)
+			if !strings.Contains(errs[0].Error(), want) {
+				t.Errorf("misuse %q does not say %q", errs[0], want)
+			}
+			// Handing back part of a range leaves the rest with the CPU.
+			m.SyncForDevice(p1+150, 100) // CPU keeps [100, 150) and [250, 300)
+			write(p1+150, 100)
+			if n := misuses(); n != 1 {
+				t.Fatalf("write to bytes handed back: %d misuses: %v", n, m.Errors())
+			}
+			write(p1+260, 1)
+			write(p1+149, 1)
+			write(p1+450, 1)
+			if n := misuses(); n != 4 {
+				t.Fatalf("writes to the bytes kept: %d misuses, want 4: %v", n, m.Errors())
+			}
+			// Handed back segment by segment, everything is the device's;
+			// each span keeps its own bytes.
+			for _, sg := range segs {
+				m.SyncForDevice(sg.Phys, sg.Len)
+			}
+			write(p1, kernel.PageSize)
+			m.SyncForCPU(segs[0].Phys+50, 50)
+			write(p1, kernel.PageSize)
+			if n := misuses(); n != 4 {
+				t.Fatalf("writes after the hand-back: %d misuses: %v", n, m.Errors())
+			}
+			write(segs[0].Phys+99, 1)
+			if n := misuses(); n != 5 {
+				t.Fatalf("write to the first span's CPU bytes: %d misuses: %v", n, m.Errors())
+			}
+			// A write refused for unregistered memory records no misuse.
+			if err := m.DeviceWrite(segs[2].Phys+50, make([]byte, 100)); !errors.Is(err, ErrUnregistered) {
+				t.Fatalf("write past the end: %v", err)
+			}
+			// Another Pin of the pinned buffer (a second map, or a new one
+			// while the IOMMU still holds the old) gives it all back.
+			m.SyncForCPU(segs[1].Phys, 64)
+			if _, err := m.Pin(buf); err != nil {
+				t.Fatal(err)
+			}
+			write(segs[1].Phys, kernel.PageSize)
+			if n := misuses(); n != 5 {
+				t.Fatalf("write after a second pin: %d misuses: %v", n, m.Errors())
+			}
+			if err := m.Unpin(buf); err != nil {
+				t.Fatal(err)
+			}
+			// Unpinned and pinned again: a fresh mapping, the device's.
+			if err := m.Unpin(buf); err != nil {
+				t.Fatal(err)
+			}
+			segs, err = m.Pin(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(segs[1].Phys, kernel.PageSize)
+			if n := misuses(); n != 5 {
+				t.Fatalf("write to a fresh pin: %d misuses: %v", n, m.Errors())
+			}
+			if err := m.Unpin(buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestOwnershipCoherent: coherent memory that does not check lets the DMA
+// layer skip its syncs, so it cannot know who owns what and forgets it;
+// Alloc'd memory is coherent and never owned by the CPU.
+func TestOwnershipCoherent(t *testing.T) {
+	m := NewMemory()
+	buf := make([]byte, 256)
+	segs, err := m.Pin(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := segs[0].Phys
+	m.SyncForCPU(p, 64)
+	m.DeviceWrite(p, []byte{1})
+	if n := m.Stats().Misuses; n != 0 {
+		t.Fatalf("coherent memory without checks counted %d misuses: %v", n, m.Errors())
+	}
+	// Going back to skipping forgets: the DMA layer would skip the
+	// SyncForDevice that hands the bytes back.
+	m.SetCheckOwnership(true)
+	m.SyncForCPU(p, 64)
+	m.SetCheckOwnership(false)
+	if !m.DMACoherent() {
+		t.Fatal("coherent memory without checks says its syncs are needed")
+	}
+	m.SetCheckOwnership(true)
+	m.DeviceWrite(p, []byte{1})
+	if n := m.Stats().Misuses; n != 0 {
+		t.Fatalf("ownership kept while syncs were skipped: %d misuses: %v", n, m.Errors())
+	}
+	// Switching coherence keeps what is tracked in both modes.
+	m.SyncForCPU(p, 64)
+	m.SetCoherent(false)
+	m.SetCoherent(true)
+	m.DeviceWrite(p, []byte{1})
+	if n := m.Stats().Misuses; n != 1 {
+		t.Fatalf("ownership lost over a switch of coherence: %d misuses: %v", n, m.Errors())
+	}
+	r, _ := m.Alloc(64, 64)
+	m.SyncForCPU(r.Phys, 64)
+	m.DeviceWrite(r.Phys, []byte{1})
+	if n := m.Stats().Misuses; n != 1 {
+		t.Errorf("device write to coherent allocation counted as misuse: %v", m.Errors())
 	}
 }
