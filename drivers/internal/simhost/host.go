@@ -59,13 +59,16 @@ type Host[M Model] struct {
 
 // New builds a machine, lets plug put the model at o.Addr, attaches it to
 // o.End, and binds the driver through probe. Exactly one NIC must come up.
-// A machine asked to be non-coherent must be.
+// A machine asked to be non-coherent must be. Coherent or not, the memory
+// tracks who owns each streaming buffer, and the test fails at its end if
+// the memory saw a DMA API misuse (CheckNoMisuse).
 func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr) (M, error)) *Host[M] {
 	t.Helper()
-	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.NonCoherent})
+	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU(), NonCoherentDMA: o.NonCoherent, CheckOwnership: true})
 	if err := m.Err(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { CheckNoMisuse(t, m.Mem) })
 	if o.NonCoherent {
 		probeNonCoherent(t, m.Mem)
 	}
@@ -162,6 +165,16 @@ func (h *Host[M]) CheckNoLeaks(t testing.TB) {
 	}
 	if st := h.Unit.Stats(); st.Maps != st.Unmaps || st.IOVAInUse != 0 {
 		t.Errorf("iommu after close: %d maps, %d unmaps, %d IOVA bytes in use", st.Maps, st.Unmaps, st.IOVAInUse)
+	}
+}
+
+// CheckNoMisuse fails the test if mem saw a DMA API misuse: a sync or a
+// flush of memory not registered, or a device write to bytes synced for
+// the CPU and not handed back with SyncForDevice.
+func CheckNoMisuse(t testing.TB, mem *sim.Memory) {
+	t.Helper()
+	if n := mem.Stats().Misuses; n != 0 {
+		t.Errorf("%d DMA API misuses: %v", n, mem.Errors())
 	}
 }
 

@@ -2,6 +2,7 @@ package simhost
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,5 +57,44 @@ func TestHostChecks(t *testing.T) {
 	errs := failtest.Run(h.CheckNoLeaks)
 	if len(errs) != 1 || !strings.Contains(errs[0], "pins") {
 		t.Errorf("a pinned buffer after close: %q", errs)
+	}
+}
+
+// TestHostChecksOwnership: a coherent host's memory still tracks who owns
+// a streaming buffer, and the check every host runs when its test ends
+// fails on a device write to bytes synced for the CPU and not handed
+// back, and only then.
+func TestHostChecksOwnership(t *testing.T) {
+	for _, misuse := range []bool{false, true} {
+		// The host's failures go to rec, its cleanups run at the end of
+		// the subtest.
+		rec := &failtest.TB{}
+		t.Run(fmt.Sprintf("misuse=%v", misuse), func(t *testing.T) {
+			rec.TB = t
+			h := New(rec, Options{Addr: pci.Addr{Dev: 2}}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+				return m82574.Plug(m, a, m82574.Options{})
+			})
+			defer h.Close(rec)
+			mem := h.Machine.Mem
+			buf := make([]byte, 2048)
+			segs, err := mem.Pin(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mem.Unpin(buf)
+			mem.SyncForCPU(segs[0].Phys, 64)
+			if !misuse {
+				mem.SyncForDevice(segs[0].Phys, 64)
+			}
+			if err := mem.DeviceWrite(segs[0].Phys, make([]byte, 64)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		switch {
+		case !misuse && len(rec.Errors) != 0:
+			t.Errorf("a device write to bytes handed back: %q", rec.Errors)
+		case misuse && (len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "owned by the CPU since SyncForCPU, no SyncForDevice")):
+			t.Errorf("a device write to CPU-owned bytes: %q", rec.Errors)
+		}
 	}
 }
