@@ -46,7 +46,7 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 	if st := m.Mem.Stats(); st.BytesRegistered != 0 || st.Misuses != 0 {
-		t.Errorf("after all workers: %+v", st)
+		t.Errorf("after all workers: %+v %v", st, m.Mem.Errors())
 	}
 }
 

@@ -33,6 +33,7 @@ type span struct {
 	dev  []byte  // the device's view when non-coherent; nil when coherent
 	key  uintptr // address of cpu[0], compared only, never dereferenced
 	pin  bool    // from Pin (streaming, may be non-coherent); else Alloc
+	refs int     // pinnings holding a Pin'd span: it goes with the last
 	// own holds the byte ranges of a pinned span last synced for the CPU
 	// and not yet handed back with SyncForDevice: sorted, disjoint, never
 	// touching. Empty (everything the device's) from Pin on.
@@ -44,12 +45,18 @@ type ownRange struct{ lo, hi int }
 
 func (s *span) end() kernel.PhysAddr { return s.phys + kernel.PhysAddr(len(s.cpu)) }
 
-// pinning is one Pin'd buffer: its spans and how many Pins hold it.
+// pinning is one Pin'd buffer: the spans holding its bytes (some shared
+// with buffers pinned before it), its segments and how many Pins hold it.
 type pinning struct {
 	refs  int
-	n     int
 	spans []*span
 	segs  []kernel.Segment
+}
+
+// pinKey names one Pin'd buffer: its first byte and its length.
+type pinKey struct {
+	key uintptr
+	n   int
 }
 
 // MemStats counts Memory's work and misuse.
@@ -98,7 +105,7 @@ type Memory struct {
 	spans     []*span // sorted by phys
 	byKey     []*span // sorted by key
 	allocs    map[kernel.PhysAddr]*span
-	pins      map[uintptr]*pinning
+	pins      map[pinKey]*pinning
 	flushed   map[kernel.PhysAddr]*[kernel.PageSize]byte // walker's view of flushed pages
 	recent    [recentSlots]*span                         // find's cache: the span last found in a page, by page number
 	errs      []error
@@ -110,7 +117,7 @@ func NewMemory() *Memory {
 	m := &Memory{
 		next:    physBase,
 		allocs:  make(map[kernel.PhysAddr]*span),
-		pins:    make(map[uintptr]*pinning),
+		pins:    make(map[pinKey]*pinning),
 		flushed: make(map[kernel.PhysAddr]*[kernel.PageSize]byte),
 	}
 	m.coherent = true
@@ -329,16 +336,6 @@ func (m *Memory) findCPU(key uintptr) *span {
 	return nil
 }
 
-// overlapsCPU reports whether any registered span shares a byte with the
-// n bytes at key.
-func (m *Memory) overlapsCPU(key uintptr, n int) bool {
-	if m.findCPU(key) != nil {
-		return true
-	}
-	i, _ := slices.BinarySearchFunc(m.byKey, key, func(x *span, k uintptr) int { return cmpAddr(x.key, k) })
-	return i < len(m.byKey) && m.byKey[i].key < key+uintptr(n)
-}
-
 // Alloc returns zeroed, coherent, physically contiguous memory.
 func (m *Memory) Alloc(size, align int) (kernel.Region, error) {
 	if size <= 0 {
@@ -382,106 +379,204 @@ func (m *Memory) Free(r kernel.Region) error {
 }
 
 // Pin registers buf and returns its physical segments. The physical pages
-// keep buf's offset within its first page, as on a real machine. Pinning
-// the same buffer again returns the same segments and takes a reference.
+// keep buf's offset within its first page, as on a real machine.
+//
+// Memory has one physical address however often it is pinned, as on a
+// real machine, where mapping a page twice is allowed: bytes that buffers
+// pinned before already hold (one chunk cut into several packets, or sent
+// while the driver keeps it mapped for receive) keep their physical
+// addresses and are shared, and only the rest get new pages, so such a
+// buffer may come in several segments. Pinning the same buffer again
+// returns the same segments and takes a reference. Either way the
+// buffer's bytes are the device's from the pin on (a map hands them
+// over), and on non-coherent memory the device sees what the CPU wrote.
 func (m *Memory) Pin(buf []byte) ([]kernel.Segment, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("sim memory: pin: %w", kernel.ErrZeroLength)
 	}
-	key := keyOf(buf)
+	k := pinKey{keyOf(buf), len(buf)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if p, ok := m.pins[key]; ok {
-		if p.n != len(buf) {
-			return nil, fmt.Errorf("sim memory: pin of %d bytes at a buffer already pinned with %d: %w", len(buf), p.n, kernel.ErrBadAddress)
-		}
+	if p, ok := m.pins[k]; ok {
 		// Another map of the buffer hands all of it to the device, as
 		// the first did, whatever the CPU owned under an earlier one
 		// (an unmap the IOMMU has not finished yet keeps that pin).
 		for _, s := range p.spans {
-			s.own = s.own[:0]
+			lo, hi := s.part(buf)
+			m.handOver(s, lo, hi)
 		}
 		p.refs++
 		m.stats.Pins++
 		return slices.Clone(p.segs), nil
 	}
-	if m.overlapsCPU(key, len(buf)) {
-		return nil, fmt.Errorf("sim memory: pin of %d bytes: overlaps memory already registered: %w", len(buf), kernel.ErrBadAddress)
-	}
-	off := uint64(key % kernel.PageSize)
-	pages := (off + uint64(len(buf)) + kernel.PageSize - 1) / kernel.PageSize
-	pin := &pinning{refs: 1, n: len(buf)}
-	if m.scatter {
-		rest := buf
-		for i := uint64(0); i < pages; i++ {
-			base, err := m.reserve(kernel.PageSize, kernel.PageSize)
-			if err != nil {
+	pin := &pinning{refs: 1}
+	var before *span // the span holding the byte before a gap, if buf shares it
+	for off := 0; off < len(buf); {
+		at := k.key + uintptr(off)
+		if s := m.findCPU(at); s != nil {
+			if !s.pin {
 				m.unpinSpans(pin)
-				return nil, err
+				return nil, fmt.Errorf("sim memory: pin of %d bytes: overlaps allocated memory: %w", len(buf), kernel.ErrBadAddress)
 			}
-			lo := uint64(0)
-			if i == 0 {
-				lo = off
-			}
-			n := min(uint64(len(rest)), kernel.PageSize-lo)
-			m.addPinSpan(pin, base+kernel.PhysAddr(lo), rest[:n:n])
-			rest = rest[n:]
-		}
-	} else {
-		base, err := m.reserve(pages*kernel.PageSize, kernel.PageSize)
-		if err != nil {
-			return nil, err
-		}
-		m.addPinSpan(pin, base+kernel.PhysAddr(off), buf)
-	}
-	for _, s := range pin.spans {
-		if n := len(pin.segs); n > 0 && pin.segs[n-1].Phys+kernel.PhysAddr(pin.segs[n-1].Len) == s.phys {
-			pin.segs[n-1].Len += len(s.cpu)
+			lo, hi := s.part(buf)
+			s.refs++
+			pin.spans = append(pin.spans, s)
+			pin.addSeg(s.phys+kernel.PhysAddr(lo), hi-lo)
+			m.handOver(s, lo, hi)
+			off += hi - lo
+			before = s
 			continue
 		}
-		pin.segs = append(pin.segs, kernel.Segment{Phys: s.phys, Len: len(s.cpu)})
+		// Up to the next registered span, or buf's end, no span holds
+		// a byte.
+		end := len(buf)
+		var after *span
+		i, _ := slices.BinarySearchFunc(m.byKey, at, func(x *span, k uintptr) int { return cmpAddr(x.key, k) })
+		if i < len(m.byKey) && m.byKey[i].key < k.key+uintptr(len(buf)) {
+			end, after = int(m.byKey[i].key-k.key), m.byKey[i]
+		}
+		if err := m.pinGap(pin, buf[off:end:end], before, after); err != nil {
+			m.unpinSpans(pin)
+			return nil, err
+		}
+		off = end
 	}
-	m.pins[key] = pin
+	m.pins[k] = pin
 	m.stats.Pins++
 	return slices.Clone(pin.segs), nil
 }
 
+// pinGap registers b, bytes of a buffer that no span holds. Bytes that
+// share a page with bytes the buffer shares with an earlier pin (before
+// b, after b) go where a real machine has them: in that page, at their
+// offset, so a physical discontinuity never falls inside a page. The
+// rest get new pages (pinFresh). A gap inside one page between two
+// buffers that were pinned apart has no such place, and is refused.
+func (m *Memory) pinGap(p *pinning, b []byte, before, after *span) error {
+	k, n := keyOf(b), len(b)
+	at := func(s *span, key uintptr) kernel.PhysAddr {
+		return s.phys + kernel.PhysAddr(key) - kernel.PhysAddr(s.key)
+	}
+	head, tail := 0, n // b[:head] in before's page, b[tail:] in after's
+	if before != nil && k%kernel.PageSize != 0 {
+		head = min(n, int(kernel.PageSize-k%kernel.PageSize))
+	}
+	if after != nil && (k+uintptr(n))%kernel.PageSize != 0 {
+		tail = max(0, n-int((k+uintptr(n))%kernel.PageSize))
+	}
+	if tail < head {
+		// One page holds the end of before, all of b and the start of
+		// after: they must agree on where it is.
+		if at(before, k) != at(after, k) {
+			return fmt.Errorf("sim memory: pin of %d bytes joins buffers pinned on different physical pages inside one page: %w", n, kernel.ErrBadAddress)
+		}
+		tail = head
+	}
+	if head > 0 {
+		m.addPinSpan(p, at(before, k), b[:head:head])
+	}
+	if head < tail {
+		if err := m.pinFresh(p, b[head:tail:tail]); err != nil {
+			return err
+		}
+	}
+	if tail < n {
+		m.addPinSpan(p, at(after, k+uintptr(tail)), b[tail:])
+	}
+	return nil
+}
+
+// pinFresh registers b on new physical pages at b's offset in its first
+// page: one run of them, or with SetScatter a page apart each.
+func (m *Memory) pinFresh(p *pinning, b []byte) error {
+	off := uint64(keyOf(b) % kernel.PageSize)
+	if !m.scatter {
+		pages := (off + uint64(len(b)) + kernel.PageSize - 1) / kernel.PageSize
+		base, err := m.reserve(pages*kernel.PageSize, kernel.PageSize)
+		if err != nil {
+			return err
+		}
+		m.addPinSpan(p, base+kernel.PhysAddr(off), b)
+		return nil
+	}
+	for rest := b; len(rest) > 0; off = 0 {
+		base, err := m.reserve(kernel.PageSize, kernel.PageSize)
+		if err != nil {
+			return err
+		}
+		n := min(uint64(len(rest)), kernel.PageSize-off)
+		m.addPinSpan(p, base+kernel.PhysAddr(off), rest[:n:n])
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// part is the range of s's bytes that buf covers.
+func (s *span) part(buf []byte) (lo, hi int) {
+	k, end := keyOf(buf), keyOf(buf)+uintptr(len(buf))
+	lo = int(max(k, s.key) - s.key)
+	hi = int(min(end, s.key+uintptr(len(s.cpu))) - s.key)
+	return lo, hi
+}
+
+// handOver gives s's bytes [lo, hi), pinned again, to the device, with
+// what the CPU wrote there, as a map does.
+func (m *Memory) handOver(s *span, lo, hi int) {
+	copySpan(s, lo, hi-lo, false)
+	if m.owning() {
+		s.giveDevice(lo, hi)
+	}
+}
+
+// addSeg appends n bytes at phys to p's segments, extending the last one
+// when they follow it.
+func (p *pinning) addSeg(phys kernel.PhysAddr, n int) {
+	if k := len(p.segs); k > 0 && p.segs[k-1].Phys+kernel.PhysAddr(p.segs[k-1].Len) == phys {
+		p.segs[k-1].Len += n
+		return
+	}
+	p.segs = append(p.segs, kernel.Segment{Phys: phys, Len: n})
+}
+
 func (m *Memory) addPinSpan(p *pinning, phys kernel.PhysAddr, b []byte) {
-	s := &span{phys: phys, cpu: b, key: keyOf(b), pin: true}
+	s := &span{phys: phys, cpu: b, key: keyOf(b), pin: true, refs: 1}
 	if !m.coherent {
 		s.dev = slices.Clone(b)
 	}
 	m.insert(s)
 	p.spans = append(p.spans, s)
+	p.addSeg(phys, len(b))
 }
 
+// unpinSpans drops p's hold on its spans; a span no pinning holds is
+// gone.
 func (m *Memory) unpinSpans(p *pinning) {
 	for _, s := range p.spans {
-		m.remove(s)
+		if s.refs--; s.refs == 0 {
+			m.remove(s)
+		}
 	}
 }
 
 // Unpin drops one Pin of buf. Device-side data not yet synced for the CPU
-// is lost with the last reference, as on a non-coherent machine.
+// is lost with the last pinning that holds it, as on a non-coherent
+// machine.
 func (m *Memory) Unpin(buf []byte) error {
 	if len(buf) == 0 {
 		return fmt.Errorf("sim memory: unpin: %w", kernel.ErrZeroLength)
 	}
-	key := keyOf(buf)
+	k := pinKey{keyOf(buf), len(buf)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.pins[key]
+	p, ok := m.pins[k]
 	if !ok {
-		return fmt.Errorf("sim memory: unpin of a buffer never pinned: %w", kernel.ErrNotMapped)
-	}
-	if p.n != len(buf) {
-		return fmt.Errorf("sim memory: unpin of %d bytes, pinned with %d: %w", len(buf), p.n, kernel.ErrBadAddress)
+		return fmt.Errorf("sim memory: unpin of %d bytes never pinned as one buffer: %w", len(buf), kernel.ErrNotMapped)
 	}
 	m.stats.Unpins++
 	if p.refs--; p.refs > 0 {
 		return nil
 	}
-	delete(m.pins, key)
+	delete(m.pins, k)
 	m.unpinSpans(p)
 	return nil
 }
