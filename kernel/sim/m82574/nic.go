@@ -41,6 +41,17 @@ type Options struct {
 	// 20 KiB by default, but it drains at line rate; this one drains only
 	// when the driver looks.)
 	RxBufferKiB int
+	// DeferTx makes a TDT write only record the tail: the descriptors are
+	// fetched, their buffers read and sent, DD written back and TDH moved
+	// when the driver next touches the transmit queue (any access to TDH,
+	// TDT or TXDCTL) or reads ICR, before the access, TxPerTouch
+	// descriptors at a time, on that goroutine (see nicmodel.TxDefer).
+	// Without it a TDT write sends everything up to the new tail before
+	// it returns.
+	DeferTx bool
+	// TxPerTouch is the most descriptors one such touch processes; 0
+	// means every one handed over before the touch.
+	TxPerTouch int
 }
 
 // Counters are what the model saw, for tests. The driver-visible
@@ -88,6 +99,8 @@ type NIC struct {
 	rxMu sync.Mutex // the RX engine; taken before mu
 	rx   rxEngine
 	pb   *packetBuffer // with Options.DeferRx
+
+	txDefer nicmodel.TxDefer // Options.DeferTx
 }
 
 // New returns a model with its registers at their power-on values and no
@@ -99,7 +112,11 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	if err := nicmodel.CheckNew("m82574", &opt.MAC, [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, dma, irq); err != nil {
 		return nil, err
 	}
-	n := &NIC{pers: opt.Personality, mac: opt.MAC, dma: dma, irq: irq}
+	txDefer, err := nicmodel.NewTxDefer("m82574", opt.DeferTx, opt.TxPerTouch)
+	if err != nil {
+		return nil, err
+	}
+	n := &NIC{pers: opt.Personality, mac: opt.MAC, dma: dma, irq: irq, txDefer: txDefer}
 	if opt.DeferRx {
 		kib := opt.RxBufferKiB
 		if kib <= 0 {
@@ -247,9 +264,23 @@ func (n *NIC) read32(off uint32) uint32 {
 	if off == nicmodel.ICR || off == RDH {
 		n.drainRx()
 	}
+	n.txAccess(off, false)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.readLocked(off)
+}
+
+// txAccess runs the transmit engine for an access to off when transmit
+// is deferred (Options.DeferTx), before the access takes effect: any
+// access to TDH, TDT or TXDCTL, so that a TDT write leaves the
+// descriptors it hands over for a later touch and a TDH read returns the
+// head the work left, and a read of ICR, which the driver's poll loop
+// makes to acknowledge its causes (the TXDW of the work then shows in
+// it). Other registers leave the ring alone.
+func (n *NIC) txAccess(off uint32, write bool) {
+	if n.txDefer.On && (off == TDH || off == TDT || off == TXDCTL || !write && off == nicmodel.ICR) {
+		n.kickTx(n.txDefer.PerTouch)
+	}
 }
 
 func (n *NIC) readLocked(off uint32) uint32 {
@@ -305,6 +336,7 @@ func (n *NIC) write32(off, v uint32) {
 	if off == RDT {
 		defer n.drainRx()
 	}
+	n.txAccess(off, true)
 	if (off == nicmodel.CTRL || off == CTRLDup) && v&nicmodel.CtrlRST != 0 {
 		n.Reset()
 		return
@@ -312,8 +344,8 @@ func (n *NIC) write32(off, v uint32) {
 	n.mu.Lock()
 	kick := n.writeLocked(off, v)
 	n.mu.Unlock()
-	if kick {
-		n.kickTx()
+	if kick && !n.txDefer.On { // deferred: the tail is only recorded
+		n.kickTx(0)
 	}
 }
 

@@ -41,8 +41,14 @@ type rig struct {
 
 func newRig(t testing.TB, pers Personality) *rig {
 	t.Helper()
+	return newRigWith(t, Options{Personality: pers, MAC: ourMAC})
+}
+
+// newRigWith is newRig with the model built with opt.
+func newRigWith(t testing.TB, opt Options) *rig {
+	t.Helper()
 	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true}, func(m *sim.Machine, a pci.Addr) (*NIC, error) {
-		return Plug(m, a, Options{Personality: pers, MAC: ourMAC})
+		return Plug(m, a, opt)
 	})
 	return &rig{Bench: b, nic: n, irq: b.M.IRQ(nicAddr)}
 }

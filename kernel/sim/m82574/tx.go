@@ -51,10 +51,11 @@ func (n *NIC) txRingLocked() (nicmodel.TxRing, nicmodel.TxLine, bool) {
 	return ring, line, r[nicmodel.TCTL/4]&nicmodel.TctlEN != 0
 }
 
-// kickTx runs the transmit engine until the ring is empty: it fetches the
-// descriptors software handed over (TDH up to TDT), sends their packets
-// and writes back DD where RS asks for it.
-func (n *NIC) kickTx() {
+// kickTx runs the transmit engine until the ring is empty, or for at most
+// limit descriptors when limit is above zero: it fetches the descriptors
+// software handed over (TDH toward TDT), sends their packets and writes
+// back DD where RS asks for it.
+func (n *NIC) kickTx(limit uint32) {
 	n.txMu.Lock()
 	defer n.txMu.Unlock()
 	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) {
@@ -63,11 +64,24 @@ func (n *NIC) kickTx() {
 		n.tx.tcpflg = uint64(r[DTXTCPFLGH/4])<<32 | uint64(r[DTXTCPFLGL/4])
 		return n.txRingLocked()
 	}
-	if err := n.tx.Run(n.dma, &n.mu, load, n.txDesc, n.txDoneLocked); err != nil {
+	if err := n.tx.Run(n.dma, &n.mu, limit, load, n.txDesc, n.txDoneLocked); err != nil {
 		n.mu.Lock()
 		n.counters.TxDMAFaults++
 		n.mu.Unlock()
 	}
+}
+
+// TxPending is how many descriptors software handed over (up to TDT)
+// that the engine has not processed yet (from TDH), for tests: reading
+// TDH through the BAR would, with Options.DeferTx, process some.
+func (n *NIC) TxPending() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ring, _, _ := n.txRingLocked()
+	if !ring.Valid() {
+		return 0
+	}
+	return int((ring.Tail + ring.Count - ring.Head) % ring.Count)
 }
 
 func (n *NIC) txDoneLocked(k uint32) {

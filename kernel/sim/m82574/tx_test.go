@@ -289,3 +289,68 @@ func TestTxWaitsForEnableAndWraps(t *testing.T) {
 		}
 	}
 }
+
+// With DeferTx a TDT write only records the tail: the descriptors are
+// processed, TxPerTouch at a time, when the driver next touches the
+// transmit registers or reads ICR, and each buffer is read then, not at
+// the doorbell.
+func TestTxDeferred(t *testing.T) {
+	m := newRig(t, M82574L).M
+	if _, err := New(Options{DeferTx: true, TxPerTouch: -1}, m.Port(nicAddr), m.IRQ(nicAddr)); err == nil {
+		t.Error("a negative TxPerTouch was accepted")
+	}
+	r := newRigWith(t, Options{MAC: ourMAC, DeferTx: true, TxPerTouch: 2})
+	r.setupTx()
+	var frames [][]byte
+	queue := func(seed byte) {
+		f := udp4(peerMAC, payloadBytes(100, seed))
+		frames = append(frames, f)
+		i := r.txTail
+		r.putTx(legacyTx(r.txBuf(i, f), len(f), TxdEOP|TxdIFCS|TxdRS, 0, 0))
+	}
+	dd := func(i int) bool { return r.txDesc(i)[12]&TxdStaDD != 0 }
+	var wire [][]byte
+	onWire := func() int { wire = append(wire, r.sent()...); return len(wire) }
+	for i := range 4 {
+		queue(byte(i))
+	}
+	r.kickTx()
+	if n := onWire(); n != 0 || dd(0) {
+		t.Fatalf("%d frames sent at the doorbell, DD %v", n, dd(0))
+	}
+	for _, off := range []uint32{nicmodel.STATUS, nicmodel.GPTC, RDH} {
+		r.Regs.Read32(off)
+	}
+	if n := onWire(); n != 0 {
+		t.Fatalf("%d frames sent for registers that are not the transmit path's", n)
+	}
+
+	if h := r.Regs.Read32(TDH); h != 2 {
+		t.Fatalf("TDH %d after one touch, want 2", h)
+	}
+	if n := onWire(); n != 2 || !dd(1) || dd(2) {
+		t.Fatalf("%d frames sent, DD of descriptors 1 and 2 %v %v: want 2, true, false", n, dd(1), dd(2))
+	}
+	// The driver rewrites a buffer the device has not read: its new bytes
+	// go out.
+	frames[3] = udp4(peerMAC, payloadBytes(100, 0x77))
+	r.txBuf(3, frames[3])
+	// The next doorbell processes what was handed over before it.
+	queue(4)
+	r.kickTx()
+	if c := r.nic.Counters(); c.TxPackets != 4 {
+		t.Fatalf("%d packets taken after the second doorbell, want 4", c.TxPackets)
+	}
+	// The poll loop's ICR read takes the last one, and shows its cause.
+	if icr := r.Regs.Read32(nicmodel.ICR); icr&nicmodel.IntTXDW == 0 || r.nic.Counters().TxPackets != 5 {
+		t.Fatalf("ICR %#x with %d packets taken, want TXDW and 5", icr, r.nic.Counters().TxPackets)
+	}
+	if n := onWire(); n != len(frames) {
+		t.Fatalf("%d frames on the wire, want %d", n, len(frames))
+	}
+	for i, f := range wire {
+		if !bytes.Equal(f, frames[i]) {
+			t.Errorf("frame %d on the wire is not the one queued (its buffer as the device read it)", i)
+		}
+	}
+}

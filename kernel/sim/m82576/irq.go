@@ -28,12 +28,12 @@ func (n *NIC) ivarEntry(q uint32, tx bool) uint32 {
 	return reg >> shift & 0xff
 }
 
-// queuesOnLocked returns, one bit per queue, the RX queues whose IVAR
-// entry is valid and names one of the EICR bits in vectors.
-func (n *NIC) queuesOnLocked(vectors uint32) uint32 {
+// queuesOnLocked returns, one bit per queue, the RX (or TX) queues whose
+// IVAR entry is valid and names one of the EICR bits in vectors.
+func (n *NIC) queuesOnLocked(vectors uint32, tx bool) uint32 {
 	var qs uint32
 	for q := range uint32(numQueues) {
-		if e := n.ivarEntry(q, false); e&nicmodel.IvarValid != 0 && vectors&(1<<(e&ivarVectorMsk)) != 0 {
+		if e := n.ivarEntry(q, tx); e&nicmodel.IvarValid != 0 && vectors&(1<<(e&ivarVectorMsk)) != 0 {
 			qs |= 1 << q
 		}
 	}

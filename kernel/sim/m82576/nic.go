@@ -50,6 +50,18 @@ type Options struct {
 	// RXPBS default), or 256 with DeferRx, which drains only when the
 	// driver looks.
 	RxBufferKiB int
+	// DeferTx makes a TDT write only record the tail: the queue's
+	// descriptors are fetched, their buffers read and sent, DD (or the
+	// head write-back) written and TDH moved when the driver next touches
+	// that queue (any access to its TDH, TDT or TXDCTL, before the
+	// access, or an EIMS write with the bit the queue's TX IVAR entry
+	// names, after it), TxPerTouch descriptors at a time, on that
+	// goroutine (see nicmodel.TxDefer). Without it a TDT write sends
+	// everything up to the new tail before it returns.
+	DeferTx bool
+	// TxPerTouch is the most descriptors one such touch processes; 0
+	// means every one handed over before the touch.
+	TxPerTouch int
 }
 
 // Counters are what the model saw, for tests. The driver-visible
@@ -104,6 +116,8 @@ type NIC struct {
 	rxGen [numQueues]uint64 // each RX ring's set-ups: descriptors prefetched under an older one are stale
 	pb    *packetBuffer
 
+	txDefer nicmodel.TxDefer // Options.DeferTx
+
 	// With DeferRx: each queue's waiting frames, in arrival order, and
 	// the bytes they hold of the buffer's pbLimit.
 	pbq      [numQueues]*packetBuffer
@@ -126,7 +140,11 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	case kib == 0:
 		kib = 64
 	}
-	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: nicmodel.NewPacketBuffer[rxSetup](kib << 10)}
+	txDefer, err := nicmodel.NewTxDefer("m82576", opt.DeferTx, opt.TxPerTouch)
+	if err != nil {
+		return nil, err
+	}
+	n := &NIC{opt: opt, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, mmioSize/4), pb: nicmodel.NewPacketBuffer[rxSetup](kib << 10), txDefer: txDefer}
 	n.pbLimit = int64(kib << 10)
 	if opt.DeferRx {
 		for q := range n.pbq {
@@ -272,6 +290,7 @@ func (n *NIC) read32(off uint32) uint32 {
 	}
 	off = canonical(off)
 	n.rxAccess(off, false)
+	n.txAccess(off)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.readLocked(off)
@@ -327,26 +346,36 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	off = canonical(off)
 	defer n.rxAccess(off, true) // after the write: a new RDT may make room
+	n.txAccess(off)             // before it: a new TDT is only recorded
 	if off == nicmodel.CTRL && v&(nicmodel.CtrlRST|CtrlDevRST) != 0 {
 		n.Reset()
 		return
 	}
 	n.mu.Lock()
 	kick, q := n.writeLocked(off, v)
-	var armed uint32
+	var armed, txArmed uint32
 	if off == nicmodel.EIMS && n.opt.DeferRx {
-		armed = n.queuesOnLocked(v)
+		armed = n.queuesOnLocked(v, false)
+	}
+	if off == nicmodel.EIMS && n.txDefer.On {
+		txArmed = n.queuesOnLocked(v, true)
 	}
 	n.mu.Unlock()
-	if kick {
-		n.kickTx(q)
+	if kick && !n.txDefer.On {
+		n.kickTx(q, 0)
 	}
 	// With DeferRx, arming a queue's vector is when its waiting frames
 	// land: the driver's idle poll loop writes EIMS on its own goroutine
-	// just before it sleeps.
+	// just before it sleeps. With DeferTx the re-arm also lets the engine
+	// go on with the queue's transmit descriptors, whose completion fires
+	// the vector: a driver that polls its descriptors in memory for DD
+	// would otherwise wait for its next send.
 	for q := range uint32(numQueues) {
 		if armed&(1<<q) != 0 {
 			n.drainQueue(q)
+		}
+		if txArmed&(1<<q) != 0 {
+			n.kickTx(q, n.txDefer.PerTouch)
 		}
 	}
 }

@@ -50,8 +50,14 @@ type txRingT struct {
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
+	return newRigWith(t, Options{MAC: ourMAC})
+}
+
+// newRigWith is newRig with the model built with opt.
+func newRigWith(t testing.TB, opt Options) *rig {
+	t.Helper()
 	b, n := nicmodeltest.Plug(t, nicmodeltest.Config{Addr: nicAddr, IO: true},
-		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, Options{MAC: ourMAC}) })
+		func(m *sim.Machine, a pci.Addr) (*NIC, error) { return Plug(m, a, opt) })
 	b.Regs.Write32(nicmodel.CTRL, b.Regs.Read32(nicmodel.CTRL)|nicmodel.CtrlSLU)
 	return &rig{Bench: b, nic: n}
 }

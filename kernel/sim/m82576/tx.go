@@ -58,28 +58,46 @@ func (n *NIC) txRingLocked(q uint32) (nicmodel.TxRing, nicmodel.TxLine, bool) {
 	return ring, line, r[nicmodel.TCTL/4]&nicmodel.TctlEN != 0 && r[(TXDCTL+qo)/4]&TxdctlEnable != 0
 }
 
-// kickTx runs transmit queue q (or every queue) until its ring is empty:
-// it fetches the descriptors software handed over (TDH up to TDT), sends
-// their packets and reports completion where RS asks for it.
-func (n *NIC) kickTx(q uint32) {
+// kickTx runs transmit queue q (or every queue) until its ring is empty,
+// or for at most limit descriptors when limit is above zero: it fetches
+// the descriptors software handed over (TDH toward TDT), sends their
+// packets and reports completion where RS asks for it.
+func (n *NIC) kickTx(q, limit uint32) {
 	n.txMu.Lock()
 	defer n.txMu.Unlock()
 	if q != allQueues {
-		n.runTx(q)
+		n.runTx(q, limit)
 		return
 	}
 	for q := range uint32(numQueues) {
-		n.runTx(q)
+		n.runTx(q, limit)
 	}
 }
 
-func (n *NIC) runTx(q uint32) {
+// txAccess runs queue N's engine for an access to its TDH, TDT or TXDCTL
+// when transmit is deferred (Options.DeferTx), before the access takes
+// effect: a TDT write leaves the descriptors it hands over for a later
+// touch, and a TDH read returns the head the work left. Other registers
+// leave the queues alone, so a thread that receives, reads statistics or
+// acknowledges causes never writes back a descriptor another thread
+// reclaims; the one exception is the arming of the queue's vector
+// (write32).
+func (n *NIC) txAccess(off uint32) {
+	if !n.txDefer.On {
+		return
+	}
+	if q, reg, ok := queueReg(off, TDBAL); ok && (reg == TDH || reg == TDT || reg == TXDCTL) {
+		n.kickTx(q, n.txDefer.PerTouch)
+	}
+}
+
+func (n *NIC) runTx(q, limit uint32) {
 	tq := &n.tx[q]
 	tq.q = q
 	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) { return n.txRingLocked(q) }
 	desc := func(d []byte) bool { return n.txDesc(tq, d) }
 	done := func(k uint32) { n.txDoneLocked(tq, k) }
-	if err := tq.Run(n.dma, &n.mu, load, desc, done); err != nil {
+	if err := tq.Run(n.dma, &n.mu, limit, load, desc, done); err != nil {
 		n.mu.Lock()
 		n.counters.TxDMAFaults++
 		n.mu.Unlock()

@@ -240,3 +240,73 @@ func TestTxVLANPadLinkAndLegacy(t *testing.T) {
 		t.Errorf("link down: %+v TDH %d", r.nic.Counters(), r.Regs.Read32(TDH))
 	}
 }
+
+// With DeferTx a TDT write only records the tail: the queue's descriptors
+// are processed, TxPerTouch at a time, when the driver next touches the
+// queue's transmit registers or arms the vector of its transmit cause,
+// and each buffer is read then, not at the doorbell.
+func TestDeferTx(t *testing.T) {
+	m := newRig(t).M
+	if _, err := New(Options{DeferTx: true, TxPerTouch: -1}, m.Port(nicAddr), m.IRQ(nicAddr)); err == nil {
+		t.Error("a negative TxPerTouch was accepted")
+	}
+	r := newRigWith(t, Options{MAC: ourMAC, DeferTx: true, TxPerTouch: 2})
+	r.setupTx(0, 16)
+	r.setupTx(1, 16)
+	r.Regs.Write32(nicmodel.IVAR0, nicmodel.IvarValid|0|(nicmodel.IvarValid|1)<<8) // queue 0: RX vector 0, TX vector 1
+	var frames [][]byte
+	var addrs []uint64
+	packet := func(seed byte) txDesc {
+		f := udp4(dstIP4, srcIP4, 1, 2, nicmodeltest.Payload(100, seed))
+		frames = append(frames, f)
+		addrs = append(addrs, r.buf(0, f))
+		return dataDesc(addrs[len(addrs)-1], len(f), TxdEOP|TxdRS, uint32(len(f))<<OlinfoPayLenSh)
+	}
+	dd := func(i int) bool { return r.tx[0].ring.Buf[i*descLen+12]&TxdStaDD != 0 }
+	var wire [][]byte
+	onWire := func() int { wire = append(wire, r.Sent()...); return len(wire) }
+	r.post(0, packet(0), packet(1), packet(2), packet(3))
+	if n := onWire(); n != 0 || dd(0) {
+		t.Fatalf("%d frames sent at the doorbell, DD %v", n, dd(0))
+	}
+	for _, off := range []uint32{nicmodel.STATUS, nicmodel.EICR, nicmodel.ICR, nicmodel.GPTC, TDH + queueSize, RDH} {
+		r.Regs.Read32(off)
+	}
+	r.Regs.Write32(nicmodel.EIMS, 1<<0) // the queue's receive vector
+	if n := onWire(); n != 0 {
+		t.Fatalf("%d frames sent for registers that are not the queue's transmit path", n)
+	}
+
+	if h := r.Regs.Read32(TDH); h != 2 {
+		t.Fatalf("TDH %d after one touch, want 2", h)
+	}
+	if n := onWire(); n != 2 || !dd(1) || dd(2) {
+		t.Fatalf("%d frames sent, DD of descriptors 1 and 2 %v %v: want 2, true, false", n, dd(1), dd(2))
+	}
+	// The driver rewrites a buffer the device has not read: its new bytes
+	// go out.
+	frames[3] = udp4(dstIP4, srcIP4, 1, 2, nicmodeltest.Payload(100, 0x77))
+	copy(r.tx[0].bufs.Buf[addrs[3]-uint64(r.tx[0].bufs.Phys):], frames[3])
+	// The next doorbell processes what was handed over before it.
+	r.post(0, packet(4))
+	if c := r.nic.Counters(); c.TxPackets != 4 {
+		t.Fatalf("%d packets taken after the second doorbell, want 4", c.TxPackets)
+	}
+	// The poll loop's re-arm of the transmit vector takes the last one,
+	// and its completion sets the vector's cause.
+	r.Regs.Write32(nicmodel.EIMS, 1<<1)
+	if c := r.nic.Counters(); c.TxPackets != 5 {
+		t.Fatalf("%d packets taken after the re-arm, want 5", c.TxPackets)
+	}
+	if v := r.Regs.Read32(nicmodel.EICR); v&(1<<1) == 0 {
+		t.Errorf("EICR %#x after the re-arm's completion, want vector 1", v)
+	}
+	if n := onWire(); n != len(frames) {
+		t.Fatalf("%d frames on the wire, want %d", n, len(frames))
+	}
+	for i, f := range wire {
+		if !bytes.Equal(f, frames[i]) {
+			t.Errorf("frame %d on the wire is not the one queued (its buffer as the device read it)", i)
+		}
+	}
+}

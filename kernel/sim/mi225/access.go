@@ -28,12 +28,31 @@ func rxQueueTouched(off uint32, write bool) (int, bool) {
 	return q, reg == RDT || reg == RXDCTL || !write && reg == RDH
 }
 
+// txQueueTouched is the queue whose handed-over descriptors
+// (Options.DeferTx) an access to off processes: any access to its TDH,
+// TDT or TXDCTL, before the access takes effect, so that a TDT write
+// leaves the descriptors it hands over for a later touch and a TDH read
+// returns the head the work left. Other registers leave the queue alone,
+// so a thread that receives, reads statistics or acknowledges causes
+// never writes back a descriptor another thread reclaims; the one
+// exception is the arming of the queue's vector (write32).
+func txQueueTouched(off uint32) (int, bool) {
+	reg, q, ok := queueReg(off)
+	if !ok || reg < TDBAL {
+		return 0, false
+	}
+	return q, reg == TDH || reg == TDT || reg == TXDCTL
+}
+
 func (n *NIC) read32(off uint32) uint32 {
 	if off%4 != 0 || off >= regFileSize {
 		return 0
 	}
 	if q, ok := rxQueueTouched(off, false); ok {
 		n.drainQueue(q)
+	}
+	if q, ok := txQueueTouched(off); ok && n.txDefer.On {
+		n.kickTx(q, n.txDefer.PerTouch)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -102,6 +121,9 @@ func (n *NIC) write32(off, v uint32) {
 	if q, ok := rxQueueTouched(off, true); ok {
 		defer n.drainQueue(q)
 	}
+	if q, ok := txQueueTouched(off); ok && n.txDefer.On {
+		n.kickTx(q, n.txDefer.PerTouch)
+	}
 	if off == nicmodel.CTRL && v&ctrlSelfClr != 0 {
 		n.Reset()
 		if v&CtrlDevRST != 0 {
@@ -113,20 +135,34 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	n.mu.Lock()
 	kick := n.writeLocked(off, v)
-	var armed uint32
+	var armed, txArmed uint32
 	if off == nicmodel.EIMS && n.opt.DeferRx {
-		armed = n.queuesOnLocked(v)
+		armed = n.queuesOnLocked(v, false)
+	}
+	if off == nicmodel.EIMS && n.txDefer.On {
+		txArmed = n.queuesOnLocked(v, true)
 	}
 	n.mu.Unlock()
 	// Arming a queue's vector is when its waiting frames land: the
 	// driver's idle poll loop writes EIMS on its own goroutine just before
-	// it sleeps, and the frames fire the vector it armed.
+	// it sleeps, and the frames fire the vector it armed. With DeferTx
+	// the loop's re-arm also lets the engine go on with the queue's
+	// transmit descriptors, whose completion fires the vector too: a
+	// driver that only polls its descriptors in memory for DD would
+	// otherwise wait for its next send.
 	n.drainQueues(armed)
-	if kick >= 0 {
-		n.kickTx(kick)
-	} else if kick == kickAll {
+	for q := range Queues {
+		if txArmed&(1<<q) != 0 {
+			n.kickTx(q, n.txDefer.PerTouch)
+		}
+	}
+	switch {
+	case n.txDefer.On: // a tail or an enable is only recorded
+	case kick >= 0:
+		n.kickTx(kick, 0)
+	case kick == kickAll:
 		for q := range Queues {
-			n.kickTx(q)
+			n.kickTx(q, 0)
 		}
 	}
 }

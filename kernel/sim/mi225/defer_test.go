@@ -134,3 +134,73 @@ func TestConcurrentTraffic(t *testing.T) {
 		t.Fatalf("transmitted %d, want 200", c.TxFrames)
 	}
 }
+
+// With DeferTx a TDT write only records the tail: the queue's descriptors
+// are processed, TxPerTouch at a time, when the driver next touches the
+// queue's transmit registers or arms the vector of its transmit cause,
+// and each buffer is read then, not at the doorbell.
+func TestDeferTxWaitsForTheDriver(t *testing.T) {
+	if _, err := New(Options{DeferTx: true, TxPerTouch: -1}, nopDMA{}, nopIRQ{}); err == nil {
+		t.Error("a negative TxPerTouch was accepted")
+	}
+	r := plugRig(t, Options{Device: 0x125c, MAC: ourMAC, DeferTx: true, TxPerTouch: 2})
+	r.setupTx(0, 16)
+	r.setupTx(1, 16)
+	r.Regs.Write32(nicmodel.GPIE, nicmodel.GpieMultiMSIX)
+	r.Regs.Write32(nicmodel.IVAR0, nicmodel.IvarValid|0|(nicmodel.IvarValid|1)<<8) // queue 0: RX vector 0, TX vector 1
+	var frames [][]byte
+	queue := func(seed byte) {
+		f := udpFrame(false, peerMAC, payloadBytes(100, seed), true)
+		frames = append(frames, f)
+		r.send(0, f, nil, 0, 0)
+	}
+	for i := range 4 {
+		queue(byte(i))
+	}
+	var wire [][]byte
+	onWire := func() int { wire = append(wire, r.sent()...); return len(wire) }
+	r.kickTx(0)
+	if n := onWire(); n != 0 || r.txStatus(0, 0)&TxdStaDD != 0 {
+		t.Fatalf("%d frames sent at the doorbell, DD %v", n, r.txStatus(0, 0)&TxdStaDD != 0)
+	}
+	for _, off := range []uint32{nicmodel.STATUS, nicmodel.EICR, ICR, nicmodel.GPTC, TxQ(TDH, 1), RxQ(RDH, 0)} {
+		r.Regs.Read32(off)
+	}
+	r.Regs.Write32(nicmodel.EIMS, 1<<0) // the queue's receive vector
+	if n := onWire(); n != 0 {
+		t.Fatalf("%d frames sent for registers that are not the queue's transmit path", n)
+	}
+
+	if h := r.Regs.Read32(TxQ(TDH, 0)); h != 2 {
+		t.Fatalf("TDH %d after one touch, want 2", h)
+	}
+	if n := onWire(); n != 2 || r.txStatus(0, 1)&TxdStaDD == 0 || r.txStatus(0, 2)&TxdStaDD != 0 {
+		t.Fatalf("%d frames sent, DD of descriptors 1 and 2 %v %v: want 2, true, false",
+			n, r.txStatus(0, 1)&TxdStaDD != 0, r.txStatus(0, 2)&TxdStaDD != 0)
+	}
+	// The driver rewrites a buffer the device has not read: its new bytes
+	// go out.
+	frames[3] = udpFrame(false, peerMAC, payloadBytes(100, 0x77), true)
+	r.txBuf(0, 3, frames[3])
+	// The next doorbell processes what was handed over before it.
+	queue(4)
+	r.kickTx(0)
+	if c := r.nic.Counters(); c.TxPackets != 4 {
+		t.Fatalf("%d packets taken after the second doorbell, want 4", c.TxPackets)
+	}
+	// The poll loop's re-arm of the transmit vector takes the last one,
+	// and its completion fires the vector.
+	before := r.M.IRQ(nicAddr).Raised()
+	r.Regs.Write32(nicmodel.EIMS, 1<<1)
+	if c := r.nic.Counters(); c.TxPackets != 5 || c.Vectors[1] == 0 || r.M.IRQ(nicAddr).Raised() == before {
+		t.Fatalf("after the re-arm: %d packets taken, vector 1 fired %d times: want 5 and a message", c.TxPackets, c.Vectors[1])
+	}
+	if n := onWire(); n != len(frames) {
+		t.Fatalf("%d frames on the wire, want %d", n, len(frames))
+	}
+	for i, f := range wire {
+		if !bytes.Equal(f, frames[i]) {
+			t.Errorf("frame %d on the wire is not the one queued (its buffer as the device read it)", i)
+		}
+	}
+}

@@ -48,12 +48,12 @@ func (n *NIC) ivarVectorLocked(q int, tx bool) (uint32, bool) {
 	return 0, false
 }
 
-// queuesOnLocked returns, one bit per queue, the RX queues whose vector
-// is among the EICR bits in vectors.
-func (n *NIC) queuesOnLocked(vectors uint32) uint32 {
+// queuesOnLocked returns, one bit per queue, the RX (or TX) queues whose
+// vector is among the EICR bits in vectors.
+func (n *NIC) queuesOnLocked(vectors uint32, tx bool) uint32 {
 	var qs uint32
 	for q := range Queues {
-		if b, ok := n.ivarVectorLocked(q, false); ok && vectors&b != 0 {
+		if b, ok := n.ivarVectorLocked(q, tx); ok && vectors&b != 0 {
 			qs |= 1 << q
 		}
 	}

@@ -18,7 +18,9 @@
 // and is counted per vector; the MSI-X table is stored, its mask bits
 // are not applied. With Options.DeferRx a received frame waits in its
 // queue's line of the packet buffer until that queue's driver thread
-// arms its vector or touches its ring registers (see packetBuffer).
+// arms its vector or touches its ring registers (see packetBuffer); with
+// Options.DeferTx a queue's transmit descriptors wait the same way after
+// its TDT write (see nicmodel.TxDefer).
 //
 // What is not modelled: interrupt moderation (EITR is stored; causes are
 // signalled at once), flow control, time stamping and launch time,
@@ -57,6 +59,18 @@ type Options struct {
 	// ring, so the buffer is sized like the rings (four rings of 256 2 KiB
 	// buffers hold 2 MiB) rather than like the card's own buffer.
 	RxBufferKiB int
+	// DeferTx makes a TDT write only record the tail: the queue's
+	// descriptors are fetched, their buffers read and sent, DD written
+	// back and TDH moved when the driver's transmit path for that queue
+	// next touches the device (any access to its TDH, TDT or TXDCTL,
+	// before the access, or an EIMS write arming the vector its TX IVAR
+	// entry names, after it), TxPerTouch descriptors at a time, on that
+	// goroutine (see nicmodel.TxDefer). Without it a TDT write sends
+	// everything up to the new tail before it returns.
+	DeferTx bool
+	// TxPerTouch is the most descriptors one such touch processes; 0
+	// means every one handed over before the touch.
+	TxPerTouch int
 }
 
 // Counters are what the model saw, for tests. The driver-visible
@@ -108,6 +122,7 @@ type NIC struct {
 	pbLimit int                   // the packet buffer's size
 	txMu    sync.Mutex            // the TX engine; taken before mu
 	tx      txEngine
+	txDefer nicmodel.TxDefer // Options.DeferTx
 }
 
 type linkState struct {
@@ -128,7 +143,11 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	if err := nicmodel.CheckNew("mi225", &opt.MAC, [6]byte{0x02, 0x00, 0x00, 0x22, 0x50, 0x01}, dma, irq); err != nil {
 		return nil, err
 	}
-	n := &NIC{opt: opt, part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4)}
+	txDefer, err := nicmodel.NewTxDefer("mi225", opt.DeferTx, opt.TxPerTouch)
+	if err != nil {
+		return nil, err
+	}
+	n := &NIC{opt: opt, part: part, mac: opt.MAC, dma: dma, irq: irq, regs: make([]uint32, regFileSize/4), txDefer: txDefer}
 	if part.BlankNVM {
 		n.mac = [6]byte{}
 	}

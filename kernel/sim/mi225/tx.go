@@ -62,17 +62,18 @@ func (n *NIC) txRingLocked(q int) (nicmodel.TxRing, nicmodel.TxLine, bool) {
 	return ring, line, r[nicmodel.TCTL/4]&nicmodel.TctlEN != 0 && r[TxQ(TXDCTL, q)/4]&DctlEnable != 0
 }
 
-// kickTx runs queue q's transmit engine until its ring is empty: fetch
-// the descriptors from TDH to TDT, send their packets, write DD back
+// kickTx runs queue q's transmit engine until its ring is empty, or for
+// at most limit descriptors when limit is above zero: fetch the
+// descriptors from TDH toward TDT, send their packets, write DD back
 // where RS asks, move TDH.
-func (n *NIC) kickTx(q int) {
+func (n *NIC) kickTx(q int, limit uint32) {
 	n.txMu.Lock()
 	defer n.txMu.Unlock()
 	tq := &n.tx.q[q]
 	load := func() (nicmodel.TxRing, nicmodel.TxLine, bool) { return n.txRingLocked(q) }
 	desc := func(d []byte) bool { return n.txDesc(tq, d) }
 	done := func(k uint32) { n.txDoneLocked(tq, k) }
-	if err := tq.Run(n.dma, &n.mu, load, desc, done); err != nil {
+	if err := tq.Run(n.dma, &n.mu, limit, load, desc, done); err != nil {
 		n.count(func(c *Counters) { c.TxDMAFaults++ })
 	}
 }

@@ -131,7 +131,9 @@ func (q *TxQueue) Reset() {
 	q.Tally = TxTally{}
 }
 
-// Run processes the ring until it is empty. load returns the ring and
+// Run processes the ring until it is empty or, with limit above zero,
+// until limit descriptors are processed (a packet may be left half
+// gathered: the next Run goes on with it). load returns the ring and
 // line as the registers stand, or false when the queue is off. Each
 // descriptor fetched goes to desc, which reports whether it asked for
 // status (RS); done follows each batch with the number of descriptors
@@ -139,8 +141,8 @@ func (q *TxQueue) Reset() {
 // the statistics. load and done run with regs, the model's register lock,
 // held; desc, the DMA and the wire run without it. Run returns a
 // descriptor fetch the IOMMU refused, which stalls the queue.
-func (q *TxQueue) Run(dma DMA, regs sync.Locker, load func() (TxRing, TxLine, bool), desc func(d []byte) (rs bool), done func(k uint32)) error {
-	for {
+func (q *TxQueue) Run(dma DMA, regs sync.Locker, limit uint32, load func() (TxRing, TxLine, bool), desc func(d []byte) (rs bool), done func(k uint32)) error {
+	for left := limit; limit == 0 || left > 0; {
 		regs.Lock()
 		ring, line, ok := load()
 		regs.Unlock()
@@ -148,6 +150,10 @@ func (q *TxQueue) Run(dma DMA, regs sync.Locker, load func() (TxRing, TxLine, bo
 			return nil
 		}
 		k := ring.batch()
+		if limit > 0 {
+			k = min(k, left)
+			left -= k
+		}
 		descs := q.descs[:k*DescLen]
 		at := ring.Base + uint64(ring.Head)*DescLen
 		if err := dma.Read(at, descs); err != nil {
@@ -179,6 +185,7 @@ func (q *TxQueue) Run(dma DMA, regs sync.Locker, load func() (TxRing, TxLine, bo
 		done(k)
 		regs.Unlock()
 	}
+	return nil
 }
 
 // Gather reads a data descriptor's buffer of length bytes at addr onto

@@ -107,7 +107,7 @@ func TestTxQueueRun(t *testing.T) {
 			}
 			head = q.Ring.Next(k)
 		}
-		if err := q.Run(dma, new(sync.Mutex), load, desc, done); err != nil {
+		if err := q.Run(dma, new(sync.Mutex), 0, load, desc, done); err != nil {
 			t.Fatal(err)
 		}
 		if want := []uint32{14, 26}; fmt.Sprint(batches) != fmt.Sprint(want) {
@@ -131,6 +131,62 @@ func TestTxQueueRun(t *testing.T) {
 	}
 }
 
+// With a limit Run stops after that many descriptors, even inside a
+// packet, and the next Run goes on gathering it; buffers are read when
+// their descriptor is processed, not before.
+func TestTxQueueRunLimit(t *testing.T) {
+	const base, bufs, ringLen = 0x1000, 0x4000, 16
+	dma := &flatDMA{mem: make([]byte, 1<<16)}
+	port := &capture{}
+	// Three packets of two 40-byte buffers each.
+	for i := range uint64(6) {
+		putDesc(dma.mem, base+i*DescLen, bufs+i*0x100, 40, i%2 == 1, i%2 == 1)
+	}
+	var q TxQueue
+	head, tail := uint32(0), uint32(6)
+	load := func() (TxRing, TxLine, bool) {
+		return TxRing{Base: base, Count: ringLen, Head: head, Tail: tail}, TxLine{Port: port, Up: true}, true
+	}
+	desc := func(d []byte) bool {
+		q.Gather(dma, binary.LittleEndian.Uint64(d), int(binary.LittleEndian.Uint16(d[8:])))
+		if d[11]&1 != 0 {
+			if p, ok := q.End(); ok {
+				q.Send(p, false, 0)
+			}
+		}
+		return d[11]&8 != 0
+	}
+	done := func(k uint32) { head = q.Ring.Next(k) }
+	fill := func(i uint64, b byte) { clear(dma.mem[bufs+i*0x100 : bufs+i*0x100+40]); dma.mem[bufs+i*0x100] = b }
+	for i := range uint64(6) {
+		fill(i, byte(i))
+	}
+	if err := q.Run(dma, new(sync.Mutex), 3, load, desc, done); err != nil {
+		t.Fatal(err)
+	}
+	if head != 3 || len(port.out) != 1 {
+		t.Fatalf("after a run of 3: head %d, %d frames sent, want 3 and 1", head, len(port.out))
+	}
+	// Software rewrites a buffer the device has not read yet: the
+	// device sends the new bytes.
+	fill(5, 0x55)
+	if err := q.Run(dma, new(sync.Mutex), 3, load, desc, done); err != nil {
+		t.Fatal(err)
+	}
+	if head != 6 || len(port.out) != 3 {
+		t.Fatalf("after a second run of 3: head %d, %d frames sent, want 6 and 3", head, len(port.out))
+	}
+	for i, f := range port.out {
+		want := [2]byte{byte(2 * i), byte(2*i + 1)}
+		if i == 2 {
+			want[1] = 0x55 // rewritten before the device read it
+		}
+		if len(f) != 80 || f[0] != want[0] || f[40] != want[1] {
+			t.Errorf("frame %d: %d bytes, buffers begin %#x %#x, want %#x %#x", i, len(f), f[0], f[40], want[0], want[1])
+		}
+	}
+}
+
 func TestTxQueueFaults(t *testing.T) {
 	dma := &flatDMA{mem: make([]byte, 1<<16), deny: [2]uint64{0x8000, 0x9000}}
 	port := &capture{}
@@ -139,7 +195,7 @@ func TestTxQueueFaults(t *testing.T) {
 
 	// A refused descriptor fetch stops Run with an error and runs nothing.
 	ran := false
-	err := q.Run(dma, new(sync.Mutex), func() (TxRing, TxLine, bool) {
+	err := q.Run(dma, new(sync.Mutex), 0, func() (TxRing, TxLine, bool) {
 		return TxRing{Base: 0x8000, Count: 8, Head: 0, Tail: 3}, q.Line, true
 	}, func([]byte) bool { ran = true; return false }, func(uint32) {})
 	if err == nil || ran {
