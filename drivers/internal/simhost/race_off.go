@@ -1,0 +1,5 @@
+//go:build !race
+
+package simhost
+
+const raceOn = false
