@@ -3,6 +3,7 @@ package simhost
 import (
 	"bytes"
 	"sync"
+	"testing"
 
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
@@ -45,4 +46,23 @@ func (p *Peer) Reset() {
 	p.mu.Lock()
 	p.seen = nil
 	p.mu.Unlock()
+}
+
+// Check compares the frames that arrived since the last Check (*checked
+// counts those already compared) with want(i), what frame i should be,
+// and fails the test at the first that differs.
+func (p *Peer) Check(t testing.TB, checked *int, want func(i int) []byte) {
+	t.Helper()
+	seen := p.Frames()
+	for ; *checked < len(seen); *checked++ {
+		got, w := seen[*checked], want(*checked)
+		if bytes.Equal(got, w) {
+			continue
+		}
+		at := 0
+		for at < min(len(got), len(w)) && got[at] == w[at] {
+			at++
+		}
+		t.Fatalf("wire frame %d is not the frame queued: %d bytes, want %d, first difference at byte %d (its buffer reused or unmapped before the device read it?)", *checked, len(got), len(w), at)
+	}
 }
