@@ -7,6 +7,7 @@ package xskapp
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ether9/ether9/drivers/xsk"
 )
@@ -71,6 +72,25 @@ func (a *App) Recycle(t testing.TB) {
 		a.Free = append(a.Free, d.Addr)
 	}
 	a.Fill(len(a.Free))
+}
+
+// IdleRounds is how many rounds in a row an application's loop may move
+// nothing before Idle calls it stuck; each waits a millisecond at most.
+const IdleRounds = 1000
+
+// Idle is the application's poll(2) after a round of its loop that moved
+// nothing, *idle counting such rounds in a row (the loop zeroes it when
+// a round moves something): it sleeps on the socket's queue, which
+// re-arms the queue's vector and so also lets a NIC model that defers
+// transmit (DeferTx) go on with the queue's descriptors. After
+// IdleRounds such rounds the test fails with what stuck describes and
+// the socket's counts.
+func (a *App) Idle(t testing.TB, idle *int, stuck func() string) {
+	t.Helper()
+	if *idle++; *idle > IdleRounds {
+		t.Fatalf("stuck after %d idle rounds: %s; socket: %d sent, %d completions waiting", IdleRounds, stuck(), a.S.Stats.TxSent.Load(), a.S.Umem.Comp.Len())
+	}
+	a.S.Wait(time.Millisecond)
 }
 
 // Complete takes finished frames back and says how many.
