@@ -33,8 +33,14 @@ type host struct {
 
 func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool) *host {
 	t.Helper()
+	return newHostTx(t, end, last, addr, device, nonCoherent, simhost.TxModes[0])
+}
+
+// newHostTx is newHost with the model's transmit work done as tx says.
+func newHostTx(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool, tx simhost.TxMode) *host {
+	t.Helper()
 	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
-		return mi225.Plug(m, a, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
+		return mi225.Plug(m, a, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true, DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
 	})
 	d, ok := sh.NIC.(*igc.Device)
 	if !ok {
@@ -100,44 +106,47 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 		{"threshold", "build auto", threshold, igc.Build, false},
 		{"over-threshold", "build auto", threshold + 1, igc.Construct, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
-			a := newHost(t, w.A(), 1, addrA, 0x15f3, tc.nonCoherent)
-			defer a.close(t)
-			b := newHost(t, w.B(), 2, addrB, 0x125c, tc.nonCoherent)
-			defer b.close(t)
-			for _, h := range []*host{a, b} {
-				for _, c := range []string{tc.ctl, fmt.Sprintf("mtu %d", tc.mtu)} {
-					if err := h.nic.Ctl(c); err != nil {
-						t.Fatal(err)
+		for _, tx := range simhost.TxModes {
+			t.Run(tx.Name+"/"+tc.name, func(t *testing.T) {
+				tx.SkipRacy(t)
+				w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
+				a := newHostTx(t, w.A(), 1, addrA, 0x15f3, tc.nonCoherent, tx)
+				defer a.close(t)
+				b := newHostTx(t, w.B(), 2, addrB, 0x125c, tc.nonCoherent, tx)
+				defer b.close(t)
+				for _, h := range []*host{a, b} {
+					for _, c := range []string{tc.ctl, fmt.Sprintf("mtu %d", tc.mtu)} {
+						if err := h.nic.Ctl(c); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if l, _ := h.nic.Layout(0); l != tc.want {
+						t.Fatalf("layout %v, want %v", l, tc.want)
 					}
 				}
-				if l, _ := h.nic.Layout(0); l != tc.want {
-					t.Fatalf("layout %v, want %v", l, tc.want)
-				}
-			}
-			simhost.UDPRoundTrip(t, a.Stack, b.Stack, addrA.Addr(), addrB.Addr(), udpSizes(tc.mtu)...)
-			simhost.TCPConns(t, a.Stack, b.Stack, addrB.Addr(), tcpConns, size/tcpConns)
-			simhost.TCPConns(t, b.Stack, a.Stack, addrA.Addr(), tcpConns, size/tcpConns)
-			for _, h := range []*host{a, b} {
-				simhost.CheckQueuesSpread(t, h.nic)
-				built, constructed := h.Stat(t, "rx_build"), h.Stat(t, "rx_construct")
-				if tc.want == igc.Build && (built == 0 || constructed != 0) || tc.want == igc.Construct && (built != 0 || constructed == 0) {
-					t.Errorf("%s: %d built, %d constructed, want all %v", h.nic.Name(), built, constructed, tc.want)
-				}
-				if h.Stat(t, "tx_tso") == 0 || h.Stat(t, "tx_csum") == 0 {
-					t.Errorf("%s: TSO %d, checksum offload %d: want both used", h.nic.Name(), h.Stat(t, "tx_tso"), h.Stat(t, "tx_csum"))
-				}
-				for _, s := range h.Stack.Endpoints[0].Stats() {
-					if s.Name == "rx_csum_hw" && s.Value == 0 {
-						t.Errorf("%s: no device-verified receive checksums", h.nic.Name())
+				simhost.UDPRoundTrip(t, a.Stack, b.Stack, addrA.Addr(), addrB.Addr(), udpSizes(tc.mtu)...)
+				simhost.TCPConns(t, a.Stack, b.Stack, addrB.Addr(), tcpConns, size/tcpConns)
+				simhost.TCPConns(t, b.Stack, a.Stack, addrA.Addr(), tcpConns, size/tcpConns)
+				for _, h := range []*host{a, b} {
+					simhost.CheckQueuesSpread(t, h.nic)
+					built, constructed := h.Stat(t, "rx_build"), h.Stat(t, "rx_construct")
+					if tc.want == igc.Build && (built == 0 || constructed != 0) || tc.want == igc.Construct && (built != 0 || constructed == 0) {
+						t.Errorf("%s: %d built, %d constructed, want all %v", h.nic.Name(), built, constructed, tc.want)
+					}
+					if h.Stat(t, "tx_tso") == 0 || h.Stat(t, "tx_csum") == 0 {
+						t.Errorf("%s: TSO %d, checksum offload %d: want both used", h.nic.Name(), h.Stat(t, "tx_tso"), h.Stat(t, "tx_csum"))
+					}
+					for _, s := range h.Stack.Endpoints[0].Stats() {
+						if s.Name == "rx_csum_hw" && s.Value == 0 {
+							t.Errorf("%s: no device-verified receive checksums", h.nic.Name())
+						}
+					}
+					if h.Stat(t, "good_packets_rx") == 0 || h.Stat(t, "good_packets_tx") == 0 {
+						t.Errorf("%s: device statistics read nothing", h.nic.Name())
 					}
 				}
-				if h.Stat(t, "good_packets_rx") == 0 || h.Stat(t, "good_packets_tx") == 0 {
-					t.Errorf("%s: device statistics read nothing", h.nic.Name())
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

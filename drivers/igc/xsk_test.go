@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim/mi225"
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -34,8 +36,15 @@ type xdpHost struct {
 
 func newXDPHost(t *testing.T) *xdpHost {
 	t.Helper()
+	return newXDPHostTx(t, simhost.TxModes[0])
+}
+
+// newXDPHostTx is newXDPHost with the model's transmit work done as tx
+// says.
+func newXDPHostTx(t *testing.T, tx simhost.TxMode) *xdpHost {
+	t.Helper()
 	w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
-	h := &xdpHost{host: newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false), peer: simhost.NewPeer(w.B())}
+	h := &xdpHost{host: newHostTx(t, w.A(), 1, netip.Prefix{}, 0x15f3, false, tx), peer: simhost.NewPeer(w.B())}
 	regs, err := h.Machine.Bus.Regs(pci.Addr{Dev: 3}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +65,9 @@ func (h *xdpHost) dma(q int) { h.regs.Read32(mi225.RxQ(mi225.RDH, q)) }
 
 // queueFrames is the model's count of frames written to queue q's ring.
 func (h *xdpHost) queueFrames(q int) uint64 { return h.Model.Counters().RxQueueFrames[q] }
+
+// txCounters is the model's transmit side, for a stuck test to report.
+func (h *xdpHost) txCounters() nicmodel.TxCounters { return h.Model.Counters().TxCounters }
 
 // xdpFrame is an n-byte frame to the host of the given EtherType, its
 // payload numbered by seed.
@@ -132,55 +144,73 @@ func TestXDPRxDropCountsExact(t *testing.T) {
 	}
 }
 
+// TestXDPTxPushCountsExact sends frames from the socket's frames, which
+// the application rewrites as soon as they come back through the
+// completion ring: with the model deferring transmit, a frame completed
+// before the device read it goes out with another frame's bytes.
 func TestXDPTxPushCountsExact(t *testing.T) {
-	for _, m := range xskapp.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := newXDPHost(t)
-			defer h.close(t)
-			a := xskapp.New(t, 256, 0, 256)
-			if err := h.nic.Bind(2, a.S, m); err != nil {
-				t.Fatal(err)
-			}
-			pkts0 := h.Model.Counters().TxPackets
-			const frames = 3000
-			sent := 0
-			for rounds := 0; sent < frames || h.peer.Len() < frames; rounds++ {
-				if rounds > 100*frames {
-					t.Fatalf("stuck: %d queued, %d on the wire", sent, h.peer.Len())
-				}
-				for len(a.Free) > 0 && sent < frames && a.S.TX.Free() > 0 {
-					f := a.Free[0]
-					a.Free = a.Free[1:]
-					b := xdpFrame(60+sent%1000, etherTypeLocal, sent)
-					copy(a.S.Umem.Bytes(f, len(b)), b)
-					a.S.TX.Produce(xsk.Desc{Addr: f, Len: uint32(len(b))})
-					sent++
-				}
-				a.S.Poll(64)
-				a.Complete()
-			}
-			for a.S.Stats.TxSent.Load() < frames {
-				a.S.Poll(64)
-				a.Complete()
-			}
-			for i, f := range h.peer.Frames() {
-				if !bytes.Equal(f, xdpFrame(60+i%1000, etherTypeLocal, i)) {
-					t.Fatalf("wire frame %d wrong", i)
-				}
-			}
-			if n, p := a.S.Stats.TxSent.Load(), h.Model.Counters().TxPackets-pkts0; n != frames || p != frames || h.peer.Len() != frames {
-				t.Errorf("TxSent %d, model sent %d, wire %d, want %d", n, p, h.peer.Len(), frames)
-			}
-			bounced := h.Stat(t, "tx_bounced")
-			if m == xsk.ZeroCopy && bounced != 0 || m == xsk.Copy && bounced != frames {
-				t.Errorf("%v: %d frames copied", m, bounced)
-			}
-			if err := h.nic.Unbind(2); err != nil {
-				t.Fatal(err)
-			}
-			a.Account(t, nil)
+	for _, tx := range simhost.TxModes {
+		for _, m := range xskapp.Modes {
+			t.Run(tx.Name+"/"+m.String(), func(t *testing.T) { testXDPTxPush(t, tx, m) })
+		}
+	}
+}
+
+func testXDPTxPush(t *testing.T, tx simhost.TxMode, m xsk.Mode) {
+	h := newXDPHostTx(t, tx)
+	defer h.close(t)
+	a := xskapp.New(t, 256, 0, 256)
+	if err := h.nic.Bind(2, a.S, m); err != nil {
+		t.Fatal(err)
+	}
+	pkts0 := h.Model.Counters().TxPackets
+	const frames = 3000
+	sent, checked := 0, 0
+	check := func() {
+		h.peer.Check(t, &checked, func(i int) []byte { return xdpFrame(60+i%1000, etherTypeLocal, i) })
+	}
+	for idle := 0; sent < frames || h.peer.Len() < frames; {
+		check()
+		moved := false
+		for len(a.Free) > 0 && sent < frames && a.S.TX.Free() > 0 {
+			f := a.Free[0]
+			a.Free = a.Free[1:]
+			b := xdpFrame(60+sent%1000, etherTypeLocal, sent)
+			copy(a.S.Umem.Bytes(f, len(b)), b)
+			a.S.TX.Produce(xsk.Desc{Addr: f, Len: uint32(len(b))})
+			sent++
+			moved = true
+		}
+		wire := h.peer.Len()
+		a.S.Poll(64)
+		if a.Complete() > 0 || moved || h.peer.Len() > wire {
+			idle = 0
+			continue
+		}
+		a.Idle(t, &idle, func() string {
+			return fmt.Sprintf("%d queued, %d on the wire, model %+v", sent, h.peer.Len(), h.txCounters())
 		})
 	}
+	for idle := 0; a.S.Stats.TxSent.Load() < frames; {
+		a.S.Poll(64)
+		if a.Complete() > 0 {
+			idle = 0
+			continue
+		}
+		a.Idle(t, &idle, func() string { return fmt.Sprintf("%d of %d sends completed", a.S.Stats.TxSent.Load(), frames) })
+	}
+	check()
+	if n, p := a.S.Stats.TxSent.Load(), h.Model.Counters().TxPackets-pkts0; n != frames || p != frames || h.peer.Len() != frames {
+		t.Errorf("TxSent %d, model sent %d, wire %d, want %d", n, p, h.peer.Len(), frames)
+	}
+	bounced := h.Stat(t, "tx_bounced")
+	if m == xsk.ZeroCopy && bounced != 0 || m == xsk.Copy && bounced != frames {
+		t.Errorf("%v: %d frames copied", m, bounced)
+	}
+	if err := h.nic.Unbind(2); err != nil {
+		t.Fatal(err)
+	}
+	a.Account(t, nil)
 }
 
 // swapMAC turns a received frame around.
@@ -191,57 +221,78 @@ func swapMAC(b []byte) {
 	copy(b[6:12], tmp[:])
 }
 
+// TestXDPL2FwdCountsExact forwards received frames back out in place;
+// a frame the application gets back through the completion ring is
+// filled again and receives the next frame.
 func TestXDPL2FwdCountsExact(t *testing.T) {
-	for _, m := range xskapp.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := newXDPHost(t)
-			defer h.close(t)
-			a := xskapp.New(t, 512, 256, 256)
-			if err := h.nic.Bind(0, a.S, m); err != nil {
-				t.Fatal(err)
-			}
-			const frames = 2000
-			sent, fwd := 0, 0
-			for rounds := 0; fwd < frames || a.S.Stats.TxSent.Load() < frames; rounds++ {
-				if rounds > 100*frames {
-					t.Fatalf("stuck: %d sent, %d forwarded, %d completed", sent, fwd, a.S.Stats.TxSent.Load())
-				}
-				for k := 0; k < 16 && sent < frames; k++ {
-					h.peer.Send(xdpFrame(60+sent%1400, etherTypeLocal, sent))
-					sent++
-				}
-				h.dma(0)
-				a.S.Poll(64)
-				for _, d := range a.RX(t) {
-					swapMAC(a.S.Umem.Bytes(d.Addr, int(d.Len)))
-					if !a.S.TX.Produce(d) {
-						t.Fatal("TX ring full")
-					}
-					fwd++
-				}
-				a.S.Poll(64)
-				a.Complete()
-				a.Fill(len(a.Free))
-			}
-			if h.peer.Len() != frames || h.queueFrames(0) != frames {
-				t.Fatalf("%d forwarded onto the wire, model queue 0 got %d, want %d", h.peer.Len(), h.queueFrames(0), frames)
-			}
-			for i, f := range h.peer.Frames() {
-				want := xdpFrame(60+i%1400, etherTypeLocal, i)
-				swapMAC(want)
-				if !bytes.Equal(f, want) {
-					t.Fatalf("forwarded frame %d wrong", i)
-				}
-			}
-			if bounced := h.Stat(t, "tx_bounced"); m == xsk.ZeroCopy && bounced != 0 {
-				t.Errorf("zero-copy forwarding copied %d frames", bounced)
-			}
-			if err := h.nic.Unbind(0); err != nil {
-				t.Fatal(err)
-			}
-			a.Account(t, nil)
+	for _, tx := range simhost.TxModes {
+		for _, m := range xskapp.Modes {
+			t.Run(tx.Name+"/"+m.String(), func(t *testing.T) { testXDPL2Fwd(t, tx, m) })
+		}
+	}
+}
+
+func testXDPL2Fwd(t *testing.T, tx simhost.TxMode, m xsk.Mode) {
+	h := newXDPHostTx(t, tx)
+	defer h.close(t)
+	a := xskapp.New(t, 512, 256, 256)
+	if err := h.nic.Bind(0, a.S, m); err != nil {
+		t.Fatal(err)
+	}
+	const frames = 2000
+	sent, fwd := 0, 0
+	var backlog []xsk.Desc // received, waiting for room on the TX ring
+	for idle := 0; fwd < frames || a.S.Stats.TxSent.Load() < frames || h.peer.Len() < frames; {
+		moved, wire := false, h.peer.Len()
+		// The far end sends while fewer than a fill ring's worth are
+		// on their way back: more would find no frame to land in, as
+		// the forwarded ones come back only as they complete.
+		for k := 0; k < 16 && sent < frames && sent-h.peer.Len() < 256; k++ {
+			h.peer.Send(xdpFrame(60+sent%1400, etherTypeLocal, sent))
+			sent++
+			moved = true
+		}
+		h.dma(0)
+		a.S.Poll(64)
+		for _, d := range a.RX(t) {
+			swapMAC(a.S.Umem.Bytes(d.Addr, int(d.Len)))
+			backlog = append(backlog, d)
+			moved = true
+		}
+		for len(backlog) > 0 && a.S.TX.Produce(backlog[0]) {
+			backlog = backlog[1:]
+			fwd++
+		}
+		a.S.Poll(64)
+		if a.Complete() > 0 {
+			moved = true
+		}
+		a.Fill(len(a.Free))
+		if moved || h.peer.Len() > wire {
+			idle = 0
+			continue
+		}
+		a.Idle(t, &idle, func() string {
+			return fmt.Sprintf("%d sent, %d forwarded, %d on the wire, model %+v", sent, fwd, h.peer.Len(), h.txCounters())
 		})
 	}
+	if h.peer.Len() != frames || h.queueFrames(0) != frames {
+		t.Fatalf("%d forwarded onto the wire, model queue 0 got %d, want %d", h.peer.Len(), h.queueFrames(0), frames)
+	}
+	for i, f := range h.peer.Frames() {
+		want := xdpFrame(60+i%1400, etherTypeLocal, i)
+		swapMAC(want)
+		if !bytes.Equal(f, want) {
+			t.Fatalf("forwarded frame %d wrong", i)
+		}
+	}
+	if bounced := h.Stat(t, "tx_bounced"); m == xsk.ZeroCopy && bounced != 0 {
+		t.Errorf("zero-copy forwarding copied %d frames", bounced)
+	}
+	if err := h.nic.Unbind(0); err != nil {
+		t.Fatal(err)
+	}
+	a.Account(t, nil)
 }
 
 // TestXDPUnbindUnderTraffic unbinds while frames arrive and the
