@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/kernel/sim/m82576"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
 )
@@ -18,26 +19,30 @@ import (
 // order them on real hardware, and the test runs under -race.
 func TestSimTCPOverRSSQueues(t *testing.T) {
 	addrA, addrB := netip.MustParsePrefix("10.0.0.1/24"), netip.MustParsePrefix("10.0.0.2/24")
-	for _, nc := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{})
-			a := newDeferredHost(t, w.A(), 1, nc)
-			b := newDeferredHost(t, w.B(), 2, nc)
-			a.Up(t, addrA, netstack.Options{})
-			b.Up(t, addrB, netstack.Options{})
-			const conns, size = 8, 256 << 10
-			simhost.TCPConns(t, b.Stack, a.Stack, addrA.Addr(), conns, size)
-			if rx := a.Stat(t, "rx_bytes"); rx < conns*size {
-				t.Errorf("receiver counted %d bytes, sent %d", rx, conns*size)
-			}
-			simhost.CheckQueuesSpread(t, a.NIC)
-			if a.Stat(t, "tx_tso")+b.Stat(t, "tx_tso") == 0 {
-				t.Error("no TSO packet sent")
-			}
-			a.Close(t)
-			b.Close(t)
-			a.checkClosed(t)
-			b.checkClosed(t)
-		})
+	for _, tx := range simhost.TxModes {
+		for _, nc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/noncoherent=%v", tx.Name, nc), func(t *testing.T) {
+				tx.SkipRacy(t)
+				w := simhost.Wire(t, wire.Options{})
+				opt := m82576.Options{DeferRx: true, DeferTx: tx.Defer, TxPerTouch: tx.PerTouch}
+				a := newHostWith(t, w.A(), 1, nc, opt)
+				b := newHostWith(t, w.B(), 2, nc, opt)
+				a.Up(t, addrA, netstack.Options{})
+				b.Up(t, addrB, netstack.Options{})
+				const conns, size = 8, 256 << 10
+				simhost.TCPConns(t, b.Stack, a.Stack, addrA.Addr(), conns, size)
+				if rx := a.Stat(t, "rx_bytes"); rx < conns*size {
+					t.Errorf("receiver counted %d bytes, sent %d", rx, conns*size)
+				}
+				simhost.CheckQueuesSpread(t, a.NIC)
+				if a.Stat(t, "tx_tso")+b.Stat(t, "tx_tso") == 0 {
+					t.Error("no TSO packet sent")
+				}
+				a.Close(t)
+				b.Close(t)
+				a.checkClosed(t)
+				b.checkClosed(t)
+			})
+		}
 	}
 }

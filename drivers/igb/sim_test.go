@@ -3,6 +3,7 @@ package igb_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/ether9/ether9/drivers/igb"
@@ -99,83 +100,95 @@ func udp(dst [6]byte, n int, seq uint32) []byte {
 // in copy and zero-copy mode, on the queue a 2-tuple filter steers the
 // flow to: every frame arrives once, intact, and nothing leaks.
 func TestSimZeroCopyCountsExact(t *testing.T) {
-	for _, mode := range []xsk.Mode{xsk.Copy, xsk.ZeroCopy} {
-		t.Run(mode.String(), func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{})
-			h := newHost(t, w.A(), 1, true)
-			g := simhost.NewPeer(w.B())
-			const q = 2
-			if _, err := h.dev.Steer(xsk.Filter{UDPPort: 9}, q); err != nil {
-				t.Fatal(err)
-			}
-			a := xskapp.New(t, 1024, 512, 512)
-			s, u := a.S, a.S.Umem
-			if err := h.dev.Bind(q, a.S, mode); err != nil {
-				t.Fatal(err)
-			}
+	for _, tx := range simhost.TxModes {
+		for _, mode := range []xsk.Mode{xsk.Copy, xsk.ZeroCopy} {
+			t.Run(tx.Name+"/"+mode.String(), func(t *testing.T) { testZeroCopyCounts(t, tx, mode) })
+		}
+	}
+}
 
-			// rxdrop: batches smaller than the fill ring, each drained.
-			const n = 2000
-			got := 0
-			for sent := 0; sent < n; {
-				for b := 0; b < 64 && sent < n; b++ {
-					g.Send(udp(h.NIC.MAC(), 60+sent%1400, uint32(sent)))
-					sent++
-				}
-				for spins := 0; got < sent && spins < 1000; spins++ {
-					s.Poll(64)
-					for {
-						d, ok := s.RX.Consume()
-						if !ok {
-							break
-						}
-						want := udp(h.NIC.MAC(), 60+got%1400, uint32(got))
-						if !bytes.Equal(u.Bytes(d.Addr, int(d.Len)), want) {
-							t.Fatalf("frame %d: %d bytes, corrupted", got, d.Len)
-						}
-						got++
-						u.Fill.Produce(d.Addr)
-					}
-				}
-			}
-			if got != n || s.Stats.RxDelivered.Load() != n || h.Model.Counters().RxQueue[q] != n {
-				t.Fatalf("rxdrop: app got %d, delivered %d, model wrote %d to queue %d; want %d",
-					got, s.Stats.RxDelivered.Load(), h.Model.Counters().RxQueue[q], q, n)
-			}
+func testZeroCopyCounts(t *testing.T, tx simhost.TxMode, mode xsk.Mode) {
+	w := simhost.Wire(t, wire.Options{})
+	h := newHostWith(t, w.A(), 1, true, m82576.Options{DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
+	g := simhost.NewPeer(w.B())
+	const q = 2
+	if _, err := h.dev.Steer(xsk.Filter{UDPPort: 9}, q); err != nil {
+		t.Fatal(err)
+	}
+	a := xskapp.New(t, 1024, 512, 512)
+	s, u := a.S, a.S.Umem
+	if err := h.dev.Bind(q, a.S, mode); err != nil {
+		t.Fatal(err)
+	}
 
-			// txpush: every frame reaches the wire once.
-			for i := 0; i < n; {
-				for len(a.Free) > 0 && i < n && s.TX.Free() > 0 {
-					f := udp([6]byte{2, 0, 0, 0, 0, 2}, 60+i%1000, uint32(i))
-					copy(u.Bytes(a.Free[0], len(f)), f)
-					s.TX.Produce(xsk.Desc{Addr: a.Free[0], Len: uint32(len(f))})
-					a.Free = a.Free[1:]
-					i++
+	// rxdrop: batches smaller than the fill ring, each drained.
+	const n = 2000
+	got := 0
+	for sent := 0; sent < n; {
+		for b := 0; b < 64 && sent < n; b++ {
+			g.Send(udp(h.NIC.MAC(), 60+sent%1400, uint32(sent)))
+			sent++
+		}
+		for spins := 0; got < sent && spins < 1000; spins++ {
+			s.Poll(64)
+			for {
+				d, ok := s.RX.Consume()
+				if !ok {
+					break
 				}
-				s.Poll(64)
-				a.Complete()
-			}
-			for spins := 0; s.Stats.TxSent.Load() < n && spins < 10000; spins++ {
-				s.Poll(64)
-			}
-			seen := g.Frames()
-			if len(seen) != n || s.Stats.TxSent.Load() != n {
-				t.Fatalf("txpush: %d frames on the wire, TxSent %d, want %d", len(seen), s.Stats.TxSent.Load(), n)
-			}
-			for i, f := range seen {
-				if !bytes.Equal(f, udp([6]byte{2, 0, 0, 0, 0, 2}, 60+i%1000, uint32(i))) {
-					t.Fatalf("txpush frame %d wrong", i)
+				want := udp(h.NIC.MAC(), 60+got%1400, uint32(got))
+				if !bytes.Equal(u.Bytes(d.Addr, int(d.Len)), want) {
+					t.Fatalf("frame %d: %d bytes, corrupted", got, d.Len)
 				}
+				got++
+				u.Fill.Produce(d.Addr)
 			}
-			if err := h.dev.Unbind(q); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.NIC.Close(); err != nil {
-				t.Fatal(err)
-			}
-			h.checkClosed(t)
+		}
+	}
+	if got != n || s.Stats.RxDelivered.Load() != n || h.Model.Counters().RxQueue[q] != n {
+		t.Fatalf("rxdrop: app got %d, delivered %d, model wrote %d to queue %d; want %d",
+			got, s.Stats.RxDelivered.Load(), h.Model.Counters().RxQueue[q], q, n)
+	}
+
+	// txpush: every frame reaches the wire once, as the
+	// application wrote it before the frame came back to it.
+	pushed := func(i int) []byte { return udp([6]byte{2, 0, 0, 0, 0, 2}, 60+i%1000, uint32(i)) }
+	checked := 0
+	for i, idle := 0, 0; i < n || g.Len() < n; {
+		g.Check(t, &checked, pushed)
+		moved, wire := false, g.Len()
+		for len(a.Free) > 0 && i < n && s.TX.Free() > 0 {
+			f := pushed(i)
+			copy(u.Bytes(a.Free[0], len(f)), f)
+			s.TX.Produce(xsk.Desc{Addr: a.Free[0], Len: uint32(len(f))})
+			a.Free = a.Free[1:]
+			i++
+			moved = true
+		}
+		s.Poll(64)
+		if a.Complete() > 0 || moved || g.Len() > wire {
+			idle = 0
+			continue
+		}
+		a.Idle(t, &idle, func() string {
+			return fmt.Sprintf("txpush: %d queued, %d on the wire, model %+v", i, g.Len(), h.Model.Counters().TxCounters)
 		})
 	}
+	for spins := 0; s.Stats.TxSent.Load() < n && spins < 10000; spins++ {
+		s.Poll(64)
+	}
+	seen := g.Frames()
+	if len(seen) != n || s.Stats.TxSent.Load() != n {
+		t.Fatalf("txpush: %d frames on the wire, TxSent %d, want %d", len(seen), s.Stats.TxSent.Load(), n)
+	}
+	g.Check(t, &checked, pushed)
+	if err := h.dev.Unbind(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.NIC.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkClosed(t)
 }
 
 // A steady stream the stack consumes in time is received into the same
