@@ -19,11 +19,17 @@ import (
 // (nil: probe's default).
 func newHost(t *testing.T, end *wire.End, last byte, logf func(string, ...any)) *simhost.Host[*m82574.NIC] {
 	t.Helper()
+	return newHostTx(t, end, last, logf, simhost.TxModes[0])
+}
+
+// newHostTx is newHost with the model's transmit work done as tx says.
+func newHostTx(t *testing.T, end *wire.End, last byte, logf func(string, ...any), tx simhost.TxMode) *simhost.Host[*m82574.NIC] {
+	t.Helper()
 	// DeferRx: frames wait in the model's packet buffer until this
 	// machine's receive path touches the device, so the ring is written on
 	// the goroutine that reads it, as one CPU sees its NIC.
 	h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true, Logf: logf, End: end}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
-		return m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true})
+		return m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true, DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
 	})
 	h.Up(t, netip.MustParsePrefix(fmt.Sprintf("10.9.0.%d/24", last)), netstack.Options{})
 	return h
@@ -34,14 +40,21 @@ func newHost(t *testing.T, end *wire.End, last byte, logf func(string, ...any)) 
 // The connection survives, the driver segments in software from then on,
 // and the capture holds no frame above the MTU.
 func TestEndToEndLinkDropMidTransfer(t *testing.T) {
+	for _, tx := range simhost.TxModes {
+		t.Run(tx.Name, func(t *testing.T) { testLinkDropMidTransfer(t, tx) })
+	}
+}
+
+func testLinkDropMidTransfer(t *testing.T, tx simhost.TxMode) {
+	tx.SkipRacy(t)
 	size := 32 << 20
 	if testing.Short() || raceOn {
 		size = 8 << 20
 	}
 	var capture bytes.Buffer
 	w := simhost.Wire(t, wire.Options{Pcap: &capture})
-	a := newHost(t, w.A(), 1, nil)
-	b := newHost(t, w.B(), 2, nil)
+	a := newHostTx(t, w.A(), 1, nil, tx)
+	b := newHostTx(t, w.B(), 2, nil, tx)
 	simhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), size, func() {
 		if err := w.SetLink(true, 100); err != nil {
 			t.Fatal(err)
@@ -60,6 +73,12 @@ func TestEndToEndLinkDropMidTransfer(t *testing.T) {
 	// Stop all traffic before reading the capture the wire writes.
 	a.Close(t)
 	b.Close(t)
+	for _, h := range []*simhost.Host[*m82574.NIC]{a, b} {
+		h.CheckNoFaults(t)
+		if c := h.Model.Counters(); c.TxDMAFaults != 0 || c.RxDMAFaults != 0 {
+			t.Errorf("%s: the model's DMA faulted: %+v", h.NIC.Name(), c)
+		}
+	}
 	if err := w.Err(); err != nil {
 		t.Fatal(err)
 	}

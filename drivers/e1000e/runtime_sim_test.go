@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -95,69 +96,73 @@ func TestSimPromiscuous(t *testing.T) {
 // ring), the driver's counters keep counting, and once back at the probe
 // lengths the IOMMU maps exactly the pages it mapped before.
 func TestSimRingResize(t *testing.T) {
-	for _, nc := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) {
-			mc := newMachine(t, rigOpt{nonCoherent: nc})
-			defer mc.close(t)
-			traffic := func(step string, frames int) {
-				t.Helper()
-				for i := range frames {
-					n := 60 + i%1400
-					if got := mc.deliver(t, mc.frame(n, byte(i))); got != 1 {
-						t.Fatalf("%s: frame %d: %d received", step, i, got)
-					}
-					mc.transmit(t, 60+i%1000, byte(i))
-				}
+	for _, tx := range simhost.TxModes {
+		for _, nc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/noncoherent=%v", tx.Name, nc), func(t *testing.T) { testRingResize(t, rigOpt{nonCoherent: nc, tx: tx}) })
+		}
+	}
+}
+
+func testRingResize(t *testing.T, o rigOpt) {
+	mc := newMachine(t, o)
+	defer mc.close(t)
+	traffic := func(step string, frames int) {
+		t.Helper()
+		for i := range frames {
+			n := 60 + i%1400
+			if got := mc.deliver(t, mc.frame(n, byte(i))); got != 1 {
+				t.Fatalf("%s: frame %d: %d received", step, i, got)
 			}
-			traffic("before", 20)
-			// Every slot now holds a mapped buffer (the frames were
-			// copied): the steady state to come back to.
-			base := mc.IOMMUStats()
-			// A frame the driver has not polled yet when the ring goes.
-			mc.wire.B().Send(mc.frame(200, 99))
-			received := mc.Stat(t, "rx_frames")
-			for _, bad := range []string{"rxring 250", "rxring 32", "rxring 8200", "txring x", "txring 12"} {
-				if err := mc.NIC.Ctl(bad); err == nil {
-					t.Errorf("%q accepted", bad)
-				}
-			}
-			if err := mc.NIC.Ctl("rxring 512"); err != nil {
-				t.Fatal(err)
-			}
-			if err := mc.NIC.Ctl("txring 64"); err != nil {
-				t.Fatal(err)
-			}
-			if got := mc.Stat(t, "rx_frames"); got < received {
-				t.Errorf("rx_frames went back from %d to %d", received, got)
-			}
-			if got := mc.Stat(t, "rx_drop_reconfig"); got != 1 {
-				t.Errorf("rx_drop_reconfig %d, want the 1 frame left unpolled", got)
-			}
-			traffic("512 rx, 64 tx", 600)
-			if err := mc.NIC.Ctl("rxring 128"); err != nil {
-				t.Fatal(err)
-			}
-			if err := mc.NIC.Ctl("txring 4096"); err != nil {
-				t.Fatal(err)
-			}
-			traffic("128 rx, 4096 tx", 300)
-			for _, cmd := range []string{"rxring 256", "txring 256"} {
-				if err := mc.NIC.Ctl(cmd); err != nil {
-					t.Fatal(err)
-				}
-			}
-			traffic("256 rx, 256 tx", 10)
-			if got := mc.Stat(t, "rx_frames"); got < received+910 {
-				t.Errorf("rx_frames %d, want at least %d", got, received+910)
-			}
-			now := mc.IOMMUStats()
-			if now.MappedPages != base.MappedPages || now.IOVAInUse != base.IOVAInUse {
-				t.Errorf("back at the probe lengths: %d pages mapped, %d IOVA bytes; before %d, %d", now.MappedPages, now.IOVAInUse, base.MappedPages, base.IOVAInUse)
-			}
-			if f := mc.Unit.Faults(); len(f) != 0 {
-				t.Errorf("VT-d faults: %v", f)
-			}
-		})
+			mc.transmit(t, 60+i%1000, byte(i))
+		}
+	}
+	traffic("before", 20)
+	// Every slot now holds a mapped buffer (the frames were
+	// copied): the steady state to come back to.
+	base := mc.IOMMUStats()
+	// A frame the driver has not polled yet when the ring goes.
+	mc.wire.B().Send(mc.frame(200, 99))
+	received := mc.Stat(t, "rx_frames")
+	for _, bad := range []string{"rxring 250", "rxring 32", "rxring 8200", "txring x", "txring 12"} {
+		if err := mc.NIC.Ctl(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if err := mc.NIC.Ctl("rxring 512"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.NIC.Ctl("txring 64"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mc.Stat(t, "rx_frames"); got < received {
+		t.Errorf("rx_frames went back from %d to %d", received, got)
+	}
+	if got := mc.Stat(t, "rx_drop_reconfig"); got != 1 {
+		t.Errorf("rx_drop_reconfig %d, want the 1 frame left unpolled", got)
+	}
+	traffic("512 rx, 64 tx", 600)
+	if err := mc.NIC.Ctl("rxring 128"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.NIC.Ctl("txring 4096"); err != nil {
+		t.Fatal(err)
+	}
+	traffic("128 rx, 4096 tx", 300)
+	for _, cmd := range []string{"rxring 256", "txring 256"} {
+		if err := mc.NIC.Ctl(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	traffic("256 rx, 256 tx", 10)
+	if got := mc.Stat(t, "rx_frames"); got < received+910 {
+		t.Errorf("rx_frames %d, want at least %d", got, received+910)
+	}
+	now := mc.IOMMUStats()
+	if now.MappedPages != base.MappedPages || now.IOVAInUse != base.IOVAInUse {
+		t.Errorf("back at the probe lengths: %d pages mapped, %d IOVA bytes; before %d, %d", now.MappedPages, now.IOVAInUse, base.MappedPages, base.IOVAInUse)
+	}
+	if f := mc.Unit.Faults(); len(f) != 0 {
+		t.Errorf("VT-d faults: %v", f)
 	}
 }
 
