@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/internal/transfer"
 	"github.com/ether9/ether9/kernel/sim/nicmodel/nicmodeltest"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
@@ -39,13 +40,13 @@ func TestSimRxCsum(t *testing.T) {
 			}()
 			socks := map[bool]*gonet.UDPConn{}
 			for _, a := range []netip.Addr{addrB.Addr(), addrB6.Addr()} {
-				c, err := gonet.DialUDP(h.s.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(a.AsSlice()), Port: port}, nil, proto(a))
+				c, err := gonet.DialUDP(h.s.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(a.AsSlice()), Port: port}, nil, transfer.Proto(a))
 				if err != nil {
 					t.Fatalf("udp socket on %v: %v", a, err)
 				}
 				defer c.Close()
 				socks[a.Is6()] = c
-				ln, err := gonet.ListenTCP(h.s.Stack, fullAddr(a, port), proto(a))
+				ln, err := gonet.ListenTCP(h.s.Stack, transfer.FullAddr(a, port), transfer.Proto(a))
 				if err != nil {
 					t.Fatalf("listen on %v: %v", a, err)
 				}

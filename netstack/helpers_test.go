@@ -27,17 +27,6 @@ var (
 	addrB6 = netip.MustParsePrefix("2001:db8::2/64")
 )
 
-func fullAddr(a netip.Addr, port uint16) tcpip.FullAddress {
-	return tcpip.FullAddress{Addr: tcpip.AddrFromSlice(a.AsSlice()), Port: port}
-}
-
-func proto(a netip.Addr) tcpip.NetworkProtocolNumber {
-	if a.Is4() {
-		return ipv4.ProtocolNumber
-	}
-	return ipv6.ProtocolNumber
-}
-
 // fakePair is two stacks on cross-wired fake NICs.
 type fakePair struct {
 	a, b   *fakeNIC
@@ -98,7 +87,7 @@ func ping(t *testing.T, s *netstack.Stack, dst netip.Addr) error {
 		return fmt.Errorf("icmp endpoint: %s", terr)
 	}
 	defer ep.Close()
-	if terr := ep.Connect(fullAddr(dst, 0)); terr != nil {
+	if terr := ep.Connect(transfer.FullAddr(dst, 0)); terr != nil {
 		return fmt.Errorf("connect: %s", terr)
 	}
 	req := make([]byte, header.ICMPv4MinimumSize+32)

@@ -56,11 +56,13 @@ type Options struct {
 	StallAfter time.Duration
 }
 
-func fullAddr(a netip.Addr, port uint16) tcpip.FullAddress {
+// FullAddr is a's port as gVisor names it.
+func FullAddr(a netip.Addr, port uint16) tcpip.FullAddress {
 	return tcpip.FullAddress{Addr: tcpip.AddrFromSlice(a.AsSlice()), Port: port}
 }
 
-func proto(a netip.Addr) tcpip.NetworkProtocolNumber {
+// Proto is the network protocol of a.
+func Proto(a netip.Addr) tcpip.NetworkProtocolNumber {
 	if a.Is4() {
 		return ipv4.ProtocolNumber
 	}
@@ -70,7 +72,7 @@ func proto(a netip.Addr) tcpip.NetworkProtocolNumber {
 // TCP sends n random bytes from client to a listener of server's on dst
 // and checks the count and SHA-256 of what arrived.
 func TCP(client, server *netstack.Stack, dst netip.Addr, n int, opt Options) error {
-	ln, err := gonet.ListenTCP(server.Stack, fullAddr(dst, 0), proto(dst))
+	ln, err := gonet.ListenTCP(server.Stack, FullAddr(dst, 0), Proto(dst))
 	if err != nil {
 		return fmt.Errorf("listen on %v: %w", dst, err)
 	}
@@ -119,7 +121,7 @@ func TCP(client, server *netstack.Stack, dst netip.Addr, n int, opt Options) err
 		got <- r
 	}()
 
-	c, err := gonet.DialContextTCP(ctx, client.Stack, fullAddr(dst, port), proto(dst))
+	c, err := gonet.DialContextTCP(ctx, client.Stack, FullAddr(dst, port), Proto(dst))
 	if err != nil {
 		return w.explain(fmt.Errorf("dial %v: %w", dst, err), client, server)
 	}
@@ -154,7 +156,7 @@ func TCP(client, server *netstack.Stack, dst netip.Addr, n int, opt Options) err
 // socket of server's on dst, port 7, and checks the echo; a lost
 // datagram is sent again, up to five times, a second apart.
 func UDPEcho(client, server *netstack.Stack, src, dst netip.Addr, size int, opt Options) error {
-	srv, err := gonet.DialUDP(server.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(dst.AsSlice()), Port: 7}, nil, proto(dst))
+	srv, err := gonet.DialUDP(server.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(dst.AsSlice()), Port: 7}, nil, Proto(dst))
 	if err != nil {
 		return fmt.Errorf("echo socket on %v: %w", dst, err)
 	}
@@ -169,9 +171,9 @@ func UDPEcho(client, server *netstack.Stack, src, dst netip.Addr, size int, opt 
 			srv.WriteTo(buf[:n], from)
 		}
 	}()
-	to := fullAddr(dst, 7)
-	from := fullAddr(src, 0)
-	cl, err := gonet.DialUDP(client.Stack, &from, &to, proto(dst))
+	to := FullAddr(dst, 7)
+	from := FullAddr(src, 0)
+	cl, err := gonet.DialUDP(client.Stack, &from, &to, Proto(dst))
 	if err != nil {
 		return fmt.Errorf("udp socket on %v: %w", src, err)
 	}

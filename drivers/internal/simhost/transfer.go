@@ -9,7 +9,6 @@ import (
 
 	"github.com/ether9/ether9/internal/transfer"
 	"github.com/ether9/ether9/netstack"
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 )
@@ -40,16 +39,12 @@ func TCPConns(t testing.TB, client, server *netstack.Stack, dst netip.Addr, conn
 	}
 }
 
-func fullAddr(a netip.Addr, port uint16) tcpip.FullAddress {
-	return tcpip.FullAddress{Addr: tcpip.AddrFromSlice(a.AsSlice()), Port: port}
-}
-
 // UDPRoundTrip sends one datagram of each size from a (at src) to b (at
 // dst) and checks that b's bound endpoint reads each back intact.
 func UDPRoundTrip(t testing.TB, a, b *netstack.Stack, src, dst netip.Addr, sizes ...int) {
 	t.Helper()
-	to := fullAddr(dst, 9)
-	from := fullAddr(src, 0)
+	to := transfer.FullAddr(dst, 9)
+	from := transfer.FullAddr(src, 0)
 	srv, err := gonet.DialUDP(b.Stack, &to, nil, ipv4.ProtocolNumber)
 	if err != nil {
 		t.Fatal(err)
