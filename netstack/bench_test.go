@@ -14,11 +14,11 @@ import (
 // polled: the endpoint's own RX cost with no device behind it.
 type replayQueue struct{ frame []byte }
 
-func (q *replayQueue) Poll(budget int, deliver func(*nic.RxPacket)) int {
-	for i := 0; i < budget; i++ {
-		deliver(&nic.RxPacket{Data: buffer.MakeWithData(q.frame), CsumOK: true})
+func (q *replayQueue) Receive(pkts []nic.RxPacket) (int, int) {
+	for i := range pkts {
+		pkts[i] = nic.RxPacket{Data: buffer.MakeWithData(q.frame), CsumOK: true}
 	}
-	return budget
+	return len(pkts), len(pkts)
 }
 func (q *replayQueue) Transmit(p []*nic.TxPacket) (int, error) { return 0, nil }
 func (q *replayQueue) Reclaim() int                            { return 0 }
@@ -64,13 +64,13 @@ type streamQueue struct {
 	data     []byte
 }
 
-func (q *streamQueue) Poll(budget int, deliver func(*nic.RxPacket)) int {
-	for i := 0; i < budget; i++ {
+func (q *streamQueue) Receive(pkts []nic.RxPacket) (int, int) {
+	for i := range pkts {
 		f := tcpFrame(q.src, q.dst, addrB.Addr(), addrA.Addr(), tcpSeg{seq: q.seq, flags: header.TCPFlagAck, data: q.data})
 		q.seq += uint32(len(q.data))
-		deliver(&nic.RxPacket{Data: buffer.MakeWithData(f), CsumOK: true})
+		pkts[i] = nic.RxPacket{Data: buffer.MakeWithData(f), CsumOK: true}
 	}
-	return budget
+	return len(pkts), len(pkts)
 }
 
 type streamNIC struct {

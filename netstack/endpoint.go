@@ -566,7 +566,7 @@ func (e *Endpoint) Poll(i, budget int) (int, error) {
 
 func (e *Endpoint) pollOnce(q *queue, budget int) int {
 	q.rx.begin(e)
-	n := q.q.Poll(budget, q.rx.deliver)
+	n := q.rx.receive(q.q, budget)
 	q.rx.end()
 	e.stats.polls.Add(1)
 	q.reclaim()

@@ -171,9 +171,15 @@ func (q *fakeQueue) RxReady() bool {
 	return !q.paused.Load() && len(q.rx)+len(q.unverified) > 0
 }
 
-// Poll hands up to budget frames to deliver, reporting a verified checksum
-// the way a device with RX checksum offload would.
-func (q *fakeQueue) Poll(budget int, deliver func(*nic.RxPacket)) int {
+// Receive fills pkts with up to len(pkts) frames, reporting a verified
+// checksum the way a device with RX checksum offload would.
+func (q *fakeQueue) Receive(pkts []nic.RxPacket) (int, int) {
+	n := q.receive(pkts)
+	return n, n
+}
+
+func (q *fakeQueue) receive(pkts []nic.RxPacket) int {
+	budget := len(pkts)
 	if q.paused.Load() {
 		return 0
 	}
@@ -185,16 +191,14 @@ func (q *fakeQueue) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	for n < budget {
 		select {
 		case f := <-q.unverified:
-			deliver(&nic.RxPacket{Data: buffer.MakeWithData(f)})
+			pkts[n] = nic.RxPacket{Data: buffer.MakeWithData(f)}
 			n++
 			continue
 		default:
 		}
 		select {
 		case f := <-q.rx:
-			p := &nic.RxPacket{Data: buffer.MakeWithData(f)}
-			p.CsumOK = rxcsum && l4ChecksumOK(f)
-			deliver(p)
+			pkts[n] = nic.RxPacket{Data: buffer.MakeWithData(f), CsumOK: rxcsum && l4ChecksumOK(f)}
 			n++
 		default:
 			return n

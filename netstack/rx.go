@@ -27,11 +27,11 @@ import (
 // CapabilityRXChecksumOffload), so it runs only while that capability is
 // advertised.
 type rxPath struct {
-	e       *Endpoint
-	gro     gro.GRO
-	out     stackOut            // the engine's dispatcher: the stack, counted
-	deliver func(*nic.RxPacket) // e.deliver bound to this path, made once
-	offers  offers              // the recycle offers of this queue's packets
+	e      *Endpoint
+	gro    gro.GRO
+	out    stackOut       // the engine's dispatcher: the stack, counted
+	offers offers         // the recycle offers of this queue's packets
+	batch  []nic.RxPacket // the frames of one poll, filled by the driver
 
 	// Per poll, set by begin.
 	rxcsum   bool // the stack trusts our checksums: frames are verified here
@@ -44,7 +44,7 @@ func (e *Endpoint) newQueue(q nic.Queue) *queue {
 	r.e = e
 	r.out.n = &e.stats.rxDelivered
 	r.reset()
-	r.deliver = func(p *nic.RxPacket) { e.deliver(r, p) }
+	r.batch = make([]nic.RxPacket, e.opt.Budget)
 	return nq
 }
 
@@ -87,10 +87,27 @@ func (o *stackOut) DeliverLinkPacket(proto tcpip.NetworkProtocolNumber, pkt *sta
 	o.d.DeliverLinkPacket(proto, pkt)
 }
 
-// deliver hands one received frame to the stack, or to the GRO engine on
+// receive is one poll of the queue's receive side: the driver fills the
+// path's batch with up to budget frames, and each goes up to the stack.
+// It returns the descriptors the driver took.
+func (r *rxPath) receive(q nic.Queue, budget int) int {
+	if len(r.batch) < budget {
+		r.batch = make([]nic.RxPacket, budget)
+	}
+	pkts := r.batch[:budget]
+	n, taken := q.Receive(pkts)
+	for i := range pkts[:n] {
+		r.toStack(&pkts[i])
+		pkts[i] = nic.RxPacket{} // the stack owns the data now
+	}
+	return taken
+}
+
+// toStack hands one received frame to the stack, or to the GRO engine on
 // its way there. The frame's buffer becomes the packet's payload as it
 // is: no copy.
-func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
+func (r *rxPath) toStack(p *nic.RxPacket) {
+	e := r.e
 	size := int(p.Data.Size())
 	ref := e.dispatcher.Load()
 	if ref == nil {
@@ -145,11 +162,12 @@ func (e *Endpoint) deliver(r *rxPath, p *nic.RxPacket) {
 	e.stats.rxBytes.Add(uint64(size))
 	pkt.NetworkProtocolNumber = proto
 	pkt.RXChecksumValidated = r.rxcsum
-	r.out.d = ref.d
 	if !r.coalesce || pkt.PktType != tcpip.PacketHost {
-		r.out.DeliverNetworkPacket(proto, pkt)
+		e.stats.rxDelivered.Add(1)
+		ref.d.DeliverNetworkPacket(proto, pkt)
 		return
 	}
+	r.out.d = ref.d
 	e.stats.rxGRO.Add(1)
 	r.gro.Enqueue(pkt)
 }

@@ -272,12 +272,16 @@ func xdpProbe(pusher, dut nic.NIC, sport uint16) (int, error) {
 	qs := dut.Queues()
 	got := make([]int, len(qs))
 	total := 0
+	batch := make([]nic.RxPacket, probes)
 	for end := time.Now().Add(time.Second); total < probes && time.Now().Before(end); time.Sleep(time.Millisecond) {
 		for i, q := range qs {
-			total += q.Poll(probes, func(p *nic.RxPacket) {
-				got[i]++
+			n, taken := q.Receive(batch)
+			for _, p := range batch[:n] {
 				p.Data.Release()
-			})
+			}
+			clear(batch[:n])
+			got[i] += n
+			total += taken
 		}
 		pq.Reclaim()
 	}

@@ -19,12 +19,18 @@ type ZeroCopy struct {
 	Tx    *advtx.Queue  // where a program's TX verdict goes
 }
 
-// Clean runs the receive loop over up to budget completed descriptors,
-// frames through prog, then re-arms from the socket's fill ring. It
-// returns the descriptors taken and whether the tail moved (X.Tail).
-func (z ZeroCopy) Clean(descs *ring.Descs, budget int, discard *bool, prog xsk.Program, deliver func(*nic.RxPacket)) (int, bool) {
-	n := CleanRx(descs, z.X, budget, discard, z.Drop, func(wb advdesc.Rx) { z.Frame(wb, prog, deliver) })
-	return n, z.X.Refill()
+// Clean runs the receive loop over up to len(pkts) completed
+// descriptors, frames through prog, fills pkts[:n] with copies of the
+// frames the program passes, then re-arms from the socket's fill ring.
+// It returns n, the descriptors taken and whether the tail moved
+// (X.Tail).
+func (z ZeroCopy) Clean(descs *ring.Descs, pkts []nic.RxPacket, discard *bool, prog xsk.Program) (n, taken int, moved bool) {
+	taken = CleanRx(descs, z.X, len(pkts), discard, z.Drop, func(wb advdesc.Rx) {
+		if z.Frame(wb, prog, &pkts[n]) {
+			n++
+		}
+	})
+	return n, taken, z.X.Refill()
 }
 
 // Drop counts a refused frame; its socket frame stays armed.
@@ -34,27 +40,31 @@ func (z ZeroCopy) Drop(r ring.DropReason) {
 }
 
 // Frame takes a good frame the device wrote into a socket's frame through
-// prog and acts on the verdict.
-func (z ZeroCopy) Frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
+// prog and acts on the verdict; it reports whether it filled p with a
+// copy for the stack.
+func (z ZeroCopy) Frame(wb advdesc.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	n := wb.Length
 	b, v, err := z.X.RunZC(prog, n)
 	if err != nil {
 		z.Drop(ring.DropLength)
-		return
+		return false
 	}
 	z.Stats.Frames.Add(1)
 	z.Stats.Bytes.Add(uint64(n))
+	passed := false
 	switch v {
 	case xsk.Pass:
 		// The frame is the socket's: the stack gets a copy.
-		deliver(&nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash})
+		*p = nic.RxPacket{Data: buffer.MakeWithData(b), CsumOK: wb.CsumOK(), Hash: wb.Hash}
 		z.Stats.Copybreak.Add(1)
+		passed = true
 	case xsk.Tx:
 		z.Tx.Mu.Lock()
 		z.Tx.SendCopy(b)
 		z.Tx.Mu.Unlock()
 	case xsk.Redirect:
-		return // the socket has it
+		return false // the socket has it
 	}
 	z.Stats.Recycled.Add(1)
+	return passed
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
 )
@@ -40,6 +41,7 @@ func benchRx(b *testing.B, mode, mmu string, cb, size int) {
 	const batch = 128
 	got := make([]*nic.RxPacket, 0, batch)
 	deliver := func(p *nic.RxPacket) { got = append(got, p) }
+	var rxb nictest.Batch
 	st0 := mc.IOMMUStats()
 	frames := 0
 	b.ResetTimer()
@@ -49,7 +51,7 @@ func benchRx(b *testing.B, mode, mmu string, cb, size int) {
 			mc.wire.B().Send(frame)
 		}
 		b.StartTimer()
-		n := mc.q.Poll(batch, deliver)
+		n := rxb.Receive(mc.q, batch, deliver)
 		b.StopTimer()
 		if n != batch {
 			b.Fatalf("polled %d of %d", n, batch)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -25,7 +26,7 @@ func TestConcurrentQueueAndControl(t *testing.T) {
 		frame := bytes.Repeat([]byte{5}, 300)
 		for k := 0; k < rounds; k++ {
 			r.complete(t, d.rx.Clean(), frame, RXD_STAT_DD|RXD_STAT_EOP, len(frame))
-			d.Poll(8, func(p *nic.RxPacket) { p.Data.Release() })
+			nictest.Receive(d, 8, func(p *nic.RxPacket) { p.Data.Release() })
 		}
 	}()
 	go func() { // TX: send, complete everything in flight, reclaim

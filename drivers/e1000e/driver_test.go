@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/gsotest"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
@@ -432,7 +433,7 @@ func TestUseAfterClose(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	r.Close(t)
 	d := r.d
-	if n := d.Poll(64, func(*nic.RxPacket) { t.Error("delivered after close") }); n != 0 {
+	if n := nictest.Receive(d, 64, func(*nic.RxPacket) { t.Error("delivered after close") }); n != 0 {
 		t.Errorf("poll after close: %d", n)
 	}
 	p := &nic.TxPacket{Data: buffer.MakeWithData(make([]byte, 100))}

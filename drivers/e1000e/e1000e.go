@@ -58,9 +58,7 @@ type Device struct {
 	mac   [6]byte
 
 	rx        *ring.RxRing
-	rxDiscard bool // inside a frame that spans buffers
-	rxHeld    []*nic.RxPacket
-	rxDeliver func(*nic.RxPacket)
+	rxDiscard bool   // inside a frame that spans buffers
 	rxFaults  uint64 // DMA faults seen at the last poll
 	inject    rxInject
 	rxMu      sync.Mutex // the RX ring, its pointer and rxRetired

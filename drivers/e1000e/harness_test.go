@@ -120,7 +120,7 @@ func (r *rig) complete(t testing.TB, i int, payload []byte, staterr uint32, leng
 
 func (r *rig) poll() []*nic.RxPacket {
 	var got []*nic.RxPacket
-	r.d.Poll(64, func(p *nic.RxPacket) { got = append(got, p) })
+	nictest.Receive(r.d, 64, func(p *nic.RxPacket) { got = append(got, p) })
 	return got
 }
 

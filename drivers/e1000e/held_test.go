@@ -34,8 +34,8 @@ func TestHeldPacketsUnchanged(t *testing.T) {
 					head = r.d.rx.Descs.Next(head)
 					return true
 				},
-				Poll: func(_ testing.TB, budget int, got func(nictest.Packet)) int {
-					return r.d.Poll(budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
+				Receive: func(_ testing.TB, budget int, got func(nictest.Packet)) int {
+					return nictest.Receive(r.d, budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
 				},
 				Frame: heldFrame,
 				Close: func(t testing.TB) {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -263,7 +264,7 @@ func TestSimControlUnderTraffic(t *testing.T) {
 			wireMu.Lock()
 			mc.wire.B().Send(mc.frame(60+k%1400, byte(k)))
 			wireMu.Unlock()
-			n := mc.q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
+			n := nictest.Receive(mc.q, 64, func(p *nic.RxPacket) { p.Data.Release() })
 			received.Add(uint64(n))
 			runtime.Gosched()
 		}

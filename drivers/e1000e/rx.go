@@ -10,17 +10,18 @@ func (d *Device) writeRx(i int, addr kernel.DMAAddr) {
 	encodeRxRead(d.rx.Descs.At(i), uint64(addr))
 }
 
-// Poll implements nic.Queue: it looks at the interrupt causes (a link
-// change re-reads the link), cleans up to budget completed descriptors,
-// delivers the good frames and re-arms the ring.
-func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
+// Receive implements nic.Queue: it looks at the interrupt causes (a link
+// change re-reads the link), cleans up to len(pkts) completed
+// descriptors into pkts, re-arms the ring, and drops the frames if the
+// device's DMA faulted meanwhile.
+func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 	if d.closed.Load() {
-		return 0
+		return 0, 0
 	}
 	d.rxMu.Lock()
 	defer d.rxMu.Unlock()
 	if d.closed.Load() {
-		return 0 // closed while we waited for the ring
+		return 0, 0 // closed while we waited for the ring
 	}
 	// ICR under rxMu: a reset or ring change never sees its causes read
 	// halfway through.
@@ -28,14 +29,7 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		d.updateLink()
 	}
 	rx := d.rx
-	fc, _ := d.dma.(faultCounter)
-	if fc != nil {
-		// Hold the frames until the fault count is read: a device marks
-		// a descriptor done even when its data write was refused.
-		deliver = d.holdRx(deliver)
-	}
-	delivered := 0
-	for cleaned := 0; cleaned < budget && rx.Armed() > 0; cleaned++ {
+	for taken < len(pkts) && rx.Armed() > 0 {
 		i := rx.Clean()
 		desc := rx.Descs.At(i)
 		wb := decodeRx(desc)
@@ -58,23 +52,25 @@ func (d *Device) Poll(budget int, deliver func(*nic.RxPacket)) int {
 		default:
 			buf, _, err := rx.Receive(wb.length)
 			if err == nil {
-				pkt := &nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
-				deliver(pkt)
-				delivered++
+				pkts[n] = nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
+				n++
 			}
 		}
 		// Clear the write-back so a stale DD is never read again.
 		encodeRxRead(desc, 0)
 		d.cleanedRx(i)
 		rx.Advance()
+		taken++
 	}
-	if fc != nil {
-		delivered = d.releaseRx(d.rxFaultCount(fc))
+	// A device marks a descriptor done even when its data write was
+	// refused: the frames are judged by the fault count read now.
+	if fc, ok := d.dma.(faultCounter); ok {
+		n = d.judgeRx(d.rxFaultCount(fc), pkts[:n])
 	}
 	if rx.Refill(d.armRx) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
 	}
-	return delivered
+	return n, taken
 }
 
 // RxReady reports whether the device has written back the next receive
@@ -100,42 +96,27 @@ type faultCounter interface {
 	DMAFaults() uint64
 }
 
-// holdRx returns a deliver function that keeps frames back until
-// releaseRx knows whether the device's DMA faulted meanwhile.
-func (d *Device) holdRx(deliver func(*nic.RxPacket)) func(*nic.RxPacket) {
-	d.rxHeld = d.rxHeld[:0]
-	d.rxDeliver = deliver
-	return func(p *nic.RxPacket) { d.rxHeld = append(d.rxHeld, p) }
-}
-
-// releaseRx delivers the held frames, or, if the fault count moved since
-// the last poll, drops them all: any of them may hold what the buffer had
-// before, not what the wire carried. A fault seen in a poll with no frames
-// stays pending for the next frames: the device may record the fault
-// before it writes the descriptor back. faults leaves out those the
-// transmit path took as its own; one it took after a drop answered it
-// lowers the count, and is forgotten.
-func (d *Device) releaseRx(faults uint64) int {
-	held := d.rxHeld
-	d.rxHeld = d.rxHeld[:0]
-	deliver := d.rxDeliver
-	d.rxDeliver = nil
+// judgeRx returns how many of the poll's frames to deliver: all, or,
+// if the fault count moved since the last poll, none, their data
+// released: any of them may hold what the buffer had before, not what
+// the wire carried. A fault seen in a poll with no frames stays pending
+// for the next frames: the device may record the fault before it writes
+// the descriptor back. faults leaves out those the transmit path took as
+// its own; one it took after a drop answered it lowers the count, and is
+// forgotten.
+func (d *Device) judgeRx(faults uint64, pkts []nic.RxPacket) int {
 	if faults < d.rxFaults {
 		d.rxFaults = faults
 	}
-	if faults > d.rxFaults && len(held) > 0 {
-		d.logf("%s: rx: dma fault: dropped %d frames (faults %d, were %d)", d.name, len(held), faults, d.rxFaults)
-		d.rxFaults = faults
-		for _, p := range held {
-			p.Data.Release()
-			d.rx.Stats.Drop(ring.DropDMA)
-		}
-		clear(held)
-		return 0
+	if faults <= d.rxFaults || len(pkts) == 0 {
+		return len(pkts)
 	}
-	for _, p := range held {
-		deliver(p)
+	d.logf("%s: rx: dma fault: dropped %d frames (faults %d, were %d)", d.name, len(pkts), faults, d.rxFaults)
+	d.rxFaults = faults
+	for i := range pkts {
+		pkts[i].Data.Release()
+		pkts[i] = nic.RxPacket{}
+		d.rx.Stats.Drop(ring.DropDMA)
 	}
-	clear(held)
-	return len(held)
+	return 0
 }

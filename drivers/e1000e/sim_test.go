@@ -7,6 +7,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/e1000e"
 	"github.com/ether9/ether9/drivers/internal/gsotest"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim"
@@ -80,7 +81,7 @@ func (mc *machine) frame(n int, seed byte) []byte {
 func (mc *machine) poll() []*nic.RxPacket {
 	var got []*nic.RxPacket
 	for {
-		n := mc.q.Poll(64, func(p *nic.RxPacket) { got = append(got, p) })
+		n := nictest.Receive(mc.q, 64, func(p *nic.RxPacket) { got = append(got, p) })
 		if n == 0 {
 			return got
 		}
@@ -216,7 +217,7 @@ func (mc *machine) send(t *testing.T, p *nic.TxPacket) {
 		if polls == 1000 {
 			t.Fatalf("transmit: %d descriptors still pending after %d polls; model %+v", mc.Model.TxPending(), polls, mc.Model.Counters().TxCounters)
 		}
-		mc.q.Poll(0, func(p *nic.RxPacket) {
+		nictest.Receive(mc.q, 0, func(p *nic.RxPacket) {
 			t.Error("a poll of budget 0 delivered a frame")
 			p.Data.Release()
 		})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/advplay"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -51,6 +52,7 @@ func BenchmarkRxClean(b *testing.B) {
 				}
 				f := frame(size, 1)
 				release := func(p *nic.RxPacket) { p.Data.Release() }
+				var rxb nictest.Batch
 				run := func(n int) {
 					for i := 0; i < n; {
 						k := 0
@@ -58,7 +60,7 @@ func BenchmarkRxClean(b *testing.B) {
 							r.Deliver(b, 0, f, RXD_STAT_EOP, 0)
 							i++
 						}
-						q.Poll(64, release)
+						rxb.Receive(q, 64, release)
 						if a != nil {
 							a.Recycle(b)
 						}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/advregs"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -116,7 +117,7 @@ func TestRxPageReuseSteadyState(t *testing.T) {
 			}
 			sent++
 		}
-		q.Poll(64, func(p *nic.RxPacket) {
+		nictest.Receive(q, 64, func(p *nic.RxPacket) {
 			want := frame(1000, byte(got))
 			if !bytes.Equal(p.Data.Flatten(), want) {
 				t.Fatalf("frame %d corrupted", got)
@@ -157,7 +158,7 @@ func TestRxPageHeldByStack(t *testing.T) {
 			r.Deliver(t, 0, frame(1500, byte(sent)), RXD_STAT_EOP, 0)
 			sent++
 		}
-		q.Poll(64, func(p *nic.RxPacket) { held = append(held, p.Data) })
+		nictest.Receive(q, 64, func(p *nic.RxPacket) { held = append(held, p.Data) })
 	}
 	for i, b := range held {
 		if !bytes.Equal(b.Flatten(), frame(1500, byte(i))) {
@@ -180,7 +181,7 @@ func TestRxCopybreakKeepsBuffer(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		r.Deliver(t, 2, frame(64, byte(i)), RXD_STAT_EOP|RXD_STAT_L4CS, 0x1234)
 		n := 0
-		q.Poll(64, func(p *nic.RxPacket) {
+		nictest.Receive(q, 64, func(p *nic.RxPacket) {
 			if !bytes.Equal(p.Data.Flatten(), frame(64, byte(i))) || !p.CsumOK || p.Hash != 0x1234 {
 				t.Fatalf("frame %d: %+v", i, p)
 			}
@@ -219,7 +220,7 @@ func TestRxBadWritebacksRecycle(t *testing.T) {
 		r.Writeback(0, h, c.staterr|RXD_STAT_DD, c.n, 0)
 		r.RxHead[0] = q.rx.Descs.Next(h)
 		before := r.Stat(t, c.stat)
-		if n := q.Poll(64, func(p *nic.RxPacket) { t.Fatalf("bad frame delivered") }); n != 1 {
+		if n := nictest.Receive(q, 64, func(p *nic.RxPacket) { t.Fatalf("bad frame delivered") }); n != 1 {
 			t.Fatalf("%+v: poll took %d", c, n)
 		}
 		if r.Stat(t, c.stat) != before+1 {

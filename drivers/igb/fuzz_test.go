@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -42,7 +43,7 @@ func FuzzRxWriteback(f *testing.F) {
 			r.RxHead[0] = q.rx.Descs.Next(h)
 			completed++
 			if completed%16 == 0 || len(wbs) < 6 {
-				q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
+				nictest.Receive(q, 64, func(p *nic.RxPacket) { p.Data.Release() })
 				if a != nil {
 					a.Recycle(t)
 				}

@@ -8,54 +8,53 @@ import (
 	"github.com/ether9/ether9/drivers/xsk"
 )
 
-// Poll implements nic.Queue: it cleans up to budget completed RX
-// descriptors, runs the queue's packet program on each good frame and acts
-// on its verdict, re-arms the ring, then serves a bound socket's TX ring
-// and completions. It returns the frames taken from the ring (delivered,
-// redirected, sent back or dropped by the program), so a poll loop stays
-// busy while a socket takes the traffic.
-func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
+// Receive implements nic.Queue: it cleans up to len(pkts) completed RX
+// descriptors, runs the queue's packet program on each good frame and
+// acts on its verdict, fills pkts with the frames passed, re-arms the
+// ring, then serves a bound socket's TX ring and completions. taken
+// counts the frames redirected, sent back or dropped by the program too,
+// so a poll loop stays busy while a socket takes the traffic.
+func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 	d := q.d
 	if d.closed.Load() {
-		return 0
+		return 0, 0
 	}
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
 	if d.closed.Load() {
-		return 0
+		return 0, 0
 	}
-	n := q.clean(budget, deliver)
+	prog := q.x.Program()
+	if q.x.ZeroCopy() {
+		z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
+		var moved bool
+		n, taken, moved = z.Clean(q.rx.Descs, pkts, &q.discard, prog)
+		if moved {
+			q.d.core.SetRxTail(q.idx, q.x.Tail())
+		}
+	} else {
+		taken = advrx.CleanRx(q.rx.Descs, q.rx, len(pkts), &q.discard, q.rx.Drop, func(wb advdesc.Rx) {
+			if q.frame(wb, prog, &pkts[n]) {
+				n++
+			}
+		})
+		if q.rx.Refill(q.writeRx) {
+			q.d.core.SetRxTail(q.idx, q.rx.Tail())
+		}
+	}
 	q.txq.Mu.Lock()
 	if q.x.Socket() != nil && !q.stopped {
-		q.x.Send(budget)
+		q.x.Send(len(pkts))
 		q.txq.ReclaimLocked()
 	}
 	q.txq.Flush()
 	q.txq.Mu.Unlock()
-	return n
+	return n, taken
 }
 
-// clean is the RX loop, the same for half-page and zero-copy buffers;
-// rxMu is held.
-func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
-	prog := q.x.Program()
-	if q.x.ZeroCopy() {
-		z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
-		n, moved := z.Clean(q.rx.Descs, budget, &q.discard, prog, deliver)
-		if moved {
-			q.d.core.SetRxTail(q.idx, q.x.Tail())
-		}
-		return n
-	}
-	n := advrx.CleanRx(q.rx.Descs, q.rx, budget, &q.discard, q.rx.Drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
-	if q.rx.Refill(q.writeRx) {
-		q.d.core.SetRxTail(q.idx, q.rx.Tail())
-	}
-	return n
-}
-
-// frame handles a good frame in a half-page buffer.
-func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
+// frame handles a good frame in a half-page buffer: it reports whether
+// it filled p with a frame for the caller.
+func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	n := wb.Length
 	v := xsk.Pass
 	var b []byte
@@ -63,21 +62,23 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		var err error
 		if b, err = q.rx.Peek(n); err != nil {
 			q.rx.Drop(ring.DropLength)
-			return
+			return false
 		}
 		v = q.x.Run(prog, b)
 	}
 	switch v {
 	case xsk.Pass:
 		buf, _, err := q.rx.Receive(n)
-		if err == nil {
-			deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash})
+		if err != nil {
+			return false
 		}
-		return
+		*p = nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash}
+		return true
 	case xsk.Tx:
 		q.txq.Mu.Lock()
 		q.txq.SendCopy(b)
 		q.txq.Mu.Unlock()
 	}
 	q.rx.Keep(n)
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/igb"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
@@ -207,7 +208,7 @@ func TestSimPageReuseNoMaps(t *testing.T) {
 	recv := func(n int) {
 		for i := 0; i < n; i++ {
 			w.B().Send(udp(h.NIC.MAC(), 1000, uint32(i)))
-			if queue.Poll(64, func(p *nic.RxPacket) { p.Data.Release() }) != 1 {
+			if nictest.Receive(queue, 64, func(p *nic.RxPacket) { p.Data.Release() }) != 1 {
 				t.Fatalf("frame %d not received on queue %d", i, q)
 			}
 		}

@@ -35,8 +35,8 @@ func (h *xskHw) WaitFor(timeout time.Duration, cond func() bool) bool {
 	return h.q().d.core.WaitFor(timeout, cond)
 }
 
-func (h *xskHw) Poll(budget int, deliver func(*nic.RxPacket)) int {
-	return h.q().Poll(budget, deliver)
+func (h *xskHw) Receive(pkts []nic.RxPacket) (n, taken int) {
+	return h.q().Receive(pkts)
 }
 
 // WriteTx queues one frame as a single advanced data descriptor.

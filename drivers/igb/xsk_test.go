@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -195,7 +196,7 @@ func TestUnbindUnderTraffic(t *testing.T) {
 			}
 			r.Deliver(t, 0, frame(300, 7), RXD_STAT_EOP, 0)
 			n := 0
-			r.d.queues[0].Poll(8, func(p *nic.RxPacket) { n++; p.Data.Release() })
+			nictest.Receive(r.d.queues[0], 8, func(p *nic.RxPacket) { n++; p.Data.Release() })
 			if n != 1 {
 				t.Errorf("stack got %d frames after unbind", n)
 			}
@@ -255,7 +256,7 @@ func TestProgramVerdicts(t *testing.T) {
 	for k := 0; k < 40; k++ {
 		r.Deliver(t, 1, frame(70, byte(k)), RXD_STAT_EOP, 0)
 	}
-	r.d.queues[1].Poll(64, func(p *nic.RxPacket) { passed = append(passed, p) })
+	nictest.Receive(r.d.queues[1], 64, func(p *nic.RxPacket) { passed = append(passed, p) })
 	r.Transmit(t, 1)
 	if len(passed) != 10 || len(a.RX(t)) != 10 || len(r.Wire) != 10 {
 		t.Fatalf("pass %d, redirect %d, tx %d", len(passed), len(a.RX(t)), len(r.Wire))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/internal/advplay"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
@@ -38,13 +39,14 @@ func BenchmarkRxLayout(b *testing.B) {
 				}
 				p.Data.Release()
 			}
+			var rxb nictest.Batch
 			const batch = 64
 			poll := func() time.Duration {
 				for i := 0; i < batch; i++ {
 					r.Deliver(b, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 				}
 				start := time.Now()
-				if n := q.Poll(batch, release); n != batch {
+				if n := rxb.Receive(q, batch, release); n != batch {
 					b.Fatalf("poll took %d of %d", n, batch)
 				}
 				return time.Since(start)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -268,7 +269,7 @@ func TestConstructCopiesHeadersOnly(t *testing.T) {
 		f := udpFrame(tc.n, 7)
 		r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 		var views []int
-		r.d.queues[0].Poll(1, func(p *nic.RxPacket) {
+		nictest.Receive(r.d.queues[0], 1, func(p *nic.RxPacket) {
 			p.Data.SubApply(0, int(p.Data.Size()), func(v *buffer.View) { views = append(views, v.Size()) })
 			if !bytes.Equal(p.Data.Flatten(), f) {
 				t.Errorf("%d-byte frame differs", tc.n)
@@ -289,7 +290,7 @@ func TestBuildIsZeroCopy(t *testing.T) {
 	addr := r.RxAddr(0)
 	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
 	var pkt *nic.RxPacket
-	r.d.queues[0].Poll(1, func(p *nic.RxPacket) { pkt = p })
+	nictest.Receive(r.d.queues[0], 1, func(p *nic.RxPacket) { pkt = p })
 	defer pkt.Data.Release()
 	// The device writes the buffer again: a view over it sees the change.
 	if err := r.DMA.DeviceWrite(addr, []byte{0xee}); err != nil {
@@ -484,7 +485,7 @@ func holdFrames(t *testing.T, r *rig, f []byte, n int) []buffer.Buffer {
 	var held []buffer.Buffer
 	for i := 0; i < n; i++ {
 		r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
-		r.d.queues[0].Poll(1, func(p *nic.RxPacket) { held = append(held, p.Data) })
+		nictest.Receive(r.d.queues[0], 1, func(p *nic.RxPacket) { held = append(held, p.Data) })
 	}
 	if len(held) != n {
 		t.Fatalf("%d of %d frames up", len(held), n)
@@ -631,7 +632,7 @@ func TestConcurrentControl(t *testing.T) {
 				return
 			default:
 				for _, q := range r.d.queues {
-					q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
+					nictest.Receive(q, 64, func(p *nic.RxPacket) { p.Data.Release() })
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 )
 
@@ -44,7 +45,7 @@ func FuzzRxWriteback(f *testing.F) {
 			}
 			r.Writeback(0, h, staterr, n, 0)
 			r.RxHead[0] = r.d.queues[0].rx.Descs.Next(h)
-			r.d.queues[0].Poll(4, func(p *nic.RxPacket) {
+			nictest.Receive(r.d.queues[0], 4, func(p *nic.RxPacket) {
 				if sz := int(p.Data.Size()); sz == 0 || sz > room || sz != n {
 					t.Errorf("delivered %d bytes for a write-back of %d (room %d)", sz, n, room)
 				}

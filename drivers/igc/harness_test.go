@@ -107,7 +107,7 @@ func newRigOn(t testing.TB, dma kernel.DMA, mem advplay.Mem) *rig {
 
 // poll cleans queue q and returns the delivered packets' bytes.
 func (r *rig) poll(q int) (out [][]byte) {
-	r.d.queues[q].Poll(rxDescs, func(p *nic.RxPacket) {
+	nictest.Receive(r.d.queues[q], rxDescs, func(p *nic.RxPacket) {
 		out = append(out, p.Data.Flatten())
 		p.Data.Release()
 	})

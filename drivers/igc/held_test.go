@@ -26,8 +26,8 @@ func TestHeldPacketsUnchanged(t *testing.T) {
 	nictest.HeldRx{
 		Ring: rxDescs,
 		Send: func(t testing.TB, f []byte) bool { return r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash) },
-		Poll: func(_ testing.TB, budget int, got func(nictest.Packet)) int {
-			return q.Poll(budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
+		Receive: func(_ testing.TB, budget int, got func(nictest.Packet)) int {
+			return nictest.Receive(q, budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
 		},
 		Frame: func(i int) []byte { return heldFrame(1000, i) },
 		Close: func(t testing.TB) {

@@ -18,50 +18,50 @@ const (
 	etherTypeQinQ = 0x88a8
 )
 
-// Poll implements nic.Queue: it cleans up to budget completed RX
+// Receive implements nic.Queue: it cleans up to len(pkts) completed RX
 // descriptors, runs the queue's packet program if one is attached, builds
-// or constructs each frame passed to the stack, re-arms the ring and
-// writes the tail once. Link changes are looked for when a queue goes
-// idle (Wait).
-func (q *queue) Poll(budget int, deliver func(*nic.RxPacket)) int {
+// or constructs each frame passed into pkts, re-arms the ring and writes
+// the tail once. Link changes are looked for when a queue goes idle
+// (Wait).
+func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 	d := q.d
 	if d.closed.Load() {
-		return 0
+		return 0, 0
 	}
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
 	if q.stopped {
-		return 0
+		return 0, 0
 	}
-	n := q.clean(budget, deliver)
+	if q.x.ZeroCopy() {
+		n, taken = q.cleanZC(pkts)
+	} else {
+		r, prog := q.rx, q.prog
+		taken = advrx.CleanRx(r.Descs, r, len(pkts), &q.discard, r.drop, func(wb advdesc.Rx) {
+			if q.frame(wb, prog, &pkts[n]) {
+				n++
+			}
+		})
+		if r.refill(q.writeRx) {
+			q.d.core.SetRxTail(q.idx, r.Tail())
+		}
+		q.publishRx()
+	}
 	q.txq.Mu.Lock()
-	q.serveSocket(budget)
+	q.serveSocket(len(pkts))
 	q.txq.Flush()
 	q.txq.Mu.Unlock()
-	return n
+	return n, taken
 }
 
-// clean is the RX loop; rxMu is held.
-func (q *queue) clean(budget int, deliver func(*nic.RxPacket)) int {
-	if q.x.ZeroCopy() {
-		return q.cleanZC(budget, deliver)
-	}
-	r, prog := q.rx, q.prog
-	handled := advrx.CleanRx(r.Descs, r, budget, &q.discard, r.drop, func(wb advdesc.Rx) { q.frame(wb, prog, deliver) })
-	if r.refill(q.writeRx) {
-		q.d.core.SetRxTail(q.idx, r.Tail())
-	}
-	q.publishRx()
-	return handled
-}
-
-// frame takes one good frame through the program, if any, and up.
-func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacket)) {
+// frame takes one good frame through the program, if any, and into p
+// for the caller; it reports whether it filled p.
+func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	r, n := q.rx, wb.Length
 	if prog != nil {
 		b, err := r.peek(n)
 		if err != nil {
-			return
+			return false
 		}
 		v := q.x.Run(prog, b)
 		switch v {
@@ -71,10 +71,10 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 			q.txq.SendCopy(b)
 			q.txq.Mu.Unlock()
 			r.keep(n)
-			return
+			return false
 		default: // Drop, or Redirect (copied to the socket, if any)
 			r.keep(n)
-			return
+			return false
 		}
 	}
 	var (
@@ -88,9 +88,10 @@ func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, deliver func(*nic.RxPacke
 		buf, err = r.construct(n)
 	}
 	if err != nil {
-		return
+		return false
 	}
-	deliver(&nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash, Recycle: recycle})
+	*p = nic.RxPacket{Data: buf, CsumOK: wb.CsumOK(), Hash: wb.Hash, Recycle: recycle}
+	return true
 }
 
 // publishRx adds the ring's tally of the poll to the shared counters;

@@ -313,7 +313,7 @@ func TestBuildReturnsThroughEndpoint(t *testing.T) {
 		Send: func(t testing.TB, f []byte) bool {
 			return r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXD_STAT_UDPCS, rssHash)
 		},
-		Poll: func(t testing.TB, budget int, got func(nictest.Packet)) int {
+		Receive: func(t testing.TB, budget int, got func(nictest.Packet)) int {
 			h.got = got
 			n, err := ep.Poll(0, budget)
 			if err != nil {

@@ -41,8 +41,8 @@ func (h *xskHw) WaitFor(timeout time.Duration, cond func() bool) bool {
 	return h.q().d.core.WaitFor(timeout, cond)
 }
 
-func (h *xskHw) Poll(budget int, deliver func(*nic.RxPacket)) int {
-	return h.q().Poll(budget, deliver)
+func (h *xskHw) Receive(pkts []nic.RxPacket) (n, taken int) {
+	return h.q().Receive(pkts)
 }
 
 // ReleaseRx gives up every buffer of the ring's own, kept chunk mappings
@@ -77,13 +77,13 @@ func (q *queue) startRxZC() error {
 
 // cleanZC is the RX loop while the socket's frames are armed; rxMu is
 // held.
-func (q *queue) cleanZC(budget int, deliver func(*nic.RxPacket)) int {
+func (q *queue) cleanZC(pkts []nic.RxPacket) (n, taken int) {
 	z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
-	n, moved := z.Clean(q.rx.Descs, budget, &q.discard, q.prog, deliver)
+	n, taken, moved := z.Clean(q.rx.Descs, pkts, &q.discard, q.prog)
 	if moved {
 		q.d.core.SetRxTail(q.idx, q.x.Tail())
 	}
-	return n
+	return n, taken
 }
 
 // serveSocket sends what the bound socket's TX ring holds and completes

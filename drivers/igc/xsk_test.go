@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/igc"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/simhost"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
@@ -475,8 +476,8 @@ func TestXDPProgramVerdicts(t *testing.T) {
 		h.peer.Send(frame(i))
 	}
 	h.dma(0)
-	q.Poll(64, deliver)
-	q.Poll(0, deliver) // rings the doorbell for the TX verdicts
+	nictest.Receive(q, 64, deliver)
+	nictest.Receive(q, 0, deliver) // rings the doorbell for the TX verdicts
 	if len(stack) != 10 || h.peer.Len() != 10 {
 		t.Fatalf("%d to the stack, %d sent back; want 10 each", len(stack), h.peer.Len())
 	}
@@ -505,8 +506,8 @@ func TestXDPProgramVerdicts(t *testing.T) {
 		h.peer.Send(frame(i))
 	}
 	h.dma(0)
-	q.Poll(64, deliver)
-	q.Poll(0, deliver)
+	nictest.Receive(q, 64, deliver)
+	nictest.Receive(q, 0, deliver)
 	rx := a.RX(t)
 	if len(stack) != 10 || len(rx) != 10 || h.peer.Len() != 20 {
 		t.Fatalf("%d to the stack, %d to the socket, %d sent back in all; want 10, 10, 20", len(stack), len(rx), h.peer.Len())

@@ -53,7 +53,8 @@ type TxPacket struct {
 }
 
 // RxPacket is one received frame, starting at its Ethernet header. The
-// receiver owns Data.
+// receiver owns Data. Queue.Receive fills values of it into the caller's
+// slice, so a frame costs no allocation on its way up.
 type RxPacket struct {
 	Data   buffer.Buffer
 	CsumOK bool   // the device verified the L4 checksum
@@ -69,9 +70,15 @@ type RxPacket struct {
 // Queue is one RX/TX queue pair. A queue is driven by one goroutine at a
 // time for RX and one at a time for TX.
 type Queue interface {
-	// Poll delivers up to budget received frames to deliver, refills the
-	// RX ring, and returns the number delivered.
-	Poll(budget int, deliver func(*RxPacket)) int
+	// Receive takes up to len(pkts) completed descriptors from the RX
+	// ring, fills pkts[:n] with the good frames among them, re-arms the
+	// ring and returns n and the descriptors taken. The caller owns pkts
+	// and the frames' Data; the driver keeps no reference to either and
+	// calls nothing of the caller's. taken counts, besides the n frames,
+	// the frames the driver dropped or a packet program kept (sent
+	// back, redirected to a socket): a poll loop stays busy while
+	// taken > 0 even when n is 0.
+	Receive(pkts []RxPacket) (n, taken int)
 	// Transmit queues frames and tells the device; it returns how many it
 	// took. Fewer than len(pkts) means the ring is full: back-pressure, the
 	// caller keeps the rest. Taken packets are owned by the driver.

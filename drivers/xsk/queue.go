@@ -3,6 +3,7 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,9 +47,9 @@ type Hw interface {
 	// WaitFor calls cond until it holds or timeout passes on the device's
 	// clock.
 	WaitFor(timeout time.Duration, cond func() bool) bool
-	// Poll and Wait are the queue's nic.Queue methods; a bound socket
+	// Receive and Wait are the queue's nic.Queue methods; a bound socket
 	// drives the queue through them.
-	Poll(budget int, deliver func(*nic.RxPacket)) int
+	Receive(pkts []nic.RxPacket) (n, taken int)
 	Wait(timeout time.Duration) bool
 }
 
@@ -84,6 +85,11 @@ type Queue struct {
 	Verdicts [4]atomic.Uint64 // program verdicts, by Verdict
 	NoSocket atomic.Uint64    // redirects with no socket bound
 	NoStack  atomic.Uint64    // frames passed while only the socket polled the queue
+
+	// The batch a socket's poll receives into; a stack may poll the
+	// queue from another goroutine with its own.
+	sockMu    sync.Mutex
+	sockBatch []nic.RxPacket
 }
 
 // NewQueue returns the socket side of a queue pair the driver runs
@@ -179,10 +185,19 @@ func (x *Queue) Bind(s *Socket, m Mode, maxFrame int) error {
 // pollSocket runs the queue for an application with no stack on it:
 // frames the program passes have nowhere to go and are released.
 func (x *Queue) pollSocket(budget int) int {
-	return x.hw.Poll(budget, func(p *nic.RxPacket) {
+	x.sockMu.Lock()
+	defer x.sockMu.Unlock()
+	if cap(x.sockBatch) < budget {
+		x.sockBatch = make([]nic.RxPacket, budget)
+	}
+	pkts := x.sockBatch[:budget]
+	n, taken := x.hw.Receive(pkts)
+	for i := range pkts[:n] {
 		x.NoStack.Add(1)
-		p.Data.Release()
-	})
+		pkts[i].Data.Release()
+		pkts[i] = nic.RxPacket{}
+	}
+	return taken
 }
 
 // Unbind takes the queue back from its socket, safely while traffic

@@ -118,10 +118,11 @@ func (f *fakeNIC) WaitFor(_ time.Duration, cond func() bool) bool {
 
 func (f *fakeNIC) Wait(time.Duration) bool { return false }
 
-// Poll is the driver's loop: completed RX descriptors through the
-// program, then the socket's sends and completions.
-func (f *fakeNIC) Poll(budget int, deliver func(*nic.RxPacket)) int {
-	n := 0
+// Receive is the driver's loop: completed RX descriptors through the
+// program, then the socket's sends and completions. No frame is passed
+// up: the frames stay the socket's.
+func (f *fakeNIC) Receive(pkts []nic.RxPacket) (int, int) {
+	n, budget := 0, len(pkts)
 	prog := f.x.Program()
 	for n < budget && len(f.rxDone) > 0 && f.x.Armed() > 0 {
 		if _, _, err := f.x.RunZC(prog, f.rxDone[0]); err != nil {
@@ -134,7 +135,7 @@ func (f *fakeNIC) Poll(budget int, deliver func(*nic.RxPacket)) int {
 	f.x.Refill()
 	f.x.Send(budget)
 	f.ReclaimTx()
-	return n
+	return 0, n
 }
 
 // receive plays the device writing frame b into the buffer at Clean+k.

@@ -276,10 +276,15 @@ func findQueue(r *Rig, c Config) (int, error) {
 		before[i], _ = r.Stat(fmt.Sprintf("q%d_rx_frames", i))
 	}
 	buf := make([]byte, maxFrame)
+	batch := make([]nic.RxPacket, 64)
 	for i := 0; i < 8; i++ {
 		r.Wire.B().Send(udpFrame(buf, c.Size, peerMAC, hostMAC, peerIP, hostIP, uint32(i)))
 		for _, q := range qs {
-			q.Poll(64, func(p *nic.RxPacket) { p.Data.Release() })
+			n, _ := q.Receive(batch)
+			for _, p := range batch[:n] {
+				p.Data.Release()
+			}
+			clear(batch[:n])
 		}
 	}
 	best, most := -1, uint64(0)

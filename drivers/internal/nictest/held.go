@@ -50,9 +50,9 @@ type HeldRx struct {
 	Ring int
 	// Send has the device receive f; false: it found no armed descriptor.
 	Send func(t testing.TB, f []byte) bool
-	// Poll has the driver take up to budget frames, each handed to got,
+	// Receive has the driver take up to budget frames, each handed to got,
 	// and returns how many it took.
-	Poll func(t testing.TB, budget int, got func(Packet)) int
+	Receive func(t testing.TB, budget int, got func(Packet)) int
 	// Frame is the i-th frame the device receives. Frames a ring apart
 	// must differ, or a buffer re-armed under a held packet goes unseen.
 	Frame func(i int) []byte
@@ -104,7 +104,7 @@ func (h HeldRx) Check(t testing.TB) {
 	}()
 	batch := max(1, min(heldBatch, h.Ring/2))
 	got, sent := 0, 0
-	deliver := func(p Packet) {
+	take := func(p Packet) {
 		i := got
 		got++
 		switch i % keepEvery {
@@ -131,7 +131,7 @@ func (h HeldRx) Check(t testing.TB) {
 			}
 			sent++
 		}
-		if took := h.Poll(t, n, deliver); took != n || got != sent {
+		if took := h.Receive(t, n, take); took != n || got != sent {
 			t.Fatalf("poll took %d of %d frames: %d delivered of %d sent, %d held", took, n, got, sent, len(kept))
 		}
 	}

@@ -44,7 +44,7 @@ func (r *fakeRing) held() HeldRx {
 			r.head++
 			return true
 		},
-		Poll: func(_ testing.TB, budget int, got func(Packet)) int {
+		Receive: func(_ testing.TB, budget int, got func(Packet)) int {
 			k := 0
 			for ; k < budget && r.clean < r.head; k++ {
 				s := r.clean % n
@@ -90,8 +90,8 @@ func TestHeldRx(t *testing.T) {
 	}
 
 	full := newFakeRing(16, false).held()
-	poll := full.Poll
-	full.Poll = func(t testing.TB, budget int, got func(Packet)) int { return poll(t, budget/2, got) }
+	poll := full.Receive
+	full.Receive = func(t testing.TB, budget int, got func(Packet)) int { return poll(t, budget/2, got) }
 	if msg := failtest.First(full.Check); !strings.Contains(msg, "poll took 4 of 8") {
 		t.Errorf("a poll that takes half: %q", msg)
 	}

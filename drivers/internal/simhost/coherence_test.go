@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/failtest"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
@@ -36,7 +37,7 @@ func TestCheckNonCoherent(t *testing.T) {
 	mac := h.NIC.MAC()
 	copy(f, mac[:])
 	w.B().Send(f)
-	if n := h.NIC.Queues()[0].Poll(8, func(p *nic.RxPacket) { p.Data.Release() }); n != 1 {
+	if n := nictest.Receive(h.NIC.Queues()[0], 8, func(p *nic.RxPacket) { p.Data.Release() }); n != 1 {
 		t.Fatalf("%d frames received, want 1", n)
 	}
 	h.CheckNonCoherent(t)

@@ -52,12 +52,18 @@ func CheckRxCsum(t testing.TB, n nic.NIC, end *wire.End) {
 func PollFrames(t testing.TB, n nic.NIC, what string) []*nic.RxPacket {
 	t.Helper()
 	var got []*nic.RxPacket
-	deliver := func(p *nic.RxPacket) { got = append(got, p) }
+	batch := make([]nic.RxPacket, 64)
 	deadline := time.Now().Add(rxDeadline)
 	for {
 		polled := 0
 		for _, q := range n.Queues() {
-			polled += q.Poll(64, deliver)
+			k, taken := q.Receive(batch)
+			for i := range batch[:k] {
+				p := batch[i]
+				got = append(got, &p)
+			}
+			clear(batch[:k])
+			polled += taken
 		}
 		if polled == 0 && len(got) > 0 {
 			return got
