@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -48,7 +49,7 @@ func (d *Device) debugCtl(arg string) error {
 
 func (d *Device) injectUnmappedRx() error {
 	h, ok := d.dma.(holer)
-	_, counts := d.dma.(faultCounter)
+	_, counts := d.dma.(ring.FaultCounter)
 	if !ok || !counts {
 		// Without translation the address would be physical memory.
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-rx: the DMA view has no IOMMU holes or fault count (translation off?)", d.name)
@@ -138,7 +139,7 @@ type txInject struct {
 
 func (d *Device) injectUnmappedTx() error {
 	h, ok := d.dma.(holer)
-	_, counts := d.dma.(faultCounter)
+	_, counts := d.dma.(ring.FaultCounter)
 	if !ok || !counts {
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-tx: the DMA view has no IOMMU holes or fault count (translation off?)", d.name)
 	}
@@ -189,7 +190,7 @@ func (d *Device) armTx(start int, keep *nic.TxPacket) {
 		binary.LittleEndian.PutUint64(desc, uint64(inj.hole))
 		inj.pending, inj.armed, inj.pkt = false, true, keep
 		inj.desc, inj.eop = i, (end-1+tx.Descs.Len())%tx.Descs.Len()
-		inj.faults = d.dma.(faultCounter).DMAFaults()
+		inj.faults = d.dma.(ring.FaultCounter).DMAFaults()
 		inj.inFlight.Store(true)
 		d.logf("%s: debug: tx descriptor %d armed with unmapped iova %#x", d.name, i, uint64(inj.hole))
 		return
@@ -227,7 +228,7 @@ func (d *Device) settleTx() {
 func (d *Device) endTxInject(then string) {
 	inj := &d.txInj
 	// Read after the write-back: the fault is recorded before it.
-	faults := d.dma.(faultCounter).DMAFaults()
+	faults := d.dma.(ring.FaultCounter).DMAFaults()
 	if faults > inj.faults {
 		inj.owned.Add(1)
 		inj.faulted.Add(1)
@@ -306,7 +307,7 @@ func (d *Device) closeTxInject() error {
 // fault is not taken for the receive path's; a race the other way only
 // costs the receive path a needless drop. rxMu is held (rxMu before txMu,
 // as everywhere).
-func (d *Device) rxFaultCount(fc faultCounter) uint64 {
+func (d *Device) rxFaultCount(fc ring.FaultCounter) uint64 {
 	if d.txInj.inFlight.Load() {
 		d.txMu.Lock()
 		if !d.closed.Load() {

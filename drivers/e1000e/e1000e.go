@@ -58,8 +58,8 @@ type Device struct {
 	mac   [6]byte
 
 	rx        *ring.RxRing
-	rxDiscard bool   // inside a frame that spans buffers
-	rxFaults  uint64 // DMA faults seen at the last poll
+	rxDiscard bool // inside a frame that spans buffers
+	rxGuard   ring.FaultGuard
 	inject    rxInject
 	rxMu      sync.Mutex // the RX ring, its pointer and rxRetired
 	rxRetired retired
@@ -136,9 +136,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		d.rx.Close()
 		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
 	}
-	if fc, ok := d.dma.(faultCounter); ok {
-		d.rxFaults = fc.DMAFaults()
-	}
+	d.rxGuard = ring.NewFaultGuard(d.dma, d.name, d.logf)
 	d.hw.Init(nicstat.Table())
 	d.rxMu.Lock()
 	d.txMu.Lock()
@@ -153,7 +151,7 @@ func probe(dev *nic.Device) (*Device, error) {
 // goes through an IOMMU decides which of map and copy is cheaper. A DMA
 // view that counts faults is a translated one.
 func defaultCopybreak(dma kernel.DMA) int {
-	if _, ok := dma.(faultCounter); ok {
+	if _, ok := dma.(ring.FaultCounter); ok {
 		return TranslatedCopybreak
 	}
 	return DefaultCopybreak

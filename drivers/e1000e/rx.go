@@ -62,10 +62,10 @@ func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 		rx.Advance()
 		taken++
 	}
-	// A device marks a descriptor done even when its data write was
-	// refused: the frames are judged by the fault count read now.
-	if fc, ok := d.dma.(faultCounter); ok {
-		n = d.judgeRx(d.rxFaultCount(fc), pkts[:n])
+	// The frames are judged by the fault count read now, less what the
+	// transmit injection took as its own.
+	if fc := d.rxGuard.Counter(); fc != nil {
+		n = d.rxGuard.Judge(d.rxFaultCount(fc), pkts[:n], &rx.Stats)
 	}
 	if rx.Refill(d.armRx) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
@@ -88,35 +88,4 @@ func (d *Device) RxReady() bool {
 	}
 	rx := d.rx
 	return rx.Armed() > 0 && decodeRx(rx.Descs.At(rx.Clean())).done()
-}
-
-// faultCounter is an optional capability of a DMA view: the number of DMA
-// faults the IOMMU recorded for this device so far.
-type faultCounter interface {
-	DMAFaults() uint64
-}
-
-// judgeRx returns how many of the poll's frames to deliver: all, or,
-// if the fault count moved since the last poll, none, their data
-// released: any of them may hold what the buffer had before, not what
-// the wire carried. A fault seen in a poll with no frames stays pending
-// for the next frames: the device may record the fault before it writes
-// the descriptor back. faults leaves out those the transmit path took as
-// its own; one it took after a drop answered it lowers the count, and is
-// forgotten.
-func (d *Device) judgeRx(faults uint64, pkts []nic.RxPacket) int {
-	if faults < d.rxFaults {
-		d.rxFaults = faults
-	}
-	if faults <= d.rxFaults || len(pkts) == 0 {
-		return len(pkts)
-	}
-	d.logf("%s: rx: dma fault: dropped %d frames (faults %d, were %d)", d.name, len(pkts), faults, d.rxFaults)
-	d.rxFaults = faults
-	for i := range pkts {
-		pkts[i].Data.Release()
-		pkts[i] = nic.RxPacket{}
-		d.rx.Stats.Drop(ring.DropDMA)
-	}
-	return 0
 }

@@ -29,6 +29,7 @@ type queue struct {
 	rx      *ring.PageRxRing
 	discard bool       // inside a frame that spans buffers
 	x       *xsk.Queue // the socket side: program, bound socket, zero-copy frames
+	guard   ring.FaultGuard
 
 	tx      *ring.TxRing
 	txq     advtx.Queue // the writer over tx, its doorbell and the TX lock
@@ -51,6 +52,7 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		return nil, err
 	}
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
+	q.guard = ring.NewFaultGuard(d.dma, fmt.Sprintf("%s q%d", d.name, idx), d.logf)
 	q.txq = advtx.Queue{
 		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso},
 		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),

@@ -42,6 +42,9 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 			q.d.core.SetRxTail(q.idx, q.rx.Tail())
 		}
 	}
+	// A device marks a descriptor done even when its data write was
+	// refused.
+	n = q.guard.Check(pkts[:n], &q.rx.Stats)
 	q.txq.Mu.Lock()
 	if q.x.Socket() != nil && !q.stopped {
 		q.x.Send(len(pkts))

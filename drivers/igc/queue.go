@@ -28,6 +28,7 @@ type queue struct {
 	x           *xsk.Queue  // the socket side: program, bound socket, zero-copy frames
 	prog        xsk.Program // x's program, cached for the RX loop; nil: none
 	stopped     bool        // closed: no more polling
+	guard       ring.FaultGuard
 	built       atomic.Uint64
 	constructed atomic.Uint64
 	relayouts   atomic.Uint64
@@ -51,6 +52,7 @@ func newQueue(d *Device, idx int) (*queue, error) {
 		return nil, err
 	}
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
+	q.guard = ring.NewFaultGuard(d.dma, fmt.Sprintf("%s q%d", d.name, idx), d.logf)
 	q.txq = advtx.Queue{
 		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso},
 		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),

@@ -47,6 +47,9 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 		}
 		q.publishRx()
 	}
+	// A device marks a descriptor done even when its data write was
+	// refused.
+	n = q.guard.Check(pkts[:n], &q.rx.Stats)
 	q.txq.Mu.Lock()
 	q.serveSocket(len(pkts))
 	q.txq.Flush()
