@@ -13,6 +13,7 @@ import (
 //	copybreak N   frames shorter than N bytes are copied (0..2048)
 //	tso on|off
 //	mtu N
+//	debug inject-unmapped-rx   see debugCtl
 //
 // A bad command changes nothing.
 func (d *Device) Ctl(cmd string) error {
@@ -44,8 +45,10 @@ func (d *Device) Ctl(cmd string) error {
 			return fmt.Errorf("igb %s: mtu %q: not a number", d.name, f[1])
 		}
 		return d.SetMTU(n)
+	case "debug":
+		return d.debugCtl(f[1])
 	default:
-		return fmt.Errorf("igb %s: unknown ctl %q (copybreak, tso, mtu)", d.name, f[0])
+		return fmt.Errorf("igb %s: unknown ctl %q (copybreak, tso, mtu, debug)", d.name, f[0])
 	}
 	return nil
 }

@@ -33,12 +33,22 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 			q.d.core.SetRxTail(q.idx, q.x.Tail())
 		}
 	} else {
+		start := q.rx.Clean()
 		taken = advrx.CleanRx(q.rx.Descs, q.rx, len(pkts), &q.discard, q.rx.Drop, func(wb advdesc.Rx) {
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}
 		})
-		if q.rx.Refill(q.writeRx) {
+		if q.inject != nil {
+			q.cleanedInject(start, taken)
+		}
+		var moved bool
+		if q.inject != nil {
+			moved = q.rx.Refill(q.armRx)
+		} else {
+			moved = q.rx.Refill(q.writeRx)
+		}
+		if moved {
 			q.d.core.SetRxTail(q.idx, q.rx.Tail())
 		}
 	}

@@ -12,6 +12,7 @@ import (
 //	build auto|off   auto: build where the seed's rule allows; off: construct always
 //	tso on|off
 //	rss on|off       spread flows over the queues, or everything to queue 0
+//	debug inject-unmapped-rx   see debugCtl
 //
 // A bad command changes nothing.
 func (d *Device) Ctl(cmd string) error {
@@ -54,8 +55,10 @@ func (d *Device) Ctl(cmd string) error {
 		d.rss.Store(on)
 		d.setupRSS()
 		return nil
+	case "debug":
+		return d.debugCtl(f[1])
 	}
-	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso, rss)", d.name, f[0])
+	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso, rss, debug)", d.name, f[0])
 }
 
 // setBuild sets the build policy and lets every ring re-decide.

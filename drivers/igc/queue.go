@@ -29,6 +29,7 @@ type queue struct {
 	prog        xsk.Program // x's program, cached for the RX loop; nil: none
 	stopped     bool        // closed: no more polling
 	guard       ring.FaultGuard
+	inject      *ring.RxHole // debug inject-unmapped-rx in flight, nil when none
 	built       atomic.Uint64
 	constructed atomic.Uint64
 	relayouts   atomic.Uint64
@@ -163,5 +164,5 @@ func (q *queue) close() error {
 	defer q.txq.Mu.Unlock()
 	err := q.x.Unbind(false)
 	q.stopped, q.txq.Closed = true, true
-	return errors.Join(err, q.rx.close(), q.tx.Close())
+	return errors.Join(err, q.closeInject(), q.rx.close(), q.tx.Close())
 }

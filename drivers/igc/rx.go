@@ -37,12 +37,22 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 		n, taken = q.cleanZC(pkts)
 	} else {
 		r, prog := q.rx, q.prog
+		start := r.Clean()
 		taken = advrx.CleanRx(r.Descs, r, len(pkts), &q.discard, r.drop, func(wb advdesc.Rx) {
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}
 		})
-		if r.refill(q.writeRx) {
+		if q.inject != nil {
+			q.cleanedInject(start, taken)
+		}
+		var moved bool
+		if q.inject != nil {
+			moved = r.refill(q.armRx)
+		} else {
+			moved = r.refill(q.writeRx)
+		}
+		if moved {
 			q.d.core.SetRxTail(q.idx, r.Tail())
 		}
 		q.publishRx()
