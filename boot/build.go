@@ -80,14 +80,19 @@ func (p *parts) build(ctx context.Context, root, pkg string, log io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("reading /init: %w", err)
 	}
+	// Without the interrupt modules the machine still runs, polling.
+	mods, err := image.FindModules(p.kernel)
+	if err != nil {
+		fmt.Fprintf(log, "boot: %v: the NICs will poll\n", err)
+	}
 	var cpio bytes.Buffer
-	if err := image.WriteInitramfs(&cpio, bin); err != nil {
+	if err := image.WriteInitramfs(&cpio, bin, mods...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(p.initrd, cpio.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing initramfs: %w", err)
 	}
-	fmt.Fprintf(log, "boot: /init from %s: %.1f MB, initramfs %.1f MB (%.1fs)\n",
-		pkg, float64(len(bin))/1e6, float64(cpio.Len())/1e6, time.Since(t).Seconds())
+	fmt.Fprintf(log, "boot: /init from %s: %.1f MB, initramfs %.1f MB with %d modules (%.1fs)\n",
+		pkg, float64(len(bin))/1e6, float64(cpio.Len())/1e6, len(mods), time.Since(t).Seconds())
 	return nil
 }

@@ -18,14 +18,14 @@ var rootDirs = []string{"dev", "proc", "sys", "tmp"}
 
 // WriteInitramfs writes a newc cpio archive holding init as /init, the
 // root directories and /dev/console, so that the kernel can give /init its
-// standard streams before devtmpfs is mounted.
-func WriteInitramfs(w io.Writer, init []byte) error {
+// standard streams before devtmpfs is mounted, and files.
+func WriteInitramfs(w io.Writer, init []byte, files ...File) error {
 	if len(init) == 0 {
 		return fmt.Errorf("initramfs: /init is empty")
 	}
 	bw := bufio.NewWriter(w)
 	rw := cpio.Newc.Writer(bw)
-	recs := make([]cpio.Record, 0, len(rootDirs)+3)
+	recs := make([]cpio.Record, 0, len(rootDirs)+3+len(files))
 	for _, d := range rootDirs {
 		recs = append(recs, cpio.Directory(d, 0o755))
 	}
@@ -33,6 +33,9 @@ func WriteInitramfs(w io.Writer, init []byte) error {
 		cpio.CharDev("dev/console", 0o600, 5, 1),
 		cpio.StaticFile("init", string(init), 0o755),
 	)
+	for _, f := range files {
+		recs = append(recs, cpio.StaticFile(f.Name, string(f.Data), 0o644))
+	}
 	cpio.MakeAllReproducible(recs)
 	if err := cpio.WriteRecordsAndDirs(rw, recs); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
