@@ -480,19 +480,10 @@ func (e *Endpoint) pollLoop(q *queue, stop <-chan struct{}) (stopped bool) {
 	}
 }
 
-// rxReadier is an optional nic.Queue capability: whether a received frame
-// waits, found without touching the device (a done bit in the ring's
-// memory). A spinning loop asks it instead of polling: a poll reads
-// registers, and under emulation every register access stops the vCPU in
-// the device model, which holds up the emulation of the NIC itself.
-type rxReadier interface {
-	RxReady() bool
-}
-
 // spin yields the processor until q has a frame or the spin time is over.
 // A queue without RxReady is simply polled again after one yield.
 func (e *Endpoint) spin(q *queue, pace *pacer, start time.Time) {
-	r, _ := q.q.(rxReadier)
+	r, _ := q.q.(nic.RxReadier)
 	for {
 		e.stats.spins.Add(1)
 		runtime.Gosched()

@@ -11,14 +11,6 @@ import (
 	"github.com/ether9/ether9/kernel"
 )
 
-// holer is an optional capability of a DMA view: IOVA space the device's
-// domain leaves unmapped, so a device access there is refused by the
-// IOMMU instead of landing in memory.
-type holer interface {
-	ReserveHole(size int) (kernel.DMAAddr, error)
-	ReleaseHole(addr kernel.DMAAddr) error
-}
-
 // rxInject is the state of one debug inject-unmapped-rx: the hole and the
 // descriptor that points into it. Guarded by rxMu.
 type rxInject struct {
@@ -48,7 +40,7 @@ func (d *Device) debugCtl(arg string) error {
 }
 
 func (d *Device) injectUnmappedRx() error {
-	h, ok := d.dma.(holer)
+	h, ok := d.dma.(ring.Holer)
 	_, counts := d.dma.(ring.FaultCounter)
 	if !ok || !counts {
 		// Without translation the address would be physical memory.
@@ -95,7 +87,7 @@ func (d *Device) cleanedRx(i int) {
 		return
 	}
 	inj.desc = -1
-	if h, ok := d.dma.(holer); ok {
+	if h, ok := d.dma.(ring.Holer); ok {
 		if err := h.ReleaseHole(inj.hole); err != nil {
 			d.logf("%s: debug: %v", d.name, err)
 			return // leaked, never reused: safer than a wrong free
@@ -110,7 +102,7 @@ func (d *Device) closeInject() error {
 	if inj.hole == 0 {
 		return nil
 	}
-	h, _ := d.dma.(holer)
+	h, _ := d.dma.(ring.Holer)
 	if h == nil {
 		return nil
 	}
@@ -138,7 +130,7 @@ type txInject struct {
 }
 
 func (d *Device) injectUnmappedTx() error {
-	h, ok := d.dma.(holer)
+	h, ok := d.dma.(ring.Holer)
 	_, counts := d.dma.(ring.FaultCounter)
 	if !ok || !counts {
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-tx: the DMA view has no IOMMU holes or fault count (translation off?)", d.name)
@@ -238,7 +230,7 @@ func (d *Device) endTxInject(then string) {
 	}
 	inj.armed = false
 	inj.inFlight.Store(false)
-	if err := d.dma.(holer).ReleaseHole(inj.hole); err != nil {
+	if err := d.dma.(ring.Holer).ReleaseHole(inj.hole); err != nil {
 		d.logf("%s: debug: %v", d.name, err)
 		return // leaked, never reused: safer than a wrong free
 	}
@@ -295,7 +287,7 @@ func (d *Device) closeTxInject() error {
 	hole := inj.hole
 	inj.pkt, inj.resend, inj.hole, inj.pending, inj.armed = nil, nil, 0, false, false
 	inj.inFlight.Store(false)
-	if h, ok := d.dma.(holer); ok && hole != 0 {
+	if h, ok := d.dma.(ring.Holer); ok && hole != 0 {
 		return h.ReleaseHole(hole)
 	}
 	return nil

@@ -87,6 +87,7 @@ type Device struct {
 var _ nic.NIC = (*Device)(nil)
 var _ nic.Queue = (*Device)(nil)
 var _ nic.MulticastFilter = (*Device)(nil)
+var _ nic.RxReadier = (*Device)(nil)
 
 // Probe resets the controller described by dev and brings it up.
 func Probe(dev *nic.Device) (nic.NIC, error) {
@@ -171,8 +172,7 @@ func (d *Device) up() {
 	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_LRST | CTRL_PHY_RST
 	r.Write32(CTRL, ctrl)
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
-	r.Read32(ICR)
-	r.Write32(IMS, ICR_RXT0|ICR_RXO|ICR_RXDMT0|ICR_TXDW|ICR_LSC)
+	d.enableIRQ()
 	d.updateLink()
 }
 
@@ -283,7 +283,7 @@ func (d *Device) Wait(timeout time.Duration) bool {
 	if d.closed.Load() {
 		return false
 	}
-	return d.irq.Wait(timeout)
+	return d.waitIRQ(timeout)
 }
 
 // Close stops the controller and frees its rings; nothing stays mapped.

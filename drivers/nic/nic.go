@@ -1,6 +1,3 @@
-// Package nic is the common interface between NIC drivers and their users
-// (the netstack link endpoint, zero-copy queue applications, tools). It
-// knows nothing of registers and nothing of the TCP/IP stack.
 package nic
 
 import (
@@ -90,6 +87,16 @@ type Queue interface {
 	Wait(timeout time.Duration) bool
 }
 
+// RxReadier is implemented by queues that can tell whether a received
+// frame waits without touching the device (a done bit in the ring's
+// memory). A spinning poll loop asks it instead of receiving: a receive
+// reads registers, and under emulation every register access stops the
+// vCPU in the device model, which holds up the emulation of the NIC
+// itself.
+type RxReadier interface {
+	RxReady() bool
+}
+
 // Stat is one named counter.
 type Stat struct {
 	Name  string
@@ -126,4 +133,17 @@ type MulticastFilter interface {
 	// SetAllMulticast passes every multicast frame when on, whatever the
 	// groups.
 	SetAllMulticast(on bool) error
+}
+
+// DeviceStater is implemented by drivers that can list the device's own
+// statistics registers apart from their driver counters (the ifstats
+// file).
+type DeviceStater interface {
+	DeviceStats() []Stat
+}
+
+// TSOReasoner is implemented by drivers that can say why TSO is in its
+// current state: "pch_spt quirk", "ctl tso off".
+type TSOReasoner interface {
+	TSOReason() string
 }

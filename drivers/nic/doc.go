@@ -1,0 +1,63 @@
+// Package nic is the common interface between NIC drivers and their users
+// (the netstack link endpoint, zero-copy queue applications, tools). It
+// knows nothing of registers and nothing of the TCP/IP stack.
+//
+// # Receive
+//
+// Queue.Receive fills the caller's batch: the caller owns the loop, the
+// slice and the frames, and no driver holds a function of the caller's.
+// A hop below is a function a received frame passes through, from the
+// one that reads its descriptor to gVisor's dispatcher, a return
+// included; helpers that hand back to the same function (the ring's
+// buffer code, ring.FaultGuard) are named beside it. netstack's side is
+// the same for every driver.
+//
+// e1000e (4 hops):
+//
+//  1. e1000e.Device.Receive (drivers/e1000e/rx.go) reads the descriptor,
+//     takes the buffer with ring.RxRing.Receive (drivers/ring/rx.go) into
+//     pkts[n], and judges the batch with ring.FaultGuard.Judge
+//     (drivers/ring/fault.go)
+//  2. netstack rxPath.receive (netstack/rx.go), the poll loop's step
+//  3. rxPath.toStack (netstack/rx.go): packet buffer, link header,
+//     checksums
+//  4. gVisor's NetworkDispatcher.DeliverNetworkPacket, or gro.Enqueue,
+//     whose engine the poll flushes into the dispatcher at its end
+//
+// igb (6 hops):
+//
+//  1. advrx.CleanRx (drivers/advrx/clean.go) reads the descriptor
+//  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure:
+//     the packet program's verdict, ring.PageRxRing.Receive
+//     (drivers/ring/page.go), pkts[n]
+//  3. igb queue.Receive (drivers/igb/rx.go): ring.FaultGuard.Check over
+//     the batch
+//  4. to 6. as e1000e's 2 to 4
+//
+// igc (6 hops): as igb's, with igc queue.frame (drivers/igc/rx.go)
+// building around or constructing from the buffer (drivers/igc/rxbuf.go,
+// rxchunk.go) and igc queue.Receive (drivers/igc/rx.go). A bound socket's
+// zero-copy frames go through advrx.ZeroCopy.Frame (drivers/advrx/zc.go)
+// in place of queue.frame, the stack getting a copy.
+//
+// The only call from the stack's side into a driver after delivery is the
+// release hook RxPacket.Recycle (igc's built buffers): gVisor calls it,
+// through netstack's offer, when the packet's last reference goes, so the
+// chunk is re-armed without a trip through gVisor's pool.
+//
+// # Optional capabilities
+//
+// Declared beside the interface they extend; each driver asserts at
+// compile time the ones it has.
+//
+//	capability        extends   e1000e  igb  igc
+//	MulticastFilter   NIC       yes     -    -
+//	DeviceStater      NIC       yes     -    -
+//	TSOReasoner       NIC       yes     -    -
+//	RxReadier         Queue     yes     -    -
+//
+// Of a DMA view (kernel.DMA), for the receive fault rule and debug
+// inject-unmapped-rx, which all three drivers have: ring.FaultCounter and
+// ring.Holer, both implemented by the IOMMU's domain (kernel/iommu) and
+// ring.FaultCounter by the test DMA (drivers/ring/ringtest).
+package nic
