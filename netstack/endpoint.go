@@ -65,6 +65,11 @@ type Options struct {
 	// It must not close the endpoint or remove its NIC itself (Close waits
 	// for that loop); hand such work to another goroutine.
 	OnLink func(nic.Link)
+	// OnWork, if set, is called from the poll loop after each poll that
+	// found frames, so that work which must follow traffic (looking for
+	// DMA faults) needs no timer of its own on an idle machine. It must
+	// not block.
+	OnWork func()
 	// Logf reports link changes and recovered faults. Default: discard.
 	Logf func(format string, args ...any)
 }
@@ -455,6 +460,9 @@ func (e *Endpoint) pollLoop(q *queue, stop <-chan struct{}) (stopped bool) {
 		n := e.pollOnce(q, budget)
 		if n > 0 {
 			pace.busy(time.Since(start))
+			if e.opt.OnWork != nil {
+				e.opt.OnWork()
+			}
 			if n >= budget {
 				e.stats.budgetExhausted.Add(1)
 			}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -611,5 +612,18 @@ func TestPollLoopSpinsOnlyAfterTraffic(t *testing.T) {
 	dw := stat(t, ep, "idle_waits") - waits
 	if dp > dw+3 {
 		t.Errorf("%d polls around one frame, its spin and %d waits; want at most %d", dp, dw, dw+3)
+	}
+}
+
+// OnWork follows traffic: a ping makes the poll loops that received
+// frames call it.
+func TestOnWork(t *testing.T) {
+	var calls atomic.Uint64
+	p := newFakePair(t, netstack.Options{OnWork: func() { calls.Add(1) }})
+	if err := ping(t, p.sa, addrB.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() == 0 {
+		t.Fatalf("a ping answered and OnWork never called (polls %d)", stat(t, p.sa.Endpoints[0], "polls"))
 	}
 }
