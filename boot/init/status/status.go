@@ -52,6 +52,7 @@ type NIC struct {
 	Driver   string
 	MAC      string
 	Link     string // "up 1000 Mb/s full duplex" or "down"
+	IRQ      string // "uio INTx 11" or "none (polling)"
 	Addr     string // "10.0.2.15/24"
 	Gateway  string
 	Counters []Counter
@@ -99,6 +100,9 @@ func Write(w io.Writer, s Snapshot) error {
 		p.line("%s pci %s %s %s", n.Name, n.PCI, n.ID, n.Driver)
 		p.line("%s mac %s", n.Name, n.MAC)
 		p.line("%s link %s", n.Name, n.Link)
+		if n.IRQ != "" {
+			p.line("%s irq %s", n.Name, n.IRQ)
+		}
 		if n.Addr != "" {
 			p.line("%s addr %s", n.Name, n.Addr)
 		}

@@ -20,7 +20,7 @@ func testSnapshot() Snapshot {
 		IOMMU: &IOMMU{Translation: true, Levels: 4, Mode: "strict", FaultCount: 1,
 			Counters: []Counter{{"maps", 12}}, Faults: []string{"source 00:02.0 write iova 0x5000 reason 6"}},
 		NICs: []NIC{{Name: "ether0", PCI: "00:02.0", ID: "8086:10d3", Driver: "e1000e", MAC: "52:54:00:12:34:56",
-			Link: "up 1000 Mb/s full duplex", Addr: "10.0.2.15/24", Gateway: "10.0.2.2", Counters: []Counter{{"rx_packets", 7}}}},
+			Link: "up 1000 Mb/s full duplex", IRQ: "uio INTx 11", Addr: "10.0.2.15/24", Gateway: "10.0.2.2", Counters: []Counter{{"rx_packets", 7}}}},
 		TCP: []Counter{{"retransmits", 3}},
 	}
 }
@@ -42,6 +42,7 @@ func TestStatusPage(t *testing.T) {
 		"iommu fault source 00:02.0 write iova 0x5000 reason 6\n",
 		"ether0 pci 00:02.0 8086:10d3 e1000e\n",
 		"ether0 link up 1000 Mb/s full duplex\n",
+		"ether0 irq uio INTx 11\n",
 		"ether0 addr 10.0.2.15/24\n",
 		"ether0 rx_packets 7\n",
 		"tcp retransmits 3\n",
