@@ -216,6 +216,11 @@ func (u *UIO) Stats() UIOStats {
 	return s
 }
 
+// Counts returns how many sleeps the line ended and how many timed out.
+func (u *UIO) Counts() (wakeups, timeouts uint64) {
+	return u.wakeups.Load(), u.timeouts.Load()
+}
+
 // Close closes the interrupt's files; the function stays bound.
 func (u *UIO) Close() error {
 	u.mu.Lock()
