@@ -18,10 +18,15 @@ import (
 	"github.com/ether9/ether9/netstack"
 )
 
-// faultPoll is how often the fault recording registers are read. A NIC
-// may mark a descriptor done even when its DMA faulted, so faults are
-// looked for, not waited for.
-const faultPoll = 250 * time.Millisecond
+// faultPoll is how often the fault recording registers are read on an
+// idle machine. A NIC may mark a descriptor done even when its DMA
+// faulted, so faults are looked for, not waited for: after polls that
+// found frames, at most every faultAfterWork, and else every faultPoll,
+// so that an idle machine wakes at most once a second.
+const (
+	faultPoll      = time.Second
+	faultAfterWork = 10 * time.Millisecond
+)
 
 func (s *System) startServices(ctx context.Context) {
 	s.sup.Go(ctx, "http", s.serveHTTP)
@@ -98,8 +103,21 @@ func (s *System) watchFaults(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-s.work:
+			// Traffic: look again soon, but not at every poll.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(faultAfterWork):
+			}
 		}
 	}
+}
+
+// irqCounter is an interrupt that counts its sleeps: those it ended and
+// those that timed out.
+type irqCounter interface {
+	Counts() (wakeups, timeouts uint64)
 }
 
 // Snapshot is the system's state for the status page.
@@ -145,6 +163,11 @@ func (s *System) Snapshot() status.Snapshot {
 			Driver: p.Func.Driver,
 			MAC:    macString(p.NIC.MAC()),
 			Link:   linkString(p.NIC.Link())[len("link "):],
+			IRQ:    irqString(p.IRQ),
+		}
+		if c, ok := p.IRQ.(irqCounter); ok {
+			woken, timeouts := c.Counts()
+			n.Counters = append(n.Counters, status.Counter{Name: "irq.wakeups", Value: woken}, status.Counter{Name: "irq.timeouts", Value: timeouts})
 		}
 		if s.stack != nil {
 			if a, err := s.stack.GetMainNICAddress(netstack.NICID(i), ipv4.ProtocolNumber); err == nil && a.Address.Len() > 0 {

@@ -50,6 +50,8 @@ type Port struct {
 	NIC    nic.NIC
 	Domain *iommu.Domain // nil with translation off
 	IOMMU  uint64        // register base of the unit that holds Domain
+	// IRQ is the interrupt the driver sleeps on; nil when it polls.
+	IRQ kernel.Waiter
 }
 
 // System is a running ether9.
@@ -67,6 +69,9 @@ type System struct {
 	stack *netstack.Stack
 	ns    *ns.Namespace
 	kmesg *bind.Kmesg
+	// work is signalled after polls that found frames: the fault
+	// watcher looks at the units then.
+	work chan struct{}
 }
 
 // Start brings the system up on p and starts its services. logf receives
@@ -93,6 +98,7 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		sup:   services.New(logf, 100*time.Millisecond, 5*time.Second),
 		kmesg: kmesg,
 		remap: NewRemapper(p, opt.IOMMU, logf),
+		work:  make(chan struct{}, 1),
 	}
 	if err := s.bind(); err != nil {
 		return nil, err
@@ -132,8 +138,15 @@ func (s *System) bind() error {
 		Clock:    s.plat.Clock,
 		Logf:     s.logf,
 	}
+	irqs := map[pci.Addr]kernel.Waiter{}
 	if s.plat.IRQ != nil {
-		pp.IRQ = func(f *pci.Function) kernel.Waiter { return s.plat.IRQ(f.Addr) }
+		pp.IRQ = func(f *pci.Function) kernel.Waiter {
+			w := s.plat.IRQ(f.Addr)
+			if w != nil {
+				irqs[f.Addr] = w
+			}
+			return w
+		}
 	}
 	res, err := probe.Bind(pp)
 	if err != nil {
@@ -148,18 +161,43 @@ func (s *System) bind() error {
 		if b.Err != nil {
 			continue // probe.Bind reported it
 		}
-		p := Port{Func: b.Func, NIC: b.NIC}
+		p := Port{Func: b.Func, NIC: b.NIC, IRQ: irqs[b.Func.Addr]}
 		if dom, ok := b.DMA.(*iommu.Domain); ok {
 			base, _ := s.remap.UnitOf(b.Func.Addr)
 			p.Domain, p.IOMMU = dom, base
 		}
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
+		s.logf("%s irq: %s", b.NIC.Name(), irqString(p.IRQ))
 		s.ports = append(s.ports, p)
 	}
 	if len(s.ports) == 0 {
 		return fmt.Errorf("system: no network controller could be brought up (%d PCI functions)", len(res.Functions))
 	}
 	return nil
+}
+
+// idleWaitIRQ is an idle poll loop's sleep when its NIC has an
+// interrupt.
+const idleWaitIRQ = time.Second
+
+// irqString says how a driver waits: the interrupt's name, or polling.
+func irqString(w kernel.Waiter) string {
+	switch w := w.(type) {
+	case nil:
+		return "none (polling)"
+	case fmt.Stringer:
+		return w.String()
+	default:
+		return fmt.Sprintf("%T", w)
+	}
+}
+
+// worked tells the fault watcher that a poll found frames.
+func (s *System) worked() {
+	select {
+	case s.work <- struct{}{}:
+	default:
+	}
 }
 
 // txQueueLen is the depth of each NIC's transmit queue
@@ -179,12 +217,17 @@ func (s *System) startStack() error {
 			DHCP:    s.opt.DHCP,
 			// The endpoint names the NIC in its lines and reports link
 			// changes after this first state.
-			Endpoint: netstack.Options{Logf: s.logf},
+			Endpoint: netstack.Options{Logf: s.logf, OnWork: s.worked},
 			// Senders queue and one goroutine per driver queue hands
 			// their packets over in batches: one TX tail write per batch
 			// instead of per packet, which under emulation is the cost
 			// that counts.
 			TxQueue: txQueueLen,
+		}
+		if p.IRQ != nil {
+			// The interrupt ends an idle wait at once: an idle machine
+			// need not wake more than once a second.
+			ifc.Endpoint.IdleWait = idleWaitIRQ
 		}
 		// The static address belongs to the first NIC only.
 		if s.opt.IP.IsValid() && len(ifs) == 0 {
