@@ -4,6 +4,7 @@
 #
 #   QEMU >= 8 (igb needs it): qemu-system-x86 from bookworm-backports
 #   a Debian kernel: linux-image-6.1.0-NN-amd64, unpacked into the cache
+#     with two of its modules, uio and uio_pci_generic (the NICs' INTx)
 #
 # Nothing is written to the host's /boot: the kernel lives in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ether9/kernel/<package>/boot/.
@@ -84,12 +85,47 @@ e9_install_qemu() {
 		e9_die "qemu-system-x86_64 is still older than ${ETHER9_QEMU_MIN} after install (found: ${major:-none})"
 }
 
-# e9_kernel_cached prints the newest kernel image already in the cache.
+# E9_MODULES are the only modules kept from the kernel package: they hand
+# a NIC's legacy interrupt to /init, which polls without them.
+E9_MODULES="uio uio_pci_generic"
+
+# e9_kernel_complete says whether kernel image $1 has E9_MODULES beside it.
+e9_kernel_complete() {
+	local ver dir m
+	ver="${1##*/vmlinuz-}"
+	dir="${1%/boot/*}/lib/modules/$ver/kernel/drivers/uio"
+	for m in $E9_MODULES; do
+		ls "$dir/$m".ko* >/dev/null 2>&1 || return 1
+	done
+}
+
+# e9_kernel_cached prints the newest kernel image already in the cache
+# whose modules are kept too.
 e9_kernel_cached() {
 	local k
 	for k in "$ETHER9_CACHE"/kernel/*/boot/vmlinuz-*; do
-		[ -f "$k" ] && printf '%s\n' "$k"
+		[ -f "$k" ] && e9_kernel_complete "$k" && printf '%s\n' "$k"
 	done | sort -V | tail -n 1
+}
+
+# e9_keep_modules deletes everything of unpacked package $1 but its kernel
+# image, its config and E9_MODULES.
+e9_keep_modules() {
+	local pkg="$1" keep m f rel
+	keep="$(mktemp -d)"
+	for m in $E9_MODULES; do
+		for f in "$pkg"/lib/modules/*/kernel/drivers/uio/"$m".ko*; do
+			[ -f "$f" ] || continue
+			rel="${f#"$pkg"/}"
+			mkdir -p "$keep/${rel%/*}"
+			mv "$f" "$keep/$rel"
+		done
+	done
+	rm -rf "$pkg/lib" "$pkg/usr"
+	if [ -d "$keep/lib" ]; then
+		mv "$keep/lib" "$pkg/lib"
+	fi
+	rm -rf "$keep"
 }
 
 e9_install_kernel() {
@@ -122,10 +158,10 @@ e9_install_kernel() {
 		e9_die "dpkg-deb -x $pkg failed"
 	fi
 	rm -rf "$tmp"
-	# Keep only the kernel image and its config: modules are never loaded.
-	rm -rf "$ETHER9_CACHE/kernel/$pkg.partial/lib" "$ETHER9_CACHE/kernel/$pkg.partial/usr"
+	e9_keep_modules "$ETHER9_CACHE/kernel/$pkg.partial"
+	rm -rf "$ETHER9_CACHE/kernel/$pkg"
 	mv "$ETHER9_CACHE/kernel/$pkg.partial" "$ETHER9_CACHE/kernel/$pkg"
-	[ -n "$(e9_kernel_cached)" ] || e9_die "$pkg holds no boot/vmlinuz-*"
+	[ -n "$(e9_kernel_cached)" ] || e9_die "$pkg holds no boot/vmlinuz-* with $E9_MODULES beside it"
 }
 
 e9_check_go() {

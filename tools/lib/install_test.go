@@ -46,6 +46,9 @@ func kernelDeb(t *testing.T, dir string) string {
 		{"boot/vmlinuz-6.1.0-57-amd64", "bzImage stand-in"},
 		{"boot/config-6.1.0-57-amd64", "CONFIG_PVH=y\n"},
 		{"lib/modules/6.1.0-57-amd64/kernel/drivers/net/e1000e.ko", "module"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio.ko", "uio"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pci_generic.ko", "uio_pci_generic"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pdrv_genirq.ko", "other uio"},
 		{"usr/share/doc/linux-image-6.1.0-57-amd64/copyright", "GPL"},
 	} {
 		p := filepath.Join(root, f.path)
@@ -83,8 +86,22 @@ esac
 	if b, err := os.ReadFile(filepath.Join(pkg, "boot", "vmlinuz-6.1.0-57-amd64")); err != nil || string(b) != "bzImage stand-in" {
 		t.Fatalf("kernel not unpacked into the cache: %q, %v", b, err)
 	}
-	if _, err := os.Stat(filepath.Join(pkg, "lib")); !os.IsNotExist(err) {
-		t.Errorf("modules kept in the cache (stat: %v)", err)
+	// Of the module tree only uio and uio_pci_generic stay: they carry the
+	// NICs' legacy interrupt.
+	var kept []string
+	filepath.Walk(filepath.Join(pkg, "lib"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			rel, _ := filepath.Rel(pkg, p)
+			kept = append(kept, rel)
+		}
+		return nil
+	})
+	want := "lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio.ko lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pci_generic.ko"
+	if got := strings.Join(kept, " "); got != want {
+		t.Errorf("modules kept in the cache: %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "usr")); !os.IsNotExist(err) {
+		t.Errorf("usr kept in the cache (stat: %v)", err)
 	}
 	out, err := shell(t, bin, cache, "e9_kernel_cached")
 	if err != nil || strings.TrimSpace(out) != filepath.Join(pkg, "boot", "vmlinuz-6.1.0-57-amd64") {
@@ -99,6 +116,19 @@ esac
 	if _, err := os.Stat(calls); !os.IsNotExist(err) {
 		b, _ := os.ReadFile(calls)
 		t.Fatalf("second run called apt-get: %s", b)
+	}
+
+	// A cache written before the modules were kept lacks them: the kernel
+	// is fetched again rather than booted with no interrupt.
+	os.RemoveAll(filepath.Join(pkg, "lib"))
+	if out, err := shell(t, bin, cache, "e9_kernel_cached"); err != nil || strings.TrimSpace(out) != "" {
+		t.Fatalf("e9_kernel_cached on a cache without modules = %q, %v; want nothing", out, err)
+	}
+	if out, err := shell(t, bin, cache, "e9_install_kernel"); err != nil {
+		t.Fatalf("e9_install_kernel over a cache without modules: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pci_generic.ko")); err != nil {
+		t.Fatalf("refetch did not keep the modules: %v", err)
 	}
 }
 
