@@ -18,12 +18,13 @@ type Options struct {
 	Selftest bool         // ether9.selftest: the host is running the self-test
 	NineP    string       // ether9.9p=rw|ro: serve the namespace over 9P
 	Ping     bool         // ether9.ping=off: do not ping the gateway at start
+	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
 	Unknown  []string     // ether9.* parameters this version does not know
 }
 
 // DefaultOptions is what an empty command line means.
 func DefaultOptions() Options {
-	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true}
+	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true, IRQ: true}
 }
 
 // ParseCmdline reads the ether9.* parameters out of a kernel command line.
@@ -72,6 +73,12 @@ func (o *Options) set(name, val string, hasVal bool) error {
 			return err
 		}
 		o.Ping = b
+	case "irq":
+		b, err := parseBool(val, hasVal)
+		if err != nil {
+			return err
+		}
+		o.IRQ = b
 	case "selftest":
 		b, err := parseBool(val, hasVal)
 		if err != nil {

@@ -19,8 +19,8 @@ func TestParseCmdline(t *testing.T) {
 			o.Gateway = netip.MustParseAddr("10.0.2.2")
 			o.Selftest = true
 		}, ""},
-		{"ether9.dhcp=off ether9.iommu=deferred ether9.http=8080 ether9.9p=rw ether9.ping=0", func(o *Options) {
-			o.DHCP, o.IOMMU, o.HTTPPort, o.NineP, o.Ping = false, "deferred", 8080, "rw", false
+		{"ether9.dhcp=off ether9.iommu=deferred ether9.http=8080 ether9.9p=rw ether9.ping=0 ether9.irq=off", func(o *Options) {
+			o.DHCP, o.IOMMU, o.HTTPPort, o.NineP, o.Ping, o.IRQ = false, "deferred", 8080, "rw", false, false
 		}, ""},
 		{"ether9.ip=10.0.2.15 ether9.gw=10.0.2.2", func(o *Options) {
 			o.Gateway = netip.MustParseAddr("10.0.2.2") // the bad ip is reported, the gateway still applies

@@ -139,7 +139,11 @@ func (s *System) bind() error {
 		Logf:     s.logf,
 	}
 	irqs := map[pci.Addr]kernel.Waiter{}
-	if s.plat.IRQ != nil {
+	if s.plat.IRQ != nil && !s.opt.IRQ {
+		// Polling on purpose: the way to compare the two on one machine.
+		s.logf("irq: off (ether9.irq=off): every NIC polls")
+	}
+	if s.plat.IRQ != nil && s.opt.IRQ {
 		pp.IRQ = func(f *pci.Function) kernel.Waiter {
 			w := s.plat.IRQ(f.Addr)
 			if w != nil {
