@@ -180,9 +180,13 @@ func (s *System) bind() error {
 	return nil
 }
 
-// idleWaitIRQ is an idle poll loop's sleep when its NIC has an
-// interrupt.
-const idleWaitIRQ = time.Second
+// idleAfterIRQ and idleWaitIRQ are netstack.Options.IdleAfter and
+// IdleWait for a NIC with an interrupt: the spin's length (netstack's
+// default Spin), then sleeps of a second.
+const (
+	idleAfterIRQ = time.Millisecond
+	idleWaitIRQ  = time.Second
+)
 
 // irqString says how a driver waits: the interrupt's name, or polling.
 func irqString(w kernel.Waiter) string {
@@ -229,8 +233,13 @@ func (s *System) startStack() error {
 			TxQueue: txQueueLen,
 		}
 		if p.IRQ != nil {
-			// The interrupt ends an idle wait at once: an idle machine
-			// need not wake more than once a second.
+			// The interrupt ends a wait at once, so once the spin after
+			// the last frame is over the loop sleeps for the interrupt:
+			// a back-off of short timer waits would only wake the
+			// machine (500 times in the second after each request,
+			// measured), and an idle one need not wake more than once a
+			// second.
+			ifc.Endpoint.IdleAfter = idleAfterIRQ
 			ifc.Endpoint.IdleWait = idleWaitIRQ
 		}
 		// The static address belongs to the first NIC only.
