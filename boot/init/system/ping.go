@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -16,68 +17,182 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
-// Ping sends ICMP echo requests to dst, one per interval, until one is
-// answered or ctx ends, and returns the round trip of the request that was
-// answered. The first requests may wait for ARP.
-func Ping(ctx context.Context, s *stack.Stack, dst netip.Addr, interval time.Duration) (time.Duration, error) {
-	if !dst.Is4() {
-		return 0, fmt.Errorf("ping %v: only IPv4", dst)
-	}
-	var wq waiter.Queue
-	ep, terr := s.NewEndpoint(icmp.ProtocolNumber4, ipv4.ProtocolNumber, &wq)
-	if terr != nil {
-		return 0, fmt.Errorf("ping %v: endpoint: %s", dst, terr)
-	}
-	defer ep.Close()
-	entry, readable := waiter.NewChannelEntry(waiter.ReadableEvents)
-	wq.EventRegister(&entry)
-	defer wq.EventUnregister(&entry)
+// pinger sends ICMP echo requests to one IPv4 address over one endpoint
+// and matches the replies to them by sequence number.
+type pinger struct {
+	ep       tcpip.Endpoint
+	wq       waiter.Queue
+	entry    waiter.Entry
+	readable chan struct{}
+	to       tcpip.FullAddress
+	seq      uint16
+	sent     map[uint16]time.Time
+}
 
-	to := tcpip.FullAddress{Addr: tcpip.AddrFrom4(dst.As4())}
-	sent := make(map[uint16]time.Time)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	var lastErr error
-	for seq := uint16(1); ; {
-		req := make([]byte, header.ICMPv4MinimumSize+8)
-		h := header.ICMPv4(req)
-		h.SetType(header.ICMPv4Echo)
-		h.SetSequence(seq)
-		binary.BigEndian.PutUint64(req[header.ICMPv4MinimumSize:], uint64(seq)*0x0101010101010101)
-		var r bytes.Reader
-		r.Reset(req)
-		if _, terr := ep.Write(&r, tcpip.WriteOptions{To: &to}); terr != nil {
-			lastErr = fmt.Errorf("send: %s", terr)
-		} else {
-			sent[seq] = time.Now()
+func newPinger(s *stack.Stack, dst netip.Addr) (*pinger, error) {
+	if !dst.Is4() {
+		return nil, fmt.Errorf("ping %v: only IPv4", dst)
+	}
+	p := &pinger{to: tcpip.FullAddress{Addr: tcpip.AddrFrom4(dst.As4())}, sent: make(map[uint16]time.Time)}
+	ep, terr := s.NewEndpoint(icmp.ProtocolNumber4, ipv4.ProtocolNumber, &p.wq)
+	if terr != nil {
+		return nil, fmt.Errorf("ping %v: endpoint: %s", dst, terr)
+	}
+	p.ep = ep
+	p.entry, p.readable = waiter.NewChannelEntry(waiter.ReadableEvents)
+	p.wq.EventRegister(&p.entry)
+	return p, nil
+}
+
+func (p *pinger) close() {
+	p.wq.EventUnregister(&p.entry)
+	p.ep.Close()
+}
+
+// send writes the next request.
+func (p *pinger) send() error {
+	p.seq++
+	req := make([]byte, header.ICMPv4MinimumSize+8)
+	h := header.ICMPv4(req)
+	h.SetType(header.ICMPv4Echo)
+	h.SetSequence(p.seq)
+	binary.BigEndian.PutUint64(req[header.ICMPv4MinimumSize:], uint64(p.seq)*0x0101010101010101)
+	var r bytes.Reader
+	r.Reset(req)
+	if _, terr := p.ep.Write(&r, tcpip.WriteOptions{To: &p.to}); terr != nil {
+		return fmt.Errorf("send: %s", terr)
+	}
+	p.sent[p.seq] = time.Now()
+	return nil
+}
+
+// reply waits until a reply to any request sent arrives and returns that
+// request's round trip, or until ctx ends or timeout passes (ok false).
+// Only the sequence numbers in want count when want is not zero: a late
+// answer to an earlier request does not time a later one.
+func (p *pinger) reply(ctx context.Context, timeout time.Duration, want uint16) (rtt time.Duration, ok bool) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-t.C:
+			return 0, false
+		case <-p.readable:
 		}
-		seq++
-	wait:
 		for {
-			select {
-			case <-ctx.Done():
-				if lastErr != nil {
-					return 0, fmt.Errorf("ping %v: %w (last: %v)", dst, ctx.Err(), lastErr)
-				}
-				return 0, fmt.Errorf("ping %v: no reply: %w", dst, ctx.Err())
-			case <-tick.C:
-				break wait
-			case <-readable:
-				for {
-					var b bytes.Buffer
-					res, terr := ep.Read(&b, tcpip.ReadOptions{})
-					if terr != nil {
-						break // drained (would block) or a transient error: wait again
-					}
-					reply := header.ICMPv4(b.Bytes()[:res.Count])
-					if len(reply) < header.ICMPv4MinimumSize || reply.Type() != header.ICMPv4EchoReply {
-						continue
-					}
-					if t, ok := sent[reply.Sequence()]; ok {
-						return time.Since(t), nil
-					}
-				}
+			var b bytes.Buffer
+			res, terr := p.ep.Read(&b, tcpip.ReadOptions{})
+			if terr != nil {
+				break // drained (would block) or a transient error: wait again
+			}
+			r := header.ICMPv4(b.Bytes()[:res.Count])
+			if len(r) < header.ICMPv4MinimumSize || r.Type() != header.ICMPv4EchoReply {
+				continue
+			}
+			at, sent := p.sent[r.Sequence()]
+			if sent && (want == 0 || r.Sequence() == want) {
+				return time.Since(at), true
 			}
 		}
+	}
+}
+
+// Ping sends ICMP echo requests to dst, one per interval, until one is
+// answered or ctx ends, and returns the round trip of the request that was
+// answered. The first requests may wait for ARP, so a late answer to any
+// of them counts.
+func Ping(ctx context.Context, s *stack.Stack, dst netip.Addr, interval time.Duration) (time.Duration, error) {
+	p, err := newPinger(s, dst)
+	if err != nil {
+		return 0, err
+	}
+	defer p.close()
+	var lastErr error
+	for {
+		if err := p.send(); err != nil {
+			lastErr = err
+		}
+		if rtt, ok := p.reply(ctx, interval, 0); ok {
+			return rtt, nil
+		}
+		if ctx.Err() != nil {
+			if lastErr != nil {
+				return 0, fmt.Errorf("ping %v: %w (last: %v)", dst, ctx.Err(), lastErr)
+			}
+			return 0, fmt.Errorf("ping %v: no reply: %w", dst, ctx.Err())
+		}
+	}
+}
+
+// PingStats is what a series of echo requests measured.
+type PingStats struct {
+	Sent int
+	RTTs []time.Duration // of the answered requests, in ascending order
+}
+
+// Quantile is the round trip that fraction q (0 to 1) of the answered
+// requests did not exceed (nearest rank), 0 when none was answered.
+func (p PingStats) Quantile(q float64) time.Duration {
+	if len(p.RTTs) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(p.RTTs))+0.999999) - 1
+	return p.RTTs[min(max(i, 0), len(p.RTTs)-1)]
+}
+
+func (p PingStats) String() string {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return fmt.Sprintf("sent %d received %d median %.3fms p99 %.3fms max %.3fms",
+		p.Sent, len(p.RTTs), ms(p.Quantile(0.5)), ms(p.Quantile(0.99)), ms(p.Quantile(1)))
+}
+
+// PingSeries sends n echo requests to dst, each after the previous one's
+// reply or its timeout and then a pause of gap, and times each. The pause
+// is what shows how fast an idle link answers its first frame: a driver
+// that polls has gone to sleep by then, one with an interrupt has not
+// lost anything. Requests answered after their timeout count as lost.
+func PingSeries(ctx context.Context, s *stack.Stack, dst netip.Addr, n int, gap, timeout time.Duration) (PingStats, error) {
+	p, err := newPinger(s, dst)
+	if err != nil {
+		return PingStats{}, err
+	}
+	defer p.close()
+	// The first request may wait for ARP: it is not timed.
+	if err := p.send(); err != nil {
+		return PingStats{}, fmt.Errorf("ping %v: %w", dst, err)
+	}
+	if _, ok := p.reply(ctx, timeout, 0); !ok {
+		return PingStats{}, fmt.Errorf("ping %v: no reply to the first request in %v", dst, timeout)
+	}
+	var st PingStats
+	for st.Sent < n {
+		if err := sleepCtx(ctx, gap); err != nil {
+			return st, fmt.Errorf("ping %v: %w", dst, err)
+		}
+		if err := p.send(); err != nil {
+			return st, fmt.Errorf("ping %v: %w", dst, err)
+		}
+		st.Sent++
+		if rtt, ok := p.reply(ctx, timeout, p.seq); ok {
+			st.RTTs = append(st.RTTs, rtt)
+		}
+		if ctx.Err() != nil {
+			return st, fmt.Errorf("ping %v: %w", dst, ctx.Err())
+		}
+	}
+	slices.Sort(st.RTTs)
+	return st, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,13 +39,18 @@ func newPeer(t *testing.T, addr string) (*stack.Stack, *channel.Endpoint) {
 // forward moves every packet a sends to b until ctx ends, dropping the
 // first drop of them.
 func forward(ctx context.Context, from, to *channel.Endpoint, drop int) {
-	for {
+	forwardUnless(ctx, from, to, func(i int) bool { return i < drop })
+}
+
+// forwardUnless moves the packets from sends to to until ctx ends,
+// dropping the i-th (from 0) when lose(i).
+func forwardUnless(ctx context.Context, from, to *channel.Endpoint, lose func(i int) bool) {
+	for i := 0; ; i++ {
 		pkt := from.ReadContext(ctx)
 		if pkt == nil {
 			return
 		}
-		if drop > 0 {
-			drop--
+		if lose(i) {
 			pkt.DecRef()
 			continue
 		}
@@ -78,5 +84,77 @@ func TestPingTimesOutWithoutPeer(t *testing.T) {
 	defer cancel()
 	if _, err := Ping(ctx, a, netip.MustParseAddr("10.0.2.2"), 10*time.Millisecond); err == nil {
 		t.Fatal("ping answered with nobody on the wire")
+	}
+}
+
+func TestPingSeries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(i int) bool
+		want int // replies out of 6
+	}{
+		{"lossless", func(int) bool { return false }, 6},
+		// Request 0 is the untimed one; of the six timed, 2 and 5 are lost.
+		{"two lost", func(i int) bool { return i == 2 || i == 5 }, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, aep := newPeer(t, "10.0.2.15/24")
+			_, bep := newPeer(t, "10.0.2.2/24")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// The first packet a sends is its ARP request.
+			go forwardUnless(ctx, aep, bep, func(i int) bool { return i > 0 && tc.lose(i-1) })
+			go forward(ctx, bep, aep, 0)
+			st, err := PingSeries(ctx, a, netip.MustParseAddr("10.0.2.2"), 6, time.Millisecond, 200*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Sent != 6 || len(st.RTTs) != tc.want {
+				t.Fatalf("%v: want sent 6 received %d", st, tc.want)
+			}
+			if !slices.IsSorted(st.RTTs) || st.RTTs[0] <= 0 {
+				t.Fatalf("round trips %v: want positive, ascending", st.RTTs)
+			}
+		})
+	}
+}
+
+func TestPingSeriesWithoutPeer(t *testing.T) {
+	a, _ := newPeer(t, "10.0.2.15/24")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := PingSeries(ctx, a, netip.MustParseAddr("10.0.2.2"), 3, 0, 20*time.Millisecond); err == nil {
+		t.Fatal("series answered with nobody on the wire")
+	}
+}
+
+func TestPingStatsQuantile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var d []time.Duration
+		for _, x := range v {
+			d = append(d, time.Duration(x)*time.Millisecond)
+		}
+		return d
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = i + 1
+	}
+	for _, tc := range []struct {
+		rtts []time.Duration
+		q    float64
+		want time.Duration
+	}{
+		{nil, 0.5, 0},
+		{ms(7), 0.99, 7 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5), 0.5, 3 * time.Millisecond},
+		{ms(hundred...), 0.99, 99 * time.Millisecond},
+		{ms(hundred...), 1, 100 * time.Millisecond},
+		{ms(hundred[:50]...), 0.99, 50 * time.Millisecond},
+	} {
+		if got := (PingStats{RTTs: tc.rtts}).Quantile(tc.q); got != tc.want {
+			t.Errorf("Quantile(%v) of %d round trips = %v, want %v", tc.q, len(tc.rtts), got, tc.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +80,7 @@ func (s *System) serveHTTP(ctx context.Context) error {
 		// Where the guest's time goes while the host measures it.
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/ping", s.servePingSeries)
 	}
 	srv := &http.Server{
 		Handler:           mux,
@@ -91,6 +93,41 @@ func (s *System) serveHTTP(ctx context.Context) error {
 		return fmt.Errorf("serve :%d: %w", s.opt.HTTPPort, err)
 	}
 	return nil
+}
+
+// Bounds of a ping series the self-test asks for.
+const (
+	maxPingSeries = 1000
+	maxPingGap    = 10 * time.Second
+	pingTimeout   = 2 * time.Second
+)
+
+// servePingSeries answers GET /debug/ping?n=N&gap=D with the round trips
+// of N echo requests to the gateway, D apart: how fast the idle link
+// answers its first frame, measured inside the guest where the host's
+// user network adds nothing.
+func (s *System) servePingSeries(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.FormValue("n"))
+	if err != nil || n < 1 || n > maxPingSeries {
+		http.Error(w, fmt.Sprintf("n: want 1 to %d", maxPingSeries), http.StatusBadRequest)
+		return
+	}
+	gap, err := time.ParseDuration(r.FormValue("gap"))
+	if err != nil || gap < 0 || gap > maxPingGap {
+		http.Error(w, fmt.Sprintf("gap: want a duration up to %v", maxPingGap), http.StatusBadRequest)
+		return
+	}
+	gw := s.pingTarget()
+	if !gw.IsValid() {
+		http.Error(w, "no gateway to ping", http.StatusServiceUnavailable)
+		return
+	}
+	st, err := PingSeries(r.Context(), s.stack.Stack, gw, n, gap, pingTimeout)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	fmt.Fprintf(w, "ping %v %v\n", gw, st)
 }
 
 // watchFaults prints each new fault record as it is found.
