@@ -39,6 +39,7 @@ type options struct {
 	xdp      bool
 	timeout  time.Duration
 	initPkg  string
+	irq      string // on, or off (ether9.irq=off)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -57,6 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.outDir, "o", "", "write vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
 	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
+	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off)")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
 	fs.Usage = func() {
@@ -80,6 +82,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.xdp && (o.selftest || o.outDir != "" || o.machine != "qemu") {
 		return o, fmt.Errorf("-xdp runs alone in QEMU: not with -selftest, -o or -machine sim")
+	}
+	switch o.irq {
+	case "on", "off":
+	default:
+		return o, fmt.Errorf("-irq %q: want on or off", o.irq)
 	}
 	if o.selftest && o.outDir != "" {
 		return o, fmt.Errorf("-selftest and -o do not go together: -o boots nothing")
@@ -111,9 +118,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case o.selftest:
-		if o.machine == "sim" {
+		switch {
+		case o.machine == "sim":
 			err = runSim(ctx, o, stdout, stderr)
-		} else {
+		default:
 			var r *report
 			r, err = selftest(ctx, o, stdout)
 			if r != nil {

@@ -48,6 +48,9 @@ type report struct {
 	pull   transfer
 	push   transfer
 	faults string
+	feel   feel
+	// cpu reads QEMU's CPU time; nil on the simulated machine.
+	cpu func() (time.Duration, error)
 }
 
 type transfer struct {
@@ -96,6 +99,7 @@ func (r *report) print(w io.Writer) {
 			}
 		}
 	}
+	r.feel.print(w)
 	if r.faults != "" {
 		fmt.Fprintf(w, "selftest: status %s\n", r.faults)
 	}
@@ -107,7 +111,11 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	if !o.portSet {
 		o.port = 0 // a free one, not the default
 	}
-	p, c, err := prepare(ctx, o, console, "ether9.selftest")
+	extra := []string{"ether9.selftest"}
+	if o.irq == "off" {
+		extra = append(extra, "ether9.irq=off")
+	}
+	p, c, err := prepare(ctx, o, console, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +129,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 		return nil, err
 	}
 	defer vm.Stop()
-	r := &report{nic: o.nic, origin: "qemu start"}
+	r := &report{nic: o.nic, origin: "qemu start", cpu: vm.CPUTime}
 	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), lineHTTP, lineIOMMU, lineDHCP)
 	return r, err
 }
@@ -192,8 +200,18 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	if err != nil {
 		return err
 	}
-	r.faults = faultLine(page)
 	r.push.moved = movedCounters(before, page)
+	if err := checkStatus(page); err != nil {
+		return err
+	}
+
+	if r.feel, err = measureFeel(ctx, client, base, r.cpu); err != nil {
+		return err
+	}
+	if page, err = getStatus(ctx, client, base); err != nil {
+		return err
+	}
+	r.faults = faultLine(page)
 	return checkStatus(page)
 }
 

@@ -67,3 +67,21 @@ func TestMovedCounters(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePings(t *testing.T) {
+	p, err := parsePings("ping 10.0.2.2 sent 50 received 49 median 1.650ms p99 2.125ms max 3.000ms\n")
+	want := pingSeries{sent: 50, received: 49, median: 1650 * time.Microsecond, p99: 2125 * time.Microsecond, worst: 3 * time.Millisecond}
+	if err != nil || p != want {
+		t.Fatalf("parsePings = %+v, %v; want %+v", p, err, want)
+	}
+	for _, bad := range []string{
+		"",
+		"ping: no gateway to ping",
+		"ping 10.0.2.2 sent 50 received 0 median 0.000ms p99 0.000ms max 0.000ms",
+	} {
+		if _, err := parsePings(bad); err == nil {
+			t.Errorf("parsePings(%q) took it", bad)
+		}
+	}
+}
+

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,15 @@ func simulate(ctx context.Context, o options, echo io.Writer) (*simhost.Host, *q
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("-machine sim: no simulated %s model yet (have e1000e)", o.nic)
 	}
-	opt, err := simOptions(o.appendTo)
+	words := o.appendTo
+	if o.selftest {
+		// As in QEMU: the guest serves what the self-test measures with.
+		words = strings.TrimSpace(words + " ether9.selftest")
+	}
+	if o.irq == "off" {
+		words = strings.TrimSpace(words + " ether9.irq=off")
+	}
+	opt, err := simOptions(words)
 	if err != nil {
 		return nil, nil, nil, err
 	}
