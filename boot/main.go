@@ -39,7 +39,7 @@ type options struct {
 	xdp      bool
 	timeout  time.Duration
 	initPkg  string
-	irq      string // on, or off (ether9.irq=off)
+	irq      string // on, off (ether9.irq=off) or both (-selftest, one boot each)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -58,7 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.outDir, "o", "", "write vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
 	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
-	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off)")
+	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off); both: -selftest boots once each way and compares")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
 	fs.Usage = func() {
@@ -85,8 +85,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	switch o.irq {
 	case "on", "off":
+	case "both":
+		if !o.selftest || o.machine != "qemu" {
+			return o, fmt.Errorf("-irq both compares two self-tests in QEMU: it needs -selftest and -machine qemu")
+		}
 	default:
-		return o, fmt.Errorf("-irq %q: want on or off", o.irq)
+		return o, fmt.Errorf("-irq %q: want on, off or both", o.irq)
 	}
 	if o.selftest && o.outDir != "" {
 		return o, fmt.Errorf("-selftest and -o do not go together: -o boots nothing")
@@ -121,6 +125,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case o.machine == "sim":
 			err = runSim(ctx, o, stdout, stderr)
+		case o.irq == "both":
+			err = compareIRQ(ctx, o, stdout)
 		default:
 			var r *report
 			r, err = selftest(ctx, o, stdout)

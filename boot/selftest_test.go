@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,3 +86,21 @@ func TestParsePings(t *testing.T) {
 	}
 }
 
+func TestPrintComparison(t *testing.T) {
+	irq := &report{nic: "e1000e", pull: transfer{bytes: 1e6, took: time.Second},
+		feel: feel{idle: 5 * time.Second, idleCPU: 100 * time.Millisecond, ping: pingSeries{median: 2 * time.Millisecond}}}
+	poll := &report{nic: "e1000e", pull: transfer{bytes: 2e6, took: time.Second},
+		feel: feel{idle: 5 * time.Second, idleCPU: time.Second, ping: pingSeries{median: 20 * time.Millisecond}}}
+	var out strings.Builder
+	printComparison(&out, irq, poll)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`pull Mbit/s \(GET /source\) +8\.0 +16\.0 +0\.50`),
+		regexp.MustCompile(`idle qemu cpu, host cores +0\.020 +0\.200 +0\.10`),
+		regexp.MustCompile(`ping median ms +2\.000 +20\.000 +0\.10`),
+		regexp.MustCompile(`0-byte GETs req/s +0 +0 +-`),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("comparison lacks %v:\n%s", want, out.String())
+		}
+	}
+}
