@@ -23,6 +23,10 @@ type Driver struct {
 	Name  string
 	IDs   []pci.ID
 	Probe func(*nic.Device) (nic.NIC, error)
+	// INTx says the driver programs its device's legacy interrupt; only
+	// then is Platform.IRQ asked for one. A driver that routes its causes
+	// to MSI-X vectors would sleep on a line that never fires.
+	INTx bool
 }
 
 // Drivers returns the built-in drivers.
@@ -40,7 +44,7 @@ func Drivers() []Driver {
 		igcIDs[i] = pci.ID{Vendor: igc.VendorIntel, Device: id.Device}
 	}
 	return []Driver{
-		{Name: "e1000e", IDs: e1000eIDs, Probe: e1000e.Probe},
+		{Name: "e1000e", IDs: e1000eIDs, Probe: e1000e.Probe, INTx: true},
 		{Name: "igb", IDs: igbIDs, Probe: igb.Probe},
 		{Name: "igc", IDs: igcIDs, Probe: igc.Probe},
 	}
@@ -201,7 +205,7 @@ func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(strin
 		return nil, nil, fmt.Errorf("%s %v: enable bus master: %w", d.Name, f.Addr, err)
 	}
 	var irq kernel.Waiter = kernel.PollWaiter{}
-	if p.IRQ != nil {
+	if p.IRQ != nil && d.INTx {
 		if w := p.IRQ(f); w != nil {
 			irq = w
 		}
