@@ -1,0 +1,180 @@
+package image
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/filesystem"
+	"github.com/diskfs/go-diskfs/partition/gpt"
+)
+
+// BootPath is where UEFI firmware looks on removable media for the x86-64
+// boot program when it has no boot entry for the disk (UEFI 2.10, 3.5.1.1).
+const BootPath = "/EFI/BOOT/BOOTX64.EFI"
+
+const (
+	sector = 512
+	mib    = 1 << 20
+	// espStart leaves the first MiB to the protective MBR and the GPT, and
+	// keeps the partition aligned for flash media; the last MiB holds the
+	// backup GPT.
+	espStart = 1 * mib
+	espTail  = 1 * mib
+	// minESP keeps the partition FAT32 by its cluster count: firmware and
+	// operating systems tell FAT12, 16 and 32 apart by clusters alone, and
+	// 512-byte clusters (go-diskfs's choice up to 260 MB) need 65,525 of
+	// them, 32 MiB, before a FAT32 file system is one.
+	minESP = 40 * mib
+	// espSlack is the room the FAT, the directories and cluster rounding
+	// take beyond the boot program.
+	espSlack = 2 * mib
+)
+
+// ErrTooLarge says the boot program does not fit the disk size asked for.
+var ErrTooLarge = errors.New("does not fit")
+
+// DiskSize returns the size of the smallest disk image holding a boot
+// program of n bytes.
+func DiskSize(n int64) int64 {
+	esp := max(minESP, (n+n/50+espSlack+mib-1)/mib*mib)
+	return espStart + esp + espTail
+}
+
+// WriteDisk writes a GPT disk image to path: one EFI system partition
+// (FAT32) holding boot at BootPath, size bytes in all (0: DiskSize). It
+// is built in a temporary file beside path and renamed onto it when whole
+// and read back, so that a failure leaves no image and an older one
+// stands. The partition and disk GUIDs derive from boot's hash: the same
+// program gives the same image.
+func WriteDisk(path string, boot []byte, size int64) error {
+	need := DiskSize(int64(len(boot)))
+	if size == 0 {
+		size = need
+	}
+	if size < need {
+		return fmt.Errorf("disk image: a %d-byte boot program %w in %d MiB: the image needs %d MiB",
+			len(boot), ErrTooLarge, size/mib, (need+mib-1)/mib)
+	}
+	if size%sector != 0 {
+		return fmt.Errorf("disk image: size %d is not a multiple of %d-byte sectors", size, sector)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Truncate(size); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	if err := layDisk(tmp, boot, size); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	got, err := ReadBootProgram(tmp.Name())
+	if err != nil {
+		return fmt.Errorf("disk image: reading it back: %w", err)
+	}
+	if sha256.Sum256(got) != sha256.Sum256(boot) {
+		return fmt.Errorf("disk image: %s read back differs from what was written", BootPath)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	ok = true
+	return nil
+}
+
+func layDisk(f *os.File, boot []byte, size int64) error {
+	d, err := diskfs.OpenBackend(file.New(f, false), diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(sector))
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(boot)
+	table := &gpt.Table{
+		LogicalSectorSize:  sector,
+		PhysicalSectorSize: sector,
+		ProtectiveMBR:      true,
+		GUID:               guid(sum[:16]),
+		Partitions: []*gpt.Partition{{
+			Index: 1,
+			Start: espStart / sector,
+			End:   uint64(size-espTail)/sector - 1,
+			Type:  gpt.EFISystemPartition,
+			Name:  "EFI system partition",
+			GUID:  guid(sum[16:]),
+		}},
+	}
+	if err := d.Partition(table); err != nil {
+		return fmt.Errorf("GPT: %w", err)
+	}
+	fs, err := d.CreateFilesystem(disk.FilesystemSpec{
+		Partition: 1, FSType: filesystem.TypeFat32, VolumeLabel: "ETHER9", Reproducible: true,
+	})
+	if err != nil {
+		return fmt.Errorf("FAT32: %w", err)
+	}
+	if err := fs.Mkdir(filepath.Dir(BootPath)); err != nil {
+		return fmt.Errorf("FAT32: %w", err)
+	}
+	w, err := fs.OpenFile(BootPath, os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		return fmt.Errorf("FAT32: %w", err)
+	}
+	if _, err := w.Write(boot); err != nil {
+		return fmt.Errorf("FAT32: writing %s: %w", BootPath, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("FAT32: %w", err)
+	}
+	return nil
+}
+
+// ReadBootProgram returns BootPath from the first partition of the disk
+// image at path.
+func ReadBootProgram(path string) ([]byte, error) {
+	d, err := diskfs.Open(path, diskfs.WithOpenMode(diskfs.ReadOnly), diskfs.WithSectorSize(sector))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fs, err := d.GetFilesystem(1)
+	if err != nil {
+		return nil, fmt.Errorf("partition 1: %w", err)
+	}
+	r, err := fs.OpenFile(BootPath, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("partition 1: %s: %w", BootPath, err)
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// guid formats 16 bytes as a version-4-shaped GUID string.
+func guid(b []byte) string {
+	var u [16]byte
+	copy(u[:], b)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%X-%X-%X-%X-%X", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+}
