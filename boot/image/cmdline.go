@@ -28,3 +28,22 @@ func Cmdline(extra ...string) (string, error) {
 	}
 	return strings.Join(words, " "), nil
 }
+
+// HardwareConsoles replace the base line's console on a machine: the
+// screen (tty0, the firmware's framebuffer) for a machine without a
+// serial port, and the serial port at the speed hardware consoles expect
+// (Linux sets 9600 baud unless told; QEMU's port ignores it). The last
+// one named is /dev/console, where the shell runs.
+const HardwareConsoles = "console=tty0 console=ttyS0,115200n8"
+
+// HardwareCmdline returns cmdline, made by Cmdline, with HardwareConsoles
+// in place of the base line's serial console.
+func HardwareCmdline(cmdline string) string {
+	words := strings.Fields(cmdline)
+	for i, w := range words {
+		if w == "console=ttyS0" {
+			words[i] = HardwareConsoles
+		}
+	}
+	return strings.Join(words, " ")
+}

@@ -47,6 +47,23 @@ func DiskSize(n int64) int64 {
 	return espStart + esp + espTail
 }
 
+// CheckDiskSize says whether a boot program of n bytes fits a disk image
+// of size bytes, and returns the size to make (size, or DiskSize(n) for 0).
+func CheckDiskSize(n, size int64) (int64, error) {
+	need := DiskSize(n)
+	if size == 0 {
+		return need, nil
+	}
+	if size < need {
+		return 0, fmt.Errorf("disk image: a %d-byte boot program %w in %d MiB: the image needs %d MiB",
+			n, ErrTooLarge, size/mib, (need+mib-1)/mib)
+	}
+	if size%sector != 0 {
+		return 0, fmt.Errorf("disk image: size %d is not a multiple of %d-byte sectors", size, sector)
+	}
+	return size, nil
+}
+
 // WriteDisk writes a GPT disk image to path: one EFI system partition
 // (FAT32) holding boot at BootPath, size bytes in all (0: DiskSize). It
 // is built in a temporary file beside path and renamed onto it when whole
@@ -54,16 +71,9 @@ func DiskSize(n int64) int64 {
 // stands. The partition and disk GUIDs derive from boot's hash: the same
 // program gives the same image.
 func WriteDisk(path string, boot []byte, size int64) error {
-	need := DiskSize(int64(len(boot)))
-	if size == 0 {
-		size = need
-	}
-	if size < need {
-		return fmt.Errorf("disk image: a %d-byte boot program %w in %d MiB: the image needs %d MiB",
-			len(boot), ErrTooLarge, size/mib, (need+mib-1)/mib)
-	}
-	if size%sector != 0 {
-		return fmt.Errorf("disk image: size %d is not a multiple of %d-byte sectors", size, sector)
+	size, err := CheckDiskSize(int64(len(boot)), size)
+	if err != nil {
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

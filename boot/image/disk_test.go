@@ -158,3 +158,17 @@ func TestDiskSize(t *testing.T) {
 		}
 	}
 }
+
+// TestHardwareCmdline: the screen and the serial port at 115200, the
+// serial last (it is /dev/console), and VT-d still left to ether9.
+func TestHardwareCmdline(t *testing.T) {
+	c, err := Cmdline("ether9.ip=10.0.2.15/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := HardwareCmdline(c)
+	want := "console=tty0 console=ttyS0,115200n8 panic=-1 quiet intel_iommu=off intremap=off ether9.ip=10.0.2.15/24"
+	if got != want {
+		t.Fatalf("HardwareCmdline = %q, want %q", got, want)
+	}
+}
