@@ -54,23 +54,29 @@ type Forward struct {
 	Host, Guest int
 }
 
-// Config is one boot.
+// Config is one boot: a kernel QEMU loads itself, or a disk the firmware
+// boots from.
 type Config struct {
 	Binary  string // default Binary
 	Kernel  string // vmlinux (PVH) or bzImage
 	Initrd  string
 	Cmdline string
-	NIC     NIC
-	SMP     int
-	MemMiB  int
-	Forward []Forward
-	Pcap    string // record the wire to this file when set
+	// Disk, when set, replaces Kernel, Initrd and Cmdline: a raw disk
+	// image on a USB stick that UEFI firmware boots, as on a machine.
+	Disk     string
+	Firmware Firmware // the UEFI firmware for Disk
+	NIC      NIC
+	SMP      int
+	MemMiB   int
+	Forward  []Forward
+	Pcap     string // record the wire to this file when set
 }
 
 // Args returns QEMU's command line for c, without the binary.
 func (c Config) Args() ([]string, error) {
-	if c.Kernel == "" || c.Initrd == "" {
-		return nil, fmt.Errorf("qemu: kernel and initrd are required")
+	boot, err := c.bootArgs()
+	if err != nil {
+		return nil, err
 	}
 	if c.NIC.Device == "" {
 		return nil, fmt.Errorf("qemu: %w: %s", ErrNoModel, c.NIC.Name)
@@ -95,13 +101,13 @@ func (c Config) Args() ([]string, error) {
 		"-m", strconv.Itoa(c.MemMiB),
 		"-nographic", "-vga", "none",
 		"-no-reboot",
-		"-kernel", c.Kernel,
-		"-initrd", c.Initrd,
-		"-append", c.Cmdline,
+	}
+	a = append(a, boot...)
+	a = append(a,
 		"-device", "intel-iommu",
 		"-netdev", netdev,
-		"-device", c.NIC.Device + ",netdev=n0,romfile=",
-	}
+		"-device", c.NIC.Device+",netdev=n0,romfile=",
+	)
 	if c.Pcap != "" {
 		if strings.Contains(c.Pcap, ",") {
 			return nil, fmt.Errorf("qemu: pcap file name %q must not contain a comma", c.Pcap)

@@ -125,3 +125,78 @@ func TestCheck(t *testing.T) {
 		t.Errorf("missing binary: err = %v, want ErrNoQEMU", err)
 	}
 }
+
+// TestArgsDisk: a disk boot has no -kernel; the firmware's code is read
+// only, its variables a snapshot, and the disk a removable USB stick the
+// firmware boots first.
+func TestArgsDisk(t *testing.T) {
+	c := config(t)
+	c.Kernel, c.Initrd, c.Cmdline = "", "", ""
+	c.Disk = "/out/ether9.img"
+	c.Firmware = Firmware{Code: "/fw/CODE.fd", Vars: "/fw/VARS.fd"}
+	a, err := c.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"-kernel", "-initrd", "-append"} {
+		if slices.Contains(a, f) {
+			t.Errorf("disk boot has %s", f)
+		}
+	}
+	var drives, devices []string
+	for i := range a {
+		switch a[i] {
+		case "-drive":
+			drives = append(drives, a[i+1])
+		case "-device":
+			devices = append(devices, a[i+1])
+		}
+	}
+	wantDrives := []string{
+		"if=pflash,format=raw,unit=0,readonly=on,file=/fw/CODE.fd",
+		"if=pflash,format=raw,unit=1,snapshot=on,file=/fw/VARS.fd",
+		"if=none,id=stick,format=raw,readonly=on,file=/out/ether9.img",
+	}
+	if !slices.Equal(drives, wantDrives) {
+		t.Errorf("drives %q, want %q", drives, wantDrives)
+	}
+	if !slices.Contains(devices, "usb-storage,bus=xhci.0,drive=stick,removable=on,bootindex=0") || !slices.Contains(devices, "intel-iommu") {
+		t.Errorf("devices %q", devices)
+	}
+
+	for name, mutate := range map[string]func(*Config){
+		"kernel too":       func(c *Config) { c.Kernel = "/k/vmlinux" },
+		"cmdline too":      func(c *Config) { c.Cmdline = "console=ttyS0" },
+		"no firmware":      func(c *Config) { c.Firmware = Firmware{} },
+		"comma in disk":    func(c *Config) { c.Disk = "/a,b.img" },
+		"comma in vars":    func(c *Config) { c.Firmware.Vars = "/a,b.fd" },
+		"no firmware code": func(c *Config) { c.Firmware.Code = "" },
+	} {
+		d := c
+		mutate(&d)
+		if _, err := d.Args(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestFindOVMF(t *testing.T) {
+	dir := t.TempDir()
+	touch := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("fd"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code4m := touch("OVMF_CODE_4M.fd")
+	code, vars := touch("OVMF_CODE.fd"), touch("OVMF_VARS.fd")
+	cands := []Firmware{{code4m, filepath.Join(dir, "OVMF_VARS_4M.fd")}, {code, vars}}
+	f, err := FindOVMF(cands)
+	if err != nil || f != (Firmware{code, vars}) {
+		t.Fatalf("FindOVMF = %+v, %v: want the pair whose both files exist", f, err)
+	}
+	if _, err := FindOVMF(cands[:1]); !errors.Is(err, ErrNoFirmware) || !strings.Contains(err.Error(), "ovmf") {
+		t.Fatalf("no complete pair: err = %v", err)
+	}
+}
