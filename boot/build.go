@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/boot/image"
+	"github.com/ether9/ether9/boot/qemu"
 )
 
 // parts are the files one boot needs.
@@ -20,6 +21,10 @@ type parts struct {
 	kernel  string // the kernel found (bzImage or vmlinux)
 	boot    string // what QEMU boots: the cached vmlinux, or kernel
 	cmdline string
+	// disk, with -disk, is the disk image QEMU boots instead, through
+	// firmware; cmdline is then the one baked into it.
+	disk     string
+	firmware qemu.Firmware
 }
 
 func (p *parts) remove() {
@@ -68,6 +73,12 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 	}
 	p.boot = boot
 	fmt.Fprintf(log, "boot: kernel %s: %s (%.1fs)\n", kernel, note, time.Since(t).Seconds())
+	if o.disk {
+		if err := p.makeDisk(o, log); err != nil {
+			p.remove()
+			return nil, err
+		}
+	}
 	return p, nil
 }
 

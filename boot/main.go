@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ether9/ether9/boot/uki"
 )
 
 func main() {
@@ -40,6 +42,9 @@ type options struct {
 	timeout  time.Duration
 	initPkg  string
 	irq      string // on, off (ether9.irq=off) or both (-selftest, one boot each)
+	disk     bool   // boot ether9.img through UEFI firmware
+	efiStub  string // systemd's EFI stub for ether9.img
+	diskMiB  int    // ether9.img's size; 0: as small as fits
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -55,12 +60,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pcap, "pcap", "", "record the guest's wire to this pcap file")
 	fs.StringVar(&o.kernel, "kernel", "", "kernel to boot, bzImage or vmlinux (default: $ETHER9_KERNEL, the cache, /boot)")
 	fs.StringVar(&o.appendTo, "append", "", "extra kernel command line, e.g. ether9.ip=10.0.2.15/24")
-	fs.StringVar(&o.outDir, "o", "", "write vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
+	fs.StringVar(&o.outDir, "o", "", "write ether9.img (a disk for a USB stick), vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
 	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
 	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off); both: -selftest boots once each way and compares")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
+	fs.BoolVar(&o.disk, "disk", false, "boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF), not the kernel directly")
+	fs.StringVar(&o.efiStub, "efistub", uki.DefaultStub, "systemd's EFI stub that ether9.img's boot program is made from (Debian's systemd-boot-efi)")
+	fs.IntVar(&o.diskMiB, "disksize", 0, "size of ether9.img in MiB (0: as small as fits)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
 		fs.PrintDefaults()
@@ -80,8 +88,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.port < 0 || o.port > 65535 || o.ninePort < 0 || o.ninePort > 65535 {
 		return o, fmt.Errorf("ports are 0..65535")
 	}
-	if o.xdp && (o.selftest || o.outDir != "" || o.machine != "qemu") {
-		return o, fmt.Errorf("-xdp runs alone in QEMU: not with -selftest, -o or -machine sim")
+	if o.xdp && (o.selftest || o.outDir != "" || o.machine != "qemu" || o.disk) {
+		return o, fmt.Errorf("-xdp runs alone in QEMU: not with -selftest, -o, -disk or -machine sim")
+	}
+	if o.diskMiB < 0 {
+		return o, fmt.Errorf("-disksize %d: want 0 (fit) or a size in MiB", o.diskMiB)
+	}
+	if o.disk && (o.outDir != "" || o.machine != "qemu") {
+		return o, fmt.Errorf("-disk boots ether9.img in QEMU: -o writes it without booting, -machine sim has no disk")
 	}
 	switch o.irq {
 	case "on", "off":

@@ -26,6 +26,10 @@ func TestParseFlags(t *testing.T) {
 		{"-machine", "bochs"},
 		{"-port", "70000"},
 		{"-selftest", "-o", "/tmp/x"},
+		{"-disk", "-o", "/tmp/x"},
+		{"-disk", "-machine", "sim"},
+		{"-disk", "-xdp"},
+		{"-disksize", "-1"},
 		{"stray"},
 		{"-no-such-flag"},
 	} {
@@ -60,6 +64,7 @@ func TestRunMissingKernel(t *testing.T) {
 // smallest /init, and checks every file.
 func TestWriteOut(t *testing.T) {
 	needKernel(t)
+	needStub(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	var stdout, stderr bytes.Buffer
 	args := []string{"-o", dir, "-init", "./boot/testdata/hello", "-append", "ether9.ip=192.168.1.9/24"}
@@ -67,7 +72,7 @@ func TestWriteOut(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-	want := strings.Replace(image.BaseCmdline, "console=ttyS0", "console=ttyS0,115200n8", 1) + " ether9.ip=192.168.1.9/24"
+	want := image.HardwareCmdline(image.BaseCmdline) + " ether9.ip=192.168.1.9/24"
 	if err != nil || strings.TrimSpace(string(cmdline)) != want {
 		t.Fatalf("cmdline %q, %v", cmdline, err)
 	}
@@ -84,7 +89,8 @@ func TestWriteOut(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(cpio, []byte("070701")) {
 		t.Fatalf("initramfs: %v", err)
 	}
-	for _, want := range []string{"kexec -l " + dir + "/vmlinuz", "initrd /ether9/initramfs.cpio", "-kernel " + dir + "/vmlinux"} {
+	checkDisk(t, filepath.Join(dir, diskName), vmlinuz, cpio, want)
+	for _, want := range []string{"kexec -l " + dir + "/vmlinuz", "initrd /ether9/initramfs.cpio", "-kernel " + dir + "/vmlinux", "dd if=" + dir + "/ether9.img"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("instructions lack %q:\n%s", want, stdout.String())
 		}

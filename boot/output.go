@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ether9/ether9/boot/image"
 )
@@ -30,9 +29,16 @@ func writeOut(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
-	// A real serial port runs at whatever Linux sets, 9600 baud unless
-	// told; hardware consoles expect 115200. QEMU's port ignores it.
-	cmdline := strings.Replace(p.cmdline, "console=ttyS0 ", "console=ttyS0,115200n8 ", 1)
+	cmdline := image.HardwareCmdline(p.cmdline)
+	// The disk's boot program is made, and its fit checked, before any
+	// file is written: a kernel without an EFI stub, a missing stub or
+	// an image over -disksize leaves the directory as it was. The
+	// initramfs is the one built for this run, so whatever -app packs
+	// into it is on the disk too.
+	prog, err := bootProgram(o, p, cmdline)
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
 	files := []outFile{
 		{name: "initramfs.cpio", from: p.initrd},
 		{name: "cmdline", data: []byte(cmdline + "\n")},
@@ -65,14 +71,25 @@ func writeOut(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("-o: %w", err)
 		}
 	}
+	if err := image.WriteDisk(filepath.Join(o.outDir, diskName), prog, diskBytes(o)); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
 	dir, err := filepath.Abs(o.outDir)
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
-	fmt.Fprintf(out, `wrote %[1]s: %[2]s, initramfs.cpio, cmdline
+	fmt.Fprintf(out, `wrote %[1]s: %[5]s, %[2]s, initramfs.cpio, cmdline
 
-Boot it on a machine with an Intel NIC (e1000e, igb or igc family), VT-d
-enabled in the firmware setup, and a serial port (ttyS0, 115200 8N1):
+Boot it on a machine with an Intel NIC (e1000e, igb or igc family) and VT-d
+enabled in the firmware setup. The console is the screen and the serial
+port (ttyS0, 115200 8N1).
+
+  from a USB stick (UEFI; Secure Boot off, or the image signed with your
+  own keys: README.md, Booting on hardware). Every byte on the stick is lost:
+    Linux:   dd if=%[1]s/%[5]s of=/dev/sdX bs=4M conv=fsync   (lsblk names the stick)
+    macOS:   diskutil unmountDisk /dev/diskN && sudo dd if=%[1]s/%[5]s of=/dev/rdiskN bs=4m
+    Windows: write %[5]s with Rufus (DD mode) or balenaEtcher
+  then boot the machine from the stick (its boot menu key: F12, F11, F8 or Esc).
 
   from a running Linux, with kexec-tools:
     kexec -l %[1]s/%[2]s --initrd=%[1]s/initramfs.cpio --command-line="$(cat %[1]s/cmdline)"
@@ -89,6 +106,14 @@ enabled in the firmware setup, and a serial port (ttyS0, 115200 8N1):
       -kernel %[1]s/%[4]s -initrd %[1]s/initramfs.cpio -append "$(cat %[1]s/cmdline)" \
       -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
-`, dir, hw, cmdline, vm)
+  in QEMU, from the USB stick under UEFI firmware, as go run ./boot -disk does:
+    qemu-system-x86_64 -machine q35 -cpu max -m 1G -nographic -no-reboot -vga none \
+      -drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
+      -drive if=pflash,format=raw,unit=1,snapshot=on,file=/usr/share/OVMF/OVMF_VARS_4M.fd \
+      -drive if=none,id=stick,format=raw,readonly=on,file=%[1]s/%[5]s \
+      -device qemu-xhci,id=xhci -device usb-storage,bus=xhci.0,drive=stick,removable=on,bootindex=0 \
+      -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
+      -device e1000e,netdev=n0,romfile=
+`, dir, hw, cmdline, vm, diskName)
 	return nil
 }

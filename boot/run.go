@@ -34,6 +34,10 @@ func qemuConfig(o options, p *parts) (qemu.Config, error) {
 	if o.ninePort != 0 {
 		c.Forward = append(c.Forward, qemu.Forward{Host: o.ninePort, Guest: guest9P})
 	}
+	if p.disk != "" {
+		c.Kernel, c.Initrd, c.Cmdline = "", "", ""
+		c.Disk, c.Firmware = p.disk, p.firmware
+	}
 	return c, nil
 }
 
