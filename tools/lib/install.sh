@@ -5,6 +5,8 @@
 #   QEMU >= 8 (igb needs it): qemu-system-x86 from bookworm-backports
 #   a Debian kernel: linux-image-6.1.0-NN-amd64, unpacked into the cache
 #     with two of its modules, uio and uio_pci_generic (the NICs' INTx)
+#   ovmf (UEFI firmware for QEMU) and systemd-boot-efi (the EFI stub that
+#     ether9.img's boot program is made from)
 #
 # Nothing is written to the host's /boot: the kernel lives in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ether9/kernel/<package>/boot/.
@@ -164,6 +166,24 @@ e9_install_kernel() {
 	[ -n "$(e9_kernel_cached)" ] || e9_die "$pkg holds no boot/vmlinuz-* with $E9_MODULES beside it"
 }
 
+# The files of the two packages ether9.img needs: the test boots the disk
+# under OVMF, and -o builds its boot program from systemd's stub.
+ETHER9_OVMF_CODE="${ETHER9_OVMF_CODE:-/usr/share/OVMF/OVMF_CODE_4M.fd}"
+ETHER9_EFI_STUB="${ETHER9_EFI_STUB:-/usr/lib/systemd/boot/efi/linuxx64.efi.stub}"
+
+e9_install_uefi() {
+	[ -f "$ETHER9_OVMF_CODE" ] && [ -f "$ETHER9_EFI_STUB" ] && return 0
+	command -v apt-get >/dev/null 2>&1 ||
+		e9_die "$ETHER9_OVMF_CODE or $ETHER9_EFI_STUB is missing and there is no apt-get: install OVMF and systemd-boot's EFI stub with your package manager"
+	e9_apt_update
+	e9_log "installing ovmf and systemd-boot-efi"
+	e9_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends ovmf systemd-boot-efi >&2 ||
+		e9_die "apt-get install ovmf systemd-boot-efi failed"
+	[ -f "$ETHER9_OVMF_CODE" ] || e9_die "ovmf is installed but $ETHER9_OVMF_CODE is missing"
+	[ -f "$ETHER9_EFI_STUB" ] || e9_die "systemd-boot-efi is installed but $ETHER9_EFI_STUB is missing"
+}
+
 e9_check_go() {
 	command -v go >/dev/null 2>&1 ||
 		e9_die "go is not on PATH: install Go 1.26 or newer (https://go.dev/dl/)"
@@ -174,4 +194,5 @@ e9_install_all() {
 	e9_check_go
 	e9_install_qemu
 	e9_install_kernel
+	e9_install_uefi
 }

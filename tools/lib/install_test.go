@@ -168,3 +168,51 @@ func TestInstallQEMU(t *testing.T) {
 		t.Fatalf("QEMU 7 on trixie: err = %v, output %q", err, out)
 	}
 }
+
+func TestInstallUEFI(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	code := filepath.Join(dir, "share/OVMF/OVMF_CODE_4M.fd")
+	stub := filepath.Join(dir, "lib/systemd/boot/efi/linuxx64.efi.stub")
+	env := []string{"ETHER9_OVMF_CODE=" + code, "ETHER9_EFI_STUB=" + stub}
+	calls := filepath.Join(dir, "apt-get.calls")
+	// The stand-in installs the two files as the packages would.
+	fakeBin(t, bin, "apt-get", `echo "$*" >> `+calls+`
+case "$*" in
+update*) ;;
+*install*ovmf*systemd-boot-efi*) mkdir -p `+filepath.Dir(code)+` `+filepath.Dir(stub)+` && touch `+code+` `+stub+` ;;
+*) exit 1 ;;
+esac
+`)
+	if out, err := shell(t, bin, dir, "e9_install_uefi", env...); err != nil {
+		t.Fatalf("e9_install_uefi: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(calls)
+	if !strings.Contains(string(b), "install -y -qq --no-install-recommends ovmf systemd-boot-efi") {
+		t.Fatalf("apt-get calls %q: want one install of ovmf and systemd-boot-efi", b)
+	}
+
+	// Both files there: nothing is installed.
+	os.Remove(calls)
+	if out, err := shell(t, bin, dir, "e9_install_uefi", env...); err != nil {
+		t.Fatalf("second e9_install_uefi: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(calls); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(calls)
+		t.Fatalf("second run called apt-get: %s", b)
+	}
+
+	// A package that installs without the file we need is a clear failure.
+	os.Remove(stub)
+	fakeBin(t, bin, "apt-get", `exit 0`)
+	out, err := shell(t, bin, dir, "e9_install_uefi", env...)
+	if err == nil || !strings.Contains(out, "systemd-boot-efi is installed but "+stub+" is missing") {
+		t.Fatalf("stub still missing: err = %v, output %q", err, out)
+	}
+	fakeBin(t, bin, "apt-get", `case "$*" in update*) ;; *) exit 100 ;; esac`)
+	out, err = shell(t, bin, dir, "e9_install_uefi", env...)
+	if err == nil || !strings.Contains(out, "apt-get install ovmf systemd-boot-efi failed") {
+		t.Fatalf("install fails: err = %v, output %q", err, out)
+	}
+}
