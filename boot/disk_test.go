@@ -16,24 +16,27 @@ import (
 // CI=true, where tools/test installed it.
 func needStub(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(uki.DefaultStub); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and %v (tools/lib/install.sh installs systemd-boot-efi)", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	_, err := os.Stat(uki.DefaultStub)
+	needInstalled(t, err, "systemd-boot-efi")
 }
 
 // needOVMF skips a test when the UEFI firmware is missing, except under
 // CI=true.
 func needOVMF(t *testing.T) {
 	t.Helper()
-	if _, err := qemu.FindOVMF(qemu.OVMFPaths); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and %v (tools/lib/install.sh installs ovmf)", err)
-		}
-		t.Skipf("skipping: %v", err)
+	_, err := qemu.FindOVMF(qemu.OVMFPaths)
+	needInstalled(t, err, "ovmf")
+}
+
+func needInstalled(t *testing.T, err error, pkg string) {
+	t.Helper()
+	if err == nil {
+		return
 	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and %v (tools/lib/install.sh installs %s)", err, pkg)
+	}
+	t.Skipf("skipping: %v", err)
 }
 
 // checkDisk reads the boot program back out of the disk image and checks
