@@ -132,20 +132,28 @@ func (s *System) servePingSeries(w http.ResponseWriter, r *http.Request) {
 
 // watchFaults prints each new fault record as it is found.
 func (s *System) watchFaults(ctx context.Context) error {
-	t := time.NewTicker(faultPoll)
+	watchFaults(ctx, s.remap.ReportFaults, s.work, faultPoll, faultAfterWork)
+	return nil
+}
+
+// watchFaults calls report every idle, and after a signal on work once
+// afterWork has passed, until ctx ends: an idle machine wakes once per
+// idle, a busy one at most once per afterWork, however many polls signal.
+func watchFaults(ctx context.Context, report func() uint64, work <-chan struct{}, idle, afterWork time.Duration) {
+	t := time.NewTicker(idle)
 	defer t.Stop()
 	for {
-		s.remap.ReportFaults()
+		report()
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
-		case <-s.work:
+		case <-work:
 			// Traffic: look again soon, but not at every poll.
 			select {
 			case <-ctx.Done():
-				return nil
-			case <-time.After(faultAfterWork):
+				return
+			case <-time.After(afterWork):
 			}
 		}
 	}
