@@ -42,6 +42,7 @@ type options struct {
 	timeout  time.Duration
 	initPkg  string
 	irq      string // on, off (ether9.irq=off) or both (-selftest, one boot each)
+	rounds   int    // of -irq both
 	disk     bool   // boot ether9.img through UEFI firmware
 	efiStub  string // systemd's EFI stub for ether9.img
 	diskMiB  int    // ether9.img's size; 0: as small as fits
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
 	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
 	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off); both: -selftest boots once each way and compares")
+	fs.IntVar(&o.rounds, "rounds", 1, "with -irq both: how many rounds of one boot each way")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
 	fs.BoolVar(&o.disk, "disk", false, "boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF), not the kernel directly")
@@ -105,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	default:
 		return o, fmt.Errorf("-irq %q: want on, off or both", o.irq)
+	}
+	if o.rounds < 1 {
+		return o, fmt.Errorf("-rounds %d: want at least 1", o.rounds)
 	}
 	if o.selftest && o.outDir != "" {
 		return o, fmt.Errorf("-selftest and -o do not go together: -o boots nothing")

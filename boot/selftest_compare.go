@@ -5,31 +5,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
-// compareIRQ runs the self-test twice on the same NIC, the drivers taking
-// their interrupt and then polling (ether9.irq=off), and prints both
-// reports and a table of the two side by side with their ratio: on a
-// shared host only figures from one run compare.
+// compareIRQ runs the self-test rounds times on the same NIC, each round
+// once with the drivers on their interrupt and once polling
+// (ether9.irq=off), prints every report and a table of the two side by
+// side with each round's ratio: on a shared host only figures from one
+// round compare, and the rounds show how far they spread.
 func compareIRQ(ctx context.Context, o options, out io.Writer) error {
-	var rs [2]*report
+	var irq, poll []*report
 	var errs []error
-	for i, mode := range []string{"on", "off"} {
-		o.irq = mode
-		fmt.Fprintf(out, "selftest: boot %d of 2: -irq %s\n", i+1, mode)
-		r, err := selftest(ctx, o, out)
-		if r != nil {
-			r.print(out)
+	for round := 1; round <= o.rounds; round++ {
+		for _, mode := range []string{"on", "off"} {
+			o.irq = mode
+			fmt.Fprintf(out, "selftest: round %d of %d: -irq %s\n", round, o.rounds, mode)
+			r, err := selftest(ctx, o, out)
+			if r != nil {
+				r.print(out)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("round %d -irq %s: %w", round, mode, err))
+				r = nil
+			}
+			if mode == "on" {
+				irq = append(irq, r)
+			} else {
+				poll = append(poll, r)
+			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("-irq %s: %w", mode, err))
-		}
-		rs[i] = r
 	}
-	if rs[0] != nil && rs[1] != nil {
-		printComparison(out, rs[0], rs[1])
-	}
+	printComparison(out, irq, poll)
 	return errors.Join(errs...)
 }
 
@@ -48,17 +56,44 @@ var comparisonRows = []struct {
 	{"qemu start to http ms", func(r *report) float64 { return ms(r.http) }, "%.0f"},
 }
 
-func printComparison(out io.Writer, irq, poll *report) {
-	fmt.Fprintf(out, "selftest: nic %s, interrupt against polling, one run:\n", irq.nic)
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "measure\tirq\tpolling\tirq/polling\t")
-	for _, row := range comparisonRows {
-		a, b := row.value(irq), row.value(poll)
-		ratio := "-"
-		if b != 0 {
-			ratio = fmt.Sprintf("%.2f", a/b)
+// printComparison prints one row per measure: the rounds' figures each
+// way, each round's ratio and their median. A round whose boot failed
+// has no figures.
+func printComparison(out io.Writer, irq, poll []*report) {
+	nic := ""
+	for _, r := range append(slices.Clone(irq), poll...) {
+		if r != nil {
+			nic = r.nic
 		}
-		fmt.Fprintf(w, "%s\t"+row.format+"\t"+row.format+"\t%s\t\n", row.name, a, b, ratio)
+	}
+	fmt.Fprintf(out, "selftest: nic %s, interrupt against polling, %d rounds:\n", nic, len(irq))
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "measure\tirq\tpolling\tirq/polling\tmedian\t")
+	for _, row := range comparisonRows {
+		var a, b, ratios []string
+		var rs []float64
+		for i := range irq {
+			if irq[i] == nil || poll[i] == nil {
+				continue
+			}
+			x, y := row.value(irq[i]), row.value(poll[i])
+			a, b = append(a, fmt.Sprintf(row.format, x)), append(b, fmt.Sprintf(row.format, y))
+			if y != 0 {
+				rs = append(rs, x/y)
+				ratios = append(ratios, fmt.Sprintf("%.2f", x/y))
+			} else {
+				ratios = append(ratios, "-")
+			}
+		}
+		med := "-"
+		if len(rs) > 0 {
+			slices.Sort(rs)
+			med = fmt.Sprintf("%.2f", rs[len(rs)/2])
+			if len(rs)%2 == 0 {
+				med = fmt.Sprintf("%.2f", (rs[len(rs)/2-1]+rs[len(rs)/2])/2)
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t\n", row.name, strings.Join(a, " "), strings.Join(b, " "), strings.Join(ratios, " "), med)
 	}
 	w.Flush()
 }

@@ -92,12 +92,13 @@ func TestPrintComparison(t *testing.T) {
 	poll := &report{nic: "e1000e", pull: transfer{bytes: 2e6, took: time.Second},
 		feel: feel{idle: 5 * time.Second, idleCPU: time.Second, ping: pingSeries{median: 20 * time.Millisecond}}}
 	var out strings.Builder
-	printComparison(&out, irq, poll)
+	slow := &report{nic: "e1000e", pull: transfer{bytes: 1e6, took: 2 * time.Second}}
+	printComparison(&out, []*report{irq, irq, nil}, []*report{poll, slow, poll})
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`pull Mbit/s \(GET /source\) +8\.0 +16\.0 +0\.50`),
-		regexp.MustCompile(`idle qemu cpu, host cores +0\.020 +0\.200 +0\.10`),
-		regexp.MustCompile(`ping median ms +2\.000 +20\.000 +0\.10`),
-		regexp.MustCompile(`0-byte GETs req/s +0 +0 +-`),
+		regexp.MustCompile(`e1000e, interrupt against polling, 3 rounds`),
+		regexp.MustCompile(`pull Mbit/s \(GET /source\) +8\.0 8\.0 +16\.0 4\.0 +0\.50 2\.00 +1\.25`),
+		regexp.MustCompile(`idle qemu cpu, host cores +0\.020 0\.020 +0\.200 0\.000 +0\.10 - +0\.10`),
+		regexp.MustCompile(`0-byte GETs req/s +0 0 +0 0 +- - +-\s`),
 	} {
 		if !want.MatchString(out.String()) {
 			t.Errorf("comparison lacks %v:\n%s", want, out.String())
