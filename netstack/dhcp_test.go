@@ -1,160 +1,37 @@
 package netstack_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/netstack/dhcp"
+	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
-	"gvisor.dev/gvisor/pkg/waiter"
 )
-
-// dhcpServer answers DISCOVER and REQUEST on a gVisor stack, written from
-// RFC 2131's message layout independently of the client's codec.
-type dhcpServer struct {
-	conn *gonet.UDPConn
-	mode string // "ok", "nak", "malformed", "silent"
-	got  chan byte
-	// lease and renew (T1) in seconds; renewals (REQUEST with ciaddr)
-	// get a NAK when nakRenew is set.
-	lease, renew uint32
-	nakRenew     bool
-	renewals     atomic.Int32
-}
 
 var (
 	serverIP = netip.MustParseAddr("192.0.2.1")
-	leaseIP  = netip.MustParseAddr("192.0.2.50")
+	leaseIP  = netip.MustParsePrefix("192.0.2.50/24")
 	dns1     = netip.MustParseAddr("192.0.2.53")
+	ntp1     = netip.MustParseAddr("192.0.2.123")
 )
 
-func startDHCPServer(t *testing.T, s *netstack.Stack, mode string) *dhcpServer {
-	t.Helper()
-	var wq waiter.Queue
-	ep, terr := s.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, &wq)
-	if terr != nil {
-		t.Fatal(terr)
-	}
-	ep.SocketOptions().SetBroadcast(true)
-	if terr := ep.Bind(tcpip.FullAddress{NIC: netstack.NICID(0), Port: dhcp.ServerPort}); terr != nil {
-		t.Fatal(terr)
-	}
-	srv := &dhcpServer{conn: gonet.NewUDPConn(&wq, ep), mode: mode, got: make(chan byte, 64), lease: 3600}
-	t.Cleanup(func() { srv.conn.Close() })
-	return srv
-}
+// quickDHCP keeps every wait of the client short: nothing in these tests
+// waits a real minute.
+var quickDHCP = dhcp.Config{Retransmit: 20 * time.Millisecond, Sends: 2, Backoff: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, MinRetry: 50 * time.Millisecond}
 
-func (s *dhcpServer) serve() {
-	buf := make([]byte, 1500)
-	for {
-		n, _, err := s.conn.ReadFrom(buf)
-		if err != nil {
-			return
-		}
-		req := buf[:n]
-		if n < 240 || req[0] != 1 {
-			continue
-		}
-		var typ byte
-		for i := 240; i < n && req[i] != 255; {
-			if req[i] == 0 { // pad
-				i++
-				continue
-			}
-			if i+1 >= n || i+2+int(req[i+1]) > n {
-				break
-			}
-			if req[i] == 53 && req[i+1] == 1 {
-				typ = req[i+2]
-			}
-			i += 2 + int(req[i+1])
-		}
-		select {
-		case s.got <- typ:
-		default:
-		}
-		renewing := !bytes.Equal(req[12:16], []byte{0, 0, 0, 0}) // ciaddr
-		var reply byte
-		switch {
-		case s.mode == "silent":
-			continue
-		case typ == 1:
-			reply = 2 // OFFER
-		case typ == 3 && renewing:
-			s.renewals.Add(1)
-			reply = 5
-			if s.nakRenew {
-				reply = 6
-			}
-		case typ == 3 && s.mode == "nak":
-			reply = 6
-		case typ == 3:
-			reply = 5 // ACK
-		default:
-			continue
-		}
-		// RFC 2131 4.1: unicast to ciaddr when the client has one.
-		to := &net.UDPAddr{IP: net.IPv4bcast, Port: dhcp.ClientPort}
-		if renewing {
-			to.IP = net.IP(bytes.Clone(req[12:16]))
-		}
-		s.conn.WriteTo(s.reply(req, reply), to)
-	}
-}
-
-func (s *dhcpServer) reply(req []byte, typ byte) []byte {
-	b := make([]byte, 240, 400)
-	b[0], b[1], b[2] = 2, 1, 6
-	copy(b[4:8], req[4:8])     // xid
-	copy(b[10:12], req[10:12]) // flags
-	if typ != 6 {
-		copy(b[16:20], leaseIP.AsSlice())
-	}
-	copy(b[20:24], serverIP.AsSlice())
-	copy(b[28:44], req[28:44]) // chaddr
-	copy(b[236:240], []byte{99, 130, 83, 99})
-	opt := func(code byte, v ...byte) { b = append(append(b, code, byte(len(v))), v...) }
-	sid := serverIP.As4()
-	opt(53, typ)
-	opt(54, sid[:]...)
-	if s.mode == "malformed" {
-		// A lease time of 3 bytes, then an option running past the end.
-		opt(51, 0, 0, 1)
-		b = append(b, 3, 200, 192)
-		return b
-	}
-	if typ != 6 {
-		var lease [4]byte
-		binary.BigEndian.PutUint32(lease[:], s.lease)
-		opt(51, lease[:]...)
-		if s.renew != 0 {
-			binary.BigEndian.PutUint32(lease[:], s.renew)
-			opt(58, lease[:]...)
-		}
-		opt(1, 255, 255, 255, 0)
-		opt(3, sid[:]...)
-		d := dns1.As4()
-		opt(6, append(d[:], 192, 0, 2, 54)...)
-	}
-	b = append(b, 255)
-	return b
-}
-
-// dhcpPair is a server stack with a static address and a bare client NIC
-// wired to it.
-func dhcpPair(t *testing.T, mode string) (client *fakeNIC, server *netstack.Stack, srv *dhcpServer) {
+// dhcpPair is a server stack with a static address running the test
+// server, and a bare client NIC wired to it.
+func dhcpPair(t *testing.T) (client *fakeNIC, server *netstack.Stack, srv *dhcptest.Server) {
 	t.Helper()
 	a, b := newFakeNIC("ether0", 1), newFakeNIC("ether0", 2)
 	crossWire(a, b)
@@ -163,39 +40,84 @@ func dhcpPair(t *testing.T, mode string) (client *fakeNIC, server *netstack.Stac
 		t.Fatal(err)
 	}
 	t.Cleanup(server.Close)
-	srv = startDHCPServer(t, server, mode)
-	return a, server, srv
-}
-
-var quickDHCP = dhcp.Config{Timeout: 2 * time.Second, Retransmit: 100 * time.Millisecond}
-
-func TestDHCPLease(t *testing.T) {
-	a, server, srv := dhcpPair(t, "ok")
-	go srv.serve()
-	var logs []string
-	cs, err := netstack.NewStack(netstack.StackOptions{DHCP: quickDHCP, Logf: func(f string, args ...any) {
-		logs = append(logs, strings.TrimSpace(f))
-	}}, netstack.Interface{NIC: a, DHCP: true})
+	srv, err = dhcptest.Start(server.Stack, netstack.NICID(0), serverIP, leaseIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	l := cs.Lease(0)
-	if l == nil {
-		t.Fatal("no lease recorded")
+	t.Cleanup(srv.Close)
+	srv.DNS, srv.NTP, srv.Domain = []netip.Addr{dns1, netip.MustParseAddr("192.0.2.54")}, []netip.Addr{ntp1}, "example.test"
+	return a, server, srv
+}
+
+// dhcpClient is a stack leasing its address on nic.
+func dhcpClient(t *testing.T, n *fakeNIC, static ...netip.Prefix) (*netstack.Stack, *logLines) {
+	t.Helper()
+	logs := &logLines{}
+	cs, err := netstack.NewStack(netstack.StackOptions{DHCP: quickDHCP, Logf: logs.add},
+		netstack.Interface{NIC: n, DHCP: true, Addrs: static, Endpoint: netstack.Options{LinkCheck: 1}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if l.Addr != netip.PrefixFrom(leaseIP, 24) || l.Router != serverIP || l.Server != serverIP || l.Duration != time.Hour || l.Renew != 30*time.Minute {
-		t.Errorf("lease %v", l)
+	t.Cleanup(cs.Close)
+	return cs, logs
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(f string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(f, args...))
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func waitLease(t *testing.T, cs *netstack.Stack, what string) *dhcp.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := cs.WaitLease(ctx, 0)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, cs.DHCP(0).Text())
 	}
-	if len(l.DNS) != 2 || l.DNS[0] != dns1 || len(cs.DNS()) != 2 {
-		t.Errorf("DNS %v (stack %v)", l.DNS, cs.DNS())
+	return l
+}
+
+// v4Addrs are the IPv4 addresses NIC 0 of s holds.
+func v4Addrs(s *netstack.Stack) []netip.Addr {
+	var out []netip.Addr
+	for _, pa := range s.NICInfo()[netstack.NICID(0)].ProtocolAddresses {
+		if pa.Protocol == ipv4.ProtocolNumber {
+			a, _ := netip.AddrFromSlice(pa.AddressWithPrefix.Address.AsSlice())
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestDHCPLease(t *testing.T) {
+	a, server, _ := dhcpPair(t)
+	cs, logs := dhcpClient(t, a)
+	l := waitLease(t, cs, "a lease")
+	if l.Addr != leaseIP || l.Router != serverIP || l.Server != serverIP || l.Duration != time.Hour || l.Renew != 30*time.Minute || l.Rebind != 3150*time.Second {
+		t.Errorf("lease %v renew %v rebind %v", l, l.Renew, l.Rebind)
+	}
+	if len(l.DNS) != 2 || l.DNS[0] != dns1 || len(cs.DNS()) != 2 || len(l.NTP) != 1 || l.NTP[0] != ntp1 || l.Domain != "example.test" {
+		t.Errorf("DNS %v (stack %v) NTP %v domain %q", l.DNS, cs.DNS(), l.NTP, l.Domain)
 	}
 	// The address, the subnet route and the default route are in place:
 	// the server answers, and an off-link address routes via the router.
 	if err := ping(t, cs, serverIP); err != nil {
 		t.Fatalf("ping the server from the leased address: %v", err)
 	}
-	udpEcho(t, cs, server, leaseIP, serverIP, 100)
+	udpEcho(t, cs, server, leaseIP.Addr(), serverIP, 100)
 	r, terr := cs.FindRoute(0, tcpip.Address{}, tcpip.AddrFromSlice([]byte{198, 51, 100, 7}), ipv4.ProtocolNumber, false)
 	if terr != nil {
 		t.Fatalf("no default route: %s", terr)
@@ -204,111 +126,183 @@ func TestDHCPLease(t *testing.T) {
 		t.Errorf("off-link next hop %v, want the router %v", gw, serverIP)
 	}
 	r.Release()
-	if len(logs) == 0 {
-		t.Errorf("nothing logged")
+	// The temporary 0.0.0.0 is gone again.
+	if got := v4Addrs(cs); len(got) != 1 || got[0] != leaseIP.Addr() {
+		t.Errorf("addresses %v, want only the lease's", got)
+	}
+	text := cs.DHCP(0).Text()
+	for _, w := range []string{"state bound", "addr 192.0.2.50/24", "ntp 192.0.2.123", "domain example.test", "acks 1"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("status lacks %q:\n%s", w, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "ether0: dhcp 192.0.2.50/24 gw 192.0.2.1") {
+		t.Errorf("log:\n%s", logs)
 	}
 }
 
-func TestDHCPErrors(t *testing.T) {
-	for _, tc := range []struct {
-		mode string
-		want []string
-	}{
-		{"silent", []string{"no reply to DISCOVER", "deadline"}},
-		{"malformed", []string{"no usable reply to DISCOVER", "malformed DHCP message"}},
-		{"nak", []string{"refused", "NAK"}},
-	} {
-		t.Run(tc.mode, func(t *testing.T) {
-			a, _, srv := dhcpPair(t, tc.mode)
-			go srv.serve()
-			cs, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: a})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			c, err := dhcp.NewClient(cs.Stack, netstack.NICID(0), quickDHCP)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			l, err := c.Acquire(context.Background())
-			if err == nil {
-				t.Fatalf("lease %v from a %s server", l, tc.mode)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-			if el := time.Since(start); el > 10*time.Second {
-				t.Errorf("took %v with a 2 s timeout", el)
-			}
-			if len(srv.got) == 0 {
-				t.Errorf("server saw no request")
-			}
-			// The temporary 0.0.0.0 is gone again.
-			if addrs := cs.NICInfo()[netstack.NICID(0)].ProtocolAddresses; len(addrs) != 0 {
-				for _, a := range addrs {
-					if a.Protocol == ipv4.ProtocolNumber {
-						t.Errorf("address %v left on the NIC", a.AddressWithPrefix)
-					}
-				}
-			}
-		})
+// hostile are offers no host may take, each with the reason it is bad.
+var hostile = []netip.Prefix{
+	netip.MustParsePrefix("224.0.0.1/24"),       // multicast
+	netip.MustParsePrefix("255.255.255.255/24"), // limited broadcast
+	netip.MustParsePrefix("192.0.2.255/24"),     // the subnet's broadcast
+	netip.MustParsePrefix("192.0.2.0/24"),       // the subnet's network
+	netip.MustParsePrefix("192.0.2.60/32"),      // a mask of /32
+	netip.MustParsePrefix("192.0.2.61/0"),       // a mask of /0
+	netip.MustParsePrefix("127.0.0.1/8"),        // loopback
+	netip.MustParsePrefix("0.1.2.3/8"),          // this network
+}
+
+// A server that is silent, then NAKs, then offers addresses no host may
+// take, and at last offers well: the client keeps asking through all of
+// it, never holds a bad address, and ends with the good lease.
+func TestDHCPNeverGivesUp(t *testing.T) {
+	a, _, srv := dhcpPair(t)
+	const silent, naks = 5, 3
+	var mu sync.Mutex
+	var held []netip.Addr // every address the client held when the server heard it
+	var cs *netstack.Stack
+	srv.SetPolicy(func(req *dhcpv4.DHCPv4, c dhcptest.Counts) dhcptest.Reply {
+		mu.Lock()
+		if cs != nil {
+			held = append(held, v4Addrs(cs)...)
+		}
+		mu.Unlock()
+		switch {
+		case c.Discovers <= silent:
+			return dhcptest.Reply{}
+		case req.MessageType() == dhcpv4.MessageTypeDiscover && c.Discovers <= silent+naks:
+			return dhcptest.Reply{Type: dhcpv4.MessageTypeOffer}
+		case req.MessageType() == dhcpv4.MessageTypeRequest && c.Discovers <= silent+naks:
+			return dhcptest.Reply{Type: dhcpv4.MessageTypeNak}
+		case req.MessageType() == dhcpv4.MessageTypeDiscover && c.Discovers <= silent+naks+len(hostile):
+			return dhcptest.Reply{Type: dhcpv4.MessageTypeOffer, Addr: hostile[c.Discovers-silent-naks-1]}
+		}
+		return dhcptest.Answer(req, c)
+	})
+	mu.Lock()
+	cs, _ = dhcpClient(t, a)
+	mu.Unlock()
+	l := waitLease(t, cs, "the good lease after silence, NAKs and hostile offers")
+	if l.Addr != leaseIP {
+		t.Fatalf("lease %v", l)
+	}
+	st := cs.DHCP(0).Stats()
+	if st.Naks != naks || st.OffersRefused < uint64(len(hostile)) || st.Failures < uint64(silent/quickDHCP.Sends) {
+		t.Errorf("stats %+v: want %d NAKs, >= %d offers refused", st, naks, len(hostile))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range held {
+		if h != leaseIP.Addr() && !h.IsUnspecified() {
+			t.Errorf("the client held %v", h)
+		}
+	}
+	if !strings.Contains(cs.DHCP(0).Text(), "last_refused") {
+		t.Errorf("no refusal recorded:\n%s", cs.DHCP(0).Text())
 	}
 }
 
-// A failed DHCP falls back to the static address.
+// The lease is renewed at T1 by unicast; when the server ignores
+// renewals it is rebound at T2 by broadcast; a NAK takes the address
+// away and the client starts over.
+func TestDHCPRenewRebind(t *testing.T) {
+	a, _, srv := dhcpPair(t)
+	srv.LeaseTime, srv.Renew, srv.Rebind = 4, 1, 2
+	cs, _ := dhcpClient(t, a)
+	waitLease(t, cs, "a lease")
+	eventually(t, "a renewal", func() bool { return srv.Counts().Extends > 0 && cs.DHCP(0).Stats().Acks > 1 })
+	if st := cs.DHCP(0).Stats(); st.Rebinds != 0 || st.Discovers != 1 {
+		t.Errorf("answered renewals: stats %+v", st)
+	}
+	if err := ping(t, cs, serverIP); err != nil {
+		t.Errorf("renewed address unusable: %v", err)
+	}
+
+	// Extensions go unanswered until the client rebinds; the rebind is
+	// answered.
+	srv.SetPolicy(func(req *dhcpv4.DHCPv4, c dhcptest.Counts) dhcptest.Reply {
+		if !req.ClientIPAddr.IsUnspecified() && cs.DHCP(0).Stats().Rebinds == 0 {
+			return dhcptest.Reply{}
+		}
+		return dhcptest.Answer(req, c)
+	})
+	acks := cs.DHCP(0).Stats().Acks
+	eventually(t, "a rebind", func() bool { return cs.DHCP(0).Stats().Rebinds > 0 })
+	eventually(t, "the rebind's ACK", func() bool { return cs.DHCP(0).Stats().Acks > acks && cs.Lease(0) != nil })
+	if got := v4Addrs(cs); len(got) != 1 || got[0] != leaseIP.Addr() {
+		t.Errorf("addresses after rebinding %v", got)
+	}
+
+	// Every extension is refused: the address goes, and comes back
+	// through DISCOVER.
+	var once sync.Once
+	lost := make(chan struct{})
+	srv.SetPolicy(func(req *dhcpv4.DHCPv4, c dhcptest.Counts) dhcptest.Reply {
+		if !req.ClientIPAddr.IsUnspecified() {
+			once.Do(func() { close(lost) })
+			return dhcptest.Reply{Type: dhcpv4.MessageTypeNak}
+		}
+		return dhcptest.Answer(req, c)
+	})
+	<-lost
+	eventually(t, "a NAK", func() bool { return cs.DHCP(0).Stats().Naks > 0 })
+	eventually(t, "a new lease", func() bool { return cs.DHCP(0).Stats().Discovers > 1 && cs.Lease(0) != nil })
+}
+
+// A lease nobody extends runs out: the address goes.
+func TestDHCPExpiry(t *testing.T) {
+	a, _, srv := dhcpPair(t)
+	srv.LeaseTime, srv.Renew, srv.Rebind = 2, 1, 1
+	cs, logs := dhcpClient(t, a)
+	waitLease(t, cs, "a lease")
+	srv.SetPolicy(dhcptest.Silent)
+	eventually(t, "the lease to end", func() bool { return cs.DHCP(0).Stats().Expired > 0 })
+	eventually(t, "the address to go", func() bool { return len(v4Addrs(cs)) == 0 || v4Addrs(cs)[0].IsUnspecified() })
+	if !strings.Contains(logs.String(), "lease expired") {
+		t.Errorf("log:\n%s", logs)
+	}
+}
+
+// A link that goes down and up keeps the address, and the lease is
+// checked at once (INIT-REBOOT).
+func TestDHCPLinkFlap(t *testing.T) {
+	a, _, srv := dhcpPair(t)
+	cs, _ := dhcpClient(t, a)
+	waitLease(t, cs, "a lease")
+	a.setLink(nic.Link{})
+	eventually(t, "the link down", func() bool { return !cs.Endpoints[0].Link().Up })
+	if got := v4Addrs(cs); len(got) != 1 || got[0] != leaseIP.Addr() || cs.Lease(0) == nil {
+		t.Errorf("link down: addresses %v lease %v", got, cs.Lease(0))
+	}
+	a.setLink(nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true})
+	eventually(t, "the reboot's ACK", func() bool { return srv.Counts().Reboots > 0 && cs.DHCP(0).Stats().Acks > 1 })
+	if cs.Lease(0) == nil || cs.Lease(0).Addr != leaseIP {
+		t.Errorf("lease after the flap %v", cs.Lease(0))
+	}
+}
+
+// Without a lease the static address serves; a lease that comes later
+// takes its place.
 func TestDHCPFallback(t *testing.T) {
-	a, server, srv := dhcpPair(t, "silent")
-	go srv.serve()
+	a, server, srv := dhcpPair(t)
+	srv.SetPolicy(dhcptest.Silent)
 	static := netip.MustParsePrefix("192.0.2.77/24")
-	cs, err := netstack.NewStack(netstack.StackOptions{DHCP: dhcp.Config{Timeout: 300 * time.Millisecond, Retransmit: 100 * time.Millisecond}},
-		netstack.Interface{NIC: a, DHCP: true, Addrs: []netip.Prefix{static}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if cs.Lease(0) != nil {
-		t.Errorf("lease recorded from a silent server")
-	}
+	cs, _ := dhcpClient(t, a, static)
+	eventually(t, "the static address", func() bool {
+		for _, x := range v4Addrs(cs) {
+			if x == static.Addr() {
+				return true
+			}
+		}
+		return false
+	})
 	if err := ping(t, server, static.Addr()); err != nil {
 		t.Errorf("static fallback address unreachable: %v", err)
 	}
-}
-
-// The lease is renewed at T1 by unicast; a NAK on renewal takes the
-// address away.
-func TestDHCPRenew(t *testing.T) {
-	for _, nak := range []bool{false, true} {
-		t.Run(fmt.Sprintf("nak=%v", nak), func(t *testing.T) {
-			a, _, srv := dhcpPair(t, "ok")
-			srv.lease, srv.renew, srv.nakRenew = 60, 1, nak
-			go srv.serve()
-			cs, err := netstack.NewStack(netstack.StackOptions{DHCP: quickDHCP}, netstack.Interface{NIC: a, DHCP: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			if l := cs.Lease(0); l == nil || l.Renew != time.Second {
-				t.Fatalf("lease %v", l)
-			}
-			eventually(t, "a renewal", func() bool { return srv.renewals.Load() > 0 })
-			if !nak {
-				eventually(t, "a second renewal", func() bool { return srv.renewals.Load() > 1 })
-				if err := ping(t, cs, serverIP); err != nil {
-					t.Errorf("renewed address unusable: %v", err)
-				}
-				return
-			}
-			eventually(t, "the address to go", func() bool {
-				for _, pa := range cs.NICInfo()[netstack.NICID(0)].ProtocolAddresses {
-					if pa.AddressWithPrefix.Address == tcpip.AddrFromSlice(leaseIP.AsSlice()) {
-						return false
-					}
-				}
-				return cs.Lease(0) == nil
-			})
-		})
+	srv.SetPolicy(dhcptest.Answer)
+	waitLease(t, cs, "a lease after the fallback")
+	if got := v4Addrs(cs); len(got) != 1 || got[0] != leaseIP.Addr() {
+		t.Errorf("addresses %v, want the lease's alone", got)
 	}
 }

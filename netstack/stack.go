@@ -2,11 +2,9 @@ package netstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/netstack/dhcp"
@@ -30,7 +28,9 @@ type Interface struct {
 	// Gateway, if valid, is the default router through this NIC. A DHCP
 	// lease's router takes its place.
 	Gateway netip.Addr
-	// DHCP asks a DHCPv4 server for the address, mask, router and DNS.
+	// DHCP keeps a DHCPv4 lease (address, routes, DNS, NTP) for as long
+	// as the stack runs; NewStack does not wait for it (WaitLease does).
+	// Addrs, if any, are used while there is no lease.
 	DHCP bool
 	// Endpoint tunes the link endpoint.
 	Endpoint Options
@@ -51,6 +51,9 @@ type StackOptions struct {
 	DHCP dhcp.Config
 	// Logf reports what was configured. Default: discard.
 	Logf func(format string, args ...any)
+	// OnLease, if set, is called when interface i gets, renews or loses
+	// (l nil) its lease. It must not block.
+	OnLease func(i int, l *dhcp.Lease)
 }
 
 // Stack is a gVisor stack with IPv4, IPv6, ARP, ICMP, TCP and UDP over
@@ -58,39 +61,15 @@ type StackOptions struct {
 type Stack struct {
 	*stack.Stack
 	Endpoints []*Endpoint
-	// Leases are the DHCP leases each interface got at start-up (nil where
-	// static or fallen back); they are not updated. Lease(i) is current.
-	Leases []*dhcp.Lease
 
-	logf   func(format string, args ...any)
-	cancel context.CancelFunc // stops the lease keepers
-	keep   sync.WaitGroup
+	logf    func(format string, args ...any)
+	onLease func(i int, l *dhcp.Lease)
+	cancel  context.CancelFunc // stops the lease keepers
+	keep    sync.WaitGroup
 
 	mu     sync.Mutex
-	leases []*dhcp.Lease // per interface, nil where static or fallen back
-}
-
-// Lease returns interface i's current DHCP lease, nil if it has none.
-func (s *Stack) Lease(i int) *dhcp.Lease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i < 0 || i >= len(s.leases) {
-		return nil
-	}
-	return s.leases[i]
-}
-
-// DNS returns the DNS servers the current leases name.
-func (s *Stack) DNS() []netip.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []netip.Addr
-	for _, l := range s.leases {
-		if l != nil {
-			out = append(out, l.DNS...)
-		}
-	}
-	return out
+	leases []leased      // per interface
+	change chan struct{} // closed and replaced when a lease changes
 }
 
 // NICID is the gVisor NIC id of interface i (in NewStack's order).
@@ -108,9 +87,10 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 			NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
 			TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		}),
-		leases: make([]*dhcp.Lease, len(ifs)),
-		Leases: make([]*dhcp.Lease, len(ifs)),
-		logf:   opt.Logf,
+		leases:  make([]leased, len(ifs)),
+		change:  make(chan struct{}),
+		logf:    opt.Logf,
+		onLease: opt.OnLease,
 	}
 	var ctx context.Context
 	ctx, s.cancel = context.WithCancel(context.Background())
@@ -132,6 +112,18 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 		return nil, err
 	}
 	for i, ifc := range ifs {
+		if ifc.DHCP {
+			// A link that comes back has the lease checked at once.
+			user := ifc.Endpoint.OnLink
+			ifc.Endpoint.OnLink = func(l nic.Link) {
+				if user != nil {
+					user(l)
+				}
+				if l.Up {
+					s.linkUp(i)
+				}
+			}
+		}
 		ep, err := New(ifc.NIC, ifc.Endpoint)
 		if err != nil {
 			return fail(fmt.Errorf("netstack: interface %d: %w", i, err))
@@ -155,7 +147,8 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 	return s, nil
 }
 
-// configure addresses interface i.
+// configure addresses interface i: its static addresses, or a DHCP
+// client that keeps a lease from now on.
 func (s *Stack) configure(ctx context.Context, i int, ifc Interface, opt StackOptions) error {
 	id, name := NICID(i), ifc.NIC.Name()
 	if ifc.DHCP {
@@ -163,25 +156,15 @@ func (s *Stack) configure(ctx context.Context, i int, ifc Interface, opt StackOp
 		if err != nil {
 			return fmt.Errorf("netstack: %s: %w", name, err)
 		}
-		l, err := c.Acquire(ctx)
-		switch {
-		case err == nil:
-			opt.Logf("%s: dhcp %v gw %v", name, l.Addr, l.Router)
-			if err := s.address(id, name, []netip.Prefix{l.Addr}, l.Router); err != nil {
-				return err
-			}
-			s.mu.Lock()
-			s.leases[i] = l
-			s.mu.Unlock()
-			s.Leases[i] = l
-			s.keep.Add(1)
-			go s.keepLease(ctx, i, c, l)
-			return nil
-		case len(ifc.Addrs) == 0:
-			return fmt.Errorf("netstack: %s: %w", name, err)
-		default:
-			opt.Logf("%s: %v; using static %v", name, err, ifc.Addrs)
-		}
+		s.mu.Lock()
+		s.leases[i] = leased{client: c, fallback: ifc.Addrs, gateway: ifc.Gateway}
+		s.mu.Unlock()
+		s.keep.Add(1)
+		go func() {
+			defer s.keep.Done()
+			c.Run(ctx, s.leaseHandler(i, name))
+		}()
+		return nil
 	}
 	if err := s.address(id, name, ifc.Addrs, ifc.Gateway); err != nil {
 		return err
@@ -192,49 +175,6 @@ func (s *Stack) configure(ctx context.Context, i int, ifc Interface, opt StackOp
 	return nil
 }
 
-// keepLease renews interface i's lease at its renewal time (T1), retries
-// at half the remaining time while it lasts, and removes the address when
-// the lease runs out or the server refuses it.
-func (s *Stack) keepLease(ctx context.Context, i int, c *dhcp.Client, l *dhcp.Lease) {
-	defer s.keep.Done()
-	id, name := NICID(i), s.Endpoints[i].NIC().Name()
-	got := time.Now()
-	wait := l.Renew
-	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		nl, err := c.Renew(ctx, l)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			s.logf("%s: dhcp renewed %v for %v", name, nl.Addr, nl.Duration)
-			s.mu.Lock()
-			s.leases[i] = nl
-			s.mu.Unlock()
-			l, got, wait = nl, time.Now(), nl.Renew
-			continue
-		}
-		left := l.Duration - time.Since(got)
-		if errors.Is(err, dhcp.ErrRefused) || left <= 0 {
-			s.logf("%s: dhcp lease on %v ends: %v", name, l.Addr, err)
-			s.RemoveAddress(id, tcpip.AddrFromSlice(l.Addr.Addr().AsSlice()))
-			s.SyncMulticast(id)
-			s.mu.Lock()
-			s.leases[i] = nil
-			s.mu.Unlock()
-			return
-		}
-		s.logf("%s: dhcp renew: %v; %v of the lease left", name, err, left)
-		wait = max(left/2, time.Second)
-	}
-}
-
 // address adds addrs to NIC id with their on-link routes, and a default
 // route through gw when it is valid.
 func (s *Stack) address(id tcpip.NICID, name string, addrs []netip.Prefix, gw netip.Addr) error {
@@ -242,14 +182,7 @@ func (s *Stack) address(id tcpip.NICID, name string, addrs []netip.Prefix, gw ne
 		if !a.IsValid() {
 			return fmt.Errorf("netstack: %s: invalid address %v", name, a)
 		}
-		proto := ipv4.ProtocolNumber
-		if !a.Addr().Is4() {
-			proto = ipv6.ProtocolNumber
-		}
-		pa := tcpip.ProtocolAddress{
-			Protocol:          proto,
-			AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFromSlice(a.Addr().AsSlice()), PrefixLen: a.Bits()},
-		}
+		pa := protocolAddress(a)
 		if err := s.AddProtocolAddress(id, pa, stack.AddressProperties{}); err != nil {
 			return fmt.Errorf("netstack: %s: add %v: %s", name, a, err)
 		}
@@ -257,13 +190,42 @@ func (s *Stack) address(id tcpip.NICID, name string, addrs []netip.Prefix, gw ne
 	}
 	s.SyncMulticast(id)
 	if gw.IsValid() {
-		dest, err := tcpip.NewSubnet(tcpip.AddrFromSlice(make([]byte, gw.BitLen()/8)), tcpip.MaskFromBytes(make([]byte, gw.BitLen()/8)))
-		if err != nil {
-			return fmt.Errorf("netstack: %s: default route: %w", name, errors.New(err.Error()))
-		}
-		s.AddRoute(tcpip.Route{Destination: dest, Gateway: tcpip.AddrFromSlice(gw.AsSlice()), NIC: id})
+		s.AddRoute(tcpip.Route{Destination: anySubnet(gw), Gateway: addrOf(gw), NIC: id})
 	}
 	return nil
+}
+
+// unaddress takes away what address added.
+func (s *Stack) unaddress(id tcpip.NICID, addrs []netip.Prefix, gw netip.Addr) {
+	for _, a := range addrs {
+		pa := protocolAddress(a)
+		sub := pa.AddressWithPrefix.Subnet()
+		s.RemoveRoutes(func(r tcpip.Route) bool { return r.NIC == id && r.Destination == sub && r.Gateway.Len() == 0 })
+		s.RemoveAddress(id, pa.AddressWithPrefix.Address)
+	}
+	if gw.IsValid() {
+		s.RemoveRoutes(func(r tcpip.Route) bool { return r.NIC == id && r.Gateway == addrOf(gw) })
+	}
+	s.SyncMulticast(id)
+}
+
+// protocolAddress is a as gVisor's address with prefix.
+func protocolAddress(a netip.Prefix) tcpip.ProtocolAddress {
+	proto := ipv4.ProtocolNumber
+	if !a.Addr().Is4() {
+		proto = ipv6.ProtocolNumber
+	}
+	return tcpip.ProtocolAddress{
+		Protocol:          proto,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: addrOf(a.Addr()), PrefixLen: a.Bits()},
+	}
+}
+
+// anySubnet is the default route's destination in gw's family.
+func anySubnet(gw netip.Addr) tcpip.Subnet {
+	n := gw.BitLen() / 8
+	sub, _ := tcpip.NewSubnet(tcpip.AddrFromSlice(make([]byte, n)), tcpip.MaskFromBytes(make([]byte, n)))
+	return sub
 }
 
 // SyncMulticast sets NIC id's multicast receive filter from the addresses

@@ -1,16 +1,24 @@
+// Package dhcp keeps a DHCPv4 lease for one NIC of a gVisor stack. The
+// messages and their exchange are github.com/insomniacslk/dhcp's (nclient4
+// over a gVisor UDP socket); this package adds what an appliance needs on
+// top: offers of addresses no host may take are refused and counted, the
+// lease is renewed (RFC 2131 RENEWING) and rebound (REBINDING) as it says,
+// checked again (INIT-REBOOT) when the link comes back, and a machine
+// without a lease keeps asking, with back-off, for as long as it runs.
 package dhcp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -25,52 +33,76 @@ var ErrRefused = errors.New("refused by the server (NAK)")
 
 // Ports of RFC 2131.
 const (
-	ServerPort = 67
-	ClientPort = 68
+	ServerPort = nclient4.ServerPort
+	ClientPort = nclient4.ClientPort
 )
 
 // Config tunes a Client. The zero value gives the defaults.
 type Config struct {
-	// Timeout bounds a whole acquisition when the context has no earlier
-	// deadline. Default 10 s.
-	Timeout time.Duration
 	// Retransmit is the first wait for a reply; it doubles after every
-	// unanswered send, up to 64 s as RFC 2131 section 4.1 says. Default 1 s.
+	// unanswered send (RFC 2131 section 4.1). Default 1 s.
 	Retransmit time.Duration
+	// Sends is how often one message is sent before its exchange fails.
+	// Default 4 (1+2+4+8 s with the default Retransmit).
+	Sends int
+	// Backoff is the pause after a failed acquisition before the next
+	// DISCOVER; it doubles after each failure up to BackoffMax and is
+	// never given up. Defaults 2 s and 64 s.
+	Backoff, BackoffMax time.Duration
+	// MinRetry is the least wait between two unanswered renewals or
+	// rebinds (RFC 2131 section 4.4.5 says 60 s, the default), unless the
+	// next deadline of the lease comes first.
+	MinRetry time.Duration
 	// Hostname, if set, is sent in option 12.
 	Hostname string
 }
 
 func (c Config) withDefaults() Config {
-	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
-	}
 	if c.Retransmit <= 0 {
 		c.Retransmit = time.Second
+	}
+	if c.Sends <= 0 {
+		c.Sends = 4
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 2 * time.Second
+	}
+	if c.BackoffMax < c.Backoff {
+		c.BackoffMax = max(64*time.Second, c.Backoff)
+	}
+	if c.MinRetry <= 0 {
+		c.MinRetry = 60 * time.Second
 	}
 	return c
 }
 
-// Lease is what the server granted.
-type Lease struct {
-	Addr     netip.Prefix // the address with the subnet mask's length
-	Router   netip.Addr   // first router (option 3); invalid if none
-	DNS      []netip.Addr
-	Server   netip.Addr    // server identifier (option 54)
-	Duration time.Duration // lease time (option 51)
-	Renew    time.Duration // T1 (option 58, default half the lease)
+// Stats count the client's messages and what it refused.
+type Stats struct {
+	Discovers, OffersRefused, Requests, Acks, AcksRefused, Naks uint64
+	Renewals, Rebinds, Reboots, Expired, Failures               uint64
 }
 
-func (l *Lease) String() string {
-	return fmt.Sprintf("%v gw %v dns %v lease %v from %v", l.Addr, l.Router, l.DNS, l.Duration, l.Server)
+type counters struct {
+	discovers, offersRefused, requests, acks, acksRefused, naks atomic.Uint64
+	renewals, rebinds, reboots, expired, failures               atomic.Uint64
 }
 
-// Client acquires a lease for one NIC of a gVisor stack.
+// Client acquires and keeps a lease for one NIC of a gVisor stack.
 type Client struct {
-	s     *stack.Stack
 	nicID tcpip.NICID
-	mac   [6]byte
+	mac   net.HardwareAddr
 	cfg   Config
+	// open returns the client's socket; unbound, it also gives the NIC
+	// the unspecified address to send from until done is called.
+	open func(unbound bool) (conn net.PacketConn, done func(), err error)
+
+	n    counters
+	link chan struct{} // the link came up
+
+	mu          sync.Mutex
+	state       string
+	lease       *Lease
+	lastRefused string
 }
 
 // NewClient returns a client for NIC nicID of s.
@@ -79,275 +111,246 @@ func NewClient(s *stack.Stack, nicID tcpip.NICID, cfg Config) (*Client, error) {
 	if len(la) != 6 {
 		return nil, fmt.Errorf("dhcp: nic %d: link address %q is not Ethernet", nicID, la)
 	}
-	return &Client{s: s, nicID: nicID, mac: [6]byte([]byte(la)), cfg: cfg.withDefaults()}, nil
+	c := newClient(nicID, net.HardwareAddr([]byte(la)), cfg)
+	c.open = func(unbound bool) (net.PacketConn, func(), error) { return openUDP(s, nicID, unbound) }
+	return c, nil
 }
 
-// Acquire runs DISCOVER, OFFER, REQUEST, ACK and returns the lease. It does
-// not configure the stack: the caller adds the address and routes. While
-// it runs, the NIC holds the unspecified address 0.0.0.0 so that it can
-// send from it (RFC 2131 section 4.1); that is removed again on return.
-func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
-		defer cancel()
-	}
-	any4 := tcpip.ProtocolAddress{
-		Protocol:          ipv4.ProtocolNumber,
-		AddressWithPrefix: tcpip.AddressWithPrefix{Address: header.IPv4Any, PrefixLen: 0},
-	}
-	if err := c.s.AddProtocolAddress(c.nicID, any4, stack.AddressProperties{}); err != nil {
-		if _, dup := err.(*tcpip.ErrDuplicateAddress); !dup {
-			return nil, fmt.Errorf("dhcp: nic %d: add 0.0.0.0: %s", c.nicID, err)
+func newClient(nicID tcpip.NICID, mac net.HardwareAddr, cfg Config) *Client {
+	return &Client{nicID: nicID, mac: mac, cfg: cfg.withDefaults(), link: make(chan struct{}, 1), state: "init"}
+}
+
+// openUDP opens UDP port 68 on NIC id, allowed to broadcast. Unbound, the
+// NIC holds 0.0.0.0 so that it can send from it (RFC 2131 section 4.1)
+// until done.
+func openUDP(s *stack.Stack, id tcpip.NICID, unbound bool) (net.PacketConn, func(), error) {
+	done := func() {}
+	if unbound {
+		any4 := tcpip.ProtocolAddress{
+			Protocol:          ipv4.ProtocolNumber,
+			AddressWithPrefix: tcpip.AddressWithPrefix{Address: header.IPv4Any},
 		}
+		if err := s.AddProtocolAddress(id, any4, stack.AddressProperties{}); err != nil {
+			if _, dup := err.(*tcpip.ErrDuplicateAddress); !dup {
+				return nil, nil, fmt.Errorf("dhcp: nic %d: add 0.0.0.0: %s", id, err)
+			}
+		}
+		done = func() { s.RemoveAddress(id, header.IPv4Any) }
 	}
-	defer c.s.RemoveAddress(c.nicID, header.IPv4Any)
-
-	conn, err := c.bind(tcpip.Address{})
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return c.exchange(ctx, conn)
-}
-
-// bind opens the client's UDP socket: port 68 of local (any if empty) on
-// this NIC, allowed to broadcast.
-func (c *Client) bind(local tcpip.Address) (*gonet.UDPConn, error) {
 	var wq waiter.Queue
-	ep, terr := c.s.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, &wq)
+	ep, terr := s.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, &wq)
 	if terr != nil {
-		return nil, fmt.Errorf("dhcp: nic %d: udp endpoint: %s", c.nicID, terr)
+		done()
+		return nil, nil, fmt.Errorf("dhcp: nic %d: udp endpoint: %s", id, terr)
 	}
 	ep.SocketOptions().SetBroadcast(true)
-	if terr := ep.SocketOptions().SetBindToDevice(int32(c.nicID)); terr != nil {
+	fail := func(what string, terr tcpip.Error) (net.PacketConn, func(), error) {
 		ep.Close()
-		return nil, fmt.Errorf("dhcp: nic %d: bind to device: %s", c.nicID, terr)
+		done()
+		return nil, nil, fmt.Errorf("dhcp: nic %d: %s: %s", id, what, terr)
 	}
-	if terr := ep.Bind(tcpip.FullAddress{NIC: c.nicID, Addr: local, Port: ClientPort}); terr != nil {
-		ep.Close()
-		return nil, fmt.Errorf("dhcp: nic %d: bind :%d: %s", c.nicID, ClientPort, terr)
+	if terr := ep.SocketOptions().SetBindToDevice(int32(id)); terr != nil {
+		return fail("bind to device", terr)
 	}
-	return gonet.NewUDPConn(&wq, ep), nil
+	if terr := ep.Bind(tcpip.FullAddress{NIC: id, Port: ClientPort}); terr != nil {
+		return fail(fmt.Sprintf("bind :%d", ClientPort), terr)
+	}
+	return gonet.NewUDPConn(&wq, ep), done, nil
 }
 
-// exchange does the two round trips on conn.
-func (c *Client) exchange(ctx context.Context, conn *gonet.UDPConn) (*Lease, error) {
-	var x [4]byte
-	if _, err := rand.Read(x[:]); err != nil {
-		return nil, fmt.Errorf("dhcp: transaction id: %w", err)
+// Stats returns the counters.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Discovers: c.n.discovers.Load(), OffersRefused: c.n.offersRefused.Load(),
+		Requests: c.n.requests.Load(), Acks: c.n.acks.Load(), AcksRefused: c.n.acksRefused.Load(),
+		Naks: c.n.naks.Load(), Renewals: c.n.renewals.Load(), Rebinds: c.n.rebinds.Load(),
+		Reboots: c.n.reboots.Load(), Expired: c.n.expired.Load(), Failures: c.n.failures.Load(),
 	}
-	xid := binary.BigEndian.Uint32(x[:])
+}
 
-	discover := c.request(xid, msgDiscover)
-	offer, err := c.roundTrip(ctx, conn, broadcast, discover, func(m *message) error {
-		if m.msgType() != msgOffer {
-			return fmt.Errorf("%v, want OFFER", m.msgType())
-		}
-		if !m.yiaddr.IsValid() || m.yiaddr.IsUnspecified() || m.yiaddr == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-			return fmt.Errorf("OFFER of address %v", m.yiaddr)
-		}
-		if _, ok := m.addr(optServerID); !ok {
-			return errors.New("OFFER without server identifier (option 54)")
-		}
-		return nil
-	})
+// Lease is the lease Run holds, nil without one.
+func (c *Client) Lease() *Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lease
+}
+
+// LinkUp tells Run that the link came (back) up: a held lease is checked
+// at once (INIT-REBOOT), a client without one stops waiting to DISCOVER.
+func (c *Client) LinkUp() {
+	select {
+	case c.link <- struct{}{}:
+	default:
+	}
+}
+
+// refused counts an OFFER or ACK that was not taken, keeping the reason.
+func (c *Client) refused(n *atomic.Uint64, err error) {
+	n.Add(1)
+	c.mu.Lock()
+	c.lastRefused = err.Error()
+	c.mu.Unlock()
+}
+
+func (c *Client) modifiers(extra ...dhcpv4.Modifier) []dhcpv4.Modifier {
+	m := []dhcpv4.Modifier{
+		dhcpv4.WithRequestedOptions(
+			dhcpv4.OptionSubnetMask, dhcpv4.OptionRouter, dhcpv4.OptionDomainNameServer,
+			dhcpv4.OptionDomainName, dhcpv4.OptionInterfaceMTU, dhcpv4.OptionNTPServers,
+			dhcpv4.OptionClasslessStaticRoute, dhcpv4.OptionIPAddressLeaseTime,
+			dhcpv4.OptionRenewTimeValue, dhcpv4.OptionRebindingTimeValue),
+		dhcpv4.WithOption(dhcpv4.OptMaxMessageSize(nclient4.MaxMessageSize)),
+		dhcpv4.WithOption(dhcpv4.OptClientIdentifier(append([]byte{1}, c.mac...))),
+	}
+	if c.cfg.Hostname != "" {
+		m = append(m, dhcpv4.WithOption(dhcpv4.OptHostName(c.cfg.Hostname)))
+	}
+	return append(m, extra...)
+}
+
+// exchange opens the socket and runs f with a library client on it.
+func (c *Client) exchange(unbound bool, f func(nc *nclient4.Client) (*Lease, error)) (*Lease, error) {
+	conn, done, err := c.open(unbound)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
+	nc, err := nclient4.NewWithConn(conn, c.mac, nclient4.WithTimeout(c.cfg.Retransmit), nclient4.WithRetry(c.cfg.Sends))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dhcp: nic %d: %w", c.nicID, err)
+	}
+	defer nc.Close()
+	return f(nc)
+}
 
-	server, _ := offer.addr(optServerID)
-	req := c.request(xid, msgRequest)
-	req.opts[optRequestedIP] = offer.yiaddr.AsSlice()
-	req.opts[optServerID] = server.AsSlice()
-	ack, err := c.roundTrip(ctx, conn, broadcast, req, func(m *message) error {
-		if id, ok := m.addr(optServerID); ok && id != server {
-			return fmt.Errorf("%v from server %v, we asked %v", m.msgType(), id, server)
+// Acquire runs DISCOVER, OFFER, REQUEST, ACK once and returns the lease.
+// Offers of addresses no host may take are skipped and counted, as are
+// ACKs that do not make a lease; a NAK is an error wrapping ErrRefused.
+// It does not configure the stack: the caller adds the address.
+func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
+	return c.exchange(true, func(nc *nclient4.Client) (*Lease, error) {
+		sent := time.Now()
+		disc, err := dhcpv4.NewDiscovery(c.mac, c.modifiers(dhcpv4.WithBroadcast(true))...)
+		if err != nil {
+			return nil, fmt.Errorf("dhcp: nic %d: DISCOVER: %w", c.nicID, err)
 		}
-		switch m.msgType() {
-		case msgAck:
-			if m.yiaddr != offer.yiaddr {
-				return fmt.Errorf("ACK for %v, we requested %v", m.yiaddr, offer.yiaddr)
+		c.n.discovers.Add(1)
+		refusedBefore := c.n.offersRefused.Load()
+		offer, err := nc.SendAndRead(ctx, nclient4.DefaultServers, disc, func(m *dhcpv4.DHCPv4) bool {
+			if m.MessageType() != dhcpv4.MessageTypeOffer {
+				return false
 			}
-			return nil
-		case msgNak:
-			return nil
+			if err := checkOffer(m); err != nil {
+				c.refused(&c.n.offersRefused, err)
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			if n := c.n.offersRefused.Load() - refusedBefore; n > 0 {
+				return nil, fmt.Errorf("dhcp: nic %d: no usable OFFER (%d refused, last: %s): %w", c.nicID, n, c.lastRefusal(), err)
+			}
+			return nil, fmt.Errorf("dhcp: nic %d: no reply to DISCOVER after %d sends: %w", c.nicID, c.cfg.Sends, err)
 		}
-		return fmt.Errorf("%v, want ACK or NAK", m.msgType())
+		yiaddr, _ := addrOf(offer.YourIPAddr)
+		server, _ := addrOf(offer.ServerIdentifier())
+		req, err := dhcpv4.NewRequestFromOffer(offer, c.modifiers(dhcpv4.WithBroadcast(true))...)
+		if err != nil {
+			return nil, fmt.Errorf("dhcp: nic %d: REQUEST: %w", c.nicID, err)
+		}
+		return c.request(ctx, nc, req, nclient4.DefaultServers, yiaddr, server, sent, "request")
+	})
+}
+
+// request sends req to dst until an ACK that makes a lease for addr
+// comes, or a NAK (from server, when valid).
+func (c *Client) request(ctx context.Context, nc *nclient4.Client, req *dhcpv4.DHCPv4, dst *net.UDPAddr, addr, server netip.Addr, sent time.Time, what string) (*Lease, error) {
+	c.n.requests.Add(1)
+	var lease *Lease
+	reply, err := nc.SendAndRead(ctx, dst, req, func(m *dhcpv4.DHCPv4) bool {
+		if id, ok := addrOf(m.ServerIdentifier()); server.IsValid() && (!ok || id != server) {
+			return false // another server's answer to another client
+		}
+		switch m.MessageType() {
+		case dhcpv4.MessageTypeNak:
+			return true
+		case dhcpv4.MessageTypeAck:
+			l, err := leaseFrom(m, addr, server, sent)
+			if err != nil {
+				c.refused(&c.n.acksRefused, err)
+				return false
+			}
+			lease = l
+			return true
+		}
+		return false
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dhcp: nic %d: %s %v: no answer after %d sends: %w", c.nicID, what, addr, c.cfg.Sends, err)
 	}
-	if ack.msgType() == msgNak {
-		return nil, fmt.Errorf("dhcp: request %v from %v: %w", offer.yiaddr, server, ErrRefused)
+	if reply.MessageType() == dhcpv4.MessageTypeNak {
+		c.n.naks.Add(1)
+		from, _ := addrOf(reply.ServerIdentifier())
+		msg := ""
+		if m := reply.Message(); m != "" {
+			msg = fmt.Sprintf(" (%q)", m)
+		}
+		return nil, fmt.Errorf("dhcp: nic %d: %s %v from %v%s: %w", c.nicID, what, addr, from, msg, ErrRefused)
 	}
-	return leaseFrom(ack, server)
+	c.n.acks.Add(1)
+	return lease, nil
 }
 
 // Renew asks the server that granted l to extend it (RFC 2131 section
 // 4.4.5, RENEWING): a REQUEST from the leased address, sent straight to
-// the server. The NIC must hold l.Addr. It returns the extended lease; a
-// NAK is an error, and the caller must then stop using the address.
+// the server. The NIC must hold l.Addr.
 func (c *Client) Renew(ctx context.Context, l *Lease) (*Lease, error) {
-	if l == nil || !l.Addr.IsValid() || !l.Server.IsValid() {
-		return nil, fmt.Errorf("dhcp: nic %d: renew needs a lease with an address and a server", c.nicID)
+	return c.extend(ctx, l, &net.UDPAddr{IP: l.Server.AsSlice(), Port: ServerPort}, l.Server, "renew")
+}
+
+// Rebind asks any server to extend l (REBINDING): the same REQUEST,
+// broadcast, after the granting server has not answered until T2.
+func (c *Client) Rebind(ctx context.Context, l *Lease) (*Lease, error) {
+	return c.extend(ctx, l, nclient4.DefaultServers, netip.Addr{}, "rebind")
+}
+
+func (c *Client) extend(ctx context.Context, l *Lease, dst *net.UDPAddr, server netip.Addr, what string) (*Lease, error) {
+	if l == nil || l.ack == nil {
+		return nil, fmt.Errorf("dhcp: nic %d: %s needs a lease from an ACK", c.nicID, what)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
-		defer cancel()
-	}
-	conn, err := c.bind(tcpip.AddrFromSlice(l.Addr.Addr().AsSlice()))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	var x [4]byte
-	if _, err := rand.Read(x[:]); err != nil {
-		return nil, fmt.Errorf("dhcp: transaction id: %w", err)
-	}
-	req := c.request(binary.BigEndian.Uint32(x[:]), msgRequest)
-	req.flags = 0 // we can take unicast now
-	req.ciaddr = l.Addr.Addr()
-	dst := &net.UDPAddr{IP: l.Server.AsSlice(), Port: ServerPort}
-	ack, err := c.roundTrip(ctx, conn, dst, req, func(m *message) error {
-		switch m.msgType() {
-		case msgAck:
-			if m.yiaddr != l.Addr.Addr() {
-				return fmt.Errorf("ACK for %v, we hold %v", m.yiaddr, l.Addr.Addr())
-			}
-			return nil
-		case msgNak:
-			return nil
+	return c.exchange(false, func(nc *nclient4.Client) (*Lease, error) {
+		sent := time.Now()
+		req, err := dhcpv4.NewRenewFromAck(l.ack, c.modifiers()...)
+		if err != nil {
+			return nil, fmt.Errorf("dhcp: nic %d: %s: %w", c.nicID, what, err)
 		}
-		return fmt.Errorf("%v, want ACK or NAK", m.msgType())
+		req.ClientHWAddr = c.mac
+		return c.request(ctx, nc, req, dst, l.Addr.Addr(), server, sent, what)
 	})
-	if err != nil {
-		return nil, err
-	}
-	if ack.msgType() == msgNak {
-		return nil, fmt.Errorf("dhcp: renew %v from %v: %w", l.Addr, l.Server, ErrRefused)
-	}
-	return leaseFrom(ack, l.Server)
 }
 
-// leaseFrom reads the lease out of an ACK.
-func leaseFrom(ack *message, server netip.Addr) (*Lease, error) {
-	mask, ok := ack.addr(optSubnetMask)
-	if !ok {
-		return nil, fmt.Errorf("dhcp: ACK from %v has no subnet mask (option 1)", server)
-	}
-	ones, bits := net.IPMask(mask.AsSlice()).Size()
-	if bits == 0 {
-		return nil, fmt.Errorf("dhcp: ACK from %v: subnet mask %v is not contiguous", server, mask)
-	}
-	d, ok := ack.seconds(optLeaseTime)
-	if !ok {
-		return nil, fmt.Errorf("dhcp: ACK from %v has no lease time (option 51)", server)
-	}
-	l := &Lease{
-		Addr:     netip.PrefixFrom(ack.yiaddr, ones),
-		DNS:      ack.addrs(optDNS),
-		Server:   server,
-		Duration: d,
-		Renew:    d / 2,
-	}
-	if t1, ok := ack.seconds(optRenewalTime); ok && t1 < d {
-		l.Renew = t1
-	}
-	if r := ack.addrs(optRouter); len(r) > 0 {
-		l.Router = r[0]
-	}
-	return l, nil
+// Reboot checks l with any server after the link came back (RFC 2131
+// section 3.2, INIT-REBOOT): a broadcast REQUEST naming the address and
+// no server. An ACK extends the lease; a NAK means the machine moved to
+// another network.
+func (c *Client) Reboot(ctx context.Context, l *Lease) (*Lease, error) {
+	return c.exchange(false, func(nc *nclient4.Client) (*Lease, error) {
+		sent := time.Now()
+		req, err := dhcpv4.New(c.modifiers(
+			dhcpv4.WithHwAddr(c.mac),
+			dhcpv4.WithMessageType(dhcpv4.MessageTypeRequest),
+			dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(l.Addr.Addr().AsSlice())),
+			dhcpv4.WithBroadcast(true))...)
+		if err != nil {
+			return nil, fmt.Errorf("dhcp: nic %d: reboot: %w", c.nicID, err)
+		}
+		return c.request(ctx, nc, req, nclient4.DefaultServers, l.Addr.Addr(), netip.Addr{}, sent, "reboot")
+	})
 }
 
-// request builds a client message of type t.
-func (c *Client) request(xid uint32, t msgType) *message {
-	m := &message{
-		op:     opRequest,
-		xid:    xid,
-		flags:  flagBroadcast, // we cannot take unicast before we have the address
-		chaddr: c.mac,
-		opts: map[uint8][]byte{
-			optMessageType:  {byte(t)},
-			optParamRequest: {optSubnetMask, optRouter, optDNS, optLeaseTime, optRenewalTime},
-			optMaxSize:      {0x05, 0xdc}, // 1500
-			optClientID:     append([]byte{htypeEthernet}, c.mac[:]...),
-		},
-	}
-	if c.cfg.Hostname != "" {
-		m.opts[optHostname] = []byte(c.cfg.Hostname)
-	}
-	return m
-}
-
-// broadcast is where a client without a lease sends.
-var broadcast = &net.UDPAddr{IP: net.IPv4bcast, Port: ServerPort}
-
-// roundTrip sends m to dst and waits for a reply to it that accept takes,
-// retransmitting with exponential back-off until ctx ends. Replies for
-// other transactions are skipped; malformed or unacceptable ones are
-// counted and the last reason is reported if nothing good arrives.
-func (c *Client) roundTrip(ctx context.Context, conn *gonet.UDPConn, dst *net.UDPAddr, m *message, accept func(*message) error) (*message, error) {
-	pkt := m.marshal()
-	buf := make([]byte, 1500)
-	wait := c.cfg.Retransmit
-	sent, bad := 0, 0
-	var lastBad error
-	for {
-		if _, err := conn.WriteTo(pkt, dst); err != nil {
-			return nil, fmt.Errorf("dhcp: send %v: %w", m.msgType(), err)
-		}
-		sent++
-		next := time.Now().Add(wait)
-		if d, ok := ctx.Deadline(); ok && d.Before(next) {
-			next = d
-		}
-		for {
-			if err := ctx.Err(); err != nil {
-				return nil, c.timeout(m, sent, bad, lastBad, err)
-			}
-			if err := conn.SetReadDeadline(next); err != nil {
-				return nil, fmt.Errorf("dhcp: set deadline: %w", err)
-			}
-			n, _, err := conn.ReadFrom(buf)
-			if err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
-					break // retransmit, or give up at the top
-				}
-				return nil, fmt.Errorf("dhcp: waiting for reply to %v: %w", m.msgType(), err)
-			}
-			r, err := parse(buf[:n])
-			if err == nil && (r.op != opReply || r.xid != m.xid || r.chaddr != c.mac) {
-				continue // another client's conversation
-			}
-			if err == nil {
-				err = accept(r)
-			}
-			if err != nil {
-				bad++
-				lastBad = err
-				continue
-			}
-			return r, nil
-		}
-		if ctx.Err() != nil {
-			return nil, c.timeout(m, sent, bad, lastBad, ctx.Err())
-		}
-		if wait *= 2; wait > 64*time.Second {
-			wait = 64 * time.Second
-		}
-	}
-}
-
-func (c *Client) timeout(m *message, sent, bad int, lastBad, cause error) error {
-	if bad > 0 {
-		return fmt.Errorf("dhcp: nic %d: no usable reply to %v after %d sends: %d replies ignored, last: %v (%w)", c.nicID, m.msgType(), sent, bad, lastBad, cause)
-	}
-	return fmt.Errorf("dhcp: nic %d: no reply to %v after %d sends (%w)", c.nicID, m.msgType(), sent, cause)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+func (c *Client) lastRefusal() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastRefused
 }
