@@ -3,8 +3,9 @@
 // Command init is PID 1 of the ether9 image: it mounts what it needs,
 // takes the serial console, and brings the system up on the Linux-hosted
 // platform. It never exits while it can serve: a panic in a service is
-// caught and the service restarted; a failure that leaves nothing to serve
-// powers the machine off with the reason on the console.
+// caught and the service restarted. No failure of the network powers the
+// machine off: without a NIC, a lease or a platform the console shell
+// stays up and the console says why.
 package main
 
 import (
@@ -17,6 +18,9 @@ import (
 
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/kernel/linux"
+	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/bind"
+	"github.com/ether9/ether9/ns/shell"
 )
 
 func main() {
@@ -28,8 +32,23 @@ func main() {
 		}
 	}()
 	if err := run(con); err != nil {
-		con.logf("ether9: %v", err)
-		halt(con)
+		con.logf("ether9: %v; the console stays up", err)
+		stayUp(con)
+	}
+}
+
+// stayUp keeps PID 1 and the console shell, over a namespace with the
+// console lines alone, when the system could not be brought up.
+func stayUp(con *console) {
+	if con.in != nil {
+		n := ns.New()
+		k := bind.NewKmesg(1)
+		k.Add("the system could not be brought up: see the console")
+		bind.Sys(n, k, func() time.Duration { return time.Since(con.start) })
+		go runShellOn(con, con.in, func() *shell.Shell { return &shell.Shell{NS: n} })
+	}
+	for {
+		time.Sleep(time.Hour)
 	}
 }
 
@@ -81,7 +100,13 @@ func run(con *console) error {
 	}
 	con.logf("ether9: up in %.3fs", time.Since(con.start).Seconds())
 	if con.in != nil {
-		go runShell(con, con.in, sys)
+		go runShellOn(con, con.in, sys.Shell)
+	}
+	if err := sys.Serving(); err != nil {
+		con.logf("ether9: nothing to serve on the network (%v); the console stays up", err)
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	sys.Wait()
 	return fmt.Errorf("every service stopped")

@@ -11,15 +11,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ether9/ether9/boot/init/system"
+	"github.com/ether9/ether9/ns/shell"
 )
 
-// runShell serves the console shell on f for as long as the system runs.
+// runShellOn serves the console shell sh makes on f for as long as PID 1
+// runs.
 // The terminal goes to raw mode (no kernel echo, line editing or signals)
 // because the shell edits lines itself and ^C must reach it, not kill
 // PID 1. A shell that stops (end of input, an error) is restarted after a
 // pause: the console is how a person reaches a machine with no network.
-func runShell(con *console, f *os.File, sys *system.System) {
+func runShellOn(con *console, f *os.File, sh func() *shell.Shell) {
 	if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
 		t.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG | unix.IEXTEN
 		t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
@@ -29,7 +30,7 @@ func runShell(con *console, f *os.File, sys *system.System) {
 	}
 	con.logf("shell: on the console (type help)")
 	for {
-		if err := shellOnce(f, con, sys); err != nil {
+		if err := shellOnce(f, con, sh); err != nil {
 			con.logf("shell: %v", err)
 		}
 		time.Sleep(time.Second)
@@ -37,13 +38,13 @@ func runShell(con *console, f *os.File, sys *system.System) {
 }
 
 // shellOnce runs one shell; a panic in a command is reported, never fatal.
-func shellOnce(f *os.File, con *console, sys *system.System) (err error) {
+func shellOnce(f *os.File, con *console, sh func() *shell.Shell) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	return sys.Shell().Run(context.Background(), f, &lockedWriter{con})
+	return sh().Run(context.Background(), f, &lockedWriter{con})
 }
 
 // lockedWriter writes through the console's lock so shell output and

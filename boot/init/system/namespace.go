@@ -41,6 +41,11 @@ func (s *System) buildNamespace() {
 	}
 	if s.stack != nil {
 		report(bind.Stack(n, s.stack.Stack))
+		for i := range s.stack.Endpoints {
+			if c := s.stack.DHCP(i); c != nil {
+				report(n.Add(fmt.Sprintf("/net/ipifc/%d/dhcp", i), ns.Text(c.Text)))
+			}
+		}
 	}
 	s.ns = n
 }
@@ -64,6 +69,9 @@ func (s *System) Shell() *shell.Shell {
 		a, err := netip.ParseAddr(host)
 		if err != nil {
 			return 0, fmt.Errorf("want an IPv4 address: %w", err)
+		}
+		if s.stack == nil {
+			return 0, fmt.Errorf("no network stack: %v", s.down)
 		}
 		return Ping(ctx, s.stack.Stack, a, time.Second)
 	}}

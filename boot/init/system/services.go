@@ -30,15 +30,29 @@ const (
 )
 
 func (s *System) startServices(ctx context.Context) {
+	if len(s.IOMMUs()) > 0 {
+		s.sup.Go(ctx, "iommu", s.watchFaults)
+	}
+	if s.stack == nil {
+		return
+	}
 	s.sup.Go(ctx, "http", s.serveHTTP)
 	if s.opt.NineP != "off" {
 		s.sup.Go(ctx, "9p", s.serve9P)
 	}
-	if len(s.IOMMUs()) > 0 {
-		s.sup.Go(ctx, "iommu", s.watchFaults)
-	}
-	if gw := s.pingTarget(); s.opt.Ping && gw.IsValid() {
+	if s.opt.Ping {
 		s.sup.Go(ctx, "ping", func(ctx context.Context) error {
+			gw := s.pingTarget()
+			if !gw.IsValid() && s.stack.DHCP(0) != nil {
+				// The lease may come late, or never: the ping waits.
+				if _, err := s.stack.WaitLease(ctx, 0); err != nil {
+					return nil
+				}
+				gw = s.pingTarget()
+			}
+			if !gw.IsValid() {
+				return nil
+			}
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			rtt, err := Ping(ctx, s.stack.Stack, gw, time.Second)

@@ -72,13 +72,16 @@ type System struct {
 	// work is signalled after polls that found frames: the fault
 	// watcher looks at the units then.
 	work chan struct{}
+	// down says why there is no network stack; nil with one.
+	down error
 }
 
 // Start brings the system up on p and starts its services. logf receives
 // the console lines, one fact per line. Failures of single parts (a
 // function that cannot be read, a NIC whose probe fails, no VT-d unit) are
-// reported and the rest goes on; Start fails only when nothing could be
-// served at all.
+// reported and the rest goes on. No failure of the network stops it: with
+// no NIC at all the namespace still serves the console (Serving says
+// why); Start fails only when the platform cannot reach PCI.
 func Start(ctx context.Context, p Platform, opt Options, logf func(format string, args ...any)) (*System, error) {
 	if p.Clock == nil {
 		p.Clock = kernel.NewWallClock()
@@ -103,8 +106,13 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 	if err := s.bind(); err != nil {
 		return nil, err
 	}
-	if err := s.startStack(); err != nil {
-		return nil, err
+	if len(s.ports) == 0 {
+		s.down = fmt.Errorf("system: no network controller could be brought up (%d PCI functions)", len(s.funcs))
+	} else if err := s.startStack(); err != nil {
+		s.down = err
+	}
+	if s.down != nil {
+		s.logf("%v; the console stays up", s.down)
 	}
 	s.buildNamespace()
 	s.startServices(ctx)
@@ -113,6 +121,10 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 
 // Wait blocks until every service has stopped (ctx of Start done).
 func (s *System) Wait() { s.sup.Wait() }
+
+// Serving is nil when the network stack runs, else why it does not: the
+// console and the namespace are all there is.
+func (s *System) Serving() error { return s.down }
 
 // Stack is the gVisor stack, for tools that add services of their own.
 func (s *System) Stack() *netstack.Stack { return s.stack }
@@ -173,9 +185,6 @@ func (s *System) bind() error {
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
 		s.logf("%s irq: %s", b.NIC.Name(), irqString(p.IRQ))
 		s.ports = append(s.ports, p)
-	}
-	if len(s.ports) == 0 {
-		return fmt.Errorf("system: no network controller could be brought up (%d PCI functions)", len(res.Functions))
 	}
 	return nil
 }
