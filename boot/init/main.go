@@ -62,6 +62,7 @@ func run(con *console) error {
 		} else {
 			con.w, con.in = f, f
 		}
+		con.screens = openScreens(con)
 	}
 	up, _ := linux.Uptime()
 	con.logf("ether9: booting (kernel up %.3fs)", up)
@@ -99,6 +100,7 @@ func run(con *console) error {
 		return err
 	}
 	con.logf("ether9: up in %.3fs", time.Since(con.start).Seconds())
+	go printCard(con, cmdline, opt, sys)
 	if con.in != nil {
 		go runShellOn(con, con.in, sys.Shell)
 	}
