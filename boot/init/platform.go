@@ -23,7 +23,7 @@ const hugePages = 4
 func newPlatform(con *console) (system.Platform, error) {
 	p := system.Platform{Name: "linux", Clock: kernel.NewWallClock()}
 	if err := linux.EnablePortIO(); err != nil {
-		return p, err
+		return p, lockdownHint(err)
 	}
 	ports, err := pci.HostPorts()
 	if err != nil {
