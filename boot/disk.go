@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,4 +74,37 @@ func (p *parts) makeDisk(o options, log io.Writer) error {
 	fmt.Fprintf(log, "boot: %s: %.1f MB, %s %.1f MB, firmware %s (%.1fs)\n",
 		diskName, float64(st.Size())/1e6, image.BootPath, float64(len(prog))/1e6, fw.Code, time.Since(t).Seconds())
 	return nil
+}
+
+// compareBoot runs the self-test twice, QEMU loading the kernel itself
+// and then the firmware booting ether9.img, and prints both reports and
+// the two side by side: the disk's boot adds the firmware, the stick's
+// reads and the kernel's own decompression.
+func compareBoot(ctx context.Context, o options, out io.Writer) error {
+	rs, err := compareBootReports(ctx, o, out)
+	if rs[0] != nil && rs[1] != nil {
+		printComparison(out, "ether9.img under UEFI firmware against the kernel loaded by QEMU", [2]string{"disk", "kernel"}, rs[1:], rs[:1])
+	}
+	return err
+}
+
+// compareBootReports runs the two boots of compareBoot, the kernel's
+// first, and returns their reports as far as each got.
+func compareBootReports(ctx context.Context, o options, out io.Writer) ([2]*report, error) {
+	var rs [2]*report
+	var errs []error
+	for i, disk := range []bool{false, true} {
+		o.disk = disk
+		name := map[bool]string{false: "kernel", true: "disk"}[disk]
+		fmt.Fprintf(out, "selftest: boot %d of 2: -boot %s\n", i+1, name)
+		r, err := selftest(ctx, o, out)
+		if r != nil {
+			r.print(out)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("-boot %s: %w", name, err))
+		}
+		rs[i] = r
+	}
+	return rs, errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,55 @@ func TestWriteOutRefuses(t *testing.T) {
 				t.Errorf("-o wrote %q before failing", m)
 			}
 		})
+	}
+}
+
+// diskReady says whether the disk boot can run: the stub and the firmware
+// are there. Under CI=true they must be.
+func diskReady(t *testing.T) bool {
+	t.Helper()
+	_, errStub := os.Stat(uki.DefaultStub)
+	_, errFW := qemu.FindOVMF(qemu.OVMFPaths)
+	err := errors.Join(errStub, errFW)
+	if err == nil {
+		return true
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and %v (tools/lib/install.sh installs ovmf and systemd-boot-efi)", err)
+	}
+	t.Logf("skipping the disk boot: %v", err)
+	return false
+}
+
+// checkBootLine wants the card /init prints: the command line the kernel
+// got (from QEMU's -append, or from the UKI's .cmdline with VT-d still
+// left to ether9), the NIC (its slot moves with the USB controller), the
+// address. Booted from the disk, the
+// firmware must have started the USB stick and /init must write to the
+// screen as well.
+func checkBootLine(t *testing.T, disk bool, console string) {
+	t.Helper()
+	cmdline := image.BaseCmdline + " ether9.selftest"
+	want := []string{
+		"ether9: nic: ether0 e1000e 8086:10d3 at 00:0",
+		" mac 52:54:00:12:34:56 link up 1000 Mb/s\n",
+		"ether9: address: 10.0.2.15/24 (dhcp), status at http://10.0.2.15/",
+	}
+	if disk {
+		cmdline = image.HardwareCmdline(cmdline)
+		want = append(want, `BdsDxe: starting Boot0001 "UEFI QEMU QEMU USB HARDDRIVE`, "console: also on tty0")
+	}
+	want = append(want, "ether9: boot line: "+cmdline+"\n")
+	console = strings.ReplaceAll(console, "\r", "")
+	for _, w := range want {
+		if !strings.Contains(console, w) {
+			var card []string
+			for _, l := range strings.Split(console, "\n") {
+				if strings.HasPrefix(l, "ether9: ") {
+					card = append(card, l)
+				}
+			}
+			t.Errorf("console (disk %v) lacks %q; its ether9: lines:\n%s", disk, w, strings.Join(card, "\n"))
+		}
 	}
 }

@@ -43,7 +43,8 @@ type options struct {
 	initPkg  string
 	irq      string // on, off (ether9.irq=off) or both (-selftest, one boot each)
 	rounds   int    // of -irq both
-	disk     bool   // boot ether9.img through UEFI firmware
+	boot     string // kernel, disk or both (-selftest, one boot each)
+	disk     bool   // this boot is ether9.img's, through UEFI firmware
 	efiStub  string // systemd's EFI stub for ether9.img
 	diskMiB  int    // ether9.img's size; 0: as small as fits
 }
@@ -68,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 1, "with -irq both: how many rounds of one boot each way")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
-	fs.BoolVar(&o.disk, "disk", false, "boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF), not the kernel directly")
+	fs.StringVar(&o.boot, "boot", "kernel", "kernel: QEMU loads the kernel itself; disk: boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF); both: -selftest boots once each way and compares")
 	fs.StringVar(&o.efiStub, "efistub", uki.DefaultStub, "systemd's EFI stub that ether9.img's boot program is made from (Debian's systemd-boot-efi)")
 	fs.IntVar(&o.diskMiB, "disksize", 0, "size of ether9.img in MiB (0: as small as fits)")
 	fs.Usage = func() {
@@ -90,14 +91,24 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.port < 0 || o.port > 65535 || o.ninePort < 0 || o.ninePort > 65535 {
 		return o, fmt.Errorf("ports are 0..65535")
 	}
-	if o.xdp && (o.selftest || o.outDir != "" || o.machine != "qemu" || o.disk) {
-		return o, fmt.Errorf("-xdp runs alone in QEMU: not with -selftest, -o, -disk or -machine sim")
+	if o.xdp && (o.selftest || o.outDir != "" || o.machine != "qemu" || o.boot != "kernel") {
+		return o, fmt.Errorf("-xdp runs alone in QEMU: not with -selftest, -o, -boot or -machine sim")
 	}
 	if o.diskMiB < 0 {
 		return o, fmt.Errorf("-disksize %d: want 0 (fit) or a size in MiB", o.diskMiB)
 	}
-	if o.disk && (o.outDir != "" || o.machine != "qemu") {
-		return o, fmt.Errorf("-disk boots ether9.img in QEMU: -o writes it without booting, -machine sim has no disk")
+	switch o.boot {
+	case "kernel":
+	case "disk", "both":
+		if o.outDir != "" || o.machine != "qemu" {
+			return o, fmt.Errorf("-boot %s boots ether9.img in QEMU: -o writes it without booting, -machine sim has no disk", o.boot)
+		}
+		if o.boot == "both" && (!o.selftest || o.irq == "both") {
+			return o, fmt.Errorf("-boot both compares two self-tests: it needs -selftest, and -irq on or off")
+		}
+		o.disk = o.boot == "disk"
+	default:
+		return o, fmt.Errorf("-boot %q: want kernel, disk or both", o.boot)
 	}
 	switch o.irq {
 	case "on", "off":
@@ -146,6 +157,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = runSim(ctx, o, stdout, stderr)
 		case o.irq == "both":
 			err = compareIRQ(ctx, o, stdout)
+		case o.boot == "both":
+			err = compareBoot(ctx, o, stdout)
 		default:
 			var r *report
 			r, err = selftest(ctx, o, stdout)

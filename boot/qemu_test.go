@@ -13,6 +13,7 @@ import (
 
 	"github.com/ether9/ether9/boot/image"
 	"github.com/ether9/ether9/boot/qemu"
+	"github.com/ether9/ether9/boot/uki"
 )
 
 // needMachine skips a test when QEMU (for nic) or a kernel is missing,
@@ -127,22 +128,41 @@ func isMain(t *testing.T, pkg string) bool {
 	return err == nil && strings.TrimSpace(string(out)) == "main"
 }
 
+// TestSelftestE1000e runs the self-test with QEMU loading the kernel, then
+// through ether9.img under UEFI firmware (as a machine boots the USB
+// stick), and prints the two side by side.
 func TestSelftestE1000e(t *testing.T) {
 	needMachine(t, "e1000e")
 	if !isMain(t, "./boot/init") {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
-	var log syncBuffer
-	r, err := selftest(context.Background(), testOptions("e1000e", "./boot/init"), &log)
-	var out bytes.Buffer
-	if r != nil {
-		r.print(&out)
+	boots := []bool{false}
+	if diskReady(t) {
+		boots = append(boots, true)
 	}
-	if err != nil {
-		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
+	var rs [2]*report
+	for i, disk := range boots {
+		o := testOptions("e1000e", "./boot/init")
+		o.disk, o.efiStub = disk, uki.DefaultStub
+		var log syncBuffer
+		r, err := selftest(context.Background(), o, &log)
+		var out bytes.Buffer
+		if r != nil {
+			r.print(&out)
+		}
+		if err != nil {
+			t.Fatalf("selftest (disk %v): FAIL: %v\n%s\nconsole:\n%s", disk, err, out.String(), log.String())
+		}
+		t.Logf("disk %v:\n%s", disk, out.String())
+		checkIRQ(t, r, log.String())
+		checkBootLine(t, disk, log.String())
+		rs[i] = r
 	}
-	t.Logf("\n%s", out.String())
-	checkIRQ(t, r, log.String())
+	if rs[1] != nil {
+		var out bytes.Buffer
+		printComparison(&out, "ether9.img under UEFI firmware against the kernel loaded by QEMU", [2]string{"disk", "kernel"}, rs[1:], rs[:1])
+		t.Logf("\n%s", out.String())
+	}
 }
 
 // checkIRQ wants the NIC on its interrupt: the console says so, the

@@ -37,7 +37,7 @@ func compareIRQ(ctx context.Context, o options, out io.Writer) error {
 			}
 		}
 	}
-	printComparison(out, irq, poll)
+	printComparison(out, "interrupt against polling", [2]string{"irq", "polling"}, irq, poll)
 	return errors.Join(errs...)
 }
 
@@ -59,16 +59,17 @@ var comparisonRows = []struct {
 // printComparison prints one row per measure: the rounds' figures each
 // way, each round's ratio and their median. A round whose boot failed
 // has no figures.
-func printComparison(out io.Writer, irq, poll []*report) {
+// what says what is compared, cols names the two columns.
+func printComparison(out io.Writer, what string, cols [2]string, irq, poll []*report) {
 	nic := ""
 	for _, r := range append(slices.Clone(irq), poll...) {
 		if r != nil {
 			nic = r.nic
 		}
 	}
-	fmt.Fprintf(out, "selftest: nic %s, interrupt against polling, %d rounds:\n", nic, len(irq))
+	fmt.Fprintf(out, "selftest: nic %s, %s, %d rounds:\n", nic, what, len(irq))
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "measure\tirq\tpolling\tirq/polling\tmedian\t")
+	fmt.Fprintf(w, "measure\t%s\t%s\t%[1]s/%[2]s\tmedian\t\n", cols[0], cols[1])
 	for _, row := range comparisonRows {
 		var a, b, ratios []string
 		var rs []float64

@@ -93,7 +93,7 @@ func TestPrintComparison(t *testing.T) {
 		feel: feel{idle: 5 * time.Second, idleCPU: time.Second, ping: pingSeries{median: 20 * time.Millisecond}}}
 	var out strings.Builder
 	slow := &report{nic: "e1000e", pull: transfer{bytes: 1e6, took: 2 * time.Second}}
-	printComparison(&out, []*report{irq, irq, nil}, []*report{poll, slow, poll})
+	printComparison(&out, "interrupt against polling", [2]string{"irq", "polling"}, []*report{irq, irq, nil}, []*report{poll, slow, poll})
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`e1000e, interrupt against polling, 3 rounds`),
 		regexp.MustCompile(`pull Mbit/s \(GET /source\) +8\.0 8\.0 +16\.0 4\.0 +0\.50 2\.00 +1\.25`),
