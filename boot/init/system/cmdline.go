@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/ether9/ether9/netstack/dhcp"
 )
 
 // Options are the ether9.* parameters of the kernel command line.
@@ -20,6 +22,9 @@ type Options struct {
 	Ping     bool         // ether9.ping=off: do not ping the gateway at start
 	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
 	Unknown  []string     // ether9.* parameters this version does not know
+	// DHCPTiming is the DHCP client's retransmission and back-off (not
+	// on the command line: tests shorten it); zero: the defaults.
+	DHCPTiming dhcp.Config
 }
 
 // DefaultOptions is what an empty command line means.

@@ -257,7 +257,7 @@ func (s *System) startStack() error {
 		}
 		ifs = append(ifs, ifc)
 	}
-	st, err := netstack.NewStack(netstack.StackOptions{Logf: s.logf}, ifs...)
+	st, err := netstack.NewStack(netstack.StackOptions{Logf: s.logf, DHCP: s.opt.DHCPTiming}, ifs...)
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
