@@ -69,6 +69,7 @@ type Device struct {
 	hw     hwStats
 	closed atomic.Bool
 
+	mc       advmac.Multicast // the receive filter's groups (mta.go)
 	filterMu sync.Mutex
 	etqf     [advregs.NumETQF]bool
 	ttqf     [advregs.NumIMIR]bool
@@ -158,6 +159,7 @@ func (d *Device) up() error {
 		}
 	}
 	c.EnableRxTx()
+	d.mc.Program(d.regs) // the groups survive a reset
 	c.SetLinkUp()
 	if err := d.restartAutoneg(); err != nil {
 		d.logf("%s: phy: %v", d.name, err)

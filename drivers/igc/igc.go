@@ -70,7 +70,8 @@ type Device struct {
 	hw     nicstat.Hardware
 	closed atomic.Bool
 
-	filterMu sync.Mutex // EtherType filter slots (filter.go)
+	mc       advmac.Multicast // the receive filter's groups (mta.go)
+	filterMu sync.Mutex       // EtherType filter slots (filter.go)
 }
 
 var _ nic.NIC = (*Device)(nil)
@@ -156,6 +157,7 @@ func (d *Device) up() error {
 	// RCTL.LPE on: RLPML, the current maximum frame, is the length
 	// limit, so a build-layout buffer never receives past its half page.
 	c.EnableRxTx()
+	d.mc.Program(d.regs) // the groups survive a reset
 	d.setupPHY()
 	c.SetLinkUp()
 	c.SetDriverLoaded(true)

@@ -1,0 +1,17 @@
+package igc
+
+import "github.com/ether9/ether9/drivers/nic"
+
+var _ nic.MulticastFilter = (*Device)(nil)
+
+// AddMulticast implements nic.MulticastFilter (advmac.Multicast).
+func (d *Device) AddMulticast(mac [6]byte) error { return d.mc.Add(d.regs, "igc "+d.name, mac) }
+
+// RemoveMulticast implements nic.MulticastFilter.
+func (d *Device) RemoveMulticast(mac [6]byte) error { return d.mc.Remove(d.regs, "igc "+d.name, mac) }
+
+// SetAllMulticast implements nic.MulticastFilter.
+func (d *Device) SetAllMulticast(on bool) error {
+	d.mc.SetAll(d.regs, on)
+	return nil
+}
