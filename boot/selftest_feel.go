@@ -28,7 +28,8 @@ type feel struct {
 	idleCPU  time.Duration // QEMU's CPU time over it; 0 when not measured
 	idleMove []counterDelta
 
-	ping pingSeries
+	ping     pingSeries
+	pingMove []counterDelta
 
 	requests  int
 	reqTook   time.Duration
@@ -68,6 +69,7 @@ func (f feel) print(w io.Writer) {
 	if f.ping.sent > 0 {
 		fmt.Fprintf(w, "selftest: ping gateway %d times %v apart: median %.3fms p99 %.3fms max %.3fms (%d answered)\n",
 			f.ping.sent, pingGap, ms(f.ping.median), ms(f.ping.p99), ms(f.ping.worst), f.ping.received)
+		printMoved(w, f.pingMove)
 	}
 	if f.reqTook > 0 {
 		fmt.Fprintf(w, "selftest: 0-byte GETs on one connection: %d in %.2fs: %.0f req/s\n", f.requests, f.reqTook.Seconds(), f.reqPerSec())
@@ -91,10 +93,18 @@ func measureFeel(ctx context.Context, client *http.Client, base string, cpu func
 			return f, err
 		}
 	}
-	var err error
+	before, err := getStatus(ctx, client, base)
+	if err != nil {
+		return f, err
+	}
 	if f.ping, err = guestPings(ctx, client, base); err != nil {
 		return f, err
 	}
+	after, err := getStatus(ctx, client, base)
+	if err != nil {
+		return f, err
+	}
+	f.pingMove = movedCounters(before, after)
 	return f, f.measureRequests(ctx, base, client)
 }
 
