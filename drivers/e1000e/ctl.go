@@ -15,6 +15,7 @@ const maxCopybreak = rxBufSize
 // Ctl implements nic.NIC. Commands:
 //
 //	copybreak N            frames shorter than N bytes are copied (0..2048)
+//	copybreak auto         measure copy and handoff costs now and set it
 //	copybreak-mode sync|unmap
 //	tso on|off|auto
 //	mtu N
@@ -38,9 +39,14 @@ func (d *Device) Ctl(cmd string) error {
 	}
 	switch f[0] {
 	case "copybreak":
+		if f[1] == "auto" {
+			d.rxMu.Lock()
+			defer d.rxMu.Unlock()
+			return d.copybreakAuto()
+		}
 		n, err := strconv.Atoi(f[1])
 		if err != nil || n < 0 || n > maxCopybreak {
-			return fmt.Errorf("e1000e %s: copybreak %q: want 0..%d", d.name, f[1], maxCopybreak)
+			return fmt.Errorf("e1000e %s: copybreak %q: want auto or 0..%d", d.name, f[1], maxCopybreak)
 		}
 		d.rxMu.Lock()
 		d.rx.SetCopybreak(n)

@@ -172,12 +172,13 @@ func TestPollSurvivesMapFailure(t *testing.T) {
 func TestCtl(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	for _, bad := range []string{"", "copybreak", "copybreak -1", "copybreak 4097", "copybreak x", "copybreak-mode fast", "tso maybe", "mtu 9000", "mtu 10", "frob 1", "tso on off"} {
+	start := d.rx.Copybreak()
+	for _, bad := range []string{"", "copybreak", "copybreak -1", "copybreak automatic", "copybreak 4097", "copybreak x", "copybreak-mode fast", "tso maybe", "mtu 9000", "mtu 10", "frob 1", "tso on off"} {
 		if err := d.Ctl(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if d.rx.Copybreak() != defaultCopybreak(r.DMA) || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
+	if d.rx.Copybreak() != start || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
 		t.Error("a bad command changed state")
 	}
 	for _, good := range []string{"copybreak 2048", "copybreak-mode unmap", "tso off", "mtu 2000"} {
@@ -501,22 +502,64 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	r.Close(t)
 }
 
-// TestDefaultCopybreak: behind an IOMMU (a DMA view that counts faults)
-// every frame is copied; with untranslated DMA, Linux's 256.
-func TestDefaultCopybreak(t *testing.T) {
+// TestStartCopybreak: behind an IOMMU (a DMA view that counts faults)
+// the copybreak is measured and the costs shown; with untranslated DMA it
+// is Linux's 256 and nothing is measured. A later fixed value overrides
+// the measurement and copybreak auto measures again.
+func TestStartCopybreak(t *testing.T) {
 	translated := ringtest.New()
 	untranslated := struct{ kernel.DMA }{translated} // hides DMAFaults
 	for _, c := range []struct {
-		name string
-		dma  kernel.DMA
-		want int
-	}{{"translated", translated, TranslatedCopybreak}, {"untranslated", untranslated, DefaultCopybreak}} {
-		if got := defaultCopybreak(c.dma); got != c.want {
-			t.Errorf("%s: copybreak %d, want %d", c.name, got, c.want)
+		name     string
+		dma      kernel.DMA
+		measured bool
+	}{{"translated", translated, true}, {"untranslated", untranslated, false}} {
+		d := &Device{name: "ether0", dma: c.dma, logf: t.Logf}
+		var err error
+		if d.rx, err = ring.NewRxRing(c.dma, 8, descSize, rxBufSize); err != nil {
+			t.Fatal(err)
+		}
+		d.startCopybreak()
+		costs := d.cbCosts.Load()
+		switch {
+		case c.measured && costs == nil:
+			t.Errorf("%s: copybreak %d not measured", c.name, d.rx.Copybreak())
+		case c.measured && d.rx.Copybreak() != min(costs.Copybreak, maxCopybreak):
+			t.Errorf("%s: copybreak %d, measured %d", c.name, d.rx.Copybreak(), costs.Copybreak)
+		case !c.measured && (costs != nil || d.rx.Copybreak() != DefaultCopybreak):
+			t.Errorf("%s: copybreak %d (costs %v), want %d unmeasured", c.name, d.rx.Copybreak(), costs, DefaultCopybreak)
+		}
+		d.rx.Close()
+	}
+	if n := translated.Live(); n != 0 {
+		t.Errorf("%d mappings left", n)
+	}
+}
+
+func TestCopybreakCtl(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	defer r.Close(t)
+	if err := r.d.Ctl("copybreak 100"); err != nil || r.d.rx.Copybreak() != 100 {
+		t.Fatalf("copybreak 100: %v, copybreak %d", err, r.d.rx.Copybreak())
+	}
+	if err := r.d.Ctl("copybreak auto"); err != nil {
+		t.Fatal(err)
+	}
+	c := r.d.cbCosts.Load()
+	if c == nil || r.d.rx.Copybreak() != min(c.Copybreak, maxCopybreak) {
+		t.Fatalf("copybreak auto: copybreak %d, costs %+v", r.d.rx.Copybreak(), c)
+	}
+	stats := map[string]uint64{}
+	for _, s := range r.d.Stats() {
+		stats[s.Name] = s.Value
+	}
+	for _, name := range []string{"copybreak_handoff_ns", "copybreak_copy64_ns", "copybreak_copy1514_ns", "copybreak_copy2048_ns"} {
+		if stats[name] == 0 {
+			t.Errorf("stats lack %s: %v", name, stats)
 		}
 	}
-	if TranslatedCopybreak < rxBufSize {
-		t.Errorf("translated copybreak %d leaves frames of a %d-byte buffer to be handed off", TranslatedCopybreak, rxBufSize)
+	if stats["copybreak"] != uint64(r.d.rx.Copybreak()) {
+		t.Errorf("copybreak stat %d, copybreak %d", stats["copybreak"], r.d.rx.Copybreak())
 	}
 }
 

@@ -37,11 +37,12 @@ const (
 	// DefaultCopybreak is the driver's default with untranslated DMA, as
 	// in Linux.
 	DefaultCopybreak = 256
-	// TranslatedCopybreak is the default behind an IOMMU: every frame is
-	// copied and every buffer stays mapped, since a fresh buffer's map and
-	// the handed-up one's unmap (an IOTLB invalidation) cost more than the
-	// copy (the copybreak seed: 1166 ns per buffer at copybreak 0 against
-	// 562 at 2048 with the IOMMU on).
+	// TranslatedCopybreak is the fallback behind an IOMMU when measuring
+	// (copybreakAuto) fails: every frame is copied and every buffer stays
+	// mapped, since a fresh buffer's map and the handed-up one's unmap (an
+	// IOTLB invalidation) usually cost more than the copy (the copybreak
+	// seed: 1166 ns per buffer at copybreak 0 against 562 at 2048 with the
+	// IOMMU on).
 	TranslatedCopybreak = rxBufSize
 )
 
@@ -58,7 +59,8 @@ type Device struct {
 	mac   [6]byte
 
 	rx        *ring.RxRing
-	rxDiscard bool // inside a frame that spans buffers
+	cbCosts   atomic.Pointer[ring.CopybreakCosts] // as copybreak auto last measured them
+	rxDiscard bool                                // inside a frame that spans buffers
 	rxGuard   ring.FaultGuard
 	inject    rxInject
 	rxMu      sync.Mutex // the RX ring, its pointer and rxRetired
@@ -131,7 +133,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
 	}
-	d.rx.SetCopybreak(defaultCopybreak(d.dma))
+	d.startCopybreak()
 	d.tx, err = ring.NewTxRing(d.dma, txDescs, descSize, txBounceLen)
 	if err != nil {
 		d.rx.Close()
@@ -146,16 +148,6 @@ func probe(dev *nic.Device) (*Device, error) {
 	d.rxMu.Unlock()
 	d.logf("%s: %s (%s) %04x:%04x mac %x link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, *d.link.Load())
 	return d, nil
-}
-
-// defaultCopybreak is the copybreak a device starts with: whether its DMA
-// goes through an IOMMU decides which of map and copy is cheaper. A DMA
-// view that counts faults is a translated one.
-func defaultCopybreak(dma kernel.DMA) int {
-	if _, ok := dma.(ring.FaultCounter); ok {
-		return TranslatedCopybreak
-	}
-	return DefaultCopybreak
 }
 
 // up programs the rings, filters and link and enables RX and TX. rxMu and

@@ -19,6 +19,7 @@ func (d *Device) Stats() []nic.Stat {
 	add("rx_drop_reconfig", d.rxReconfigDrops.Load())
 	add("link_changes", d.linkChanges.Load())
 	add("copybreak", uint64(copybreak))
+	d.copybreakStats(add)
 	d.deviceStats(add)
 	return out
 }
