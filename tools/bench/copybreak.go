@@ -60,6 +60,7 @@ type cbResult struct {
 	cbCell
 	frames              int
 	ns                  float64 // per RX buffer, in the median round
+	chosen              int     // the copybreak the driver had
 	maps, unmaps, inval float64 // per 1,000 frames
 }
 
@@ -216,6 +217,12 @@ func measureCell(c cbCell, p cbParams) (cbResult, error) {
 		return cbResult{}, fmt.Errorf("stack got %d of %d frames", got, frames)
 	}
 	maps, unmaps, inv := r.counts()
+	chosen := 0
+	for _, st := range r.nic.Stats() {
+		if st.Name == "copybreak" {
+			chosen = int(st.Value)
+		}
+	}
 	per := func(v uint64) float64 { return float64(v) * 1000 / float64(frames) }
 	return cbResult{
 		cbCell: c,
@@ -224,6 +231,7 @@ func measureCell(c cbCell, p cbParams) (cbResult, error) {
 		maps:   per(maps - maps0),
 		unmaps: per(unmaps - unmaps0),
 		inval:  per(inv - inv0),
+		chosen: chosen,
 	}, nil
 }
 
@@ -295,7 +303,11 @@ func newRxRig(c cbCell, p cbParams) (*rxRig, error) {
 		return nil, fmt.Errorf("probe found %d NICs", len(res.NICs()))
 	}
 	r.nic = res.NICs()[0]
-	for _, cmd := range []string{"copybreak-mode " + c.mode, fmt.Sprintf("copybreak %d", c.cb)} {
+	cb := fmt.Sprintf("copybreak %d", c.cb)
+	if c.cb == cbAuto {
+		cb = "copybreak auto"
+	}
+	for _, cmd := range []string{"copybreak-mode " + c.mode, cb} {
 		if err := r.nic.Ctl(cmd); err != nil {
 			r.nic.Close()
 			return nil, err

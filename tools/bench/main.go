@@ -21,7 +21,8 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"copybreak": {"ns per RX buffer by copybreak mode, IOMMU mode, copybreak and frame size (e1000e seed)", runCopybreak},
+	"copybreak":      {"ns per RX buffer by copybreak mode, IOMMU mode, copybreak and frame size (e1000e seed)", runCopybreak},
+	"copybreak-auto": {"the driver's measured copybreak against fixed ones, by VT-d invalidation cost and frame size", runCopybreakAuto},
 }
 
 func usage(w io.Writer) {
