@@ -238,13 +238,12 @@ func emptyGet(ctx context.Context, client *http.Client, base string) error {
 	return nil
 }
 
+// sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	}
 }
