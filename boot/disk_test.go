@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ether9/ether9/boot/image"
 	"github.com/ether9/ether9/boot/qemu"
@@ -150,5 +153,35 @@ func checkBootLine(t *testing.T, disk bool, console string) {
 			}
 			t.Errorf("console (disk %v) lacks %q; its ether9: lines:\n%s", disk, w, strings.Join(card, "\n"))
 		}
+	}
+}
+
+// TestBootLockdown boots /init on a kernel locked down as Debian's is
+// under Secure Boot (lockdown=integrity raises it the same way): /init
+// cannot take the machine and must say why.
+func TestBootLockdown(t *testing.T) {
+	needMachine(t, "e1000e")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var log syncBuffer
+	o := testOptions("e1000e", "./boot/init")
+	p, c, err := prepare(ctx, o, &log, "lockdown=integrity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.remove()
+	vm, err := qemu.Start(c, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop()
+	// The platform's first failure, whatever it says, ends the wait: the
+	// console stays up after it and says nothing more.
+	l, err := vm.Console.WaitMatch(ctx, regexp.MustCompile(`ether9: .*iopl`))
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, log.String())
+	}
+	if !strings.Contains(l.Text, "the kernel is locked down (integrity)") || !strings.Contains(l.Text, "turn Secure Boot off") {
+		t.Errorf("/init said %q: want it to name the lockdown and to say to turn Secure Boot off", l.Text)
 	}
 }
