@@ -45,7 +45,8 @@ func (s *Stack) client(i int) *dhcp.Client {
 	return s.leases[i].client
 }
 
-// DNS returns the DNS servers the current leases name.
+// DNS returns the DNS servers the current leases name, then those the
+// last router advertisement named.
 func (s *Stack) DNS() []netip.Addr {
 	var out []netip.Addr
 	for i := range s.Endpoints {
@@ -53,7 +54,7 @@ func (s *Stack) DNS() []netip.Addr {
 			out = append(out, l.DNS...)
 		}
 	}
-	return out
+	return append(out, s.ndp.ndpDNS()...)
 }
 
 // WaitLease waits until interface i holds a lease and returns it.

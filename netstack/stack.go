@@ -67,6 +67,8 @@ type Stack struct {
 	cancel  context.CancelFunc // stops the lease keepers
 	keep    sync.WaitGroup
 
+	ndp *ndpDispatcher
+
 	mu     sync.Mutex
 	leases []leased      // per interface
 	change chan struct{} // closed and replaced when a lease changes
@@ -82,16 +84,20 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
+	ndp := newNDPDispatcher()
+	h := &ndpHandler{ndpDispatcher: ndp}
 	s := &Stack{
 		Stack: stack.New(stack.Options{
-			NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
+			NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ndpOptions(h)), arp.NewProtocol},
 			TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		}),
 		leases:  make([]leased, len(ifs)),
 		change:  make(chan struct{}),
 		logf:    opt.Logf,
 		onLease: opt.OnLease,
+		ndp:     ndp,
 	}
+	h.s = s
 	var ctx context.Context
 	ctx, s.cancel = context.WithCancel(context.Background())
 	// Large transfers want windows bigger than gVisor's defaults.
@@ -138,7 +144,15 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 			ep.Close()
 			return fail(fmt.Errorf("netstack: %s: create NIC: %s", ifc.NIC.Name(), err))
 		}
+		// The link-local address is there: pass its groups.
+		s.SyncMulticast(id)
 	}
+	// The NDP work starts once Endpoints is whole: it reads it.
+	s.keep.Add(1)
+	go func() {
+		defer s.keep.Done()
+		ndp.run(ctx)
+	}()
 	for i, ifc := range ifs {
 		if err := s.configure(ctx, i, ifc, opt); err != nil {
 			return fail(err)
