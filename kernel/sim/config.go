@@ -46,6 +46,7 @@ const (
 	cmdSERR      = 1 << 8
 	cmdIntxOff   = 1 << 10
 
+	statusIntx    = 1 << 3 // Interrupt Status: the function asserts INTx
 	statusCapList = 1 << 4
 	statusW1C     = 0xF900 // parity, target/master aborts, SERR, parity error
 
@@ -349,6 +350,18 @@ func (c *ConfigSpace) Command() uint16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return uint16(c.get(cfgCommand, 2))
+}
+
+// setIntStatus sets or clears the status register's Interrupt Status bit,
+// which follows the function's INTx level whatever Interrupt Disable says.
+func (c *ConfigSpace) setIntStatus(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.b[cfgStatus] |= statusIntx
+	} else {
+		c.b[cfgStatus] &^= statusIntx
+	}
 }
 
 // BusMaster reports whether the function may master DMA.

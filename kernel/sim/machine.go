@@ -215,14 +215,14 @@ func (m *Machine) unitFor(a pci.Addr) *vtd.Unit {
 // VTdIRQ is the VT-d unit's fault event interrupt.
 func (m *Machine) VTdIRQ() *IRQ { return m.vtdIRQ }
 
-// IRQ returns the interrupt line of the function at a: models Raise it,
-// drivers Wait on it.
+// IRQ returns the interrupt of the function at a: models Raise it (MSI,
+// MSI-X) or drive its INTx level, drivers Wait on it.
 func (m *Machine) IRQ(a pci.Addr) *IRQ {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q, ok := m.irqs[a]
 	if !ok {
-		q = NewIRQ(m.Clock)
+		q = newFuncIRQ(m.Clock, m.Bus, a)
 		m.irqs[a] = q
 	}
 	return q

@@ -103,4 +103,5 @@ func (nopDMA) Write(uint64, []byte) error { return nil }
 
 type nopIRQ struct{}
 
-func (nopIRQ) Raise() {}
+func (nopIRQ) Raise()        {}
+func (nopIRQ) SetLevel(bool) {}

@@ -15,8 +15,14 @@ type DMA interface {
 	Write(addr uint64, b []byte) error
 }
 
-// Interrupt is a model's interrupt line.
-type Interrupt interface{ Raise() }
+// Interrupt is a model's interrupt: Raise sends an edge (an MSI-X vector
+// firing, or a note that DMA about to happen will interrupt), SetLevel
+// drives the function's INTx line (asserted while an enabled cause is
+// pending, in the modes without MSI-X).
+type Interrupt interface {
+	Raise()
+	SetLevel(asserted bool)
+}
 
 // Plug builds a model with build and plugs it into machine m at a: its
 // config space on the bus, its DMA through the machine's port (and so
