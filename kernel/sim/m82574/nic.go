@@ -212,11 +212,17 @@ func (n *NIC) causeLocked(bits uint32) {
 	icr := n.regs[nicmodel.ICR/4] | bits
 	if icr&n.regs[nicmodel.IMS/4]&intCauses != 0 {
 		icr |= nicmodel.IntAsserted
-		n.regs[nicmodel.ICR/4] = icr
-		n.irq.Raise()
-		return
 	}
 	n.regs[nicmodel.ICR/4] = icr
+	n.lineLocked()
+}
+
+// lineLocked drives INTx (datasheet 7.4): asserted while a cause enabled
+// in IMS is pending in ICR, so it drops when ICR is read (or written) to
+// clear the causes or IMC masks them, and rises when IMS enables a cause
+// already pending.
+func (n *NIC) lineLocked() {
+	n.irq.SetLevel(n.regs[nicmodel.ICR/4]&n.regs[nicmodel.IMS/4]&intCauses != 0)
 }
 
 // resetLocked is the software reset (CTRL.RST): every MAC register to its
@@ -251,6 +257,7 @@ func (n *NIC) resetLocked() {
 func (n *NIC) Reset() {
 	defer nicmodel.LockAll(&n.txMu, &n.rxMu, &n.mu)()
 	n.resetLocked()
+	n.lineLocked()
 }
 
 // Regs returns BAR0 as a register window, for tests that drive the model
@@ -267,7 +274,9 @@ func (n *NIC) read32(off uint32) uint32 {
 	n.txAccess(off, false)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.readLocked(off)
+	v := n.readLocked(off)
+	n.lineLocked()
+	return v
 }
 
 // txAccess runs the transmit engine for an access to off when transmit
@@ -343,6 +352,7 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	n.mu.Lock()
 	kick := n.writeLocked(off, v)
+	n.lineLocked()
 	n.mu.Unlock()
 	if kick && !n.txDefer.On { // deferred: the tail is only recorded
 		n.kickTx(0)
