@@ -9,8 +9,8 @@ import "github.com/ether9/ether9/kernel/sim/nicmodel"
 // with its IMS bit set it sets the "other" EICR bit: bit 31 outside
 // MSI-X mode, the vector IVAR_MISC names in MSI-X mode.
 //
-// Outside MSI-X mode the one line is asserted while an enabled cause is
-// pending (ICR&IMS or EICR&EIMS). In MSI-X mode (GPIE.Multiple_MSIX) a
+// Outside MSI-X mode the one line is INTx, level-triggered: asserted
+// while an enabled cause is pending (ICR&IMS or EICR&EIMS). In MSI-X mode (GPIE.Multiple_MSIX) a
 // vector fires when its EICR bit and its EIMS bit are both set; firing
 // clears the EICR bit if EIAC says so and masks the vector in EIMS if
 // EIAM and GPIE.EIAME say so, so a vector fires once per re-arm. Every
@@ -106,18 +106,34 @@ func (n *NIC) assertLocked() {
 	if r[nicmodel.ICR/4]&r[nicmodel.IMS/4]&intCauses != 0 {
 		r[nicmodel.EICR/4] |= nicmodel.EicrOther
 	}
-	if r[nicmodel.EICR/4]&r[nicmodel.EIMS/4] == 0 && r[nicmodel.ICR/4]&r[nicmodel.IMS/4]&intCauses == 0 {
-		r[nicmodel.ICR/4] &^= nicmodel.IntAsserted
+	n.lineLocked()
+}
+
+// lineLocked drives INTx outside MSI-X mode: asserted, and ICR.INT_ASSERTED
+// set, while an enabled cause is pending (ICR&IMS or EICR&EIMS). It drops
+// when the causes are read or written clear or masked, and an enable that
+// finds a cause pending asserts it at once. In MSI-X mode the line is idle.
+func (n *NIC) lineLocked() {
+	r := n.regs
+	if n.msixLocked() {
+		n.irq.SetLevel(false)
 		return
 	}
-	r[nicmodel.ICR/4] |= nicmodel.IntAsserted
-	n.irq.Raise()
+	on := r[nicmodel.EICR/4]&r[nicmodel.EIMS/4] != 0 || r[nicmodel.ICR/4]&r[nicmodel.IMS/4]&intCauses != 0
+	if on {
+		r[nicmodel.ICR/4] |= nicmodel.IntAsserted
+	} else {
+		r[nicmodel.ICR/4] &^= nicmodel.IntAsserted
+	}
+	n.irq.SetLevel(on)
 }
 
 // readICRLocked is the read-to-clear of ICR: the causes clear when the
 // interrupt was asserted, when no cause is enabled, or always with
-// GPIE.NSICR. Outside MSI-X mode the read clears EICR too, so the one
-// read acknowledges the one interrupt.
+// GPIE.NSICR. Outside MSI-X mode EICR's Other bit, which stands for the
+// ICR causes, clears with them; EICR's queue bits clear only on a read
+// (or write) of EICR itself, so a driver learns
+// from it which queues the interrupt was for.
 func (n *NIC) readICRLocked() uint32 {
 	r := n.regs
 	v := r[nicmodel.ICR/4]
@@ -127,7 +143,7 @@ func (n *NIC) readICRLocked() uint32 {
 		}
 		r[nicmodel.ICR/4] = 0
 		if !n.msixLocked() {
-			r[nicmodel.EICR/4] = 0
+			r[nicmodel.EICR/4] &^= nicmodel.EicrOther
 		}
 	}
 	return v

@@ -217,6 +217,7 @@ func (n *NIC) linkChangedLocked() {
 func (n *NIC) Reset() {
 	defer nicmodel.LockAll(&n.txMu, &n.rxMu, &n.mu)()
 	n.resetLocked()
+	n.lineLocked()
 }
 
 // resetLocked is the software reset: every MAC register to its initial
@@ -293,7 +294,9 @@ func (n *NIC) read32(off uint32) uint32 {
 	n.txAccess(off)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.readLocked(off)
+	v := n.readLocked(off)
+	n.lineLocked()
+	return v
 }
 
 func (n *NIC) readLocked(off uint32) uint32 {
@@ -353,6 +356,7 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	n.mu.Lock()
 	kick, q := n.writeLocked(off, v)
+	n.lineLocked()
 	var armed, txArmed uint32
 	if off == nicmodel.EIMS && n.opt.DeferRx {
 		armed = n.queuesOnLocked(v, false)
