@@ -56,7 +56,9 @@ func (n *NIC) read32(off uint32) uint32 {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.readLocked(off)
+	v := n.readLocked(off)
+	n.updateAssertLocked(false)
+	return v
 }
 
 func (n *NIC) readLocked(off uint32) uint32 {
@@ -85,12 +87,17 @@ func (n *NIC) readLocked(off uint32) uint32 {
 
 // readICRLocked is the read of ICR: it clears the causes when the
 // interrupt was asserted, when no cause is enabled, or always with
-// GPIE.NSICR.
+// GPIE.NSICR. In MSI and INTx mode EICR's Other bit, which stands for
+// the ICR causes, clears with them; the queue bits stay for a read of
+// EICR.
 func (n *NIC) readICRLocked() uint32 {
 	r := n.regs
 	v := r[ICR/4]
 	if v&nicmodel.IntAsserted != 0 || r[IMS/4] == 0 || r[nicmodel.GPIE/4]&nicmodel.GpieNSICR != 0 {
 		r[ICR/4] = 0
+		if !n.msixModeLocked() {
+			r[nicmodel.EICR/4] &^= nicmodel.EicrOther
+		}
 	}
 	return v
 }
@@ -135,6 +142,7 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	n.mu.Lock()
 	kick := n.writeLocked(off, v)
+	n.updateAssertLocked(false)
 	var armed, txArmed uint32
 	if off == nicmodel.EIMS && n.opt.DeferRx {
 		armed = n.queuesOnLocked(v, false)

@@ -130,22 +130,28 @@ func (n *NIC) extCauseLocked(bits uint32) {
 	n.irq.Raise()
 }
 
-// updateAssertLocked recomputes INT_ASSERTED in MSI and INTx mode; a new
-// cause (raise) signals the line while it is asserted.
+// updateAssertLocked recomputes INT_ASSERTED in MSI and INTx mode and
+// drives INTx with it: level-triggered, asserted while an enabled cause
+// is pending, so it drops when the causes are read clear or masked and an
+// enable that finds a cause pending asserts it at once. A new cause
+// (raise) counts an interrupt while it is asserted. In MSI-X mode the
+// line is idle.
 func (n *NIC) updateAssertLocked(raise bool) {
 	r := n.regs
 	if n.msixModeLocked() {
 		r[ICR/4] &^= nicmodel.IntAsserted
+		n.irq.SetLevel(false)
 		return
 	}
 	pending := r[ICR/4]&r[IMS/4]&intCauses != 0 || r[nicmodel.EICR/4]&r[nicmodel.EIMS/4]&eicrLegacy != 0
 	if !pending {
 		r[ICR/4] &^= nicmodel.IntAsserted
+		n.irq.SetLevel(false)
 		return
 	}
 	r[ICR/4] |= nicmodel.IntAsserted
 	if raise {
 		n.counters.Interrupts++
-		n.irq.Raise()
 	}
+	n.irq.SetLevel(true)
 }

@@ -280,6 +280,7 @@ func (n *NIC) resetLocked() {
 func (n *NIC) Reset() {
 	defer nicmodel.LockAll(&n.txMu, &n.rxMu, &n.mu)()
 	n.resetLocked()
+	n.updateAssertLocked(false)
 }
 
 // Regs returns BAR0 as a register window, for tests that drive the model
