@@ -118,7 +118,7 @@ func TestStationAddress(t *testing.T) {
 	}
 }
 
-func TestRouteMSIX(t *testing.T) {
+func TestRouteQueues(t *testing.T) {
 	m, f := newMAC(&device{}, nil)
 	// Two queues a register, RX in the low byte of each half.
 	slot := func(q int, tx bool) (uint32, uint) {
@@ -128,19 +128,45 @@ func TestRouteMSIX(t *testing.T) {
 		}
 		return advregs.IVAR0 + 4*uint32(q>>1), shift
 	}
-	bits := m.RouteMSIX(3, slot)
-	if len(bits) != 4 || bits[0] != 1 || bits[2] != 4 || bits[3] != 8 {
-		t.Fatalf("vector bits %v", bits)
-	}
+	m.RouteQueues(3, slot)
 	v := uint32(advregs.IVAR_VALID)
 	f.Check(t, map[uint32]uint32{
 		advregs.IVAR0:     v | v<<8 | (v|1)<<16 | (v|1)<<24,
 		advregs.IVAR0 + 4: (v | 2) | (v|2)<<8,
-		advregs.IVAR_MISC: (v | 3) << 8,
-		advregs.GPIE:      advregs.GPIE_NSICR | advregs.GPIE_MULTIPLE_MSIX | advregs.GPIE_EIAME | advregs.GPIE_PBA,
 	})
-	m.ArmVectors(bits, ITR(50*time.Microsecond))
-	f.Check(t, map[uint32]uint32{advregs.EITR0 + 12: 50 << 2, advregs.EIAC: 0xf, advregs.EIAM: 0xf, advregs.EIMS: 0xf, advregs.IMS: advregs.ICR_LSC})
+	if b := QueueBits(3); len(b) != 3 || b[0] != 1 || b[2] != 4 {
+		t.Errorf("queue bits %v", b)
+	}
+}
+
+// Legacy mode: set-up leaves only the link cause and EICR.Other enabled;
+// a sleeping queue enables its EICR bit and the queue causes, and they
+// are masked again once no queue sleeps; a taken interrupt names the
+// queues whose EICR bits are set, and every queue when the part folded
+// EICR into the ICR read.
+func TestLegacy(t *testing.T) {
+	m, f := newMAC(&device{}, nil)
+	links := 0
+	l := Legacy{M: m, Queue: QueueBits(2), OnLink: func() { links++ }}
+	l.Setup(advregs.GPIE_NSICR, ITR(50*time.Microsecond))
+	f.Check(t, map[uint32]uint32{advregs.GPIE: advregs.GPIE_NSICR, advregs.EITR0: 50 << 2, advregs.EIAC: 0, advregs.EIAM: 0,
+		advregs.IMS: advregs.ICR_LSC, advregs.EIMS: advregs.EICR_OTHER})
+	l.Arm(2, 3)
+	f.Check(t, map[uint32]uint32{advregs.EIMS: 2, advregs.IMS: queueCauses})
+	l.Disarm(2, 1)
+	f.Check(t, map[uint32]uint32{advregs.EIMC: 2, advregs.IMC: ^uint32(0)})
+	l.Disarm(1, 0)
+	f.Check(t, map[uint32]uint32{advregs.EIMC: 1, advregs.IMC: queueCauses})
+	f.Set(advregs.ICR, advregs.ICR_RXDW|advregs.ICR_LSC)
+	f.Set(advregs.EICR, 2)
+	if q := l.Causes(); q != 2 || links != 1 {
+		t.Errorf("causes name queues %#x, %d link changes; want 0x2 and 1", q, links)
+	}
+	f.Set(advregs.ICR, advregs.ICR_RXDW)
+	f.Set(advregs.EICR, 0)
+	if q := l.Causes(); q != 3 {
+		t.Errorf("RXDW without an EICR bit names queues %#x, want every one", q)
+	}
 }
 
 func TestLink(t *testing.T) {

@@ -1,27 +1,43 @@
 package advmac
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/ether9/ether9/drivers/advregs"
-	"github.com/ether9/ether9/drivers/intr"
 )
+
+// Legacy interrupts (82576 datasheet 7.3, I225 datasheet 7.3): with
+// GPIE.Multiple_MSIX clear the function signals INTx (or MSI), one line
+// for every cause. ICR holds the causes (RXDW, TXDW for every queue, LSC)
+// and IMS/IMC enable them; EICR holds a bit per queue, the one its IVAR
+// entry names, and bit 31 (Other) for the ICR causes, enabled in
+// EIMS/EIMC. Both are read to clear. INTx stays asserted while an enabled
+// cause is pending, so a cause that an enable finds pending asserts it at
+// once. EITR0 moderates the line.
+
+// queueCauses are the ICR causes every queue shares: a receive
+// descriptor written back, the ring running low, a transmit written back.
+const queueCauses = advregs.ICR_RXDW | advregs.ICR_RXDMT0 | advregs.ICR_TXDW
 
 // IVARSlot says where a part keeps the IVAR entry of RX (or TX) queue q:
 // the register and the entry's bit offset in it.
 type IVARSlot func(q int, tx bool) (reg uint32, shift uint)
 
-// RouteMSIX puts queue pair q's RX and TX causes on vector q and the
-// other causes on vector queues, in MSI-X mode with GPIE's auto-mask, and
-// returns the EIMS bits of every vector, the other causes' last.
-func (m *MAC) RouteMSIX(queues int, slot IVARSlot) []uint32 {
-	r := m.Regs
-	r.Write32(advregs.GPIE, advregs.GPIE_NSICR|advregs.GPIE_MULTIPLE_MSIX|advregs.GPIE_EIAME|advregs.GPIE_PBA)
+// QueueBits are the EICR bits RouteQueues gives queues 0..n-1: bit q.
+func QueueBits(n int) []uint32 {
+	bits := make([]uint32, n)
+	for q := range bits {
+		bits[q] = 1 << q
+	}
+	return bits
+}
+
+// RouteQueues writes each queue pair's IVAR entries, valid and naming
+// EICR bit q.
+func (m *MAC) RouteQueues(queues int, slot IVARSlot) {
 	ivar := map[uint32]uint32{}
 	var regs []uint32
-	bits := make([]uint32, queues+1)
-	for q := 0; q < queues; q++ {
+	for q := range queues {
 		for _, tx := range []bool{false, true} {
 			reg, shift := slot(q, tx)
 			if _, ok := ivar[reg]; !ok {
@@ -29,14 +45,10 @@ func (m *MAC) RouteMSIX(queues int, slot IVARSlot) []uint32 {
 			}
 			ivar[reg] |= (advregs.IVAR_VALID | uint32(q)) << shift
 		}
-		bits[q] = 1 << q
 	}
 	for _, reg := range regs {
-		r.Write32(reg, ivar[reg])
+		m.Regs.Write32(reg, ivar[reg])
 	}
-	r.Write32(advregs.IVAR_MISC, (advregs.IVAR_VALID|uint32(queues))<<advregs.IVAR_MISC_OTHER_SHIFT)
-	bits[queues] = 1 << queues
-	return bits
 }
 
 // ITR is the EITR value for an interval between interrupts.
@@ -44,48 +56,83 @@ func ITR(interval time.Duration) uint32 {
 	return uint32(interval/time.Microsecond) << advregs.EITR_INTERVAL_SHIFT & advregs.EITR_INTERVAL_MASK
 }
 
-// ArmVectors writes itr to the moderation register of every vector (bits
-// are their EIMS bits, as RouteMSIX returns them), makes each auto-clear
-// and auto-mask as it fires, clears pending causes, enables the
-// link-change cause and arms the vectors.
-func (m *MAC) ArmVectors(bits []uint32, itr uint32) {
-	r := m.Regs
-	var all uint32
-	for v, b := range bits {
-		r.Write32(advregs.EITR0+4*uint32(v), itr)
-		all |= b
+// Legacy is a function's INTx as its queues' poll loops share it: the
+// intr.Device of the 82576 and I225 families.
+type Legacy struct {
+	M      *MAC
+	Queue  []uint32 // each queue's EICR bits, set before the line is used
+	OnLink func()   // called when a taken interrupt had LSC
+}
+
+// Setup puts the function in legacy mode (gpie: the GPIE value, 0 on the
+// 82575 which has none; without Multiple_MSIX, EIAC and EIAM are not
+// used), moderates the line with itr in EITR0, clears pending causes and
+// enables the link change and EICR's Other bit; the queue causes stay
+// masked until a queue sleeps.
+func (l *Legacy) Setup(gpie, itr uint32) {
+	r := l.M.Regs
+	if gpie != 0 {
+		r.Write32(advregs.GPIE, gpie)
 	}
-	r.Write32(advregs.EIAC, all)
-	r.Write32(advregs.EIAM, all)
+	r.Write32(advregs.EIAC, 0)
+	r.Write32(advregs.EIAM, 0)
+	r.Write32(advregs.EITR0, itr)
+	r.Write32(advregs.EIMC, ^uint32(0))
+	r.Write32(advregs.IMC, ^uint32(0))
 	r.Read32(advregs.ICR)
+	r.Read32(advregs.EICR)
 	r.Write32(advregs.IMS, advregs.ICR_LSC)
-	r.Write32(advregs.EIMS, all)
+	r.Write32(advregs.EIMS, advregs.EICR_OTHER)
 }
 
-// Vector is a queue's interrupt vector as its idle poll loop uses it.
-type Vector struct {
-	EIMS   uint32        // the vector's bit(s) in EIMS
-	Rearms atomic.Uint64 // idle re-arms
-	Wakes  atomic.Uint64 // sleeps ended by an interrupt
+func (l *Legacy) bits(q uint32) uint32 {
+	var b uint32
+	for i, e := range l.Queue {
+		if q&(1<<i) != 0 {
+			b |= e
+		}
+	}
+	return b
 }
 
-// Sleep is an idle queue's wait: it reads (and so acknowledges) the
-// other causes, calling onLink on a link change, re-arms its own vector
-// and the other causes' (other) in EIMS, and sleeps on line until an
-// interrupt or timeout. The mark is taken before the re-arm, so an
-// interrupt that fires in between, and that another queue's sleep takes,
-// still ends this one. A busy queue never gets here, so its vector stays
-// masked and costs nothing per frame.
-func (v *Vector) Sleep(m *MAC, line *intr.Line, other uint32, timeout time.Duration, onLink func()) bool {
-	mark := line.Mark()
-	if m.Regs.Read32(advregs.ICR)&advregs.ICR_LSC != 0 {
-		onLink()
+// Arm implements intr.Device: it enables the sleeping queues' EICR bits
+// and the shared queue causes in ICR. A cause already pending asserts the
+// line as the write lands.
+func (l *Legacy) Arm(q, asleep uint32) {
+	l.M.Regs.Write32(advregs.EIMS, l.bits(q))
+	l.M.Regs.Write32(advregs.IMS, queueCauses)
+}
+
+// Disarm implements intr.Device: it masks the queues that woke, and the
+// shared queue causes once no queue sleeps, so that queues polling with
+// their budget take no interrupts.
+func (l *Legacy) Disarm(q, asleep uint32) {
+	l.M.Regs.Write32(advregs.EIMC, l.bits(q))
+	if asleep == 0 {
+		l.M.Regs.Write32(advregs.IMC, queueCauses)
 	}
-	m.Regs.Write32(advregs.EIMS, v.EIMS|other)
-	v.Rearms.Add(1)
-	if !line.Wait(timeout, mark) {
-		return false
+}
+
+// Causes implements intr.Device: it reads ICR, which acknowledges the
+// interrupt (INTx drops), then EICR for the queues. ICR comes first: a
+// cause that lands between the two reads is in EICR, so its queue is
+// woken now, and in ICR again, so it interrupts once more at worst. A
+// part whose ICR read clears EICR too leaves no queue bit: then every
+// queue is named, as the cause cannot be told.
+func (l *Legacy) Causes() uint32 {
+	icr := l.M.Regs.Read32(advregs.ICR)
+	eicr := l.M.Regs.Read32(advregs.EICR)
+	if icr&advregs.ICR_LSC != 0 && l.OnLink != nil {
+		l.OnLink()
 	}
-	v.Wakes.Add(1)
-	return true
+	var qs uint32
+	for i, e := range l.Queue {
+		if eicr&e != 0 {
+			qs |= 1 << i
+		}
+	}
+	if qs == 0 && icr&queueCauses != 0 {
+		qs = 1<<len(l.Queue) - 1
+	}
+	return qs
 }

@@ -140,6 +140,8 @@ const (
 	ICR_RXDMT0 = 1 << 4
 	ICR_RXO    = 1 << 6
 	ICR_RXDW   = 1 << 7
+
+	EICR_OTHER = 1 << 31 // outside MSI-X mode: the ICR causes
 )
 
 // GPIE bits (the 82575 has no GPIE).

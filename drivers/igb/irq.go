@@ -7,15 +7,29 @@ import (
 	"github.com/ether9/ether9/drivers/advregs"
 )
 
-// Interrupts: queue pair n's RX and TX causes go to vector n, the other
-// causes (link) to the vector after the queues'. Every vector auto-clears
-// its cause and auto-masks itself as it fires (EIAC, EIAM with
-// GPIE.EIAME), so a queue that is busy polling gets no interrupts; when
-// its poll loop goes idle it re-arms its own vector in EIMS and sleeps.
-// EITR holds each vector to at most one interrupt per itrInterval.
+// Interrupts: legacy mode (82576 datasheet 7.3), the one INTx that Linux
+// hands us through uio_pci_generic and QEMU's igb raises. Every queue's
+// RX and TX causes set ICR.RXDW/TXDW and the queue's own EICR bit (IVAR
+// names bit n for queue pair n; the 82575's EICR bits are fixed); the
+// link sets ICR.LSC. A queue polls with its causes masked and, once its
+// ring is empty, sleeps on the line the queues share (intr.Line), which
+// enables its EICR bit and the queue causes in IMS, reads ICR then EICR
+// once per interrupt and wakes the queues named (advmac.Legacy).
+//
+// No lost edge: a frame that lands after a queue's last empty poll sets
+// ICR.RXDW and the queue's EICR bit. Only the wake-up's read of ICR
+// clears the first and only its read of EICR, after it, the second. If no
+// wake-up read ICR since the frame, the IMS and EIMS writes of the
+// queue's Wait find the cause pending and INTx is asserted the moment
+// they land (the line is level-triggered and stays asserted while an
+// enabled cause is pending), so the sleep ends at once. If one did, its
+// EICR read named the queue while it was not asleep, and the Line kept
+// that for it: its Wait returns at once.
 
-// itrInterval is the moderation interval of every vector: about 20000
-// interrupts a second, as Linux's igb starts with.
+// itrInterval is EITR0's minimum gap between interrupts: 50 us, at most
+// 20000 a second, where Linux's igb starts. A busy link then costs at most
+// that many wake-ups a second while a queue sleeps, and an idle one's
+// first frame waits at most 50 us more.
 const itrInterval = 50 * time.Microsecond
 
 // ivarSlot is where a MAC type keeps the IVAR entry of RX (or TX) queue q:
@@ -32,31 +46,40 @@ func ivarSlot(t MACType, q int, tx bool) (reg uint32, shift uint) {
 	return advregs.IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
 }
 
-// setupInterrupts routes the causes to vectors, sets moderation and
-// auto-clear/auto-mask, and arms every vector.
-func (d *Device) setupInterrupts() {
-	r := d.regs
-	var bits []uint32
-	itr := advmac.ITR(itrInterval)
+// queueBits returns every queue's EICR bits: what the IVAR entries name,
+// or on the 82575 its fixed RX and TX queue bits.
+func (d *Device) queueBits() []uint32 {
+	bits := advmac.QueueBits(len(d.queues))
 	if d.info.Type == Mac82575 {
-		// The 82575 has no GPIE and no IVAR: its EICR bits are causes,
-		// which MSIXBM groups into vectors; it loads its moderation
-		// counter from EITR's upper half.
-		r.Write32(advregs.CTRL_EXT, r.Read32(advregs.CTRL_EXT)|CTRL_EXT_PBA_CLR|CTRL_EXT_EIAME|CTRL_EXT_IRCA)
-		for _, q := range d.queues {
-			bits = append(bits, EICR_RX_QUEUE0<<q.idx|EICR_TX_QUEUE0<<q.idx)
+		for i := range bits {
+			bits[i] = EICR_RX_QUEUE0<<i | EICR_TX_QUEUE0<<i
 		}
-		bits = append(bits, EICR_OTHER)
-		for v, b := range bits {
-			r.Write32(MSIXBM0+4*uint32(v), b)
-		}
+	}
+	return bits
+}
+
+// setupInterrupts routes the queues to their EICR bits and puts the line
+// in legacy mode, moderated, the queue causes masked.
+func (d *Device) setupInterrupts() {
+	itr := advmac.ITR(itrInterval)
+	gpie := uint32(advregs.GPIE_NSICR)
+	if d.info.Type == Mac82575 {
+		// No GPIE and no IVAR; the moderation counter loads from
+		// EITR's upper half.
+		gpie = 0
 		itr |= itr << 16
 	} else {
-		bits = d.core.RouteMSIX(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
+		d.core.RouteQueues(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
 	}
-	for i, q := range d.queues {
-		q.vec.EIMS = bits[i]
+	d.irq.Setup(gpie, itr)
+}
+
+// Wait implements nic.Queue: an idle queue sleeps on the device's line
+// until its interrupt or timeout.
+func (q *queue) Wait(timeout time.Duration) bool {
+	d := q.d
+	if d.closed.Load() {
+		return false
 	}
-	d.other = bits[len(d.queues)]
-	d.core.ArmVectors(bits, itr)
+	return d.line.Wait(q.idx, timeout)
 }

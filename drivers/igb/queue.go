@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/advtx"
 
@@ -36,7 +34,6 @@ type queue struct {
 	txq     advtx.Queue // the writer over tx, its doorbell and the TX lock
 	stopped bool        // closed: refuse TX
 
-	vec advmac.Vector // the queue pair's interrupt vector
 }
 
 var _ nic.Queue = (*queue)(nil)
@@ -140,14 +137,4 @@ func (q *queue) close() error {
 	q.stopped, q.txq.Closed = true, true
 	errs = append(errs, q.closeInject(), q.rx.Close(), q.tx.Close())
 	return errors.Join(errs...)
-}
-
-// Wait implements nic.Queue: an idle queue re-arms its vector and sleeps
-// (advmac.Vector.Sleep).
-func (q *queue) Wait(timeout time.Duration) bool {
-	d := q.d
-	if d.closed.Load() {
-		return false
-	}
-	return q.vec.Sleep(&d.core, d.line, d.other, timeout, d.updateLink)
 }

@@ -8,7 +8,6 @@ import "github.com/ether9/ether9/drivers/nicstat"
 const (
 	EERD     = 0x00014 // NVM read
 	TCTL_EXT = 0x00404
-	MSIXBM0  = 0x01600 // 82575: MSIXBM(n) = MSIXBM0 + 4n, the causes of vector n
 
 	// FTQF is the 82576's 5-tuple queue filter at TTQF's offset (the
 	// 82580 and later put their 2-tuple TTQF there). Protocol, queue and
@@ -24,19 +23,11 @@ const (
 // TIPG for copper: IPGT 8, IPGR1 8, IPGR2 6.
 const tipgCopper = 8 | 8<<10 | 6<<20
 
-// CTRL_EXT interrupt bits of the 82575, which has no GPIE.
-const (
-	CTRL_EXT_IRCA    = 1 << 0
-	CTRL_EXT_EIAME   = 1 << 24
-	CTRL_EXT_PBA_CLR = 1 << 31
-)
-
 // EICR/EIMS cause bits of the 82575, where EICR bits are causes rather
-// than vectors.
+// than queues an IVAR names.
 const (
 	EICR_RX_QUEUE0 = 1 << 0 // RX queue n is bit n
 	EICR_TX_QUEUE0 = 1 << 8 // TX queue n is bit 8+n
-	EICR_OTHER     = 1 << 31
 )
 
 // The statistics block's first and last registers; the counters themselves

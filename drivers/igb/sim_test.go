@@ -2,7 +2,6 @@ package igb_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -69,33 +68,7 @@ func (h *host) checkClosed(t testing.TB) {
 }
 
 // udp builds an n-byte IPv4/UDP frame to port 9 carrying seq.
-func udp(dst [6]byte, n int, seq uint32) []byte {
-	f := make([]byte, n)
-	copy(f, dst[:])
-	copy(f[6:], []byte{2, 0, 0, 0, 0, 2})
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:]
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(n-14))
-	ip[8], ip[9] = 64, 17
-	copy(ip[12:], []byte{10, 0, 0, 2, 10, 0, 0, 1})
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	sum = sum>>16 + sum&0xffff
-	sum += sum >> 16
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
-	u := ip[20:]
-	binary.BigEndian.PutUint16(u[0:], 40000)
-	binary.BigEndian.PutUint16(u[2:], 9)
-	binary.BigEndian.PutUint16(u[4:], uint16(n-34))
-	binary.BigEndian.PutUint32(u[8:], seq)
-	for i := 46; i < n; i++ {
-		f[i] = byte(seq) + byte(i)
-	}
-	return f
-}
+func udp(dst [6]byte, n int, seq uint32) []byte { return simhost.UDPFrame(dst, 9, n, seq) }
 
 // TestSimZeroCopyCountsExact runs rxdrop, txpush and l2fwd on the model,
 // in copy and zero-copy mode, on the queue a 2-tuple filter steers the

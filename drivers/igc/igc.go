@@ -55,8 +55,8 @@ type Device struct {
 	core   advmac.MAC // the MAC steps igb and igc share
 	dma    kernel.DMA
 	clock  kernel.Clock
-	line   *intr.Line // the device's interrupt, shared by the queues' poll loops
-	other  uint32     // EIMS bit of the other causes' vector
+	irq    advmac.Legacy // the causes as the line programs them
+	line   *intr.Line    // the device's INTx, shared by the queues' poll loops
 	logf   func(string, ...any)
 	mac    [6]byte
 
@@ -99,7 +99,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	a := dev.Func.Addr
 	d := &Device{
 		name: dev.Name, id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn},
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, line: intr.NewLine(dev.IRQ), logf: dev.Logf,
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, logf: dev.Logf,
 	}
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
@@ -124,6 +124,8 @@ func probe(dev *nic.Device) (*Device, error) {
 		}
 		d.queues = append(d.queues, q)
 	}
+	d.irq = advmac.Legacy{M: &d.core, Queue: advmac.QueueBits(len(d.queues)), OnLink: d.updateLink}
+	d.line = intr.NewLine(dev.IRQ, &d.irq)
 	d.initStats()
 	if err := d.up(); err != nil {
 		d.freeQueues()

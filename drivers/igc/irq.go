@@ -7,17 +7,29 @@ import (
 	"github.com/ether9/ether9/drivers/advregs"
 )
 
-// Interrupts (I225 datasheet 7.3, registers in 8.8): MSI-X mode, queue
-// pair n's RX and TX causes on vector n, the other causes (link) on the
-// vector after the queues'. Every vector auto-clears its cause and
-// auto-masks itself as it fires (EIAC; EIAM with GPIE.EIAME), so a queue
-// busy polling takes no interrupts; when its poll loop goes idle it
-// re-arms its own vector in EIMS and sleeps on the device's line, which
-// every queue shares (intr.Line). EITR holds each vector to at most one
-// interrupt per itrInterval.
+// Interrupts: legacy mode (I225 datasheet 7.3), the one INTx that Linux
+// hands us through uio_pci_generic. Every queue's RX and TX causes set
+// ICR.RXDW/TXDW and EICR bit n for queue pair n (IVAR names bits 3:0
+// outside MSI-X mode); the link sets ICR.LSC. A queue polls with its
+// causes masked and, once its ring is empty, sleeps on the line the
+// queues share (intr.Line), which enables its EICR bit and the queue
+// causes in IMS, reads ICR then EICR once per interrupt and wakes the
+// queues named (advmac.Legacy).
+//
+// No lost edge: a frame that lands after a queue's last empty poll sets
+// ICR.RXDW and the queue's EICR bit. Only the wake-up's read of ICR
+// clears the first and only its read of EICR, after it, the second. If no
+// wake-up read ICR since the frame, the IMS and EIMS writes of the
+// queue's Wait find the cause pending and INTx is asserted the moment
+// they land (the line is level-triggered and stays asserted while an
+// enabled cause is pending), so the sleep ends at once. If one did, its
+// EICR read named the queue while it was not asleep, and the Line kept
+// that for it: its Wait returns at once.
 
-// itrInterval is the moderation interval of every vector: about 20000
-// interrupts a second, where Linux's igc starts its queue vectors.
+// itrInterval is EITR0's minimum gap between interrupts: 50 us, at most
+// 20000 a second, where Linux's igc starts its vectors. A busy link then
+// costs at most that many wake-ups a second while a queue sleeps, and an
+// idle one's first frame waits at most 50 us more.
 const itrInterval = 50 * time.Microsecond
 
 // ivarSlot is where the IVAR entry of RX (or TX) queue q lives: IVAR(q/2)
@@ -31,23 +43,19 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 	return advregs.IVAR0 + 4*uint32(q>>1), shift
 }
 
-// setupInterrupts routes the causes to vectors, sets moderation and
-// auto-clear/auto-mask, and arms every vector.
+// setupInterrupts routes the queues to their EICR bits and puts the line
+// in legacy mode, moderated, the queue causes masked.
 func (d *Device) setupInterrupts() {
-	bits := d.core.RouteMSIX(len(d.queues), ivarSlot)
-	for i, q := range d.queues {
-		q.vec.EIMS = bits[i]
-	}
-	d.other = bits[len(d.queues)]
-	d.core.ArmVectors(bits, advmac.ITR(itrInterval)|advregs.EITR_CNT_IGNR)
+	d.core.RouteQueues(len(d.queues), ivarSlot)
+	d.irq.Setup(advregs.GPIE_NSICR, advmac.ITR(itrInterval)|advregs.EITR_CNT_IGNR)
 }
 
-// Wait implements nic.Queue: an idle queue re-arms its vector and sleeps
-// on the device's line (advmac.Vector.Sleep).
+// Wait implements nic.Queue: an idle queue sleeps on the device's line
+// until its interrupt or timeout.
 func (q *queue) Wait(timeout time.Duration) bool {
 	d := q.d
 	if d.closed.Load() {
 		return false
 	}
-	return q.vec.Sleep(&d.core, d.line, d.other, timeout, d.updateLink)
+	return d.line.Wait(q.idx, timeout)
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ether9/ether9/drivers/advmac"
 	"github.com/ether9/ether9/drivers/advregs"
 
 	"github.com/ether9/ether9/drivers/advdesc"
@@ -37,7 +36,6 @@ type queue struct {
 	tx  *ring.TxRing
 	txq advtx.Queue // the writer over tx, its doorbell and the TX lock
 
-	vec advmac.Vector // the queue pair's interrupt vector
 }
 
 var _ nic.Queue = (*queue)(nil)

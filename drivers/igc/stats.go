@@ -42,9 +42,8 @@ func (d *Device) Stats() []nic.Stat {
 	for i, q := range d.queues {
 		add(nicstat.QueueName(i, "rx_frames"), q.rx.Stats.Frames.Load())
 		add(nicstat.QueueName(i, "tx_packets"), q.tx.Stats.Packets.Load())
-		add(nicstat.QueueName(i, "irq_rearm"), q.vec.Rearms.Load())
-		add(nicstat.QueueName(i, "irq_wake"), q.vec.Wakes.Load())
 	}
+	d.line.EachStat(len(d.queues), add)
 	add("link_changes", d.link.Changes())
 	if !d.closed.Load() {
 		d.hw.Gather(d.regs)

@@ -45,8 +45,8 @@ func Drivers() []Driver {
 	}
 	return []Driver{
 		{Name: "e1000e", IDs: e1000eIDs, Probe: e1000e.Probe, INTx: true},
-		{Name: "igb", IDs: igbIDs, Probe: igb.Probe},
-		{Name: "igc", IDs: igcIDs, Probe: igc.Probe},
+		{Name: "igb", IDs: igbIDs, Probe: igb.Probe, INTx: true},
+		{Name: "igc", IDs: igcIDs, Probe: igc.Probe, INTx: true},
 	}
 }
 

@@ -10,38 +10,53 @@ import (
 	"github.com/ether9/ether9/drivers/internal/regfile"
 )
 
-// Waiter is a queue's idle sleep on its interrupt vector.
+// Waiter is a queue's idle sleep on the function's interrupt.
 type Waiter interface {
 	Wait(timeout time.Duration) bool
 }
 
-// CheckIdleRearm checks the MSI-X scheme the parts share: a queue that
-// goes idle with every vector masked re-arms in EIMS its own vector and
-// the link vector, nothing else, counting one re-arm and no wake-up; and
-// once the NIC closes every vector is masked and a Wait reports no
-// interrupt. Queue i is on vector i.
-func CheckIdleRearm[Q Waiter](t testing.TB, regs *regfile.File, u nictest.Unit, queues []Q, linkVector int) {
+// queueCauses are the ICR causes the queues share in legacy mode.
+const queueCauses = advregs.ICR_RXDW | advregs.ICR_RXDMT0 | advregs.ICR_TXDW
+
+// CheckIdleArm checks the legacy scheme the parts share: a queue that
+// goes idle enables its own EICR bit (bit i for queue i) and the queue
+// causes in IMS, nothing else, and with nothing pending times out and
+// masks them again, counting one timeout and no wake-up; and once the NIC
+// closes every cause is masked and a Wait reports no interrupt.
+func CheckIdleArm[Q Waiter](t testing.TB, regs *regfile.File, u nictest.Unit, queues []Q) {
 	t.Helper()
 	for i, q := range queues {
-		regs.Set(advregs.EIMS, 0)
+		eims, ims := regs.Writes(advregs.EIMS), regs.Writes(advregs.IMS)
 		if q.Wait(0) {
 			t.Errorf("queue %d: woken with no interrupt", i)
 		}
-		if got, want := regs.Get(advregs.EIMS), uint32(1<<i|1<<linkVector); got != want {
-			t.Errorf("queue %d re-armed EIMS %#x, want %#x", i, got, want)
+		if regs.Writes(advregs.EIMS) != eims+1 || regs.Get(advregs.EIMS) != 1<<i {
+			t.Errorf("queue %d armed EIMS %#x (%d writes), want %#x once", i, regs.Get(advregs.EIMS), regs.Writes(advregs.EIMS)-eims, 1<<i)
 		}
-		if got := u.Stat(t, fmt.Sprintf("q%d_irq_rearm", i)); got != 1 {
-			t.Errorf("q%d_irq_rearm %d, want 1", i, got)
+		if regs.Writes(advregs.IMS) != ims+1 || regs.Get(advregs.IMS) != queueCauses {
+			t.Errorf("queue %d armed IMS %#x, want %#x", i, regs.Get(advregs.IMS), queueCauses)
+		}
+		if got, want := regs.Get(advregs.EIMC), uint32(1<<i); got != want {
+			t.Errorf("queue %d left EIMC %#x, want %#x", i, got, want)
+		}
+		if got := regs.Get(advregs.IMC); got != queueCauses {
+			t.Errorf("queue %d left IMC %#x, want the queue causes %#x", i, got, queueCauses)
+		}
+		if got := u.Stat(t, fmt.Sprintf("q%d_irq_timeout", i)); got != 1 {
+			t.Errorf("q%d_irq_timeout %d, want 1", i, got)
 		}
 		if got := u.Stat(t, fmt.Sprintf("q%d_irq_wake", i)); got != 0 {
 			t.Errorf("q%d_irq_wake %d with no interrupt", i, got)
 		}
 	}
+	if got := u.Stat(t, "irq_timeouts"); got != uint64(len(queues)) {
+		t.Errorf("irq_timeouts %d, want %d", got, len(queues))
+	}
 	if err := u.NIC.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if regs.Get(advregs.EIMC) != 0xffffffff {
-		t.Error("Close left vectors unmasked")
+	if regs.Get(advregs.EIMC) != 0xffffffff || regs.Get(advregs.IMC) != 0xffffffff {
+		t.Error("Close left causes unmasked")
 	}
 	if len(queues) > 0 && queues[0].Wait(time.Hour) {
 		t.Error("Wait after Close reported an interrupt")

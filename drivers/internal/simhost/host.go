@@ -194,8 +194,7 @@ func (h *Host[M]) CheckNoFaults(t testing.TB) {
 }
 
 // CheckQueuesSpread checks that received frames came in on more than one
-// queue, and that every queue that received went idle, re-armed its
-// vector and was woken by an interrupt.
+// queue, and that every queue that received was woken by its interrupt.
 func CheckQueuesSpread(t testing.TB, n nic.NIC) {
 	t.Helper()
 	stats := n.Stats()
@@ -206,9 +205,8 @@ func CheckQueuesSpread(t testing.TB, n nic.NIC) {
 			continue
 		}
 		busy++
-		rearms, wakes := nictest.Stat(t, stats, fmt.Sprintf("q%d_irq_rearm", q)), nictest.Stat(t, stats, fmt.Sprintf("q%d_irq_wake", q))
-		if rearms == 0 || wakes == 0 {
-			t.Errorf("%s queue %d: %d frames with %d re-arms and %d interrupt wake-ups", n.Name(), q, frames, rearms, wakes)
+		if wakes := nictest.Stat(t, stats, fmt.Sprintf("q%d_irq_wake", q)); wakes == 0 {
+			t.Errorf("%s queue %d: %d frames and no interrupt wake-up (%d timeouts)", n.Name(), q, frames, nictest.Stat(t, stats, fmt.Sprintf("q%d_irq_timeout", q)))
 		}
 	}
 	if busy < 2 {

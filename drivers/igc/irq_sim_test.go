@@ -1,0 +1,39 @@
+package igc_test
+
+import (
+	"testing"
+
+	"github.com/ether9/ether9/drivers/igc"
+	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/mi225"
+	"github.com/ether9/ether9/kernel/sim/wire"
+	"github.com/ether9/ether9/pci"
+)
+
+// The legacy INTx path on the I225 model, every queue on the one line
+// (simhost.CheckIRQ). The model writes a frame into its ring as it
+// arrives (no DeferRx), so a frame can land between the last empty poll
+// and the sleep. Frames for queue q go to UDP port 9000+q, which a port
+// filter steers there.
+func TestSimIRQ(t *testing.T) {
+	w := simhost.Wire(t, wire.Options{})
+	a := pci.Addr{Dev: 3}
+	h := simhost.New(t, simhost.Options{Addr: a, End: w.A()}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
+		return mi225.Plug(m, a, mi225.Options{Device: 0x15f3, MAC: [6]byte{0x02, 0, 0, 0, 0, 1}})
+	})
+	defer h.CheckNoLeaks(t)
+	defer h.CheckNoFaults(t)
+	defer h.Close(t)
+	d := h.NIC.(*igc.Device)
+	for q := range h.NIC.Queues() {
+		if _, err := d.Steer(xsk.Filter{UDPPort: uint16(9000 + q)}, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	simhost.CheckIRQ(t, simhost.IRQRig{
+		Machine: h.Machine, Addr: a, NIC: h.NIC,
+		Send: func(q int) { w.B().Send(simhost.UDPFrame(h.NIC.MAC(), uint16(9000+q), 64, 0)) },
+	})
+}
