@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
@@ -56,7 +57,9 @@ type Device struct {
 	clock kernel.Clock
 	irq   kernel.Waiter
 	logf  func(string, ...any)
-	mac   [6]byte
+
+	irqStats intr.QueueStats // the queue's sleeps by how they ended
+	mac      [6]byte
 
 	rx        *ring.RxRing
 	cbCosts   atomic.Pointer[ring.CopybreakCosts] // as copybreak auto last measured them

@@ -36,6 +36,9 @@ func (d *Device) waitIRQ(timeout time.Duration) bool {
 	woken := d.irq.Wait(timeout)
 	if woken {
 		d.regs.Write32(IMC, irqCauses)
+		d.irqStats.Wakes.Add(1)
+	} else {
+		d.irqStats.Timeouts.Add(1)
 	}
 	return woken
 }

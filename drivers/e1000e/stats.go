@@ -18,6 +18,8 @@ func (d *Device) Stats() []nic.Stat {
 	add("tx_dma_resent", d.txInj.resent.Load())
 	add("rx_drop_reconfig", d.rxReconfigDrops.Load())
 	add("link_changes", d.linkChanges.Load())
+	add("irq_wakes", d.irqStats.Wakes.Load())
+	add("irq_timeouts", d.irqStats.Timeouts.Load())
 	add("copybreak", uint64(copybreak))
 	d.copybreakStats(add)
 	d.deviceStats(add)
