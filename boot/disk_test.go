@@ -143,6 +143,9 @@ func checkBootLine(t *testing.T, disk bool, console string) {
 	}
 	want = append(want, "ether9: boot line: "+cmdline+"\n")
 	console = strings.ReplaceAll(console, "\r", "")
+	if strings.Contains(console, "the kernel command line lacks") {
+		t.Errorf("console (disk %v): /init says the kernel command line lacks words of ours", disk)
+	}
 	for _, w := range want {
 		if !strings.Contains(console, w) {
 			var card []string

@@ -70,6 +70,9 @@ func run(con *console) error {
 	if err != nil {
 		con.logf("%v", err)
 	}
+	if m := bootLineMissing(cmdline); len(m) > 0 {
+		con.logf("ether9: the kernel command line lacks %s (the firmware's boot options replaced it?): Linux keeps VT-d and ether9 cannot take it", strings.Join(m, " "))
+	}
 	opt, err := system.ParseCmdline(cmdline)
 	if err != nil {
 		con.logf("%v", err)

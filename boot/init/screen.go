@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,24 @@ func openScreens(con *console) []io.Writer {
 		con.logf("console: also on %s", n)
 	}
 	return ws
+}
+
+// bootLineNeeds are words of the image's command line that Linux must
+// have seen: without them it keeps VT-d's interrupt remapping and ether9
+// cannot take the unit. Firmware that passes boot options replaces a
+// disk image's built-in command line when Secure Boot is off.
+var bootLineNeeds = []string{"intel_iommu=off", "intremap=off"}
+
+// bootLineMissing lists the words of bootLineNeeds cmdline lacks.
+func bootLineMissing(cmdline string) []string {
+	words := strings.Fields(cmdline)
+	var missing []string
+	for _, n := range bootLineNeeds {
+		if !slices.Contains(words, n) {
+			missing = append(missing, n)
+		}
+	}
+	return missing
 }
 
 // cardWait bounds the wait for an address before the card is printed

@@ -35,3 +35,12 @@ func TestCard(t *testing.T) {
 		t.Errorf("no address line:\n%s", strings.Join(c, "\n"))
 	}
 }
+
+func TestBootLineMissing(t *testing.T) {
+	if m := bootLineMissing("console=ttyS0 intel_iommu=off intremap=off"); len(m) != 0 {
+		t.Errorf("full line: missing %q", m)
+	}
+	if m := bootLineMissing(`\EFI\BOOT\BOOTX64.EFI intremap=offx`); strings.Join(m, " ") != "intel_iommu=off intremap=off" {
+		t.Errorf("firmware's line: missing %q, want both", m)
+	}
+}
