@@ -68,8 +68,10 @@ func CheckDiskSize(n, size int64) (int64, error) {
 // (FAT32) holding boot at BootPath, size bytes in all (0: DiskSize). It
 // is built in a temporary file beside path and renamed onto it when whole
 // and read back, so that a failure leaves no image and an older one
-// stands. The partition and disk GUIDs derive from boot's hash: the same
-// program gives the same image.
+// stands. The partition and disk GUIDs derive from boot's hash, and the
+// FAT's timestamps are SOURCE_DATE_EPOCH's when it is set (reproducible
+// builds' convention, which go-diskfs follows): then the same program
+// gives the same image.
 func WriteDisk(path string, boot []byte, size int64) error {
 	size, err := CheckDiskSize(int64(len(boot)), size)
 	if err != nil {

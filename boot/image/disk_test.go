@@ -24,6 +24,10 @@ func randomBytes(n int) []byte {
 // the protective MBR, the GPT header and its one ESP entry, a FAT32 boot
 // sector whose cluster count makes it FAT32, and the boot program back.
 func TestWriteDisk(t *testing.T) {
+	// The FAT's directory entries carry the time they were made (in
+	// 2-second steps), SOURCE_DATE_EPOCH's when it is set: two images
+	// made a second apart differ without it.
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ether9.img")
 	boot := randomBytes(12<<20 + 12345)
