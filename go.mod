@@ -3,6 +3,7 @@ module github.com/ether9/ether9
 go 1.26.3
 
 require (
+	github.com/beevik/ntp v1.6.0
 	github.com/diskfs/go-diskfs v1.9.4
 	github.com/hugelgupf/p9 v0.3.0
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
@@ -26,7 +27,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.26 // indirect
 	github.com/pkg/xattr v0.4.12 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/u-root/uio v0.0.0-20240224005618-d2acac8f3701 // indirect
 	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect
 	golang.org/x/net v0.59.0 // indirect
