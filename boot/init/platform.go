@@ -52,6 +52,7 @@ func newPlatform(con *console) (system.Platform, error) {
 	p.MapUnit = mapUnit
 	p.MapBAR = func(a pci.Addr, bar int) (kernel.Regs, error) { return linux.MapResource(a, bar) }
 	p.IRQ = (&uioIRQs{con: con}).waiter
+	p.SetClock = linux.SetWallClock
 	p.Halt = func(reboot bool) error {
 		if reboot {
 			return linux.Reboot()

@@ -14,6 +14,7 @@ import (
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/netstack/dhcp"
 	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
+	"github.com/ether9/ether9/netstack/ntp/ntptest"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 )
 
@@ -37,6 +38,12 @@ func TestSimulatedMachineOutlastsItsDHCPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	srv.NTP = []netip.Addr{PeerAddr.Addr()}
+	clock, err := ntptest.Start(h.Peer.Stack, 1, 90*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clock.Close()
 
 	const silent, naks = 6, 2
 	bad := []netip.Prefix{
@@ -90,6 +97,16 @@ func TestSimulatedMachineOutlastsItsDHCPServer(t *testing.T) {
 	}
 	con.waitFor(t, "ether0: dhcp 10.0.2.15/24 gw 10.0.2.2")
 	con.waitFor(t, "ping: first reply from 10.0.2.2")
+	// The lease names the peer as NTP server: the machine asks it, and
+	// keeps its answer as an offset (the simulated platform's clock is
+	// the host's, not ours to set).
+	con.waitFor(t, "ntp: time ")
+	if d := h.System.Now().Sub(time.Now()) - 90*time.Minute; d.Abs() > 5*time.Second {
+		t.Errorf("System.Now is %v off the server's time", d)
+	}
+	if tt, err := h.System.Namespace().ReadFile("/dev/time"); err != nil || !strings.Contains(tt, "source ntp 10.0.2.2:123") {
+		t.Errorf("/dev/time: %q, %v", tt, err)
+	}
 	text, err := h.System.Namespace().ReadFile("/net/ipifc/0/dhcp")
 	if err != nil {
 		t.Fatal(err)

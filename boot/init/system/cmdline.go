@@ -21,7 +21,10 @@ type Options struct {
 	NineP    string       // ether9.9p=rw|ro: serve the namespace over 9P
 	Ping     bool         // ether9.ping=off: do not ping the gateway at start
 	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
-	Unknown  []string     // ether9.* parameters this version does not know
+	// ether9.ntp=10.0.2.2,192.0.2.123:123: the NTP servers (addresses;
+	// port 123 when left out), in place of the lease's.
+	NTP     []netip.AddrPort
+	Unknown []string // ether9.* parameters this version does not know
 	// DHCPTiming is the DHCP client's retransmission and back-off (not
 	// on the command line: tests shorten it); zero: the defaults.
 	DHCPTiming dhcp.Config
@@ -84,6 +87,20 @@ func (o *Options) set(name, val string, hasVal bool) error {
 			return err
 		}
 		o.IRQ = b
+	case "ntp":
+		var out []netip.AddrPort
+		for _, f := range strings.Split(val, ",") {
+			ap, err := netip.ParseAddrPort(f)
+			if err != nil {
+				a, err2 := netip.ParseAddr(f)
+				if err2 != nil {
+					return fmt.Errorf("%q: want an address, with :port or without", f)
+				}
+				ap = netip.AddrPortFrom(a, 123)
+			}
+			out = append(out, ap)
+		}
+		o.NTP = out
 	case "selftest":
 		b, err := parseBool(val, hasVal)
 		if err != nil {

@@ -25,6 +25,10 @@ func TestParseCmdline(t *testing.T) {
 		{"ether9.ip=10.0.2.15 ether9.gw=10.0.2.2", func(o *Options) {
 			o.Gateway = netip.MustParseAddr("10.0.2.2") // the bad ip is reported, the gateway still applies
 		}, "ether9.ip=10.0.2.15"},
+		{"ether9.ntp=10.0.2.2,192.0.2.123:1123", func(o *Options) {
+			o.NTP = []netip.AddrPort{netip.MustParseAddrPort("10.0.2.2:123"), netip.MustParseAddrPort("192.0.2.123:1123")}
+		}, ""},
+		{"ether9.ntp=pool.ntp.org", func(*Options) {}, "ether9.ntp=pool.ntp.org"},
 		{"ether9.iommu=maybe ether9.http=0 ether9.frob=1", func(o *Options) {
 			o.Unknown = []string{"frob"}
 		}, "ether9.http=0"},

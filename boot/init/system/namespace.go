@@ -32,6 +32,7 @@ func (s *System) buildNamespace() {
 		}
 	}
 	report(bind.Sys(n, s.kmesg, s.Uptime))
+	report(n.Add("/dev/time", ns.Text(s.timeText)))
 	report(bind.PCI(n, s.funcs))
 	for _, p := range s.ports {
 		report(bind.NIC(n, p.NIC))

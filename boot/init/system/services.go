@@ -40,6 +40,7 @@ func (s *System) startServices(ctx context.Context) {
 	if s.opt.NineP != "off" {
 		s.sup.Go(ctx, "9p", s.serve9P)
 	}
+	s.sup.Go(ctx, "ntp", s.keepTime)
 	if s.opt.Ping {
 		s.sup.Go(ctx, "ping", func(ctx context.Context) error {
 			gw := s.pingTarget()

@@ -39,6 +39,9 @@ type Platform struct {
 	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
 	// IRQ is how a function's driver waits for work.
 	IRQ func(a pci.Addr) kernel.Waiter
+	// SetClock sets the wall clock; nil where the platform's clock is
+	// not ours to set (the time is then kept as an offset).
+	SetClock func(time.Time) error
 	// Halt powers the machine off, or restarts it; nil where the machine
 	// cannot be stopped from inside.
 	Halt func(reboot bool) error
@@ -74,6 +77,8 @@ type System struct {
 	work chan struct{}
 	// down says why there is no network stack; nil with one.
 	down error
+	// clock is what NTP said (clock.go).
+	clock wallClock
 }
 
 // Start brings the system up on p and starts its services. logf receives
