@@ -1,0 +1,214 @@
+/*
+ * boot.c: from PVH's start_info to the first instruction of /init.
+ *
+ * The Go binary arrives as the first PVH module (QEMU's -initrd): the
+ * shim is built once and any /init boots on it unchanged, the way Linux
+ * gets its initramfs, and the command line comes the same way (-append).
+ */
+#include "shim.h"
+
+extern char __shim_start[], __shim_end[], idle_loop[];
+void enter_frame(struct regs *r) __attribute__((noreturn));
+
+char boot_cmdline[4096];
+
+/* Xen's public/arch-x86/hvm/start_info.h, version 1. */
+struct hvm_start_info {
+	u32 magic, version, flags, nr_modules;
+	u64 modlist_paddr, cmdline_paddr, rsdp_paddr;
+	u64 memmap_paddr;
+	u32 memmap_entries, reserved;
+};
+struct hvm_modlist_entry { u64 paddr, size, cmdline_paddr, reserved; };
+struct hvm_memmap_entry { u64 addr, size; u32 type, reserved; };
+#define HVM_START_MAGIC 0x336ec578
+
+/* ELF64 (the System V gABI). */
+struct elf64_ehdr {
+	u8 ident[16];
+	u16 type, machine;
+	u32 version;
+	u64 entry, phoff, shoff;
+	u32 flags;
+	u16 ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
+};
+struct elf64_phdr { u32 type, flags; u64 offset, vaddr, paddr, filesz, memsz, align; };
+#define PT_LOAD 1
+
+static struct { u64 start, end; } loads[16];
+static int nloads;
+
+static int overlaps(u64 a, u64 b, u64 c, u64 d) { return a < d && c < b; }
+
+/* check_elf validates the module as a static x86-64 executable whose
+ * segments fit in RAM that is neither the shim's nor the module's. */
+static struct elf64_ehdr *check_elf(u64 mod, u64 size, struct hvm_memmap_entry *mm, u32 nmm)
+{
+	struct elf64_ehdr *e = (struct elf64_ehdr *)mod;
+	if (size < sizeof *e || memcmp(e->ident, "\177ELF", 4) || e->ident[4] != 2 || e->ident[5] != 1)
+		panic("the module is not a little-endian ELF64 file");
+	if (e->type != 2 || e->machine != 62)
+		panic("the module is not an x86-64 executable (type %u machine %u): build /init with CGO_ENABLED=0, not as PIE", e->type, e->machine);
+	if (e->phentsize != sizeof(struct elf64_phdr) || e->phoff + (u64)e->phnum * e->phentsize > size)
+		panic("bad ELF program headers");
+	struct elf64_phdr *ph = (struct elf64_phdr *)(mod + e->phoff);
+	for (int i = 0; i < e->phnum; i++) {
+		if (ph[i].type == 3) /* PT_INTERP */
+			panic("/init is dynamically linked: build it with CGO_ENABLED=0");
+		if (ph[i].type != PT_LOAD || !ph[i].memsz)
+			continue;
+		u64 s = ph[i].vaddr, end = s + ph[i].memsz;
+		if (ph[i].filesz > ph[i].memsz || ph[i].offset + ph[i].filesz > size || end < s || nloads == 16)
+			panic("bad PT_LOAD %d", i);
+		if (s < (1UL << 20) || overlaps(s, end, (u64)__shim_start, (u64)__shim_end) || overlaps(s, end, mod, mod + size))
+			panic("/init's segment %lx-%lx overlaps the shim (%p-%p) or the module (%lx-%lx)",
+			      s, end, __shim_start, __shim_end, mod, mod + size);
+		int in_ram = 0;
+		for (u32 j = 0; j < nmm; j++)
+			if (mm[j].type == 1 && s >= mm[j].addr && end <= mm[j].addr + mm[j].size)
+				in_ram = 1;
+		if (!in_ram)
+			panic("/init's segment %lx-%lx is not in RAM: give the machine more memory", s, end);
+		loads[nloads].start = s;
+		loads[nloads].end = end;
+		nloads++;
+	}
+	return e;
+}
+
+static void load_elf(u64 mod, struct elf64_ehdr *e)
+{
+	struct elf64_phdr *ph = (struct elf64_phdr *)(mod + e->phoff);
+	for (int i = 0; i < e->phnum; i++) {
+		if (ph[i].type != PT_LOAD || !ph[i].memsz)
+			continue;
+		memcpy((void *)ph[i].vaddr, (void *)(mod + ph[i].offset), ph[i].filesz);
+		memset((void *)(ph[i].vaddr + ph[i].filesz), 0, ph[i].memsz - ph[i].filesz);
+	}
+}
+
+/*
+ * initial_stack lays out what Linux gives a new process (the System V
+ * x86-64 ABI, 3.4.1): argc, argv, NULL, envp, NULL, the auxiliary vector,
+ * and the strings above. Go reads AT_PAGESZ, AT_RANDOM (its hash seed)
+ * and AT_HWCAP; with no AT_SYSINFO_EHDR it calls clock_gettime directly.
+ */
+static u64 initial_stack(u64 top, struct elf64_ehdr *e)
+{
+	static const char *const argv[] = {"/init"};
+	static const char *const envp[] = {"HOME=/", "TERM=linux"};
+	u64 sp = top;
+	u64 sargv[1], senvp[2];
+	if (user_ok(top - PAGE, PAGE, 1))
+		panic("cannot map the stack");
+	for (int i = 1; i >= 0; i--) {
+		u64 n = strlen(envp[i]) + 1;
+		sp -= n;
+		memcpy((void *)sp, envp[i], n);
+		senvp[i] = sp;
+	}
+	sp -= strlen(argv[0]) + 1;
+	memcpy((void *)sp, argv[0], strlen(argv[0]) + 1);
+	sargv[0] = sp;
+	sp &= ~15UL;
+	sp -= 16;
+	u64 rnd = sp;
+	u64 seed = rdtsc();
+	if (rdrand_fill(rnd, 16) != 16) {
+		for (int i = 0; i < 2; i++) { /* no RDRAND: the TSC, mixed */
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			((u64 *)rnd)[i] = seed;
+		}
+	}
+	u32 c[4];
+	cpuid(1, 0, c);
+	u64 auxv[][2] = {
+		{6, PAGE},           /* AT_PAGESZ */
+		{16, c[3]},          /* AT_HWCAP: CPUID.01H:EDX, as Linux gives it */
+		{17, 100},           /* AT_CLKTCK */
+		{9, e->entry},       /* AT_ENTRY */
+		{11, 0}, {12, 0}, {13, 0}, {14, 0}, /* AT_UID, EUID, GID, EGID */
+		{23, 0},             /* AT_SECURE */
+		{25, rnd},           /* AT_RANDOM */
+		{0, 0},              /* AT_NULL */
+	};
+	u64 words = 1 + 2 + 3 + 2 * (sizeof auxv / sizeof auxv[0]);
+	sp -= words * 8;
+	sp &= ~15UL; /* RSP is 16-byte aligned at the entry point */
+	u64 *w = (u64 *)sp;
+	*w++ = 1;
+	*w++ = sargv[0];
+	*w++ = 0;
+	*w++ = senvp[0];
+	*w++ = senvp[1];
+	*w++ = 0;
+	memcpy(w, auxv, sizeof auxv);
+	return sp;
+}
+
+void boot_main(u32 info_pa)
+{
+	u64 t0 = rdtsc();
+	serial_init();
+	kprintf("\nmetal: shim started\n"); /* after the firmware's last words */
+	struct hvm_start_info *si = (struct hvm_start_info *)(u64)info_pa;
+	if (si->magic != HVM_START_MAGIC)
+		panic("no PVH start info (magic %x): boot with a PVH loader such as QEMU -kernel", si->magic);
+	if (si->version < 1 || !si->memmap_entries)
+		panic("the PVH start info has no memory map (version %u)", si->version);
+	if (si->cmdline_paddr) {
+		const char *c = (const char *)si->cmdline_paddr;
+		u64 n = strlen(c);
+		if (n >= sizeof boot_cmdline)
+			n = sizeof boot_cmdline - 1;
+		memcpy(boot_cmdline, c, n);
+	}
+	for (const char *c = boot_cmdline; *c; c++)
+		if (!memcmp(c, "metal.strace", 12))
+			strace = 1;
+	if (si->nr_modules < 1)
+		panic("no /init: pass the Go binary as the first module (QEMU -initrd)");
+
+	/* Copy what lives in low memory before [0, 64 KiB) is unmapped. */
+	static struct hvm_memmap_entry mm[64];
+	u32 nmm = si->memmap_entries < 64 ? si->memmap_entries : 64;
+	memcpy(mm, (void *)si->memmap_paddr, nmm * sizeof mm[0]);
+	struct hvm_modlist_entry mod = *(struct hvm_modlist_entry *)si->modlist_paddr;
+	u64 rsdp = si->rsdp_paddr;
+
+	trap_init();
+	u64 ram_top = 0;
+	for (u32 i = 0; i < nmm; i++) {
+		if (mm[i].type != 1)
+			continue;
+		mm_add_ram(mm[i].addr, mm[i].addr + mm[i].size);
+		if (mm[i].addr + mm[i].size > ram_top)
+			ram_top = mm[i].addr + mm[i].size;
+	}
+	struct elf64_ehdr *e = check_elf(mod.paddr, mod.size, mm, nmm);
+	mm_reserve((u64)__shim_start, (u64)__shim_end);
+	mm_reserve(mod.paddr, mod.paddr + mod.size);
+	for (int i = 0; i < nloads; i++)
+		mm_reserve(loads[i].start, loads[i].end);
+	mm_init_paging(ram_top);
+	acpi_init(rsdp);
+	mm_unmap_low();
+	time_init();
+	fs_init();
+
+	load_elf(mod.paddr, e);
+	mm_add_ram(mod.paddr, mod.paddr + mod.size); /* the module is spent */
+	threads_init();
+	struct thread *t = thread_new();
+	struct regs *f = frame_of(t);
+	memset(f, 0, sizeof *f);
+	f->rip = e->entry;
+	f->cs = KCODE;
+	f->rflags = 0x202;
+	f->rsp = initial_stack(mm_main_stack(), e);
+	f->ss = KDATA;
+	thread_start(t);
+	kprintf("metal: /init %lu KiB at %lx, %lu MiB free, %lu us in the shim; starting\n",
+		mod.size >> 10, e->entry, mm_free_bytes() >> 20, tsc_ns(rdtsc() - t0) / 1000);
+	enter_frame(f);
+}

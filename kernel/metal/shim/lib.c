@@ -1,0 +1,163 @@
+/* lib.c: memory helpers, the serial console and a small printf. */
+#include "shim.h"
+#include <stdarg.h>
+
+/* gcc emits calls to these for struct copies; rep movs/stos need no SSE. */
+void *memset(void *d, int c, u64 n)
+{
+	void *r = d;
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+	return r;
+}
+
+void *memcpy(void *d, const void *s, u64 n)
+{
+	void *r = d;
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+	return r;
+}
+
+int memcmp(const void *a, const void *b, u64 n)
+{
+	const u8 *x = a, *y = b;
+	for (; n; n--, x++, y++)
+		if (*x != *y)
+			return *x - *y;
+	return 0;
+}
+
+u64 strlen(const char *s)
+{
+	u64 n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/*
+ * COM1, a 16550 UART at I/O port 0x3F8: 115200 baud, 8N1, FIFOs on.
+ * Register offsets are the 16550's: 0 data/DLL, 1 IER/DLM, 2 FCR, 3 LCR,
+ * 4 MCR, 5 LSR.
+ */
+#define COM1 0x3f8
+
+void serial_init(void)
+{
+	outb(COM1 + 1, 0x00); /* no UART interrupts: we poll */
+	outb(COM1 + 3, 0x80); /* DLAB on to set the divisor */
+	outb(COM1 + 0, 0x01); /* 115200 = 115200 / 1 */
+	outb(COM1 + 1, 0x00);
+	outb(COM1 + 3, 0x03); /* 8N1, DLAB off */
+	outb(COM1 + 2, 0x07); /* FIFOs on and cleared */
+	outb(COM1 + 4, 0x03); /* DTR, RTS */
+}
+
+void serial_putc(char c)
+{
+	/* LSR bit 5: the transmit holding register is empty. Bounded, so a
+	 * missing UART cannot hang the machine. */
+	for (int i = 0; i < 100000 && !(inb(COM1 + 5) & 0x20); i++)
+		;
+	outb(COM1, c);
+}
+
+int serial_getc(void)
+{
+	if (inb(COM1 + 5) & 0x01) /* LSR bit 0: data ready */
+		return inb(COM1);
+	return -1;
+}
+
+static void puts_n(const char *s, u64 n)
+{
+	for (u64 i = 0; i < n; i++) {
+		if (s[i] == '\n')
+			serial_putc('\r');
+		serial_putc(s[i]);
+	}
+}
+
+/* kprintf understands %s %c %d %u %x %p with an optional 0, width and l. */
+static void vkprintf(const char *f, va_list ap)
+{
+	char buf[32];
+	for (; *f; f++) {
+		if (*f != '%') {
+			puts_n(f, 1);
+			continue;
+		}
+		f++;
+		char pad = ' ';
+		int width = 0, lng = 0;
+		if (*f == '0')
+			pad = '0', f++;
+		while (*f >= '0' && *f <= '9')
+			width = width * 10 + (*f++ - '0');
+		while (*f == 'l')
+			lng = 1, f++;
+		u64 v;
+		int base = 10, neg = 0;
+		switch (*f) {
+		case 's': {
+			const char *s = va_arg(ap, const char *);
+			if (!s)
+				s = "(null)";
+			puts_n(s, strlen(s));
+			continue;
+		}
+		case 'c':
+			buf[0] = (char)va_arg(ap, int);
+			puts_n(buf, 1);
+			continue;
+		case 'd': {
+			i64 x = lng ? va_arg(ap, i64) : va_arg(ap, int);
+			neg = x < 0;
+			v = neg ? -(u64)x : (u64)x;
+			break;
+		}
+		case 'u':
+			v = lng ? va_arg(ap, u64) : va_arg(ap, u32);
+			break;
+		case 'p':
+			lng = 1, pad = '0', width = 16;
+			/* fall through */
+		case 'x':
+			v = lng ? va_arg(ap, u64) : va_arg(ap, u32);
+			base = 16;
+			break;
+		default:
+			puts_n(f - 1, 2);
+			continue;
+		}
+		int n = 0;
+		do {
+			buf[n++] = "0123456789abcdef"[v % base];
+			v /= base;
+		} while (v && n < 30);
+		if (neg)
+			buf[n++] = '-';
+		while (n < width && n < 30)
+			buf[n++] = pad;
+		for (int i = n - 1; i >= 0; i--)
+			puts_n(&buf[i], 1);
+	}
+}
+
+void kprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vkprintf(fmt, ap);
+	va_end(ap);
+}
+
+void panic(const char *fmt, ...)
+{
+	va_list ap;
+	kprintf("metal: panic: ");
+	va_start(ap, fmt);
+	vkprintf(fmt, ap);
+	va_end(ap);
+	kprintf("\n");
+	acpi_poweroff();
+}

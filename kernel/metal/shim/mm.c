@@ -1,0 +1,421 @@
+/*
+ * mm.c: physical pages, the page tables, and the Go process's mappings.
+ *
+ * Physical memory is identity mapped from 64 KiB to ident_top (at least
+ * 4 GiB, so MMIO, ECAM and the LAPIC are reachable at their physical
+ * addresses, and a DMA address is the pointer the Go code holds). The
+ * Go binary is loaded at its link address inside that map. Everything
+ * Go asks for with mmap lives above ident_top and is demand paged: a VMA
+ * records what was asked for, and the first touch of a page maps a
+ * zeroed physical page (so reserving 512 MiB costs nothing, as on Linux).
+ */
+#include "shim.h"
+
+extern u64 boot_pml4[512], boot_pt0[512];
+
+#define PTE_P 1UL
+#define PTE_W 2UL
+#define PTE_PS (1UL << 7)
+#define PTE_ADDR 0x000ffffffffff000UL
+#define USER_TOP 0x0000800000000000UL  /* end of the lower canonical half */
+#define MMAP_BASE 0x0000600000000000UL /* where mmap places what has no hint */
+#define STACK_TOP 0x00007ffe00000000UL
+
+u64 ident_top;
+
+/* Free physical memory: ranges not yet handed out, and a list of pages
+ * given back (linked through their first word). */
+static struct { u64 start, end; } ram[32];
+static int nram;
+static u64 free_list, free_count;
+
+void mm_add_ram(u64 start, u64 end)
+{
+	start = (start + PAGE - 1) & ~(PAGE - 1);
+	end &= ~(PAGE - 1);
+	if (start < (1UL << 20))
+		start = 1UL << 20; /* leave the first MiB to firmware and boot data */
+	if (end <= start || nram == 32)
+		return;
+	ram[nram].start = start;
+	ram[nram].end = end;
+	nram++;
+}
+
+/* mm_reserve removes [start, end) from the free ranges, splitting one
+ * when the hole is in its middle. */
+void mm_reserve(u64 start, u64 end)
+{
+	start &= ~(PAGE - 1);
+	end = (end + PAGE - 1) & ~(PAGE - 1);
+	for (int i = 0; i < nram; i++) {
+		u64 s = ram[i].start, e = ram[i].end;
+		if (end <= s || start >= e)
+			continue;
+		if (start > s && end < e) {
+			if (nram == 32)
+				panic("too many memory holes");
+			ram[nram].start = end;
+			ram[nram].end = e;
+			nram++;
+			ram[i].end = start;
+		} else if (start <= s && end >= e) {
+			ram[i].start = ram[i].end = 0;
+		} else if (start <= s) {
+			ram[i].start = end;
+		} else {
+			ram[i].end = start;
+		}
+	}
+}
+
+static void zero_page(u64 pa)
+{
+	u64 n = PAGE / 8;
+	void *d = (void *)pa;
+	__asm__ volatile("rep stosq" : "+D"(d), "+c"(n) : "a"(0UL) : "memory");
+}
+
+u64 page_alloc(void)
+{
+	u64 pa = 0;
+	if (free_list) {
+		pa = free_list;
+		free_list = *(u64 *)pa;
+		free_count--;
+	} else {
+		for (int i = 0; i < nram && !pa; i++) {
+			if (ram[i].end - ram[i].start >= PAGE) {
+				pa = ram[i].start;
+				ram[i].start += PAGE;
+			}
+		}
+	}
+	if (!pa)
+		panic("out of memory (%lu KiB free in pieces)", mm_free_bytes() >> 10);
+	zero_page(pa);
+	return pa;
+}
+
+void page_free(u64 pa)
+{
+	*(u64 *)pa = free_list;
+	free_list = pa;
+	free_count++;
+}
+
+u64 contig_alloc(u64 bytes)
+{
+	bytes = (bytes + PAGE - 1) & ~(PAGE - 1);
+	for (int i = 0; i < nram; i++) {
+		if (ram[i].end - ram[i].start >= bytes) {
+			u64 pa = ram[i].start;
+			ram[i].start += bytes;
+			memset((void *)pa, 0, bytes);
+			return pa;
+		}
+	}
+	return 0;
+}
+
+u64 mm_free_bytes(void)
+{
+	u64 n = free_count * PAGE;
+	for (int i = 0; i < nram; i++)
+		n += ram[i].end - ram[i].start;
+	return n;
+}
+
+/*
+ * mm_init_paging extends entry.S's 0-4 GiB identity map over RAM above
+ * 4 GiB, in 2 MiB pages (SDM 4.5.4, a PDE with PS=1).
+ */
+void mm_init_paging(u64 ram_top)
+{
+	ident_top = 4UL << 30;
+	u64 top = (ram_top + (1UL << 30) - 1) & ~((1UL << 30) - 1);
+	if (top > (512UL << 30))
+		top = 512UL << 30; /* one PML4 entry's worth; more RAM stays unused */
+	u64 *pdpt = (u64 *)(boot_pml4[0] & PTE_ADDR);
+	for (u64 gb = ident_top; gb < top; gb += 1UL << 30) {
+		u64 *pd = (u64 *)page_alloc();
+		for (int i = 0; i < 512; i++)
+			pd[i] = (gb + ((u64)i << 21)) | PTE_P | PTE_W | PTE_PS;
+		pdpt[gb >> 30] = (u64)pd | PTE_P | PTE_W;
+	}
+	if (top > ident_top)
+		ident_top = top;
+}
+
+/* mm_unmap_low takes away [0, 64 KiB), once the boot data there is copied. */
+void mm_unmap_low(void)
+{
+	for (u64 va = 0; va < IDENT_MIN; va += PAGE) {
+		boot_pt0[va / PAGE] = 0;
+		invlpg(va);
+	}
+}
+
+/* pte returns the page-table entry of va (above ident_top), creating the
+ * tables on the way when create is set; NULL when absent. */
+static u64 *pte(u64 va, int create)
+{
+	u64 *t = boot_pml4;
+	for (int shift = 39; shift > 12; shift -= 9) {
+		u64 *e = &t[(va >> shift) & 511];
+		if (!(*e & PTE_P)) {
+			if (!create)
+				return NULL;
+			*e = page_alloc() | PTE_P | PTE_W;
+		}
+		if (*e & PTE_PS)
+			return NULL; /* inside the identity map */
+		t = (u64 *)(*e & PTE_ADDR);
+	}
+	return &t[(va >> 12) & 511];
+}
+
+/* free_pages drops every page mapped in [start, end), skipping absent
+ * tables a level at a time, so a 512 MiB reservation is cheap. */
+static void free_pages(u64 start, u64 end)
+{
+	for (u64 va = start; va < end;) {
+		u64 *t = boot_pml4;
+		int shift, skip = 0;
+		for (shift = 39; shift > 12; shift -= 9) {
+			u64 e = t[(va >> shift) & 511];
+			if (!(e & PTE_P) || (e & PTE_PS)) {
+				skip = 1;
+				break;
+			}
+			t = (u64 *)(e & PTE_ADDR);
+		}
+		if (skip) {
+			va = (va + (1UL << shift)) & ~((1UL << shift) - 1);
+			continue;
+		}
+		u64 *p = &t[(va >> 12) & 511];
+		if (*p & PTE_P) {
+			page_free(*p & PTE_ADDR);
+			*p = 0;
+			invlpg(va);
+		}
+		va += PAGE;
+	}
+}
+
+/* The mappings, sorted and disjoint. prot 0 is a reservation. */
+#define NVMA 512
+static struct vma { u64 start, end; int prot; } vmas[NVMA];
+static int nvma;
+static u64 mmap_next = MMAP_BASE;
+
+static struct vma *vma_find(u64 va)
+{
+	for (int i = 0; i < nvma; i++)
+		if (va >= vmas[i].start && va < vmas[i].end)
+			return &vmas[i];
+	return NULL;
+}
+
+static int vma_overlaps(u64 start, u64 end)
+{
+	for (int i = 0; i < nvma; i++)
+		if (start < vmas[i].end && end > vmas[i].start)
+			return 1;
+	return 0;
+}
+
+/* vma_cut removes [start, end) from the mappings (splitting one that
+ * straddles it); 0, or -ENOMEM when the table is full. */
+static int vma_cut(u64 start, u64 end)
+{
+	for (int i = 0; i < nvma; i++) {
+		struct vma *v = &vmas[i];
+		if (end <= v->start || start >= v->end)
+			continue;
+		if (start > v->start && end < v->end) {
+			if (nvma == NVMA)
+				return -ENOMEM;
+			for (int j = nvma; j > i + 1; j--)
+				vmas[j] = vmas[j - 1];
+			nvma++;
+			vmas[i + 1].start = end;
+			vmas[i + 1].end = v->end;
+			vmas[i + 1].prot = v->prot;
+			v->end = start;
+			return 0;
+		}
+		if (start <= v->start && end >= v->end) {
+			for (int j = i; j < nvma - 1; j++)
+				vmas[j] = vmas[j + 1];
+			nvma--;
+			i--;
+		} else if (start <= v->start) {
+			v->start = end;
+		} else {
+			v->end = start;
+		}
+	}
+	return 0;
+}
+
+static int vma_insert(u64 start, u64 end, int prot)
+{
+	int i = 0;
+	while (i < nvma && vmas[i].start < start)
+		i++;
+	/* Merge with a neighbour of the same protection. */
+	if (i > 0 && vmas[i - 1].end == start && vmas[i - 1].prot == prot) {
+		vmas[i - 1].end = end;
+		if (i < nvma && vmas[i].start == end && vmas[i].prot == prot) {
+			vmas[i - 1].end = vmas[i].end;
+			for (int j = i; j < nvma - 1; j++)
+				vmas[j] = vmas[j + 1];
+			nvma--;
+		}
+		return 0;
+	}
+	if (i < nvma && vmas[i].start == end && vmas[i].prot == prot) {
+		vmas[i].start = start;
+		return 0;
+	}
+	if (nvma == NVMA)
+		return -ENOMEM;
+	for (int j = nvma; j > i; j--)
+		vmas[j] = vmas[j - 1];
+	vmas[i].start = start;
+	vmas[i].end = end;
+	vmas[i].prot = prot;
+	nvma++;
+	return 0;
+}
+
+int vma_add_fixed(u64 start, u64 end, int prot)
+{
+	int err = vma_cut(start, end);
+	if (err)
+		return err;
+	free_pages(start, end);
+	return vma_insert(start, end, prot);
+}
+
+#define MAP_SHARED 0x01
+#define MAP_PRIVATE 0x02
+#define MAP_FIXED 0x10
+#define MAP_ANONYMOUS 0x20
+#define MAP_FIXED_NOREPLACE 0x100000
+
+static int in_user(u64 start, u64 end)
+{
+	return start >= ident_top && end <= USER_TOP && start < end;
+}
+
+i64 sys_mmap(u64 addr, u64 len, u64 prot, u64 flags, i64 fd, u64 off)
+{
+	(void)off;
+	if (!(flags & MAP_ANONYMOUS) || (int)fd != -1) /* fd is an int: the upper half is junk */
+		return -ENODEV; /* no files to map */
+	if (len == 0 || len > USER_TOP)
+		return -EINVAL;
+	len = (len + PAGE - 1) & ~(PAGE - 1);
+	int p = prot & (PROT_READ | PROT_WRITE | PROT_EXEC);
+	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
+		if ((addr & (PAGE - 1)) || !in_user(addr, addr + len))
+			return -EINVAL;
+		if ((flags & MAP_FIXED_NOREPLACE) && vma_overlaps(addr, addr + len))
+			return -EEXIST;
+		int err = vma_add_fixed(addr, addr + len, p);
+		return err ? err : (i64)addr;
+	}
+	/* A hint is taken when it is free, as Linux does; the Go runtime
+	 * places its heap arenas this way. */
+	addr &= ~(PAGE - 1);
+	if (!addr || !in_user(addr, addr + len) || vma_overlaps(addr, addr + len)) {
+		while (vma_overlaps(mmap_next, mmap_next + len))
+			mmap_next += len;
+		addr = mmap_next;
+		if (!in_user(addr, addr + len) || addr + len > STACK_TOP - (1UL << 40))
+			return -ENOMEM;
+		mmap_next += len;
+	}
+	int err = vma_insert(addr, addr + len, p);
+	return err ? err : (i64)addr;
+}
+
+i64 sys_munmap(u64 addr, u64 len)
+{
+	len = (len + PAGE - 1) & ~(PAGE - 1);
+	if ((addr & (PAGE - 1)) || !in_user(addr, addr + len))
+		return -EINVAL;
+	int err = vma_cut(addr, addr + len);
+	if (err)
+		return err;
+	free_pages(addr, addr + len);
+	return 0;
+}
+
+#define MADV_DONTNEED 4
+#define MADV_FREE 8
+
+/* madvise: DONTNEED and FREE give the pages back (the next touch reads
+ * zeros, as Linux promises for private anonymous memory); the hugepage
+ * hints are accepted and change nothing. */
+i64 sys_madvise(u64 addr, u64 len, u64 advice)
+{
+	len = (len + PAGE - 1) & ~(PAGE - 1);
+	if (addr & (PAGE - 1))
+		return -EINVAL;
+	if (advice == MADV_DONTNEED || advice == MADV_FREE) {
+		if (in_user(addr, addr + len))
+			free_pages(addr, addr + len);
+		return 0;
+	}
+	return 0;
+}
+
+/* page_fault resolves a #PF at addr (SDM 4.7: err bit 0 present, bit 1
+ * write): 0 when a page was mapped, else the SIGSEGV si_code. */
+int page_fault(u64 addr, u64 err)
+{
+	if (addr < ident_top)
+		return 1; /* SEGV_MAPERR: [0, 64 KiB), a nil dereference */
+	struct vma *v = vma_find(addr);
+	if (!v)
+		return 1;
+	if ((err & 1) || !v->prot || ((err & 2) && !(v->prot & PROT_WRITE)))
+		return 2; /* SEGV_ACCERR */
+	u64 va = addr & ~(PAGE - 1);
+	u64 *e = pte(va, 1);
+	if (!(*e & PTE_P)) {
+		*e = page_alloc() | PTE_P | PTE_W;
+		invlpg(va);
+	}
+	return 0;
+}
+
+int user_ok(u64 addr, u64 len, int write)
+{
+	if (len == 0)
+		return 0;
+	if (addr + len < addr || addr < IDENT_MIN || addr + len > USER_TOP)
+		return -EFAULT;
+	for (u64 va = addr & ~(PAGE - 1); va < addr + len; va += PAGE) {
+		if (va < ident_top)
+			continue;
+		u64 *e = pte(va, 0);
+		if (e && (*e & PTE_P))
+			continue;
+		if (page_fault(va, write ? 2 : 0))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/* The main thread's stack: 8 MiB, demand paged like the rest. */
+u64 mm_main_stack(void)
+{
+	if (vma_add_fixed(STACK_TOP - (8UL << 20), STACK_TOP, PROT_READ | PROT_WRITE))
+		panic("no room for the stack");
+	return STACK_TOP;
+}
