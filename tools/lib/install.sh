@@ -7,6 +7,7 @@
 #     with two of its modules, uio and uio_pci_generic (the NICs' INTx)
 #   ovmf (UEFI firmware for QEMU) and systemd-boot-efi (the EFI stub that
 #     ether9.img's boot program is made from)
+#   gcc (with binutils): builds the metal platform's ring-0 shim
 #
 # Nothing is written to the host's /boot: the kernel lives in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ether9/kernel/<package>/boot/.
@@ -184,6 +185,21 @@ e9_install_uefi() {
 	[ -f "$ETHER9_EFI_STUB" ] || e9_die "systemd-boot-efi is installed but $ETHER9_EFI_STUB is missing"
 }
 
+# The compiler the metal platform's shim (kernel/metal/shim) is built with.
+ETHER9_GCC="${ETHER9_GCC:-gcc}"
+
+e9_install_gcc() {
+	command -v "$ETHER9_GCC" >/dev/null 2>&1 && return 0
+	command -v apt-get >/dev/null 2>&1 ||
+		e9_die "$ETHER9_GCC is missing and there is no apt-get: install gcc and binutils with your package manager"
+	e9_apt_update
+	e9_log "installing gcc (the metal shim's compiler)"
+	e9_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends gcc >&2 ||
+		e9_die "apt-get install gcc failed"
+	command -v "$ETHER9_GCC" >/dev/null 2>&1 || e9_die "gcc is installed but $ETHER9_GCC is not on PATH"
+}
+
 e9_check_go() {
 	command -v go >/dev/null 2>&1 ||
 		e9_die "go is not on PATH: install Go 1.26 or newer (https://go.dev/dl/)"
@@ -195,4 +211,5 @@ e9_install_all() {
 	e9_install_qemu
 	e9_install_kernel
 	e9_install_uefi
+	e9_install_gcc
 }

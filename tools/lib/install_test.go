@@ -216,3 +216,44 @@ esac
 		t.Fatalf("install fails: err = %v, output %q", err, out)
 	}
 }
+
+func TestInstallGCC(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	// A name no machine has, so the real gcc does not count.
+	env := []string{"ETHER9_GCC=ether9-test-gcc"}
+	calls := filepath.Join(dir, "apt-get.calls")
+	fakeBin(t, bin, "apt-get", `echo "$*" >> `+calls+`
+case "$*" in
+update*) ;;
+*install*gcc) printf '#!/bin/sh\n' > `+filepath.Join(bin, "ether9-test-gcc")+` && chmod +x `+filepath.Join(bin, "ether9-test-gcc")+` ;;
+*) exit 1 ;;
+esac
+`)
+	if out, err := shell(t, bin, dir, "e9_install_gcc", env...); err != nil {
+		t.Fatalf("e9_install_gcc: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(calls)
+	if !strings.Contains(string(b), "install -y -qq --no-install-recommends gcc") {
+		t.Fatalf("apt-get calls %q: want one install of gcc", b)
+	}
+
+	// gcc there: nothing is installed.
+	os.Remove(calls)
+	if out, err := shell(t, bin, dir, "e9_install_gcc", env...); err != nil {
+		t.Fatalf("second e9_install_gcc: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(calls); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(calls)
+		t.Fatalf("second run called apt-get: %s", b)
+	}
+
+	// apt-get fails: say so.
+	os.Remove(filepath.Join(bin, "ether9-test-gcc"))
+	fakeBin(t, bin, "apt-get", `case "$*" in update*) ;; *) exit 100 ;; esac`)
+	out, err := shell(t, bin, dir, "e9_install_gcc", env...)
+	if err == nil || !strings.Contains(out, "apt-get install gcc failed") {
+		t.Fatalf("err = %v, output %q: want a clear failure", err, out)
+	}
+}
