@@ -36,6 +36,9 @@ func (p *parts) remove() {
 // assemble builds /init and the initramfs, and finds and unpacks the
 // kernel. extra words go on the kernel command line after -append's.
 func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*parts, error) {
+	if o.platform == "metal" {
+		return assembleMetal(ctx, o, log, extra...)
+	}
 	cmdline, err := image.Cmdline(append([]string{o.appendTo}, extra...)...)
 	if err != nil {
 		return nil, err

@@ -21,20 +21,7 @@ import (
 // failure.
 func needMachine(t *testing.T, nic string) {
 	t.Helper()
-	missing := func(err error) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
-	n, err := qemu.LookupNIC(nic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := qemu.Check(qemu.Binary, n); err != nil {
-		missing(err)
-	}
+	needQEMU(t, nic)
 	needKernel(t)
 }
 

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/ether9/ether9/boot/image"
+)
+
+// shimDir holds the ring-0 shim's C and assembly, relative to the module
+// root: no Go package lives there, so the go command leaves it alone.
+const shimDir = "kernel/metal/shim"
+
+// shimCFlags build freestanding code that never touches SSE registers
+// (-mgeneral-regs-only: the shim does not save Go's XMM state on entry)
+// and needs no red zone, no stack protector and no position independence
+// (it runs at its link address, 1 MiB, in the identity map).
+var shimCFlags = []string{
+	"-O2", "-g", "-std=gnu11", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "-no-pie",
+	"-fno-pic", "-fno-pie", "-fno-stack-protector", "-fno-asynchronous-unwind-tables",
+	"-mno-red-zone", "-mgeneral-regs-only",
+	"-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
+}
+
+// errNoGCC says the shim cannot be built here.
+var errNoGCC = errors.New("gcc not found")
+
+// buildShim compiles and links the shim from root's sources into out
+// with Debian's gcc and binutils.
+func buildShim(ctx context.Context, root, out string) error {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		return fmt.Errorf("%w: the metal platform's shim is C and assembly: run tools/run (it installs gcc) or apt-get install gcc", errNoGCC)
+	}
+	dir := filepath.Join(root, shimDir)
+	var srcs []string
+	for _, pat := range []string{"*.c", "*.S"} {
+		m, err := filepath.Glob(filepath.Join(dir, pat))
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, m...)
+	}
+	if len(srcs) == 0 {
+		return fmt.Errorf("no shim sources in %s", dir)
+	}
+	sort.Strings(srcs)
+	args := append([]string{}, shimCFlags...)
+	args = append(args, "-Wl,-T,"+filepath.Join(dir, "shim.ld"), "-Wl,--build-id=none",
+		"-Wl,-z,noexecstack", "-Wl,--no-warn-rwx-segments", "-o", out)
+	args = append(args, srcs...)
+	cmd := exec.CommandContext(ctx, gcc, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building the shim: gcc: %w\n%s", err, stderr.Bytes())
+	}
+	k, err := os.ReadFile(out)
+	if err != nil {
+		return fmt.Errorf("reading the shim: %w", err)
+	}
+	if err := image.CheckPVH(k); err != nil {
+		return fmt.Errorf("the shim %s: %w", out, err)
+	}
+	return nil
+}
+
+// assembleMetal builds the parts of a boot on the metal platform: the
+// shim is what QEMU boots (-kernel, through its PVH note) and /init, the
+// unchanged Go binary, is its first PVH module (-initrd). A module rather
+// than a blob linked into the shim: the shim stays one build for every
+// program, and QEMU and boot loaders already hand a module over.
+func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...string) (*parts, error) {
+	cmdline, err := image.Cmdline(append([]string{o.appendTo}, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	root, err := image.ModuleRoot(ctx, ".")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ether9-metal-")
+	if err != nil {
+		return nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	p := &parts{dir: dir, cmdline: cmdline, init: filepath.Join(dir, "init"), kernel: filepath.Join(dir, "shim.elf")}
+	p.boot, p.initrd = p.kernel, p.init
+	t := time.Now()
+	if err := buildShim(ctx, root, p.kernel); err != nil {
+		p.remove()
+		return nil, err
+	}
+	shimTime := time.Since(t)
+	t = time.Now()
+	if err := image.Build(ctx, root, o.initPkg, p.init); err != nil {
+		p.remove()
+		return nil, err
+	}
+	fi, err := os.Stat(p.init)
+	if err != nil {
+		p.remove()
+		return nil, fmt.Errorf("reading /init: %w", err)
+	}
+	fmt.Fprintf(log, "boot: metal: shim from %s (%.1fs), /init from %s: %.1f MB (%.1fs)\n",
+		shimDir, shimTime.Seconds(), o.initPkg, float64(fi.Size())/1e6, time.Since(t).Seconds())
+	return p, nil
+}
+
+// checkPlatform refuses what the metal platform cannot do yet: it boots
+// in QEMU only, and /init's system code needs the kernel/metal platform
+// that -selftest would exercise.
+func checkPlatform(o options) error {
+	switch o.platform {
+	case "linux":
+		return nil
+	case "metal":
+		if o.machine != "qemu" || o.outDir != "" || o.boot != "kernel" || o.selftest || o.xdp {
+			return fmt.Errorf("-platform metal boots in QEMU only, so far: not with -machine sim, -o, -boot disk, -selftest or -xdp")
+		}
+		return nil
+	}
+	return fmt.Errorf("-platform %q: want linux or metal", o.platform)
+}

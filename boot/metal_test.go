@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ether9/ether9/boot/image"
+	"github.com/ether9/ether9/boot/qemu"
+)
+
+// needShimTools skips a test when gcc is missing, except under CI=true,
+// where tools/test installed it.
+func needShimTools(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and gcc is missing: %v", err)
+		}
+		t.Skipf("skipping: gcc is missing: %v", err)
+	}
+}
+
+// needQEMU skips a test when QEMU (for nic) is missing, except under
+// CI=true.
+func needQEMU(t *testing.T, name string) {
+	t.Helper()
+	nic, err := qemu.LookupNIC(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qemu.Check(qemu.Binary, nic); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
+func TestBuildShim(t *testing.T) {
+	needShimTools(t)
+	root, err := image.ModuleRoot(context.Background(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "shim.elf")
+	if err := buildShim(context.Background(), root, out); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shim: %d bytes", fi.Size())
+}
+
+func TestPlatformFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-platform", "metal"}, true},
+		{[]string{"-platform", "linux", "-o", "x"}, true},
+		{[]string{"-platform", "metal", "-o", "x"}, false},
+		{[]string{"-platform", "metal", "-selftest"}, false},
+		{[]string{"-platform", "metal", "-machine", "sim"}, false},
+		{[]string{"-platform", "metal", "-boot", "disk"}, false},
+		{[]string{"-platform", "bsd"}, false},
+	} {
+		_, err := parseFlags(c.args, &strings.Builder{})
+		if (err == nil) != c.ok {
+			t.Errorf("%q: err = %v, want ok %v", c.args, err, c.ok)
+		}
+	}
+}
+
+// bootMetal boots initPkg on the shim and returns the VM and its log.
+func bootMetal(t *testing.T, ctx context.Context, initPkg string, extra ...string) (*qemu.VM, *syncBuffer) {
+	t.Helper()
+	needShimTools(t)
+	needQEMU(t, "e1000e")
+	var log syncBuffer
+	o := testOptions("e1000e", initPkg)
+	o.platform = "metal"
+	o.memMiB = 512
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.port = port
+	p, err := assemble(ctx, o, &log, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.remove)
+	c, err := qemuConfig(o, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(c, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Stop)
+	return vm, &log
+}
+
+// shimFailed reports a console line that says the shim gave up.
+func shimFailed(s string) bool {
+	return qemu.Panicked(s) || strings.Contains(s, "metal: panic") || strings.Contains(s, "killed by signal") ||
+		strings.Contains(s, "fatal trap") || strings.Contains(s, "exited with status")
+}
+
+// TestBootMetalHello boots the smallest /init on the shim: the unchanged
+// Go binary must print its PID and our command line (read from
+// /proc/cmdline) and power the machine off.
+func TestBootMetalHello(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vm, log := bootMetal(t, ctx, "./boot/testdata/hello", "ether9.test=hello")
+	// Once QEMU runs, a boot takes well under a second: a minute with no
+	// line is a hang.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	l, _, err := vm.Console.Wait(wctx, 0, func(s string) bool { return strings.Contains(s, "hello: pid") }, shimFailed)
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, log.String())
+	}
+	want := "hello: pid 1 cmdline " + image.BaseCmdline + " ether9.test=hello"
+	if l.Text != want {
+		t.Fatalf("/init said %q, want %q", l.Text, want)
+	}
+	if err := vm.Wait(wctx); err != nil {
+		t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
+	}
+	t.Logf("QEMU start to the shim: %v, to Go's first line: %v", lineAt(vm, "metal: shim started"), l.At.Round(time.Millisecond))
+}
+
+func lineAt(vm *qemu.VM, substr string) time.Duration {
+	for _, l := range vm.Console.Lines() {
+		if strings.Contains(l.Text, substr) {
+			return l.At.Round(time.Millisecond)
+		}
+	}
+	return -1
+}
+
+// TestBootMetalRuntime runs boot/testdata/metal on the shim: goroutine
+// stress, timers, GC over a demand-paged heap, a recovered nil
+// dereference (#PF as SIGSEGV) and a spinning goroutine that only async
+// preemption (SIGURG as a signal frame) can interrupt. Each check must
+// pass, with no more than 30 s between console lines.
+func TestBootMetalRuntime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal")
+	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock"}
+	from := 0
+	for _, want := range append(checks, "done") {
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		l, i, err := vm.Console.Wait(wctx, from, func(s string) bool {
+			return strings.Contains(s, "metal-test: ok "+want) || strings.Contains(s, "metal-test: "+want) ||
+				strings.Contains(s, "metal-test: FAIL")
+		}, shimFailed)
+		wcancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("no progress for 30 s waiting for %q: the machine hangs\nconsole:\n%s", want, log.String())
+		}
+		if err != nil || strings.Contains(l.Text, "FAIL") {
+			t.Fatalf("%q: %v %s\nconsole:\n%s", want, err, l.Text, log.String())
+		}
+		t.Log(strings.TrimPrefix(l.Text, "metal-test: "))
+		from = i + 1
+	}
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
+	}
+	t.Logf("QEMU start to Go's first line: %v, to done: %v", lineAt(vm, "metal-test: start"), lineAt(vm, "metal-test: done"))
+}
