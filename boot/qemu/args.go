@@ -70,6 +70,10 @@ type Config struct {
 	MemMiB   int
 	Forward  []Forward
 	Pcap     string // record the wire to this file when set
+	// Stream, when set, cables the NIC to the Unix socket at this path
+	// (a stream netdev, see StreamEnd) instead of user networking; there
+	// are no forwards then.
+	Stream string
 }
 
 // Args returns QEMU's command line for c, without the binary.
@@ -88,6 +92,15 @@ func (c Config) Args() ([]string, error) {
 		return nil, fmt.Errorf("qemu: -m %d MiB is too small (128 or more)", c.MemMiB)
 	}
 	netdev := "user,id=n0,restrict=on"
+	if c.Stream != "" {
+		if len(c.Forward) > 0 {
+			return nil, fmt.Errorf("qemu: forwards need user networking, not a stream netdev")
+		}
+		if strings.Contains(c.Stream, ",") {
+			return nil, fmt.Errorf("qemu: stream socket %q must not contain a comma", c.Stream)
+		}
+		netdev = "stream,id=n0,server=off,addr.type=unix,addr.path=" + c.Stream
+	}
 	for _, f := range c.Forward {
 		if f.Host < 1 || f.Host > 65535 || f.Guest < 1 || f.Guest > 65535 {
 			return nil, fmt.Errorf("qemu: forward %d->%d: port out of range", f.Host, f.Guest)

@@ -76,6 +76,10 @@ func TestArgsBadInput(t *testing.T) {
 		"port 0":        func(c *Config) { c.Forward = []Forward{{0, 80}} },
 		"port 70000":    func(c *Config) { c.Forward = []Forward{{8080, 70000}} },
 		"comma in pcap": func(c *Config) { c.Pcap = "a,b.pcap" },
+		"stream with forwards": func(c *Config) {
+			c.Stream, c.Forward = "/tmp/s", []Forward{{8080, 80}}
+		},
+		"comma in stream": func(c *Config) { c.Stream, c.Forward = "/tmp/a,b", nil },
 	} {
 		c := config(t)
 		mutate(&c)
