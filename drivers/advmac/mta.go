@@ -100,3 +100,27 @@ func (m *Multicast) writeRCTLLocked(r kernel.Regs) {
 	}
 	r.Write32(advregs.RCTL, rctl)
 }
+
+// Ctl runs the filter's control commands: addmulti MAC, remmulti MAC,
+// allmulti on|off. A bad one changes nothing.
+func (m *Multicast) Ctl(r kernel.Regs, name, verb, arg string) error {
+	switch verb {
+	case "addmulti", "remmulti":
+		hw, err := net.ParseMAC(arg)
+		if err != nil || len(hw) != 6 {
+			return fmt.Errorf("%s: %s %q: want a 48-bit MAC address", name, verb, arg)
+		}
+		if verb == "addmulti" {
+			return m.Add(r, name, [6]byte(hw))
+		}
+		return m.Remove(r, name, [6]byte(hw))
+	case "allmulti":
+		switch arg {
+		case "on", "off":
+			m.SetAll(r, arg == "on")
+			return nil
+		}
+		return fmt.Errorf("%s: allmulti %q: want on or off", name, arg)
+	}
+	return fmt.Errorf("%s: %q is not a multicast command", name, verb)
+}

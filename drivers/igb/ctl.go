@@ -13,6 +13,7 @@ import (
 //	copybreak N   frames shorter than N bytes are copied (0..2048)
 //	tso on|off
 //	mtu N
+//	addmulti MAC, remmulti MAC, allmulti on|off   the multicast filter (mta.go)
 //	debug inject-unmapped-rx   see debugCtl
 //
 // A bad command changes nothing.
@@ -45,10 +46,12 @@ func (d *Device) Ctl(cmd string) error {
 			return fmt.Errorf("igb %s: mtu %q: not a number", d.name, f[1])
 		}
 		return d.SetMTU(n)
+	case "addmulti", "remmulti", "allmulti":
+		return d.mc.Ctl(d.regs, "igb "+d.name, f[0], f[1])
 	case "debug":
 		return d.debugCtl(f[1])
 	default:
-		return fmt.Errorf("igb %s: unknown ctl %q (copybreak, tso, mtu, debug)", d.name, f[0])
+		return fmt.Errorf("igb %s: unknown ctl %q (copybreak, tso, mtu, addmulti, remmulti, allmulti, debug)", d.name, f[0])
 	}
 	return nil
 }

@@ -26,3 +26,14 @@ func TestSimIPv6NeighbourDiscovery(t *testing.T) {
 	a.checkClosed(t)
 	b.checkClosed(t)
 }
+
+// The filter's commands and interface, frame by frame on the model.
+func TestSimMulticastFilter(t *testing.T) {
+	w := simhost.Wire(t, wire.Options{})
+	h := newHost(t, w.A(), 1, false)
+	simhost.CheckMulticastFilter(t, h.NIC, w.B())
+	if err := h.NIC.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkClosed(t)
+}

@@ -12,6 +12,7 @@ import (
 //	build auto|off   auto: build where the seed's rule allows; off: construct always
 //	tso on|off
 //	rss on|off       spread flows over the queues, or everything to queue 0
+//	addmulti MAC, remmulti MAC, allmulti on|off   the multicast filter (mta.go)
 //	debug inject-unmapped-rx   see debugCtl
 //
 // A bad command changes nothing.
@@ -55,10 +56,12 @@ func (d *Device) Ctl(cmd string) error {
 		d.rss.Store(on)
 		d.setupRSS()
 		return nil
+	case "addmulti", "remmulti", "allmulti":
+		return d.mc.Ctl(d.regs, "igc "+d.name, f[0], f[1])
 	case "debug":
 		return d.debugCtl(f[1])
 	}
-	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso, rss, debug)", d.name, f[0])
+	return fmt.Errorf("igc %s: unknown ctl %q (mtu, build, tso, rss, addmulti, remmulti, allmulti, debug)", d.name, f[0])
 }
 
 // setBuild sets the build policy and lets every ring re-decide.

@@ -8,6 +8,14 @@ import (
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
+// The filter's commands and interface, frame by frame on the model.
+func TestSimMulticastFilter(t *testing.T) {
+	w := simhost.Wire(t, wire.Options{})
+	h := newHost(t, w.A(), 1, netip.Prefix{}, 0x15f2, false)
+	simhost.CheckMulticastFilter(t, h.NIC, w.B())
+	h.close(t)
+}
+
 // IPv6 between two machines with no static neighbours: neighbour
 // discovery's solicitations go to solicited-node groups, which the
 // model's MTA passes only when the driver programs it; a TCP transfer
