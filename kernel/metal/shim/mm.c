@@ -104,16 +104,23 @@ void page_free(u64 pa)
 	free_count++;
 }
 
-u64 contig_alloc(u64 bytes)
+/* contig_alloc hands out physically contiguous memory aligned to align
+ * (a power of two, at least a page); the pages skipped to align it go
+ * to the free list. */
+u64 contig_alloc(u64 bytes, u64 align)
 {
 	bytes = (bytes + PAGE - 1) & ~(PAGE - 1);
+	if (align < PAGE)
+		align = PAGE;
 	for (int i = 0; i < nram; i++) {
-		if (ram[i].end - ram[i].start >= bytes) {
-			u64 pa = ram[i].start;
-			ram[i].start += bytes;
-			memset((void *)pa, 0, bytes);
-			return pa;
-		}
+		u64 pa = (ram[i].start + align - 1) & ~(align - 1);
+		if (pa < ram[i].start || pa + bytes > ram[i].end || pa + bytes < pa)
+			continue;
+		for (u64 p = ram[i].start; p < pa; p += PAGE)
+			page_free(p);
+		ram[i].start = pa + bytes;
+		memset((void *)pa, 0, bytes);
+		return pa;
 	}
 	return 0;
 }
@@ -418,4 +425,20 @@ u64 mm_main_stack(void)
 	if (vma_add_fixed(STACK_TOP - (8UL << 20), STACK_TOP, PROT_READ | PROT_WRITE))
 		panic("no room for the stack");
 	return STACK_TOP;
+}
+
+/* mm_phys translates a virtual address of the Go process, mapping the
+ * page first if it is demand paged and not yet touched; 0 when there is
+ * none. A page, once mapped, stays at its physical address until it is
+ * unmapped or given back with madvise: the shim never moves memory. */
+u64 mm_phys(u64 va)
+{
+	if (va < IDENT_MIN)
+		return 0;
+	if (va < ident_top)
+		return va;
+	if (user_ok(va, 1, 0))
+		return 0;
+	u64 *e = pte(va & ~(PAGE - 1), 0);
+	return e && (*e & PTE_P) ? (*e & PTE_ADDR) | (va & (PAGE - 1)) : 0;
 }

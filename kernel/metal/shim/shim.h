@@ -97,7 +97,8 @@ void mm_add_ram(u64 start, u64 end);
 void mm_reserve(u64 start, u64 end);
 u64 page_alloc(void);            /* one zeroed 4 KiB page, physical = virtual */
 void page_free(u64 pa);
-u64 contig_alloc(u64 bytes);     /* physically contiguous, zeroed; 0 when none */
+u64 contig_alloc(u64 bytes, u64 align); /* physically contiguous, zeroed; 0 when none */
+u64 mm_phys(u64 va);
 void mm_init_paging(u64 ram_top);
 void mm_unmap_low(void);
 u64 mm_free_bytes(void);
@@ -122,6 +123,7 @@ void lapic_eoi(void);
 
 /* acpi.c */
 void acpi_init(u64 rsdp);
+u64 acpi_rsdp(void);
 u32 acpi_pm_timer_port(void);
 int acpi_pm_timer_32bit(void);
 __attribute__((noreturn)) void acpi_poweroff(void);
@@ -183,6 +185,7 @@ void signal_deliver_pending(struct thread *t, struct regs *r);
 void do_syscall(struct thread *t, struct regs *r);
 extern int strace;
 i64 rdrand_fill(u64 buf, u64 n);
+i64 metal_call(u64 nr, u64 a0, u64 a1);
 i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled);
 void fs_init(void);
 void epoll_event_ready(void);

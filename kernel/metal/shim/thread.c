@@ -36,7 +36,7 @@ struct thread *threads_table(int *n)
 
 static u64 kstack(void)
 {
-	u64 s = contig_alloc(KSTACK);
+	u64 s = contig_alloc(KSTACK, PAGE);
 	if (!s)
 		panic("no memory for a kernel stack");
 	return s + KSTACK;

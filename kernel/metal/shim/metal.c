@@ -1,0 +1,65 @@
+/*
+ * metal.c: the calls only this shim has, for the Go side of the metal
+ * platform (kernel/metal): what Linux would offer through /dev/mem,
+ * /proc/self/pagemap, hugepages and /sys/firmware/acpi. Their numbers,
+ * from 0x4d00, are far above Linux's, so on Linux the same calls fail
+ * with ENOSYS and kernel/metal knows it is not on the shim.
+ */
+#include "shim.h"
+
+#define METAL_IDENT 0x4d00     /* () -> METAL_MAGIC */
+#define METAL_DMA_ALLOC 0x4d01 /* (size, align) -> physical address */
+#define METAL_DMA_FREE 0x4d02  /* (physical address, size) -> 0 */
+#define METAL_PHYS 0x4d03      /* (virtual address) -> physical address */
+#define METAL_RSDP 0x4d04      /* () -> the ACPI RSDP's physical address */
+#define METAL_MAGIC 0x6c6174656dUL /* "metal" */
+
+/* The DMA allocations, so that a free must name one exactly. */
+static struct { u64 pa, size; } dma[256];
+
+static i64 dma_alloc(u64 size, u64 align)
+{
+	if (!size || size > (1UL << 30) || (align & (align - 1)) || align > (1UL << 30))
+		return -EINVAL;
+	size = (size + PAGE - 1) & ~(PAGE - 1);
+	for (int i = 0; i < 256; i++) {
+		if (dma[i].size)
+			continue;
+		u64 pa = contig_alloc(size, align);
+		if (!pa)
+			return -ENOMEM;
+		dma[i].pa = pa;
+		dma[i].size = size;
+		return (i64)pa;
+	}
+	return -ENOMEM;
+}
+
+static i64 dma_free(u64 pa, u64 size)
+{
+	size = (size + PAGE - 1) & ~(PAGE - 1);
+	for (int i = 0; i < 256; i++) {
+		if (dma[i].pa != pa || dma[i].size != size || !size)
+			continue;
+		for (u64 p = pa; p < pa + size; p += PAGE)
+			page_free(p);
+		dma[i].pa = dma[i].size = 0;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+i64 metal_call(u64 nr, u64 a0, u64 a1)
+{
+	switch (nr) {
+	case METAL_IDENT: return (i64)METAL_MAGIC;
+	case METAL_DMA_ALLOC: return dma_alloc(a0, a1);
+	case METAL_DMA_FREE: return dma_free(a0, a1);
+	case METAL_PHYS: {
+		u64 pa = mm_phys(a0);
+		return pa ? (i64)pa : -EFAULT;
+	}
+	case METAL_RSDP: return acpi_rsdp() ? (i64)acpi_rsdp() : -ENOENT;
+	}
+	return -ENOSYS;
+}
