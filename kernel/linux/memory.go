@@ -294,7 +294,11 @@ func (m *Memory) DMACoherent() bool { return true }
 
 // FlushCache writes buf back to memory with CLFLUSH on each line and a
 // fence, for a VT-d unit that does not snoop its table walks (ECAP.C=0).
-func (m *Memory) FlushCache(buf []byte) {
+func (m *Memory) FlushCache(buf []byte) { FlushCache(buf) }
+
+// FlushCache writes buf back to memory with CLFLUSH on each line and a
+// fence. It needs no privilege, so the metal platform uses it too.
+func FlushCache(buf []byte) {
 	if len(buf) == 0 {
 		return
 	}

@@ -22,9 +22,10 @@ import (
 // the device: reads return all ones (what a master abort returns), writes
 // are dropped, and the first such access is kept for Err.
 type MMIO struct {
-	name string
-	mem  []byte // from mmap, never from the Go heap
-	base uintptr
+	name     string
+	mem      []byte // from mmap, never from the Go heap
+	base     uintptr
+	borrowed bool // mapped by someone else: Close leaves it
 
 	mu  sync.Mutex
 	err error
@@ -80,6 +81,15 @@ func mapFile(path string, off int64, size int, name string) (*MMIO, error) {
 	return newMMIO(name, mem), nil
 }
 
+// WindowOver returns a register window over mem, device memory the caller
+// reaches some other way: on the metal platform, physical memory is
+// identity mapped. Close leaves mem mapped.
+func WindowOver(name string, mem []byte) *MMIO {
+	m := newMMIO(name, mem)
+	m.borrowed = true
+	return m
+}
+
 func newMMIO(name string, mem []byte) *MMIO {
 	return &MMIO{name: name, mem: mem, base: uintptr(unsafe.Pointer(unsafe.SliceData(mem)))}
 }
@@ -103,7 +113,7 @@ func (m *MMIO) Close() error {
 	mem := m.mem
 	m.mem, m.base = nil, 0
 	m.mu.Unlock()
-	if mem == nil {
+	if mem == nil || m.borrowed {
 		return nil
 	}
 	if err := unix.Munmap(mem); err != nil {

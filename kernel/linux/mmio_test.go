@@ -56,3 +56,24 @@ func TestMMIOBadAccess(t *testing.T) {
 		t.Fatalf("first error replaced: %v", m.Err())
 	}
 }
+
+// A borrowed window's Close must leave the memory mapped: on the metal
+// platform it is the identity map, which no one may unmap.
+func TestWindowOverCloseKeepsMemory(t *testing.T) {
+	mem, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	w := WindowOver("identity", mem)
+	w.Write32(0x20, 0x5a5aa5a5)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := binary.LittleEndian.Uint32(mem[0x20:]); got != 0x5a5aa5a5 {
+		t.Fatalf("memory after Close: %#x", got)
+	}
+	if got := w.Read32(0x20); got != ^uint32(0) {
+		t.Fatalf("read after Close = %#x, want all ones", got)
+	}
+}
