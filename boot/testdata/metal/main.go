@@ -4,7 +4,8 @@
 // without calls, which only async preemption (SIGURG delivered as a
 // signal) can take the CPU from. Each check prints "metal-test: ok NAME"
 // or "metal-test: FAIL NAME: why"; the last line is "metal-test: done"
-// and the machine powers off.
+// and the machine powers off. The last check drives the machine through
+// kernel/metal, the Go side of the platform.
 package main
 
 import (
@@ -17,6 +18,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ether9/ether9/kernel/acpi"
+	"github.com/ether9/ether9/kernel/metal"
+	"github.com/ether9/ether9/pci"
 )
 
 func main() {
@@ -28,6 +33,7 @@ func main() {
 	check("nil", nilDeref)
 	check("preempt", preempt)
 	check("clock", clock)
+	check("platform", platform)
 	fmt.Println("metal-test: done")
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
 		fmt.Println("metal-test: power off:", err)
@@ -201,6 +207,127 @@ func clock() error {
 	}
 	t := time.Now()
 	for time.Since(t) == 0 {
+	}
+	return nil
+}
+
+// platform reaches the machine through kernel/metal: PCI configuration
+// space both ways (ECAM from MCFG, the legacy ports), the e1000e's BAR0,
+// the VT-d unit's registers from the DMAR table, contiguous DMA memory,
+// and a pinned heap buffer read back at its physical address.
+func platform() error {
+	if !metal.Running() {
+		return fmt.Errorf("metal.Running is false")
+	}
+	cfg, err := metal.Config()
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.(*pci.ECAM); !ok {
+		return fmt.Errorf("config access is %T, want ECAM from MCFG", cfg)
+	}
+	ports := pci.NewPorts(pci.CPUPorts{})
+	var nic pci.Addr
+	found := false
+	for dev := uint8(0); dev < 32; dev++ {
+		a := pci.Addr{Dev: dev}
+		e, err := cfg.ReadConfig(a, 0, 4)
+		if err != nil {
+			return err
+		}
+		p, err := ports.ReadConfig(a, 0, 4)
+		if err != nil {
+			return err
+		}
+		if e != p {
+			return fmt.Errorf("%v: ECAM reads id %#x, the ports %#x", a, e, p)
+		}
+		if e == 0x10d38086 {
+			nic, found = a, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("no 8086:10d3 on bus 0")
+	}
+	bar, err := metal.MapBAR(cfg, nic, 0)
+	if err != nil {
+		return err
+	}
+	if st := bar.Read32(0x8); st == ^uint32(0) { // STATUS
+		return fmt.Errorf("%v BAR0 STATUS reads all ones", nic)
+	}
+
+	b, err := metal.Table("DMAR")
+	if err != nil {
+		return err
+	}
+	dmar, err := acpi.ParseDMAR(b)
+	if err != nil {
+		return err
+	}
+	if len(dmar.Units) == 0 {
+		return fmt.Errorf("DMAR lists no unit")
+	}
+	unit, err := metal.MapPhys(dmar.Units[0].Base, 4096)
+	if err != nil {
+		return err
+	}
+	if v := unit.Read32(0); v == 0 || v == ^uint32(0) { // VER_REG
+		return fmt.Errorf("VT-d unit at %#x: VER_REG %#x", dmar.Units[0].Base, v)
+	}
+
+	mem, err := metal.NewMemory()
+	if err != nil {
+		return err
+	}
+	r, err := mem.Alloc(64<<10, 2<<20)
+	if err != nil {
+		return err
+	}
+	if r.Phys%(2<<20) != 0 || len(r.Buf) != 64<<10 {
+		return fmt.Errorf("Alloc(64 KiB, 2 MiB) gave %#x+%d", r.Phys, len(r.Buf))
+	}
+	for i, c := range r.Buf {
+		if c != 0 {
+			return fmt.Errorf("Alloc's byte %d is %d, want zeroed memory", i, c)
+		}
+	}
+	if err := mem.Free(r); err != nil {
+		return err
+	}
+	if err := mem.Free(r); err == nil {
+		return fmt.Errorf("a second Free of the same region succeeded")
+	}
+
+	buf := make([]byte, 3*4096+100)
+	for i := range buf {
+		buf[i] = byte(i*7 + i>>12*31 + 3) // differs page to page: a page off shows
+	}
+	segs, err := mem.Pin(buf[50:])
+	if err != nil {
+		return err
+	}
+	off := 50
+	for _, s := range segs {
+		w, err := metal.Window(uint64(s.Phys), s.Len)
+		if err != nil {
+			return err
+		}
+		for i := range w {
+			if w[i] != buf[off+i] {
+				return fmt.Errorf("physical %#x+%d holds %d, the buffer %d", s.Phys, i, w[i], buf[off+i])
+			}
+		}
+		off += s.Len
+	}
+	if off != len(buf) {
+		return fmt.Errorf("segments cover %d bytes, want %d", off-50, len(buf)-50)
+	}
+	if err := mem.Unpin(buf[50:]); err != nil {
+		return err
+	}
+	if err := mem.Unpin(buf[50:]); err == nil {
+		return fmt.Errorf("a second Unpin succeeded")
 	}
 	return nil
 }
