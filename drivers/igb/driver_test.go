@@ -5,8 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -52,37 +51,37 @@ func TestProbeProgramsQueuesAndRSS(t *testing.T) {
 		t.Fatalf("%d queues", n)
 	}
 	for q := 0; q < maxQueues; q++ {
-		s := r.regs.Get(advregs.QueueReg(advregs.SRRCTL, q))
-		if s&(7<<25) != advregs.SRRCTL_DESCTYPE_ADV_ONEBUF || s&0x7f != 2 {
+		s := r.regs.Get(adv.QueueReg(adv.SRRCTL, q))
+		if s&(7<<25) != adv.SRRCTL_DESCTYPE_ADV_ONEBUF || s&0x7f != 2 {
 			t.Errorf("queue %d SRRCTL %#x: want advanced one-buffer, 2 KiB", q, s)
 		}
-		if r.regs.Get(advregs.QueueReg(advregs.RXDCTL, q))&advregs.XDCTL_ENABLE == 0 || r.regs.Get(advregs.QueueReg(advregs.TXDCTL, q))&advregs.XDCTL_ENABLE == 0 {
+		if r.regs.Get(adv.QueueReg(adv.RXDCTL, q))&adv.XDCTL_ENABLE == 0 || r.regs.Get(adv.QueueReg(adv.TXDCTL, q))&adv.XDCTL_ENABLE == 0 {
 			t.Errorf("queue %d not enabled", q)
 		}
 		if got := r.RxTail(q); got != rxDescs-1 {
 			t.Errorf("queue %d RDT %d, want %d", q, got, rxDescs-1)
 		}
 	}
-	if m := r.regs.Get(advregs.MRQC); m&7 != advregs.MRQC_ENABLE_RSS || m&advregs.MRQC_RSS_FIELD_IPV4_TCP == 0 {
+	if m := r.regs.Get(adv.MRQC); m&7 != adv.MRQC_ENABLE_RSS || m&adv.MRQC_RSS_FIELD_IPV4_TCP == 0 {
 		t.Errorf("MRQC %#x", m)
 	}
 	hits := make([]int, maxQueues)
-	for i := 0; i < advregs.RETAEntries; i++ {
-		v := r.regs.Get(advregs.RETA + uint32(i/4*4))
+	for i := 0; i < adv.RETAEntries; i++ {
+		v := r.regs.Get(adv.RETA + uint32(i/4*4))
 		hits[v>>(8*(i%4))&0xff]++
 	}
 	for q, n := range hits {
-		if n != advregs.RETAEntries/maxQueues {
+		if n != adv.RETAEntries/maxQueues {
 			t.Errorf("queue %d has %d RETA entries", q, n)
 		}
 	}
-	if k := r.regs.Get(advregs.RSSRK); k != 0xda565a6d {
+	if k := r.regs.Get(adv.RSSRK); k != 0xda565a6d {
 		t.Errorf("RSSRK0 %#x", k)
 	}
-	if c := r.regs.phy[advregs.PHY_BMCR]; c&(advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART) != advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART {
+	if c := r.regs.phy[adv.PHY_BMCR]; c&(adv.BMCR_AN_ENABLE|adv.BMCR_AN_RESTART) != adv.BMCR_AN_ENABLE|adv.BMCR_AN_RESTART {
 		t.Errorf("PHY control %#x: auto-negotiation not restarted", c)
 	}
-	if r.regs.Get(advregs.RCTL)&advregs.RCTL_EN == 0 || r.regs.Get(advregs.TCTL)&advregs.TCTL_EN == 0 {
+	if r.regs.Get(adv.RCTL)&adv.RCTL_EN == 0 || r.regs.Get(adv.TCTL)&adv.TCTL_EN == 0 {
 		t.Error("RX or TX not enabled")
 	}
 }
@@ -243,8 +242,8 @@ func TestCtl(t *testing.T) {
 	if err := r.d.Ctl("tso off"); err != nil || r.d.Features().TSOv4 {
 		t.Errorf("tso off: %v %+v", err, r.d.Features())
 	}
-	if err := r.d.Ctl("mtu 2000"); err != nil || r.d.MTU() != 2000 || r.regs.Get(advregs.RLPML) != 2000+22 {
-		t.Errorf("mtu 2000: %v, mtu %d RLPML %d", err, r.d.MTU(), r.regs.Get(advregs.RLPML))
+	if err := r.d.Ctl("mtu 2000"); err != nil || r.d.MTU() != 2000 || r.regs.Get(adv.RLPML) != 2000+22 {
+		t.Errorf("mtu 2000: %v, mtu %d RLPML %d", err, r.d.MTU(), r.regs.Get(adv.RLPML))
 	}
 }
 

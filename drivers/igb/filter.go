@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/xsk"
 )
 
@@ -14,7 +13,7 @@ const (
 
 	// Steering filter slots returned by Steer: EtherType filters first,
 	// then 2-tuple filters.
-	slotTwoTuple = advregs.NumETQF
+	slotTwoTuple = adv.NumETQF
 )
 
 // tupleFilter is the queue filter register at TTQF's offset: the 82576's
@@ -23,7 +22,7 @@ func tupleFilter(t MACType) uint32 {
 	if t == Mac82576 {
 		return FTQF
 	}
-	return advregs.TTQF
+	return adv.TTQF
 }
 
 // portOnly is, per MAC type, what the queue filter register needs beyond
@@ -67,11 +66,11 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 		for i := range d.etqf {
 			if !d.etqf[i] {
 				d.etqf[i] = true
-				r.Write32(advregs.ETQF+uint32(4*i), uint32(f.EtherType)|uint32(q)<<advregs.ETQF_QUEUE_SHIFT&advregs.ETQF_QUEUE_MASK|advregs.ETQF_FILTER_ENABLE|advregs.ETQF_QUEUE_ENABLE)
+				r.Write32(adv.ETQF+uint32(4*i), uint32(f.EtherType)|uint32(q)<<adv.ETQF_QUEUE_SHIFT&adv.ETQF_QUEUE_MASK|adv.ETQF_FILTER_ENABLE|adv.ETQF_QUEUE_ENABLE)
 				return i, nil
 			}
 		}
-		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.name, f, advregs.NumETQF)
+		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.name, f, adv.NumETQF)
 	}
 	if d.info.Flags&FlagPortFilter == 0 {
 		return -1, fmt.Errorf("igb %s: %v has no destination-port queue filters", d.name, d.info.Type)
@@ -80,13 +79,13 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 		if !d.ttqf[i] {
 			d.ttqf[i] = true
 			off := uint32(4 * i)
-			r.Write32(advregs.IMIR+off, imirPort(f.UDPPort)|7<<advregs.IMIR_PRIORITY_SHIFT)
-			r.Write32(advregs.IMIREXT+off, advregs.IMIREXT_SIZE_BP|advregs.IMIREXT_CTRL_BP)
-			r.Write32(tupleFilter(d.info.Type)+off, protoUDP|portOnly[d.info.Type]|advregs.TTQF_QUEUE_ENABLE|uint32(q)<<advregs.TTQF_QUEUE_SHIFT&advregs.TTQF_QUEUE_MASK)
+			r.Write32(adv.IMIR+off, imirPort(f.UDPPort)|7<<adv.IMIR_PRIORITY_SHIFT)
+			r.Write32(adv.IMIREXT+off, adv.IMIREXT_SIZE_BP|adv.IMIREXT_CTRL_BP)
+			r.Write32(tupleFilter(d.info.Type)+off, protoUDP|portOnly[d.info.Type]|adv.TTQF_QUEUE_ENABLE|uint32(q)<<adv.TTQF_QUEUE_SHIFT&adv.TTQF_QUEUE_MASK)
 			return slotTwoTuple + i, nil
 		}
 	}
-	return -1, fmt.Errorf("igb %s: steer %v: all %d 2-tuple filters in use", d.name, f, advregs.NumIMIR)
+	return -1, fmt.Errorf("igb %s: steer %v: all %d 2-tuple filters in use", d.name, f, adv.NumIMIR)
 }
 
 // Unsteer implements xsk.Binder.
@@ -94,16 +93,16 @@ func (d *Device) Unsteer(slot int) error {
 	d.filterMu.Lock()
 	defer d.filterMu.Unlock()
 	switch {
-	case slot >= 0 && slot < advregs.NumETQF && d.etqf[slot]:
+	case slot >= 0 && slot < adv.NumETQF && d.etqf[slot]:
 		d.etqf[slot] = false
-		d.regs.Write32(advregs.ETQF+uint32(4*slot), 0)
-	case slot >= slotTwoTuple && slot < slotTwoTuple+advregs.NumIMIR && d.ttqf[slot-slotTwoTuple]:
+		d.regs.Write32(adv.ETQF+uint32(4*slot), 0)
+	case slot >= slotTwoTuple && slot < slotTwoTuple+adv.NumIMIR && d.ttqf[slot-slotTwoTuple]:
 		i := slot - slotTwoTuple
 		d.ttqf[i] = false
 		off := uint32(4 * i)
 		d.regs.Write32(tupleFilter(d.info.Type)+off, 0)
-		d.regs.Write32(advregs.IMIR+off, 0)
-		d.regs.Write32(advregs.IMIREXT+off, 0)
+		d.regs.Write32(adv.IMIR+off, 0)
+		d.regs.Write32(adv.IMIREXT+off, 0)
 	default:
 		return fmt.Errorf("igb %s: unsteer: filter slot %d not in use", d.name, slot)
 	}

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/xsk"
 )
 
@@ -16,7 +15,7 @@ func TestSteerFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := r.regs.Get(advregs.ETQF + uint32(4*s)); v != 0x88b5|3<<16|advregs.ETQF_FILTER_ENABLE|advregs.ETQF_QUEUE_ENABLE {
+	if v := r.regs.Get(adv.ETQF + uint32(4*s)); v != 0x88b5|3<<16|adv.ETQF_FILTER_ENABLE|adv.ETQF_QUEUE_ENABLE {
 		t.Errorf("ETQF %#x", v)
 	}
 	u, err := r.d.Steer(xsk.Filter{UDPPort: 4791}, 2)
@@ -27,10 +26,10 @@ func TestSteerFilters(t *testing.T) {
 	// The rig's 82576: FTQF compares protocol and port alone with the
 	// source and destination address and source port bypassed; IMIR holds
 	// 4791 (0x12b7) as on the wire.
-	if v := r.regs.Get(FTQF + i); v != protoUDP|advregs.TTQF_QUEUE_ENABLE|2<<16|FTQF_MASK_SOURCE_ADDR_BP|FTQF_MASK_DEST_ADDR_BP|FTQF_MASK_SOURCE_PORT_BP {
+	if v := r.regs.Get(FTQF + i); v != protoUDP|adv.TTQF_QUEUE_ENABLE|2<<16|FTQF_MASK_SOURCE_ADDR_BP|FTQF_MASK_DEST_ADDR_BP|FTQF_MASK_SOURCE_PORT_BP {
 		t.Errorf("FTQF %#x", v)
 	}
-	if v := r.regs.Get(advregs.IMIR + i); v&0xffff != 0xb712 || v&advregs.IMIR_PORT_BP != 0 {
+	if v := r.regs.Get(adv.IMIR + i); v&0xffff != 0xb712 || v&adv.IMIR_PORT_BP != 0 {
 		t.Errorf("IMIR %#x", v)
 	}
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1}, 9); !errors.Is(err, xsk.ErrNoQueue) {
@@ -39,7 +38,7 @@ func TestSteerFilters(t *testing.T) {
 	if _, err := r.d.Steer(xsk.Filter{UDPPort: 1, EtherType: 2}, 0); err == nil {
 		t.Error("filter with two conditions accepted")
 	}
-	for k := 1; k < advregs.NumIMIR; k++ {
+	for k := 1; k < adv.NumIMIR; k++ {
 		if _, err := r.d.Steer(xsk.Filter{UDPPort: uint16(k)}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +52,7 @@ func TestSteerFilters(t *testing.T) {
 	if err := r.d.Unsteer(u); err == nil {
 		t.Error("double unsteer accepted")
 	}
-	if err := r.d.Unsteer(s); err != nil || r.regs.Get(advregs.ETQF+uint32(4*s)) != 0 {
+	if err := r.d.Unsteer(s); err != nil || r.regs.Get(adv.ETQF+uint32(4*s)) != 0 {
 		t.Errorf("unsteer ethertype: %v", err)
 	}
 }

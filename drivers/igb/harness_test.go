@@ -3,7 +3,7 @@ package igb
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
@@ -25,13 +25,13 @@ type regFile struct {
 
 func newRegFile(mac [6]byte) *regFile {
 	init := map[uint32]uint32{
-		advregs.STATUS: advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT,
-		advregs.EECD:   advregs.EECD_AUTO_RD,
+		adv.STATUS: adv.STATUS_LU | adv.STATUS_FD | 2<<adv.STATUS_SPEED_SHIFT,
+		adv.EECD:   adv.EECD_AUTO_RD,
 	}
-	init[advregs.RAL0], init[advregs.RAH0] = regfile.ReceiveAddress(mac)
+	init[adv.RAL0], init[adv.RAH0] = regfile.ReceiveAddress(mac)
 	f := &regFile{}
 	f.File = regfile.New(init, regfile.Effects{
-		ClearOnRead: func(off uint32) bool { return off == advregs.ICR || off >= CRCERRS && off <= TSCTFC },
+		ClearOnRead: func(off uint32) bool { return off == adv.ICR || off >= CRCERRS && off <= TSCTFC },
 		Write:       f.write,
 	})
 	return f
@@ -39,16 +39,16 @@ func newRegFile(mac [6]byte) *regFile {
 
 func (f *regFile) write(r map[uint32]uint32, off, v uint32) {
 	switch off {
-	case advregs.CTRL:
-		v &^= advregs.CTRL_RST
-	case advregs.MDIC:
-		reg := v >> advregs.MDIC_REG_SHIFT & 0x1f
-		if v&advregs.MDIC_OP_WRITE != 0 {
+	case adv.CTRL:
+		v &^= adv.CTRL_RST
+	case adv.MDIC:
+		reg := v >> adv.MDIC_REG_SHIFT & 0x1f
+		if v&adv.MDIC_OP_WRITE != 0 {
 			f.phy[reg] = uint16(v)
 		} else {
-			v = v&^advregs.MDIC_DATA_MASK | uint32(f.phy[reg])
+			v = v&^adv.MDIC_DATA_MASK | uint32(f.phy[reg])
 		}
-		v |= advregs.MDIC_READY
+		v |= adv.MDIC_READY
 	}
 	r[off] = v
 }

@@ -12,10 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ether9/ether9/drivers/advregs"
-	"github.com/ether9/ether9/drivers/advtx"
-
-	"github.com/ether9/ether9/drivers/advmac"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
@@ -43,8 +40,8 @@ const (
 
 // Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
 var (
-	rxThresholds = advmac.Thresholds{P: 8, H: 8, W: 1}
-	txThresholds = advmac.Thresholds{P: 8, H: 1, W: 1}
+	rxThresholds = adv.Thresholds{P: 8, H: 8, W: 1}
+	txThresholds = adv.Thresholds{P: 8, H: 1, W: 1}
 )
 
 // Device is a running igb controller.
@@ -54,25 +51,25 @@ type Device struct {
 	info  MACInfo
 	fn    uint8
 	regs  kernel.Regs
-	core  advmac.MAC // the MAC steps igb and igc share
+	core  adv.MAC // the MAC steps igb and igc share
 	dma   kernel.DMA
 	clock kernel.Clock
-	irq   advmac.Legacy // the causes as the line programs them
-	line  *intr.Line    // the device's INTx, shared by the queues' poll loops
+	irq   adv.Legacy // the causes as the line programs them
+	line  *intr.Line // the device's INTx, shared by the queues' poll loops
 	logf  func(string, ...any)
 	mac   [6]byte
 
 	queues []*queue
 	mtu    atomic.Int32
-	link   advmac.Link
+	link   adv.Link
 	tso    atomic.Bool
 	hw     hwStats
 	closed atomic.Bool
 
-	mc       advmac.Multicast // the receive filter's groups (mta.go)
+	mc       adv.Multicast // the receive filter's groups (mta.go)
 	filterMu sync.Mutex
-	etqf     [advregs.NumETQF]bool
-	ttqf     [advregs.NumIMIR]bool
+	etqf     [adv.NumETQF]bool
+	ttqf     [adv.NumIMIR]bool
 }
 
 var (
@@ -107,7 +104,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
-	d.core = advmac.MAC{Regs: d.regs, Clock: d.clock, Driver: "igb", Name: d.name, Logf: d.logf}
+	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igb", Name: d.name, Logf: d.logf}
 	d.mtu.Store(defaultMTU)
 	d.tso.Store(true)
 	if err := d.reset(); err != nil {
@@ -128,7 +125,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		}
 		d.queues = append(d.queues, q)
 	}
-	d.irq = advmac.Legacy{M: &d.core, Queue: d.queueBits(), OnLink: d.updateLink}
+	d.irq = adv.Legacy{M: &d.core, Queue: d.queueBits(), OnLink: d.updateLink}
 	d.line = intr.NewLine(dev.IRQ, &d.irq)
 	d.hw.init(n)
 	if err := d.up(); err != nil {
@@ -151,7 +148,7 @@ func (d *Device) up() error {
 	c := &d.core
 	c.PrepareRx(d.MTU() + ethHdrLen + vlanTagLen + fcsLen)
 	d.setupRSS()
-	d.regs.Write32(advregs.TIPG, tipgCopper)
+	d.regs.Write32(adv.TIPG, tipgCopper)
 	for _, q := range d.queues {
 		if err := q.startTx(); err != nil {
 			return err
@@ -206,8 +203,8 @@ func (d *Device) Link() nic.Link {
 	return d.link.Load()
 }
 
-// Features implements nic.NIC (advtx.Features).
-func (d *Device) Features() nic.Features { return advtx.Features(d.tso.Load()) }
+// Features implements nic.NIC (adv.Features).
+func (d *Device) Features() nic.Features { return adv.Features(d.tso.Load()) }
 
 // Queues implements nic.NIC.
 func (d *Device) Queues() []nic.Queue {

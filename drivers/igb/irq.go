@@ -3,8 +3,7 @@ package igb
 import (
 	"time"
 
-	"github.com/ether9/ether9/drivers/advmac"
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 )
 
 // Interrupts: legacy mode (82576 datasheet 7.3), the one INTx that Linux
@@ -14,7 +13,7 @@ import (
 // link sets ICR.LSC. A queue polls with its causes masked and, once its
 // ring is empty, sleeps on the line the queues share (intr.Line), which
 // enables its EICR bit and the queue causes in IMS, reads ICR then EICR
-// once per interrupt and wakes the queues named (advmac.Legacy).
+// once per interrupt and wakes the queues named (adv.Legacy).
 //
 // No lost edge: a frame that lands after a queue's last empty poll sets
 // ICR.RXDW and the queue's EICR bit. Only the wake-up's read of ICR
@@ -40,16 +39,16 @@ func ivarSlot(t MACType, q int, tx bool) (reg uint32, shift uint) {
 	}
 	if t == Mac82576 {
 		// IVAR(q mod 8): queues 0-7 in bits 15:0, queues 8-15 in 31:16.
-		return advregs.IVAR0 + 4*uint32(q&7), shift + uint(q&8)<<1
+		return adv.IVAR0 + 4*uint32(q&7), shift + uint(q&8)<<1
 	}
 	// 82580 and later: IVAR(q/2), odd queues in bits 31:16.
-	return advregs.IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
+	return adv.IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
 }
 
 // queueBits returns every queue's EICR bits: what the IVAR entries name,
 // or on the 82575 its fixed RX and TX queue bits.
 func (d *Device) queueBits() []uint32 {
-	bits := advmac.QueueBits(len(d.queues))
+	bits := adv.QueueBits(len(d.queues))
 	if d.info.Type == Mac82575 {
 		for i := range bits {
 			bits[i] = EICR_RX_QUEUE0<<i | EICR_TX_QUEUE0<<i
@@ -61,8 +60,8 @@ func (d *Device) queueBits() []uint32 {
 // setupInterrupts routes the queues to their EICR bits and puts the line
 // in legacy mode, moderated, the queue causes masked.
 func (d *Device) setupInterrupts() {
-	itr := advmac.ITR(itrInterval)
-	gpie := uint32(advregs.GPIE_NSICR)
+	itr := adv.ITR(itrInterval)
+	gpie := uint32(adv.GPIE_NSICR)
 	if d.info.Type == Mac82575 {
 		// No GPIE and no IVAR; the moderation counter loads from
 		// EITR's upper half.

@@ -3,7 +3,7 @@ package igb
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
 )
 
@@ -15,16 +15,16 @@ func TestIVARSlot(t *testing.T) {
 		reg   uint32
 		shift uint
 	}{
-		{Mac82576, 0, false, advregs.IVAR0, 0},
-		{Mac82576, 0, true, advregs.IVAR0, 8},
-		{Mac82576, 3, false, advregs.IVAR0 + 12, 0},
-		{Mac82576, 9, false, advregs.IVAR0 + 4, 16},
-		{Mac82576, 15, true, advregs.IVAR0 + 28, 24},
-		{Mac82580, 0, true, advregs.IVAR0, 8},
-		{Mac82580, 1, false, advregs.IVAR0, 16},
-		{MacI350, 2, false, advregs.IVAR0 + 4, 0},
-		{MacI350, 3, true, advregs.IVAR0 + 4, 24},
-		{MacI210, 1, true, advregs.IVAR0, 24},
+		{Mac82576, 0, false, adv.IVAR0, 0},
+		{Mac82576, 0, true, adv.IVAR0, 8},
+		{Mac82576, 3, false, adv.IVAR0 + 12, 0},
+		{Mac82576, 9, false, adv.IVAR0 + 4, 16},
+		{Mac82576, 15, true, adv.IVAR0 + 28, 24},
+		{Mac82580, 0, true, adv.IVAR0, 8},
+		{Mac82580, 1, false, adv.IVAR0, 16},
+		{MacI350, 2, false, adv.IVAR0 + 4, 0},
+		{MacI350, 3, true, adv.IVAR0 + 4, 24},
+		{MacI210, 1, true, adv.IVAR0, 24},
 	} {
 		reg, shift := ivarSlot(c.mac, c.q, c.tx)
 		if reg != c.reg || shift != c.shift {
@@ -44,15 +44,15 @@ func TestInterruptRouting(t *testing.T) {
 		t.Fatalf("%d queues, want 4", n)
 	}
 	want := map[uint32]uint32{
-		advregs.GPIE:  advregs.GPIE_NSICR,
-		advregs.EIAC:  0,
-		advregs.EIAM:  0,
-		advregs.EIMS:  advregs.EICR_OTHER,
-		advregs.IMS:   advregs.ICR_LSC,
-		advregs.EITR0: 50 << advregs.EITR_INTERVAL_SHIFT,
+		adv.GPIE:  adv.GPIE_NSICR,
+		adv.EIAC:  0,
+		adv.EIAM:  0,
+		adv.EIMS:  adv.EICR_OTHER,
+		adv.IMS:   adv.ICR_LSC,
+		adv.EITR0: 50 << adv.EITR_INTERVAL_SHIFT,
 	}
 	for q := range uint32(n) {
-		want[advregs.IVAR0+4*q] = (advregs.IVAR_VALID | q) | (advregs.IVAR_VALID|q)<<8
+		want[adv.IVAR0+4*q] = (adv.IVAR_VALID | q) | (adv.IVAR_VALID|q)<<8
 	}
 	r.regs.Check(t, want)
 }

@@ -4,7 +4,7 @@ import "github.com/ether9/ether9/drivers/nic"
 
 var _ nic.MulticastFilter = (*Device)(nil)
 
-// AddMulticast implements nic.MulticastFilter (advmac.Multicast).
+// AddMulticast implements nic.MulticastFilter (adv.Multicast).
 func (d *Device) AddMulticast(mac [6]byte) error { return d.mc.Add(d.regs, "igb "+d.name, mac) }
 
 // RemoveMulticast implements nic.MulticastFilter.

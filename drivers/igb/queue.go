@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advregs"
-	"github.com/ether9/ether9/drivers/advtx"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -31,29 +28,29 @@ type queue struct {
 	inject  *ring.RxHole // debug inject-unmapped-rx in flight, nil when none
 
 	tx      *ring.TxRing
-	txq     advtx.Queue // the writer over tx, its doorbell and the TX lock
-	stopped bool        // closed: refuse TX
+	txq     adv.Queue // the writer over tx, its doorbell and the TX lock
+	stopped bool      // closed: refuse TX
 
 }
 
 var _ nic.Queue = (*queue)(nil)
 
 func newQueue(d *Device, idx int) (*queue, error) {
-	rx, err := ring.NewPageRxRing(d.dma, rxDescs, advdesc.Size)
+	rx, err := ring.NewPageRxRing(d.dma, rxDescs, adv.Size)
 	if err != nil {
 		return nil, err
 	}
 	rx.SetCopybreak(DefaultCopybreak)
-	tx, err := ring.NewTxRing(d.dma, txDescs, advdesc.Size, txBounceLen)
+	tx, err := ring.NewTxRing(d.dma, txDescs, adv.Size, txBounceLen)
 	if err != nil {
 		rx.Close()
 		return nil, err
 	}
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
 	q.guard = ring.NewFaultGuard(d.dma, fmt.Sprintf("%s q%d", d.name, idx), d.logf)
-	q.txq = advtx.Queue{
-		Writer: advtx.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso},
-		Regs:   d.regs, TDT: advregs.QueueReg(advregs.TDT, idx),
+	q.txq = adv.Queue{
+		Writer: adv.Writer{Ring: tx, CopyMax: txCopyMax, PerPage: true, MTU: d.MTU, TSO: &d.tso},
+		Regs:   d.regs, TDT: adv.QueueReg(adv.TDT, idx),
 		Name: fmt.Sprintf("igb %s: queue %d", d.name, idx), Logf: d.logf,
 	}
 	if q.x, err = xsk.NewQueue((*xskHw)(q), d.dma, xsk.QueueConfig{RxDescs: rxDescs, TxDescs: txDescs, MaxTx: txBounceLen}); err != nil {
@@ -64,10 +61,10 @@ func newQueue(d *Device, idx int) (*queue, error) {
 	return q, nil
 }
 
-// Transmit implements nic.Queue (advtx.Queue.Transmit).
+// Transmit implements nic.Queue (adv.Queue.Transmit).
 func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) { return q.txq.Transmit(pkts) }
 
-// Reclaim implements nic.Queue (advtx.Queue.Reclaim).
+// Reclaim implements nic.Queue (adv.Queue.Reclaim).
 func (q *queue) Reclaim() int { return q.txq.Reclaim() }
 
 func (q *queue) free() {
@@ -108,7 +105,7 @@ func (q *queue) startRx() error {
 }
 
 func (q *queue) writeRx(i int, addr kernel.DMAAddr) {
-	advdesc.EncodeRxRead(q.rx.Descs.At(i), uint64(addr))
+	adv.EncodeRxRead(q.rx.Descs.At(i), uint64(addr))
 }
 
 // startTx programs and enables the TX queue.

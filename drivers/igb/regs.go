@@ -4,7 +4,7 @@ import "github.com/ether9/ether9/drivers/nicstat"
 
 // Registers and bits of the 82575/82576 family (82576 datasheet section 8)
 // that the I225 lacks or places elsewhere; those the two give identically
-// are in advregs. Names follow the datasheet.
+// are in adv. Names follow the datasheet.
 const (
 	EERD     = 0x00014 // NVM read
 	TCTL_EXT = 0x00404

@@ -3,8 +3,7 @@ package igb
 import (
 	"fmt"
 
-	"github.com/ether9/ether9/drivers/advmac"
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 )
 
 // nvmLANFuncWords is the size of each port's NVM section on the 82580 and
@@ -14,7 +13,7 @@ const nvmLANFuncWords = 0x40
 // reset quiesces DMA and resets the MAC with CTRL.RST; a flash-less part
 // has no NVM auto-read to wait for.
 func (d *Device) reset() error {
-	return d.core.Reset(advregs.CTRL_RST, "RST", d.info.Flags&FlagFlashless == 0)
+	return d.core.Reset(adv.CTRL_RST, "RST", d.info.Flags&FlagFlashless == 0)
 }
 
 // readMAC takes the station address the hardware loaded into RAL0/RAH0,
@@ -31,7 +30,7 @@ func (d *Device) readMAC() ([6]byte, error) {
 		if nvmErr == nil && d.info.Flags&FlagPortXOR != 0 && d.fn&1 == 1 {
 			m[5] ^= 1
 		}
-		if nvmErr != nil || !advmac.ValidMAC(m) {
+		if nvmErr != nil || !adv.ValidMAC(m) {
 			return m, fmt.Errorf("igb %s: no valid MAC address (RAL/RAH %08x/%08x, NVM %x, err %v)", d.name, lo, hi, m, nvmErr)
 		}
 	}

@@ -1,8 +1,7 @@
 package igb
 
 import (
-	"github.com/ether9/ether9/drivers/advmac"
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 )
 
 // retaEntry is the value of redirection table entry i for n queues.
@@ -15,7 +14,7 @@ func (d *Device) retaEntry(i, n int) uint32 {
 }
 
 // setupRSS spreads the redirection table over the queues and hashes
-// IPv4/IPv6 with TCP and UDP ports (advmac.SetupRSS). One queue means no
+// IPv4/IPv6 with TCP and UDP ports (adv.SetupRSS). One queue means no
 // RSS: MRQC stays 0.
 func (d *Device) setupRSS() {
 	n := len(d.queues)
@@ -23,12 +22,12 @@ func (d *Device) setupRSS() {
 }
 
 // Toeplitz computes the RSS hash of input as the device does
-// (advmac.Toeplitz): for tests and for tools that pick a flow for a queue.
-func Toeplitz(input []byte) uint32 { return advmac.Toeplitz(input) }
+// (adv.Toeplitz): for tests and for tools that pick a flow for a queue.
+func Toeplitz(input []byte) uint32 { return adv.Toeplitz(input) }
 
 // QueueOfHash is the queue the redirection table sends hash h to.
 func (d *Device) QueueOfHash(h uint32) int {
-	return int(d.retaEntry(int(h&(advregs.RETAEntries-1)), len(d.queues)) >> d.retaShift())
+	return int(d.retaEntry(int(h&(adv.RETAEntries-1)), len(d.queues)) >> d.retaShift())
 }
 
 func (d *Device) retaShift() uint {

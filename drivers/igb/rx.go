@@ -1,8 +1,7 @@
 package igb
 
 import (
-	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advrx"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -26,7 +25,7 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 	}
 	prog := q.x.Program()
 	if q.x.ZeroCopy() {
-		z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
+		z := adv.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
 		var moved bool
 		n, taken, moved = z.Clean(q.rx.Descs, pkts, &q.discard, prog)
 		if moved {
@@ -34,7 +33,7 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 		}
 	} else {
 		start := q.rx.Clean()
-		taken = advrx.CleanRx(q.rx.Descs, q.rx, len(pkts), &q.discard, q.rx.Drop, func(wb advdesc.Rx) {
+		taken = adv.CleanRx(q.rx.Descs, q.rx, len(pkts), &q.discard, q.rx.Drop, func(wb adv.Rx) {
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}
@@ -67,7 +66,7 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 
 // frame handles a good frame in a half-page buffer: it reports whether
 // it filled p with a frame for the caller.
-func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, p *nic.RxPacket) bool {
+func (q *queue) frame(wb adv.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	n := wb.Length
 	v := xsk.Pass
 	var b []byte

@@ -1,7 +1,7 @@
 package igb
 
 import (
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 )
@@ -12,7 +12,7 @@ type hwStats struct{ nicstat.Hardware }
 func (h *hwStats) init(queues int) {
 	qdrop := make([]uint32, queues)
 	for i := range qdrop {
-		qdrop[i] = advregs.QueueReg(advregs.RQDPC, i)
+		qdrop[i] = adv.QueueReg(adv.RQDPC, i)
 	}
 	h.Init(nicstat.Table(), qdrop...)
 }

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
@@ -20,10 +19,10 @@ var _ xsk.Hw = (*xskHw)(nil)
 
 func (h *xskHw) q() *queue { return (*queue)(h) }
 
-func (h *xskHw) StopRx() error                      { return h.q().setEnable(advregs.RXDCTL, false) }
+func (h *xskHw) StopRx() error                      { return h.q().setEnable(adv.RXDCTL, false) }
 func (h *xskHw) ReleaseRx() error                   { return h.q().rx.Release() }
 func (h *xskHw) StartRx() error                     { return h.q().startRx() }
-func (h *xskHw) StopTx() error                      { return h.q().setEnable(advregs.TXDCTL, false) }
+func (h *xskHw) StopTx() error                      { return h.q().setEnable(adv.TXDCTL, false) }
 func (h *xskHw) StartTx() error                     { return h.q().startTxLocked() }
 func (h *xskHw) WriteRx(i int, addr kernel.DMAAddr) { h.q().writeRx(i, addr) }
 func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().txq.SendCopy(frame) }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
@@ -43,7 +43,7 @@ func BenchmarkRxLayout(b *testing.B) {
 			const batch = 64
 			poll := func() time.Duration {
 				for i := 0; i < batch; i++ {
-					r.Deliver(b, 0, f, advdesc.RXD_STAT_EOP, rssHash)
+					r.Deliver(b, 0, f, adv.RXD_STAT_EOP, rssHash)
 				}
 				start := time.Now()
 				if n := rxb.Receive(q, batch, release); n != batch {

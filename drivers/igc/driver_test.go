@@ -5,10 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ether9/ether9/drivers/advregs"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
@@ -84,7 +83,7 @@ func TestBlankNVM(t *testing.T) {
 			if want := localMAC(0, [3]uint8{3, 0, 0}); m[0]&2 == 0 || m[0]&1 != 0 || m != want {
 				t.Fatalf("mac %x: want the locally administered unicast %x", m, want)
 			}
-			if lo, hi := regs.Get(advregs.RAL0), regs.Get(advregs.RAH0); hi&advregs.RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
+			if lo, hi := regs.Get(adv.RAL0), regs.Get(adv.RAH0); hi&adv.RAH_AV == 0 || byte(lo) != m[0] || byte(hi>>8) != m[5] {
 				t.Fatalf("RAL0/RAH0 %08x/%08x not programmed with %x", lo, hi, m)
 			}
 		})
@@ -110,14 +109,14 @@ func TestLinkFromStatus(t *testing.T) {
 		want   nic.Link
 	}{
 		{0, nic.Link{}},
-		{advregs.STATUS_FD | STATUS_SPEED_2500, nic.Link{}},
-		{advregs.STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
-		{advregs.STATUS_LU | advregs.STATUS_FD | 1<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
-		{advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
-		{advregs.STATUS_LU | advregs.STATUS_FD | 3<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
+		{adv.STATUS_FD | STATUS_SPEED_2500, nic.Link{}},
+		{adv.STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
+		{adv.STATUS_LU | adv.STATUS_FD | 1<<adv.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
+		{adv.STATUS_LU | adv.STATUS_FD | 2<<adv.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
+		{adv.STATUS_LU | adv.STATUS_FD | 3<<adv.STATUS_SPEED_SHIFT, nic.Link{Up: true, SpeedMbps: 1000, FullDuplex: true}},
 		{status2500, nic.Link{Up: true, SpeedMbps: 2500, FullDuplex: true}},
 		// The 2.5 Gb/s bit qualifies only the 1000 Mb/s code.
-		{advregs.STATUS_LU | advregs.STATUS_FD | 1<<advregs.STATUS_SPEED_SHIFT | STATUS_SPEED_2500, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
+		{adv.STATUS_LU | adv.STATUS_FD | 1<<adv.STATUS_SPEED_SHIFT | STATUS_SPEED_2500, nic.Link{Up: true, SpeedMbps: 100, FullDuplex: true}},
 	} {
 		if got := linkFromStatus(tc.status); got != tc.want {
 			t.Errorf("STATUS %#x: %+v, want %+v", tc.status, got, tc.want)
@@ -132,8 +131,8 @@ func TestLinkChange(t *testing.T) {
 		t.Fatalf("link at probe %+v", l)
 	}
 	before := r.Stat(t, "link_changes")
-	r.regs.Set(advregs.STATUS, advregs.STATUS_LU|advregs.STATUS_FD|1<<advregs.STATUS_SPEED_SHIFT)
-	r.regs.Set(advregs.ICR, advregs.ICR_LSC)
+	r.regs.Set(adv.STATUS, adv.STATUS_LU|adv.STATUS_FD|1<<adv.STATUS_SPEED_SHIFT)
+	r.regs.Set(adv.ICR, adv.ICR_LSC)
 	r.poll(2)
 	if l := r.d.Link(); l.SpeedMbps != 2500 {
 		t.Fatalf("a busy queue's poll read the link: %+v", l)
@@ -175,23 +174,23 @@ func TestBringUp(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
 	regs := r.regs
-	if v := regs.Get(advregs.RCTL); v&advregs.RCTL_EN == 0 || v&advregs.RCTL_LPE == 0 || v&advregs.RCTL_SECRC == 0 {
+	if v := regs.Get(adv.RCTL); v&adv.RCTL_EN == 0 || v&adv.RCTL_LPE == 0 || v&adv.RCTL_SECRC == 0 {
 		t.Errorf("RCTL %#x", v)
 	}
-	if v := regs.Get(advregs.TCTL); v&advregs.TCTL_EN == 0 {
+	if v := regs.Get(adv.TCTL); v&adv.TCTL_EN == 0 {
 		t.Errorf("TCTL %#x", v)
 	}
-	if v := regs.Get(advregs.RLPML); v != 1500+frameExtra {
+	if v := regs.Get(adv.RLPML); v != 1500+frameExtra {
 		t.Errorf("RLPML %d", v)
 	}
-	if v := regs.Get(advregs.MRQC); v&advregs.MRQC_ENABLE_RSS == 0 {
+	if v := regs.Get(adv.MRQC); v&adv.MRQC_ENABLE_RSS == 0 {
 		t.Errorf("MRQC %#x: RSS off with %d queues", v, len(r.d.queues))
 	}
 	for q := range r.d.queues {
-		if v := regs.Get(advregs.QueueReg(advregs.SRRCTL, q)); v&advregs.SRRCTL_DESCTYPE_ADV_ONEBUF == 0 || v&0x7f != 2 {
+		if v := regs.Get(adv.QueueReg(adv.SRRCTL, q)); v&adv.SRRCTL_DESCTYPE_ADV_ONEBUF == 0 || v&0x7f != 2 {
 			t.Errorf("queue %d SRRCTL %#x", q, v)
 		}
-		if v := regs.Get(advregs.QueueReg(advregs.RXDCTL, q)); v&advregs.XDCTL_ENABLE == 0 {
+		if v := regs.Get(adv.QueueReg(adv.RXDCTL, q)); v&adv.XDCTL_ENABLE == 0 {
 			t.Errorf("queue %d RXDCTL %#x", q, v)
 		}
 		if v := r.RxTail(q); v != rxDescs-1 {
@@ -211,7 +210,7 @@ func TestBringUp(t *testing.T) {
 func (r *rig) receive(t *testing.T, frames ...[]byte) [][]byte {
 	t.Helper()
 	for _, f := range frames {
-		if !r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash) {
+		if !r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash) {
 			t.Fatal("no armed descriptor")
 		}
 	}
@@ -267,7 +266,7 @@ func TestConstructCopiesHeadersOnly(t *testing.T) {
 	// the headers and the rest is a view over the RX buffer.
 	for _, tc := range []struct{ n, head int }{{64, 64}, {256, 256}, {257, 42}, {1514, 42}} {
 		f := udpFrame(tc.n, 7)
-		r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
+		r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash)
 		var views []int
 		nictest.Receive(r.d.queues[0], 1, func(p *nic.RxPacket) {
 			p.Data.SubApply(0, int(p.Data.Size()), func(v *buffer.View) { views = append(views, v.Size()) })
@@ -288,7 +287,7 @@ func TestBuildIsZeroCopy(t *testing.T) {
 	defer r.Close(t)
 	f := udpFrame(64, 1)
 	addr := r.RxAddr(0)
-	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
+	r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash)
 	var pkt *nic.RxPacket
 	nictest.Receive(r.d.queues[0], 1, func(p *nic.RxPacket) { pkt = p })
 	defer pkt.Data.Release()
@@ -316,7 +315,7 @@ func TestThreshold(t *testing.T) {
 			if l, _ := r.d.Layout(0); l != tc.want {
 				t.Fatalf("mtu %d: layout %v, want %v", tc.mtu, l, tc.want)
 			}
-			if v := r.regs.Get(advregs.RLPML); int(v) != maxFrame(tc.mtu) {
+			if v := r.regs.Get(adv.RLPML); int(v) != maxFrame(tc.mtu) {
 				t.Fatalf("RLPML %d, want %d", v, maxFrame(tc.mtu))
 			}
 			f := udpFrame(maxFrame(tc.mtu)-fcsLen, 3) // the longest frame after FCS strip
@@ -407,10 +406,10 @@ func TestRxErrorsRecycle(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
 	f := udpFrame(200, 2)
-	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXDEXT_ERR_CE, rssHash)
+	r.Deliver(t, 0, f, adv.RXD_STAT_EOP|adv.RXDEXT_ERR_CE, rssHash)
 	r.Deliver(t, 0, f, 0, rssHash) // first part of a multi-buffer frame
-	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
-	r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
+	r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash)
+	r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash)
 	got := r.poll(0)
 	if len(got) != 1 || !bytes.Equal(got[0], f) {
 		t.Fatalf("%d frames up, want the one good one", len(got))
@@ -484,7 +483,7 @@ func holdFrames(t *testing.T, r *rig, f []byte, n int) []buffer.Buffer {
 	t.Helper()
 	var held []buffer.Buffer
 	for i := 0; i < n; i++ {
-		r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash)
+		r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash)
 		nictest.Receive(r.d.queues[0], 1, func(p *nic.RxPacket) { held = append(held, p.Data) })
 	}
 	if len(held) != n {
@@ -525,7 +524,7 @@ func TestTransmitChecksumAndTSO(t *testing.T) {
 		t.Fatalf("%d contexts, %d frames", len(ctxs), len(r.Wire))
 	}
 	c := binary.LittleEndian.Uint32(ctxs[0][0:])
-	if c&advdesc.MaxIPLen != 20 || c>>advdesc.TXD_MACLEN_SHIFT != 14 {
+	if c&adv.MaxIPLen != 20 || c>>adv.TXD_MACLEN_SHIFT != 14 {
 		t.Fatalf("context lens %#x", c)
 	}
 	if r.d.queues[0].Reclaim() == 0 {
@@ -589,8 +588,8 @@ func TestRSS(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
 	seen := map[uint32]bool{}
-	for i := 0; i < advregs.RETAEntries/4; i++ {
-		v := r.regs.Get(advregs.RETA + uint32(4*i))
+	for i := 0; i < adv.RETAEntries/4; i++ {
+		v := r.regs.Get(adv.RETA + uint32(4*i))
 		for j := 0; j < 4; j++ {
 			seen[v>>(8*j)&0xff] = true
 		}
@@ -598,22 +597,22 @@ func TestRSS(t *testing.T) {
 	if len(seen) != maxQueues {
 		t.Fatalf("redirection table reaches queues %v, want all %d", seen, maxQueues)
 	}
-	if k := r.regs.Get(advregs.RSSRK); k != 0xda565a6d {
+	if k := r.regs.Get(adv.RSSRK); k != 0xda565a6d {
 		t.Fatalf("RSSRK[0] %#x", k)
 	}
 	if err := r.d.Ctl("rss off"); err != nil {
 		t.Fatal(err)
 	}
-	if v := r.regs.Get(advregs.MRQC); v != 0 {
+	if v := r.regs.Get(adv.MRQC); v != 0 {
 		t.Fatalf("MRQC %#x with rss off", v)
 	}
-	for i := 0; i < advregs.RETAEntries/4; i++ {
-		if v := r.regs.Get(advregs.RETA + uint32(4*i)); v != 0 {
+	for i := 0; i < adv.RETAEntries/4; i++ {
+		if v := r.regs.Get(adv.RETA + uint32(4*i)); v != 0 {
 			t.Fatalf("RETA[%d] %#x with rss off", i, v)
 		}
 	}
-	if err := r.d.Ctl("rss on"); err != nil || r.regs.Get(advregs.MRQC)&advregs.MRQC_ENABLE_RSS == 0 {
-		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.Get(advregs.MRQC))
+	if err := r.d.Ctl("rss on"); err != nil || r.regs.Get(adv.MRQC)&adv.MRQC_ENABLE_RSS == 0 {
+		t.Fatalf("rss on: %v, MRQC %#x", err, r.regs.Get(adv.MRQC))
 	}
 }
 

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/ether9/ether9/drivers/advregs"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/xsk"
 )
 
@@ -13,7 +12,7 @@ import (
 // filters' queue selection first, then the EtherType filters, then the
 // 2-tuple filters, and only then by RSS.
 
-// 2-tuple queue filters (advregs.TTQF, IMIR, IMIREXT): the I225 wants a
+// 2-tuple queue filters (adv.TTQF, IMIR, IMIREXT): the I225 wants a
 // disabled TTQF's mask bits set; an enabled one keeps them set but for
 // bit 28, so that the protocol is compared.
 const (
@@ -22,14 +21,14 @@ const (
 	protoUDP = 17
 
 	// Steer's slots: EtherType filters first, then 2-tuple filters.
-	slotTwoTuple = advregs.NumETQF
+	slotTwoTuple = adv.NumETQF
 )
 
 // imirPort is the IMIR destination port field for port: the port as it
 // appears on the wire, its first byte in the register's low byte.
 func imirPort(port uint16) uint32 { return uint32(bits.ReverseBytes16(port)) }
 
-func etqf(i int) uint32 { return advregs.ETQF + uint32(4*i) }
+func etqf(i int) uint32 { return adv.ETQF + uint32(4*i) }
 
 // Steer implements xsk.Binder: an EtherType filter (ETQF) or a UDP
 // destination port filter (a 2-tuple filter comparing protocol and port)
@@ -55,43 +54,43 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 
 func (d *Device) steerEtherType(f xsk.Filter, q int) (int, error) {
 	free := -1
-	for i := advregs.NumETQF - 1; i >= 0; i-- {
+	for i := adv.NumETQF - 1; i >= 0; i-- {
 		v := d.regs.Read32(etqf(i))
-		if v&advregs.ETQF_FILTER_ENABLE == 0 {
+		if v&adv.ETQF_FILTER_ENABLE == 0 {
 			free = i
 			continue
 		}
-		if uint16(v&advregs.ETQF_ETYPE_MASK) == f.EtherType {
-			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it to queue %d", d.name, f, i, v&advregs.ETQF_QUEUE_MASK>>advregs.ETQF_QUEUE_SHIFT)
+		if uint16(v&adv.ETQF_ETYPE_MASK) == f.EtherType {
+			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it to queue %d", d.name, f, i, v&adv.ETQF_QUEUE_MASK>>adv.ETQF_QUEUE_SHIFT)
 		}
 	}
 	if free < 0 {
-		return -1, fmt.Errorf("igc %s: steer %v: all %d EtherType filters in use", d.name, f, advregs.NumETQF)
+		return -1, fmt.Errorf("igc %s: steer %v: all %d EtherType filters in use", d.name, f, adv.NumETQF)
 	}
-	d.regs.Write32(etqf(free), uint32(f.EtherType)|uint32(q)<<advregs.ETQF_QUEUE_SHIFT&advregs.ETQF_QUEUE_MASK|advregs.ETQF_QUEUE_ENABLE|advregs.ETQF_FILTER_ENABLE)
+	d.regs.Write32(etqf(free), uint32(f.EtherType)|uint32(q)<<adv.ETQF_QUEUE_SHIFT&adv.ETQF_QUEUE_MASK|adv.ETQF_QUEUE_ENABLE|adv.ETQF_FILTER_ENABLE)
 	return free, nil
 }
 
 func (d *Device) steerUDPPort(f xsk.Filter, q int) (int, error) {
 	r := d.regs
 	free := -1
-	for i := advregs.NumIMIR - 1; i >= 0; i-- {
+	for i := adv.NumIMIR - 1; i >= 0; i-- {
 		off := uint32(4 * i)
-		if r.Read32(advregs.TTQF+off)&advregs.TTQF_QUEUE_ENABLE == 0 {
+		if r.Read32(adv.TTQF+off)&adv.TTQF_QUEUE_ENABLE == 0 {
 			free = i
 			continue
 		}
-		if r.Read32(advregs.IMIR+off)&0xffff == imirPort(f.UDPPort) {
+		if r.Read32(adv.IMIR+off)&0xffff == imirPort(f.UDPPort) {
 			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it", d.name, f, slotTwoTuple+i)
 		}
 	}
 	if free < 0 {
-		return -1, fmt.Errorf("igc %s: steer %v: all %d 2-tuple filters in use", d.name, f, advregs.NumIMIR)
+		return -1, fmt.Errorf("igc %s: steer %v: all %d 2-tuple filters in use", d.name, f, adv.NumIMIR)
 	}
 	off := uint32(4 * free)
-	r.Write32(advregs.IMIR+off, imirPort(f.UDPPort)|7<<advregs.IMIR_PRIORITY_SHIFT)
-	r.Write32(advregs.IMIREXT+off, advregs.IMIREXT_SIZE_BP|advregs.IMIREXT_CTRL_BP)
-	r.Write32(advregs.TTQF+off, protoUDP|TTQF_DISABLE_MASK&^advregs.TTQF_MASK_PROTO|advregs.TTQF_QUEUE_ENABLE|uint32(q)<<advregs.TTQF_QUEUE_SHIFT&advregs.TTQF_QUEUE_MASK)
+	r.Write32(adv.IMIR+off, imirPort(f.UDPPort)|7<<adv.IMIR_PRIORITY_SHIFT)
+	r.Write32(adv.IMIREXT+off, adv.IMIREXT_SIZE_BP|adv.IMIREXT_CTRL_BP)
+	r.Write32(adv.TTQF+off, protoUDP|TTQF_DISABLE_MASK&^adv.TTQF_MASK_PROTO|adv.TTQF_QUEUE_ENABLE|uint32(q)<<adv.TTQF_QUEUE_SHIFT&adv.TTQF_QUEUE_MASK)
 	return slotTwoTuple + free, nil
 }
 
@@ -101,13 +100,13 @@ func (d *Device) Unsteer(slot int) error {
 	defer d.filterMu.Unlock()
 	r := d.regs
 	switch {
-	case slot >= 0 && slot < advregs.NumETQF && r.Read32(etqf(slot))&advregs.ETQF_FILTER_ENABLE != 0:
+	case slot >= 0 && slot < adv.NumETQF && r.Read32(etqf(slot))&adv.ETQF_FILTER_ENABLE != 0:
 		r.Write32(etqf(slot), 0)
-	case slot >= slotTwoTuple && slot < slotTwoTuple+advregs.NumIMIR && r.Read32(advregs.TTQF+uint32(4*(slot-slotTwoTuple)))&advregs.TTQF_QUEUE_ENABLE != 0:
+	case slot >= slotTwoTuple && slot < slotTwoTuple+adv.NumIMIR && r.Read32(adv.TTQF+uint32(4*(slot-slotTwoTuple)))&adv.TTQF_QUEUE_ENABLE != 0:
 		off := uint32(4 * (slot - slotTwoTuple))
-		r.Write32(advregs.TTQF+off, TTQF_DISABLE_MASK)
-		r.Write32(advregs.IMIR+off, 0)
-		r.Write32(advregs.IMIREXT+off, 0)
+		r.Write32(adv.TTQF+off, TTQF_DISABLE_MASK)
+		r.Write32(adv.IMIR+off, 0)
+		r.Write32(adv.IMIREXT+off, 0)
 	default:
 		return fmt.Errorf("igc %s: unsteer: filter slot %d not in use", d.name, slot)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 )
@@ -27,7 +27,7 @@ func FuzzRxWriteback(f *testing.F) {
 		}
 		room := r.d.queues[0].rx.room()
 		for len(data) >= 6 {
-			staterr := binary.LittleEndian.Uint32(data) | advdesc.RXD_STAT_DD
+			staterr := binary.LittleEndian.Uint32(data) | adv.RXD_STAT_DD
 			n := int(binary.LittleEndian.Uint16(data[4:]))
 			data = data[6:]
 			h := r.RxHead[0]

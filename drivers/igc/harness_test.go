@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
@@ -27,8 +27,8 @@ type regFile struct {
 
 func newRegFile(status uint32) *regFile {
 	f := &regFile{}
-	f.File = regfile.New(map[uint32]uint32{advregs.STATUS: status, advregs.EECD: advregs.EECD_AUTO_RD}, regfile.Effects{
-		ClearOnRead: func(off uint32) bool { return off == advregs.ICR || off >= nicstat.CRCERRS && off <= nicstat.TSCTC },
+	f.File = regfile.New(map[uint32]uint32{adv.STATUS: status, adv.EECD: adv.EECD_AUTO_RD}, regfile.Effects{
+		ClearOnRead: func(off uint32) bool { return off == adv.ICR || off >= nicstat.CRCERRS && off <= nicstat.TSCTC },
 		Write:       f.write,
 	})
 	return f
@@ -37,24 +37,24 @@ func newRegFile(status uint32) *regFile {
 // withMAC loads m into RAL0/RAH0 as the hardware does from a good NVM.
 func (f *regFile) withMAC(m [6]byte) *regFile {
 	ral, rah := regfile.ReceiveAddress(m)
-	f.Set(advregs.RAL0, ral)
-	f.Set(advregs.RAH0, rah)
+	f.Set(adv.RAL0, ral)
+	f.Set(adv.RAH0, rah)
 	return f
 }
 
 func (f *regFile) write(r map[uint32]uint32, off, v uint32) {
 	switch off {
-	case advregs.CTRL:
+	case adv.CTRL:
 		v &^= CTRL_DEV_RST
-	case advregs.MDIC:
-		v |= advregs.MDIC_READY
+	case adv.MDIC:
+		v |= adv.MDIC_READY
 	case EERD:
-		w := int(v >> advregs.EERD_ADDR_SHIFT & 0x3fff)
+		w := int(v >> adv.EERD_ADDR_SHIFT & 0x3fff)
 		d := uint16(0xffff) // erased flash
 		if w < len(f.nvm) {
 			d = f.nvm[w]
 		}
-		v = uint32(d)<<advregs.EERD_DATA_SHIFT | advregs.EERD_DONE
+		v = uint32(d)<<adv.EERD_DATA_SHIFT | adv.EERD_DONE
 	}
 	r[off] = v
 }
@@ -62,7 +62,7 @@ func (f *regFile) write(r map[uint32]uint32, off, v uint32) {
 var testMAC = [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
 
 // status2500 is STATUS of a full-duplex 2.5 Gb/s link.
-const status2500 = advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT | STATUS_SPEED_2500
+const status2500 = adv.STATUS_LU | adv.STATUS_FD | 2<<adv.STATUS_SPEED_SHIFT | STATUS_SPEED_2500
 
 // rssHash is the hash the rig's device writes back with every frame.
 const rssHash = 0x1234

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 )
@@ -25,7 +25,7 @@ func TestHeldPacketsUnchanged(t *testing.T) {
 	q := r.d.queues[0]
 	nictest.HeldRx{
 		Ring: rxDescs,
-		Send: func(t testing.TB, f []byte) bool { return r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP, rssHash) },
+		Send: func(t testing.TB, f []byte) bool { return r.Deliver(t, 0, f, adv.RXD_STAT_EOP, rssHash) },
 		Receive: func(_ testing.TB, budget int, got func(nictest.Packet)) int {
 			return nictest.Receive(q, budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
 		},

@@ -12,10 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ether9/ether9/drivers/advregs"
-	"github.com/ether9/ether9/drivers/advtx"
-
-	"github.com/ether9/ether9/drivers/advmac"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -41,8 +38,8 @@ const (
 
 // Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
 var (
-	rxThresholds = advmac.Thresholds{P: 8, H: 8, W: 4}
-	txThresholds = advmac.Thresholds{P: 8, H: 1, W: 16}
+	rxThresholds = adv.Thresholds{P: 8, H: 8, W: 4}
+	txThresholds = adv.Thresholds{P: 8, H: 1, W: 16}
 )
 
 // Device is a running igc controller.
@@ -52,11 +49,11 @@ type Device struct {
 	loc    [3]uint8 // PCI bus, device, function
 	serial uint64   // PCIe device serial number, 0 if none
 	regs   kernel.Regs
-	core   advmac.MAC // the MAC steps igb and igc share
+	core   adv.MAC // the MAC steps igb and igc share
 	dma    kernel.DMA
 	clock  kernel.Clock
-	irq    advmac.Legacy // the causes as the line programs them
-	line   *intr.Line    // the device's INTx, shared by the queues' poll loops
+	irq    adv.Legacy // the causes as the line programs them
+	line   *intr.Line // the device's INTx, shared by the queues' poll loops
 	logf   func(string, ...any)
 	mac    [6]byte
 
@@ -64,14 +61,14 @@ type Device struct {
 	cfgMu  sync.Mutex // MTU and RX layout changes
 	mtu    atomic.Int32
 	build  atomic.Bool // the build policy: on lets rings build (seed rule), off forces construct
-	link   advmac.Link
+	link   adv.Link
 	tso    atomic.Bool
 	rss    atomic.Bool // spread received flows over the queues
 	hw     nicstat.Hardware
 	closed atomic.Bool
 
-	mc       advmac.Multicast // the receive filter's groups (mta.go)
-	filterMu sync.Mutex       // EtherType filter slots (filter.go)
+	mc       adv.Multicast // the receive filter's groups (mta.go)
+	filterMu sync.Mutex    // EtherType filter slots (filter.go)
 }
 
 var _ nic.NIC = (*Device)(nil)
@@ -104,7 +101,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
-	d.core = advmac.MAC{Regs: d.regs, Clock: d.clock, Driver: "igc", Name: d.name, Logf: d.logf}
+	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igc", Name: d.name, Logf: d.logf}
 	d.serial = readSerial(dev)
 	d.mtu.Store(defaultMTU)
 	d.tso.Store(true)
@@ -124,7 +121,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		}
 		d.queues = append(d.queues, q)
 	}
-	d.irq = advmac.Legacy{M: &d.core, Queue: advmac.QueueBits(len(d.queues)), OnLink: d.updateLink}
+	d.irq = adv.Legacy{M: &d.core, Queue: adv.QueueBits(len(d.queues)), OnLink: d.updateLink}
 	d.line = intr.NewLine(dev.IRQ, &d.irq)
 	d.initStats()
 	if err := d.up(); err != nil {
@@ -147,7 +144,7 @@ func (d *Device) up() error {
 	c := &d.core
 	c.PrepareRx(maxFrame(d.MTU()))
 	d.setupRSS()
-	d.regs.Write32(advregs.TIPG, tipgIPGT)
+	d.regs.Write32(adv.TIPG, tipgIPGT)
 	for _, q := range d.queues {
 		if err := q.startTx(); err != nil {
 			return err
@@ -211,8 +208,8 @@ func (d *Device) SetMTU(mtu int) error {
 // Link implements nic.NIC.
 func (d *Device) Link() nic.Link { return d.link.Load() }
 
-// Features implements nic.NIC (advtx.Features).
-func (d *Device) Features() nic.Features { return advtx.Features(d.tso.Load()) }
+// Features implements nic.NIC (adv.Features).
+func (d *Device) Features() nic.Features { return adv.Features(d.tso.Load()) }
 
 // Queues implements nic.NIC.
 func (d *Device) Queues() []nic.Queue {

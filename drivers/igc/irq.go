@@ -3,8 +3,7 @@ package igc
 import (
 	"time"
 
-	"github.com/ether9/ether9/drivers/advmac"
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 )
 
 // Interrupts: legacy mode (I225 datasheet 7.3), the one INTx that Linux
@@ -14,7 +13,7 @@ import (
 // causes masked and, once its ring is empty, sleeps on the line the
 // queues share (intr.Line), which enables its EICR bit and the queue
 // causes in IMS, reads ICR then EICR once per interrupt and wakes the
-// queues named (advmac.Legacy).
+// queues named (adv.Legacy).
 //
 // No lost edge: a frame that lands after a queue's last empty poll sets
 // ICR.RXDW and the queue's EICR bit. Only the wake-up's read of ICR
@@ -40,14 +39,14 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 	if tx {
 		shift += 8
 	}
-	return advregs.IVAR0 + 4*uint32(q>>1), shift
+	return adv.IVAR0 + 4*uint32(q>>1), shift
 }
 
 // setupInterrupts routes the queues to their EICR bits and puts the line
 // in legacy mode, moderated, the queue causes masked.
 func (d *Device) setupInterrupts() {
 	d.core.RouteQueues(len(d.queues), ivarSlot)
-	d.irq.Setup(advregs.GPIE_NSICR, advmac.ITR(itrInterval)|advregs.EITR_CNT_IGNR)
+	d.irq.Setup(adv.GPIE_NSICR, adv.ITR(itrInterval)|adv.EITR_CNT_IGNR)
 }
 
 // Wait implements nic.Queue: an idle queue sleeps on the device's line

@@ -3,7 +3,7 @@ package igc
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
 )
 
@@ -14,12 +14,12 @@ func TestIVARSlot(t *testing.T) {
 		reg   uint32
 		shift uint
 	}{
-		{0, false, advregs.IVAR0, 0},
-		{0, true, advregs.IVAR0, 8},
-		{1, false, advregs.IVAR0, 16},
-		{1, true, advregs.IVAR0, 24},
-		{2, false, advregs.IVAR0 + 4, 0},
-		{3, true, advregs.IVAR0 + 4, 24},
+		{0, false, adv.IVAR0, 0},
+		{0, true, adv.IVAR0, 8},
+		{1, false, adv.IVAR0, 16},
+		{1, true, adv.IVAR0, 24},
+		{2, false, adv.IVAR0 + 4, 0},
+		{3, true, adv.IVAR0 + 4, 24},
 	} {
 		reg, shift := ivarSlot(c.q, c.tx)
 		if reg != c.reg || shift != c.shift {
@@ -38,14 +38,14 @@ func TestInterruptRouting(t *testing.T) {
 		t.Fatalf("%d queues, want 4", n)
 	}
 	r.regs.Check(t, map[uint32]uint32{
-		advregs.GPIE:      advregs.GPIE_NSICR,
-		advregs.IVAR0:     0x80808080 | 1<<24 | 1<<16,
-		advregs.IVAR0 + 4: 0x80808080 | 3<<24 | 3<<16 | 2<<8 | 2,
-		advregs.EIAC:      0,
-		advregs.EIAM:      0,
-		advregs.EIMS:      advregs.EICR_OTHER,
-		advregs.IMS:       advregs.ICR_LSC,
-		advregs.EITR0:     50<<2 | advregs.EITR_CNT_IGNR,
+		adv.GPIE:      adv.GPIE_NSICR,
+		adv.IVAR0:     0x80808080 | 1<<24 | 1<<16,
+		adv.IVAR0 + 4: 0x80808080 | 3<<24 | 3<<16 | 2<<8 | 2,
+		adv.EIAC:      0,
+		adv.EIAM:      0,
+		adv.EIMS:      adv.EICR_OTHER,
+		adv.IMS:       adv.ICR_LSC,
+		adv.EITR0:     50<<2 | adv.EITR_CNT_IGNR,
 	})
 }
 

@@ -1,15 +1,14 @@
 package igc
 
 import (
-	"github.com/ether9/ether9/drivers/advmac"
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 )
 
 // linkFromStatus decodes STATUS: LU, FD and the resolved speed, where
 // 2.5 Gb/s shows as the 1000 Mb/s code plus STATUS_SPEED_2500.
 func linkFromStatus(s uint32) nic.Link {
-	l := advmac.LinkFromStatus(s)
+	l := adv.LinkFromStatus(s)
 	if l.SpeedMbps == 1000 && s&STATUS_SPEED_2500 != 0 {
 		l.SpeedMbps = 2500
 	}
@@ -18,7 +17,7 @@ func linkFromStatus(s uint32) nic.Link {
 
 // updateLink re-reads the link from STATUS; called at bring-up and on LSC.
 func (d *Device) updateLink() {
-	if l := linkFromStatus(d.regs.Read32(advregs.STATUS)); d.link.Set(l) {
+	if l := linkFromStatus(d.regs.Read32(adv.STATUS)); d.link.Set(l) {
 		d.logf("%s: link %+v", d.name, l)
 	}
 }

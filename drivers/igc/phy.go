@@ -1,7 +1,7 @@
 package igc
 
 import (
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 )
 
 // PHY registers (IEEE 802.3 clause 22) beyond BMCR and, through the MMD
@@ -50,7 +50,7 @@ func (d *Device) setupPHY() {
 		err = d.mmdWrite(MMD_AN, AN_MGBT_CTRL, AN_MGBT_CTRL_2500)
 	}
 	if err == nil {
-		err = d.core.PHYWrite(advregs.PHY_BMCR, advregs.BMCR_AN_ENABLE|advregs.BMCR_AN_RESTART)
+		err = d.core.PHYWrite(adv.PHY_BMCR, adv.BMCR_AN_ENABLE|adv.BMCR_AN_RESTART)
 	}
 	if err != nil {
 		d.logf("%s: PHY set-up: %v", d.name, err)

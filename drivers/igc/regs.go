@@ -2,7 +2,7 @@ package igc
 
 // Registers and bits of the I225/I226 (I225 datasheet section 8) that the
 // 82576 family lacks or places elsewhere; those the two give identically
-// are in advregs. Names follow the datasheet.
+// are in adv. Names follow the datasheet.
 const (
 	EERD = 0x12014 // NVM read through the flash interface
 

@@ -3,7 +3,7 @@ package igc
 import (
 	"fmt"
 
-	"github.com/ether9/ether9/drivers/advmac"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/pci"
 )
@@ -28,7 +28,7 @@ func (d *Device) readMAC() ([6]byte, error) {
 		var nvmErr error
 		m, nvmErr = d.core.ReadNVMMAC(EERD, 0)
 		switch {
-		case nvmErr == nil && advmac.ValidMAC(m):
+		case nvmErr == nil && adv.ValidMAC(m):
 		case d.id.Flags&FlagBlankNVM != 0:
 			m = localMAC(d.serial, d.loc)
 			d.logf("%s: %s has a blank NVM: using locally administered address %x", d.name, d.id.Name, m)

@@ -3,8 +3,7 @@ package igc
 import (
 	"encoding/binary"
 
-	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advrx"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -38,7 +37,7 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 	} else {
 		r, prog := q.rx, q.prog
 		start := r.Clean()
-		taken = advrx.CleanRx(r.Descs, r, len(pkts), &q.discard, r.drop, func(wb advdesc.Rx) {
+		taken = adv.CleanRx(r.Descs, r, len(pkts), &q.discard, r.drop, func(wb adv.Rx) {
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}
@@ -69,7 +68,7 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 
 // frame takes one good frame through the program, if any, and into p
 // for the caller; it reports whether it filled p.
-func (q *queue) frame(wb advdesc.Rx, prog xsk.Program, p *nic.RxPacket) bool {
+func (q *queue) frame(wb adv.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	r, n := q.rx, wb.Length
 	if prog != nil {
 		b, err := r.peek(n)

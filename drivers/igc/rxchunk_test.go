@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ether9/ether9/drivers/advdesc"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
@@ -311,7 +311,7 @@ func TestBuildReturnsThroughEndpoint(t *testing.T) {
 	nictest.HeldRx{
 		Ring: rxDescs,
 		Send: func(t testing.TB, f []byte) bool {
-			return r.Deliver(t, 0, f, advdesc.RXD_STAT_EOP|advdesc.RXD_STAT_UDPCS, rssHash)
+			return r.Deliver(t, 0, f, adv.RXD_STAT_EOP|adv.RXD_STAT_UDPCS, rssHash)
 		},
 		Receive: func(t testing.TB, budget int, got func(nictest.Packet)) int {
 			h.got = got

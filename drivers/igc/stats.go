@@ -1,7 +1,7 @@
 package igc
 
 import (
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 )
@@ -13,7 +13,7 @@ var absentCounters = []uint32{nicstat.SYMERRS, nicstat.SEC, nicstat.TSCTFC}
 func (d *Device) initStats() {
 	qdrop := make([]uint32, len(d.queues))
 	for i := range qdrop {
-		qdrop[i] = advregs.QueueReg(advregs.RQDPC, i)
+		qdrop[i] = adv.QueueReg(adv.RQDPC, i)
 	}
 	d.hw.Init(nicstat.Table(absentCounters...), qdrop...)
 }

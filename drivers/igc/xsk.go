@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ether9/ether9/drivers/advregs"
-	"github.com/ether9/ether9/drivers/advrx"
-
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
@@ -27,9 +25,9 @@ var _ xsk.Hw = (*xskHw)(nil)
 
 func (h *xskHw) q() *queue { return (*queue)(h) }
 
-func (h *xskHw) StopRx() error                      { return h.q().setEnable(advregs.RXDCTL, false) }
+func (h *xskHw) StopRx() error                      { return h.q().setEnable(adv.RXDCTL, false) }
 func (h *xskHw) StartRx() error                     { return h.q().startRx() }
-func (h *xskHw) StopTx() error                      { return h.q().setEnable(advregs.TXDCTL, false) }
+func (h *xskHw) StopTx() error                      { return h.q().setEnable(adv.TXDCTL, false) }
 func (h *xskHw) StartTx() error                     { return h.q().startTxLocked() }
 func (h *xskHw) WriteRx(i int, addr kernel.DMAAddr) { h.q().writeRx(i, addr) }
 func (h *xskHw) SendCopy(frame []byte) bool         { return h.q().txq.SendCopy(frame) }
@@ -78,7 +76,7 @@ func (q *queue) startRxZC() error {
 // cleanZC is the RX loop while the socket's frames are armed; rxMu is
 // held.
 func (q *queue) cleanZC(pkts []nic.RxPacket) (n, taken int) {
-	z := advrx.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
+	z := adv.ZeroCopy{X: q.x, Stats: &q.rx.Stats, Tx: &q.txq}
 	n, taken, moved := z.Clean(q.rx.Descs, pkts, &q.discard, q.prog)
 	if moved {
 		q.d.core.SetRxTail(q.idx, q.x.Tail())

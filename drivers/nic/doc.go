@@ -26,7 +26,7 @@
 //
 // igb (6 hops):
 //
-//  1. advrx.CleanRx (drivers/advrx/clean.go) reads the descriptor
+//  1. adv.CleanRx (drivers/adv/rx.go) reads the descriptor
 //  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure:
 //     the packet program's verdict, ring.PageRxRing.Receive
 //     (drivers/ring/page.go), pkts[n]
@@ -37,7 +37,7 @@
 // igc (6 hops): as igb's, with igc queue.frame (drivers/igc/rx.go)
 // building around or constructing from the buffer (drivers/igc/rxbuf.go,
 // rxchunk.go) and igc queue.Receive (drivers/igc/rx.go). A bound socket's
-// zero-copy frames go through advrx.ZeroCopy.Frame (drivers/advrx/zc.go)
+// zero-copy frames go through adv.ZeroCopy.Frame (drivers/adv/rxzc.go)
 // in place of queue.frame, the stack getting a copy.
 //
 // The only call from the stack's side into a driver after delivery is the

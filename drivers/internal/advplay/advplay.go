@@ -9,8 +9,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
@@ -48,7 +47,7 @@ func New(regs Regs, mem Mem, n int, rings Rings) *Device {
 }
 
 // RxTail is the tail the driver last wrote for queue q.
-func (d *Device) RxTail(q int) int { return int(d.regs.Get(advregs.QueueReg(advregs.RDT, q))) }
+func (d *Device) RxTail(q int) int { return int(d.regs.Get(adv.QueueReg(adv.RDT, q))) }
 
 // RxAddr is the buffer address in the read descriptor at queue q's head.
 func (d *Device) RxAddr(q int) kernel.DMAAddr {
@@ -73,7 +72,7 @@ func (d *Device) Deliver(t testing.TB, q int, f []byte, staterr, hash uint32) bo
 	if err := d.mem.DeviceWrite(d.RxAddr(q), f); err != nil {
 		t.Fatalf("queue %d descriptor %d: %v", q, h, err)
 	}
-	d.Writeback(q, h, staterr|advdesc.RXD_STAT_DD, len(f), hash)
+	d.Writeback(q, h, staterr|adv.RXD_STAT_DD, len(f), hash)
 	rx, _ := d.rings(q)
 	d.RxHead[q] = rx.Next(h)
 	return true
@@ -98,19 +97,19 @@ func (d *Device) Writeback(q, i int, staterr uint32, n int, hash uint32) {
 func (d *Device) Transmit(t testing.TB, q int) (ctxs [][]byte) {
 	t.Helper()
 	_, tx := d.rings(q)
-	tail := int(d.regs.Get(advregs.QueueReg(advregs.TDT, q)))
+	tail := int(d.regs.Get(adv.QueueReg(adv.TDT, q)))
 	var cur []byte
 	for h := d.TxHead[q]; h != tail; h = tx.Next(h) {
 		desc := tx.At(h)
 		ctl := binary.LittleEndian.Uint32(desc[8:])
-		if ctl&advdesc.TXD_DCMD_DEXT == 0 {
+		if ctl&adv.TXD_DCMD_DEXT == 0 {
 			t.Fatalf("queue %d descriptor %d is not extended: %#x", q, h, ctl)
 		}
 		switch ctl & (0xf << 20) {
-		case advdesc.TXD_DTYP_CTXT:
+		case adv.TXD_DTYP_CTXT:
 			ctxs = append(ctxs, append([]byte(nil), desc...))
-		case advdesc.TXD_DTYP_DATA:
-			n := int(ctl & advdesc.TXD_LEN_MASK)
+		case adv.TXD_DTYP_DATA:
+			n := int(ctl & adv.TXD_LEN_MASK)
 			a := binary.LittleEndian.Uint64(desc)
 			if int(a%kernel.PageSize)+n > kernel.PageSize {
 				t.Fatalf("queue %d descriptor %d: %d bytes at %#x cross a page", q, h, n, a)
@@ -120,15 +119,15 @@ func (d *Device) Transmit(t testing.TB, q int) (ctxs [][]byte) {
 				t.Fatalf("queue %d descriptor %d: %v", q, h, err)
 			}
 			cur = append(cur, b...)
-			if ctl&advdesc.TXD_DCMD_EOP != 0 {
+			if ctl&adv.TXD_DCMD_EOP != 0 {
 				d.Wire = append(d.Wire, cur)
 				cur = nil
 			}
 		default:
 			t.Fatalf("queue %d descriptor %d: type %#x", q, h, ctl>>20&0xf)
 		}
-		if ctl&advdesc.TXD_DCMD_RS != 0 {
-			desc[12] |= advdesc.TXD_STAT_DD
+		if ctl&adv.TXD_DCMD_RS != 0 {
+			desc[12] |= adv.TXD_STAT_DD
 		}
 	}
 	if cur != nil {

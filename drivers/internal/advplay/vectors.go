@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/advregs"
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 )
@@ -16,7 +16,7 @@ type Waiter interface {
 }
 
 // queueCauses are the ICR causes the queues share in legacy mode.
-const queueCauses = advregs.ICR_RXDW | advregs.ICR_RXDMT0 | advregs.ICR_TXDW
+const queueCauses = adv.ICR_RXDW | adv.ICR_RXDMT0 | adv.ICR_TXDW
 
 // CheckIdleArm checks the legacy scheme the parts share: a queue that
 // goes idle enables its own EICR bit (bit i for queue i) and the queue
@@ -26,20 +26,20 @@ const queueCauses = advregs.ICR_RXDW | advregs.ICR_RXDMT0 | advregs.ICR_TXDW
 func CheckIdleArm[Q Waiter](t testing.TB, regs *regfile.File, u nictest.Unit, queues []Q) {
 	t.Helper()
 	for i, q := range queues {
-		eims, ims := regs.Writes(advregs.EIMS), regs.Writes(advregs.IMS)
+		eims, ims := regs.Writes(adv.EIMS), regs.Writes(adv.IMS)
 		if q.Wait(0) {
 			t.Errorf("queue %d: woken with no interrupt", i)
 		}
-		if regs.Writes(advregs.EIMS) != eims+1 || regs.Get(advregs.EIMS) != 1<<i {
-			t.Errorf("queue %d armed EIMS %#x (%d writes), want %#x once", i, regs.Get(advregs.EIMS), regs.Writes(advregs.EIMS)-eims, 1<<i)
+		if regs.Writes(adv.EIMS) != eims+1 || regs.Get(adv.EIMS) != 1<<i {
+			t.Errorf("queue %d armed EIMS %#x (%d writes), want %#x once", i, regs.Get(adv.EIMS), regs.Writes(adv.EIMS)-eims, 1<<i)
 		}
-		if regs.Writes(advregs.IMS) != ims+1 || regs.Get(advregs.IMS) != queueCauses {
-			t.Errorf("queue %d armed IMS %#x, want %#x", i, regs.Get(advregs.IMS), queueCauses)
+		if regs.Writes(adv.IMS) != ims+1 || regs.Get(adv.IMS) != queueCauses {
+			t.Errorf("queue %d armed IMS %#x, want %#x", i, regs.Get(adv.IMS), queueCauses)
 		}
-		if got, want := regs.Get(advregs.EIMC), uint32(1<<i); got != want {
+		if got, want := regs.Get(adv.EIMC), uint32(1<<i); got != want {
 			t.Errorf("queue %d left EIMC %#x, want %#x", i, got, want)
 		}
-		if got := regs.Get(advregs.IMC); got != queueCauses {
+		if got := regs.Get(adv.IMC); got != queueCauses {
 			t.Errorf("queue %d left IMC %#x, want the queue causes %#x", i, got, queueCauses)
 		}
 		if got := u.Stat(t, fmt.Sprintf("q%d_irq_timeout", i)); got != 1 {
@@ -55,7 +55,7 @@ func CheckIdleArm[Q Waiter](t testing.TB, regs *regfile.File, u nictest.Unit, qu
 	if err := u.NIC.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if regs.Get(advregs.EIMC) != 0xffffffff || regs.Get(advregs.IMC) != 0xffffffff {
+	if regs.Get(adv.EIMC) != 0xffffffff || regs.Get(adv.IMC) != 0xffffffff {
 		t.Error("Close left causes unmasked")
 	}
 	if len(queues) > 0 && queues[0].Wait(time.Hour) {

@@ -1,11 +1,10 @@
-package advmac
+package adv
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim"
@@ -21,20 +20,20 @@ type device struct {
 
 func (dv *device) write(r map[uint32]uint32, off, v uint32) {
 	switch {
-	case off == advregs.CTRL:
-		v &^= advregs.CTRL_RST
-	case off == advregs.QueueReg(advregs.RXDCTL, 1) && dv.stuck:
-		v &^= advregs.XDCTL_ENABLE
-	case off == advregs.MDIC:
-		reg := v >> advregs.MDIC_REG_SHIFT & 0x1f
+	case off == CTRL:
+		v &^= CTRL_RST
+	case off == QueueReg(RXDCTL, 1) && dv.stuck:
+		v &^= XDCTL_ENABLE
+	case off == MDIC:
+		reg := v >> MDIC_REG_SHIFT & 0x1f
 		switch {
 		case reg == 31:
-			v |= advregs.MDIC_ERROR
-		case v&advregs.MDIC_OP_READ != 0:
-			v = v&^advregs.MDIC_DATA_MASK | uint32(dv.phy) | advregs.MDIC_READY
+			v |= MDIC_ERROR
+		case v&MDIC_OP_READ != 0:
+			v = v&^MDIC_DATA_MASK | uint32(dv.phy) | MDIC_READY
 		default:
 			dv.phy = uint16(v)
-			v |= advregs.MDIC_READY
+			v |= MDIC_READY
 		}
 	}
 	r[off] = v
@@ -46,14 +45,14 @@ func newMAC(dv *device, init map[uint32]uint32) (*MAC, *regfile.File) {
 }
 
 func TestReset(t *testing.T) {
-	m, f := newMAC(&device{}, map[uint32]uint32{advregs.EECD: advregs.EECD_AUTO_RD, advregs.RCTL: advregs.RCTL_EN})
-	if err := m.Reset(advregs.CTRL_RST, "RST", true); err != nil {
+	m, f := newMAC(&device{}, map[uint32]uint32{EECD: EECD_AUTO_RD, RCTL: RCTL_EN})
+	if err := m.Reset(CTRL_RST, "RST", true); err != nil {
 		t.Fatal(err)
 	}
-	if f.Writes(advregs.CTRL) != 2 || f.Get(advregs.CTRL)&advregs.CTRL_GIO_MASTER == 0 {
-		t.Errorf("CTRL written %d times, now %#x: want master disable, then reset", f.Writes(advregs.CTRL), f.Get(advregs.CTRL))
+	if f.Writes(CTRL) != 2 || f.Get(CTRL)&CTRL_GIO_MASTER == 0 {
+		t.Errorf("CTRL written %d times, now %#x: want master disable, then reset", f.Writes(CTRL), f.Get(CTRL))
 	}
-	f.Check(t, map[uint32]uint32{advregs.RCTL: 0, advregs.TCTL: advregs.TCTL_PSP, advregs.IMC: 0xffffffff, advregs.EIMC: 0xffffffff})
+	f.Check(t, map[uint32]uint32{RCTL: 0, TCTL: TCTL_PSP, IMC: 0xffffffff, EIMC: 0xffffffff})
 
 	// A reset bit that never clears is an error naming it.
 	m, _ = newMAC(&device{}, nil)
@@ -61,36 +60,36 @@ func TestReset(t *testing.T) {
 		t.Errorf("stuck reset: %v", err)
 	}
 	// A device reading all ones is not there.
-	m, _ = newMAC(&device{}, map[uint32]uint32{advregs.STATUS: 0xffffffff})
-	if err := m.Reset(advregs.CTRL_RST, "RST", true); err == nil {
+	m, _ = newMAC(&device{}, map[uint32]uint32{STATUS: 0xffffffff})
+	if err := m.Reset(CTRL_RST, "RST", true); err == nil {
 		t.Error("reset of an absent device succeeded")
 	}
 }
 
 func TestQueueEnable(t *testing.T) {
 	m, f := newMAC(&device{stuck: true}, nil)
-	if err := m.SetQueueEnable(advregs.RXDCTL, 0, true); err != nil || f.Get(advregs.RXDCTL)&advregs.XDCTL_ENABLE == 0 {
-		t.Fatalf("enable queue 0: %v, RXDCTL %#x", err, f.Get(advregs.RXDCTL))
+	if err := m.SetQueueEnable(RXDCTL, 0, true); err != nil || f.Get(RXDCTL)&XDCTL_ENABLE == 0 {
+		t.Fatalf("enable queue 0: %v, RXDCTL %#x", err, f.Get(RXDCTL))
 	}
 	start := m.Clock.Now()
-	if err := m.SetQueueEnable(advregs.RXDCTL, 1, true); err == nil {
+	if err := m.SetQueueEnable(RXDCTL, 1, true); err == nil {
 		t.Fatal("a queue that never enables reported enabled")
 	}
 	if waited := m.Clock.Now() - start; waited < queueTimeout {
 		t.Errorf("gave up after %v, want at least %v", waited, queueTimeout)
 	}
-	if err := m.StopQueue(0); err != nil || f.Get(advregs.RXDCTL)&advregs.XDCTL_ENABLE != 0 {
-		t.Errorf("stop queue 0: %v, RXDCTL %#x", err, f.Get(advregs.RXDCTL))
+	if err := m.StopQueue(0); err != nil || f.Get(RXDCTL)&XDCTL_ENABLE != 0 {
+		t.Errorf("stop queue 0: %v, RXDCTL %#x", err, f.Get(RXDCTL))
 	}
 }
 
 func TestMDIC(t *testing.T) {
 	dv := &device{phy: 0x1140}
 	m, _ := newMAC(dv, nil)
-	if v, err := m.PHYRead(advregs.PHY_BMCR); err != nil || v != 0x1140 {
+	if v, err := m.PHYRead(PHY_BMCR); err != nil || v != 0x1140 {
 		t.Fatalf("read BMCR: %#x, %v", v, err)
 	}
-	if err := m.PHYWrite(advregs.PHY_BMCR, 0x1340); err != nil || dv.phy != 0x1340 {
+	if err := m.PHYWrite(PHY_BMCR, 0x1340); err != nil || dv.phy != 0x1340 {
 		t.Fatalf("write BMCR: %v, PHY holds %#x", err, dv.phy)
 	}
 	if _, err := m.PHYRead(31); err == nil || !strings.Contains(err.Error(), "MDIC error") {
@@ -101,16 +100,16 @@ func TestMDIC(t *testing.T) {
 func TestStationAddress(t *testing.T) {
 	mac := [6]byte{0x00, 0x1b, 0x21, 0x0a, 0x0b, 0x0c}
 	ral, rah := regfile.ReceiveAddress(mac)
-	m, _ := newMAC(&device{}, map[uint32]uint32{advregs.RAL0: ral, advregs.RAH0: rah})
+	m, _ := newMAC(&device{}, map[uint32]uint32{RAL0: ral, RAH0: rah})
 	if a, ok, _, _ := m.StationAddress(); !ok || a != mac {
 		t.Fatalf("station address %x valid %v, want %x", a, ok, mac)
 	}
-	m, f := newMAC(&device{}, map[uint32]uint32{advregs.RAL0: ral, advregs.RAH0: rah &^ advregs.RAH_AV})
+	m, f := newMAC(&device{}, map[uint32]uint32{RAL0: ral, RAH0: rah &^ RAH_AV})
 	if _, ok, _, _ := m.StationAddress(); ok {
 		t.Error("address without RAH.AV taken as valid")
 	}
 	m.SetStationAddress(mac)
-	f.Check(t, map[uint32]uint32{advregs.RAL0: ral, advregs.RAH0: rah})
+	f.Check(t, map[uint32]uint32{RAL0: ral, RAH0: rah})
 	for _, a := range [][6]byte{{}, {0x01, 0, 0x5e, 0, 0, 1}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}} {
 		if ValidMAC(a) {
 			t.Errorf("%x taken as a station address", a)
@@ -126,13 +125,13 @@ func TestRouteQueues(t *testing.T) {
 		if tx {
 			shift += 8
 		}
-		return advregs.IVAR0 + 4*uint32(q>>1), shift
+		return IVAR0 + 4*uint32(q>>1), shift
 	}
 	m.RouteQueues(3, slot)
-	v := uint32(advregs.IVAR_VALID)
+	v := uint32(IVAR_VALID)
 	f.Check(t, map[uint32]uint32{
-		advregs.IVAR0:     v | v<<8 | (v|1)<<16 | (v|1)<<24,
-		advregs.IVAR0 + 4: (v | 2) | (v|2)<<8,
+		IVAR0:     v | v<<8 | (v|1)<<16 | (v|1)<<24,
+		IVAR0 + 4: (v | 2) | (v|2)<<8,
 	})
 	if b := QueueBits(3); len(b) != 3 || b[0] != 1 || b[2] != 4 {
 		t.Errorf("queue bits %v", b)
@@ -148,22 +147,22 @@ func TestLegacy(t *testing.T) {
 	m, f := newMAC(&device{}, nil)
 	links := 0
 	l := Legacy{M: m, Queue: QueueBits(2), OnLink: func() { links++ }}
-	l.Setup(advregs.GPIE_NSICR, ITR(50*time.Microsecond))
-	f.Check(t, map[uint32]uint32{advregs.GPIE: advregs.GPIE_NSICR, advregs.EITR0: 50 << 2, advregs.EIAC: 0, advregs.EIAM: 0,
-		advregs.IMS: advregs.ICR_LSC, advregs.EIMS: advregs.EICR_OTHER})
+	l.Setup(GPIE_NSICR, ITR(50*time.Microsecond))
+	f.Check(t, map[uint32]uint32{GPIE: GPIE_NSICR, EITR0: 50 << 2, EIAC: 0, EIAM: 0,
+		IMS: ICR_LSC, EIMS: EICR_OTHER})
 	l.Arm(2, 3)
-	f.Check(t, map[uint32]uint32{advregs.EIMS: 2, advregs.IMS: queueCauses})
+	f.Check(t, map[uint32]uint32{EIMS: 2, IMS: queueCauses})
 	l.Disarm(2, 1)
-	f.Check(t, map[uint32]uint32{advregs.EIMC: 2, advregs.IMC: ^uint32(0)})
+	f.Check(t, map[uint32]uint32{EIMC: 2, IMC: ^uint32(0)})
 	l.Disarm(1, 0)
-	f.Check(t, map[uint32]uint32{advregs.EIMC: 1, advregs.IMC: queueCauses})
-	f.Set(advregs.ICR, advregs.ICR_RXDW|advregs.ICR_LSC)
-	f.Set(advregs.EICR, 2)
+	f.Check(t, map[uint32]uint32{EIMC: 1, IMC: queueCauses})
+	f.Set(ICR, ICR_RXDW|ICR_LSC)
+	f.Set(EICR, 2)
 	if q := l.Causes(); q != 2 || links != 1 {
 		t.Errorf("causes name queues %#x, %d link changes; want 0x2 and 1", q, links)
 	}
-	f.Set(advregs.ICR, advregs.ICR_RXDW)
-	f.Set(advregs.EICR, 0)
+	f.Set(ICR, ICR_RXDW)
+	f.Set(EICR, 0)
 	if q := l.Causes(); q != 3 {
 		t.Errorf("RXDW without an EICR bit names queues %#x, want every one", q)
 	}
@@ -175,10 +174,10 @@ func TestLink(t *testing.T) {
 		want   nic.Link
 	}{
 		{0, nic.Link{}},
-		{advregs.STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
-		{advregs.STATUS_LU | advregs.STATUS_FD | 1<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, FullDuplex: true, SpeedMbps: 100}},
-		{advregs.STATUS_LU | advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT, nic.Link{Up: true, FullDuplex: true, SpeedMbps: 1000}},
-		{advregs.STATUS_FD | 2<<advregs.STATUS_SPEED_SHIFT, nic.Link{}},
+		{STATUS_LU, nic.Link{Up: true, SpeedMbps: 10}},
+		{STATUS_LU | STATUS_FD | 1<<STATUS_SPEED_SHIFT, nic.Link{Up: true, FullDuplex: true, SpeedMbps: 100}},
+		{STATUS_LU | STATUS_FD | 2<<STATUS_SPEED_SHIFT, nic.Link{Up: true, FullDuplex: true, SpeedMbps: 1000}},
+		{STATUS_FD | 2<<STATUS_SPEED_SHIFT, nic.Link{}},
 	} {
 		if got := LinkFromStatus(c.status); got != c.want {
 			t.Errorf("STATUS %#x: %+v, want %+v", c.status, got, c.want)

@@ -1,10 +1,6 @@
-package advmac
+package adv
 
-import (
-	"time"
-
-	"github.com/ether9/ether9/drivers/advregs"
-)
+import "time"
 
 // Legacy interrupts (82576 datasheet 7.3, I225 datasheet 7.3): with
 // GPIE.Multiple_MSIX clear the function signals INTx (or MSI), one line
@@ -17,7 +13,7 @@ import (
 
 // queueCauses are the ICR causes every queue shares: a receive
 // descriptor written back, the ring running low, a transmit written back.
-const queueCauses = advregs.ICR_RXDW | advregs.ICR_RXDMT0 | advregs.ICR_TXDW
+const queueCauses = ICR_RXDW | ICR_RXDMT0 | ICR_TXDW
 
 // IVARSlot says where a part keeps the IVAR entry of RX (or TX) queue q:
 // the register and the entry's bit offset in it.
@@ -43,7 +39,7 @@ func (m *MAC) RouteQueues(queues int, slot IVARSlot) {
 			if _, ok := ivar[reg]; !ok {
 				regs = append(regs, reg)
 			}
-			ivar[reg] |= (advregs.IVAR_VALID | uint32(q)) << shift
+			ivar[reg] |= (IVAR_VALID | uint32(q)) << shift
 		}
 	}
 	for _, reg := range regs {
@@ -53,7 +49,7 @@ func (m *MAC) RouteQueues(queues int, slot IVARSlot) {
 
 // ITR is the EITR value for an interval between interrupts.
 func ITR(interval time.Duration) uint32 {
-	return uint32(interval/time.Microsecond) << advregs.EITR_INTERVAL_SHIFT & advregs.EITR_INTERVAL_MASK
+	return uint32(interval/time.Microsecond) << EITR_INTERVAL_SHIFT & EITR_INTERVAL_MASK
 }
 
 // Legacy is a function's INTx as its queues' poll loops share it: the
@@ -72,17 +68,17 @@ type Legacy struct {
 func (l *Legacy) Setup(gpie, itr uint32) {
 	r := l.M.Regs
 	if gpie != 0 {
-		r.Write32(advregs.GPIE, gpie)
+		r.Write32(GPIE, gpie)
 	}
-	r.Write32(advregs.EIAC, 0)
-	r.Write32(advregs.EIAM, 0)
-	r.Write32(advregs.EITR0, itr)
-	r.Write32(advregs.EIMC, ^uint32(0))
-	r.Write32(advregs.IMC, ^uint32(0))
-	r.Read32(advregs.ICR)
-	r.Read32(advregs.EICR)
-	r.Write32(advregs.IMS, advregs.ICR_LSC)
-	r.Write32(advregs.EIMS, advregs.EICR_OTHER)
+	r.Write32(EIAC, 0)
+	r.Write32(EIAM, 0)
+	r.Write32(EITR0, itr)
+	r.Write32(EIMC, ^uint32(0))
+	r.Write32(IMC, ^uint32(0))
+	r.Read32(ICR)
+	r.Read32(EICR)
+	r.Write32(IMS, ICR_LSC)
+	r.Write32(EIMS, EICR_OTHER)
 }
 
 func (l *Legacy) bits(q uint32) uint32 {
@@ -99,17 +95,17 @@ func (l *Legacy) bits(q uint32) uint32 {
 // and the shared queue causes in ICR. A cause already pending asserts the
 // line as the write lands.
 func (l *Legacy) Arm(q, asleep uint32) {
-	l.M.Regs.Write32(advregs.EIMS, l.bits(q))
-	l.M.Regs.Write32(advregs.IMS, queueCauses)
+	l.M.Regs.Write32(EIMS, l.bits(q))
+	l.M.Regs.Write32(IMS, queueCauses)
 }
 
 // Disarm implements intr.Device: it masks the queues that woke, and the
 // shared queue causes once no queue sleeps, so that queues polling with
 // their budget take no interrupts.
 func (l *Legacy) Disarm(q, asleep uint32) {
-	l.M.Regs.Write32(advregs.EIMC, l.bits(q))
+	l.M.Regs.Write32(EIMC, l.bits(q))
 	if asleep == 0 {
-		l.M.Regs.Write32(advregs.IMC, queueCauses)
+		l.M.Regs.Write32(IMC, queueCauses)
 	}
 }
 
@@ -120,9 +116,9 @@ func (l *Legacy) Disarm(q, asleep uint32) {
 // part whose ICR read clears EICR too leaves no queue bit: then every
 // queue is named, as the cause cannot be told.
 func (l *Legacy) Causes() uint32 {
-	icr := l.M.Regs.Read32(advregs.ICR)
-	eicr := l.M.Regs.Read32(advregs.EICR)
-	if icr&advregs.ICR_LSC != 0 && l.OnLink != nil {
+	icr := l.M.Regs.Read32(ICR)
+	eicr := l.M.Regs.Read32(EICR)
+	if icr&ICR_LSC != 0 && l.OnLink != nil {
 		l.OnLink()
 	}
 	var qs uint32

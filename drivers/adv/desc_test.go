@@ -1,4 +1,4 @@
-package advdesc
+package adv
 
 import (
 	"encoding/binary"

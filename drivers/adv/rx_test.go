@@ -1,11 +1,10 @@
-package advrx
+package adv
 
 import (
 	"encoding/binary"
 	"fmt"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
@@ -19,24 +18,24 @@ func writeBack(descs *ring.Descs, i int, stat uint32, n int) {
 }
 
 func TestCleanRx(t *testing.T) {
-	descs, err := ring.NewDescs(ringtest.New(), 8, advdesc.Size)
+	descs, err := ring.NewDescs(ringtest.New(), 8, Size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer descs.Free()
 	c := ring.NewCursor(8)
 	c.Refill(func(int) (kernel.DMAAddr, error) { return 0, nil }, func(int, kernel.DMAAddr) {})
-	const dd, eop = advdesc.RXD_STAT_DD, advdesc.RXD_STAT_EOP
+	const dd, eop = RXD_STAT_DD, RXD_STAT_EOP
 	// good, errored, a frame over two buffers, good, then one not done.
 	writeBack(descs, 0, dd|eop, 60)
-	writeBack(descs, 1, dd|eop|advdesc.RXDEXT_ERR_CE, 61)
+	writeBack(descs, 1, dd|eop|RXDEXT_ERR_CE, 61)
 	writeBack(descs, 2, dd, 2048)
 	writeBack(descs, 3, dd|eop, 100)
 	writeBack(descs, 4, dd|eop, 62)
 
 	var got []string
 	drop := func(r ring.DropReason) { got = append(got, fmt.Sprintf("drop%d@%d", r, c.Clean())) }
-	frame := func(w advdesc.Rx) { got = append(got, fmt.Sprintf("frame%d@%d", w.Length, c.Clean())) }
+	frame := func(w Rx) { got = append(got, fmt.Sprintf("frame%d@%d", w.Length, c.Clean())) }
 	discard := false
 	if n := CleanRx(descs, &c, 3, &discard, drop, frame); n != 3 || !discard {
 		t.Fatalf("first poll took %d, discard %v; want 3 and inside a frame", n, discard)
@@ -52,7 +51,7 @@ func TestCleanRx(t *testing.T) {
 		t.Fatalf("loop saw %v, want %v", got, want)
 	}
 	for i := 0; i < 5; i++ {
-		if advdesc.RxDone(descs.At(i)) {
+		if RxDone(descs.At(i)) {
 			t.Errorf("descriptor %d still shows DD after cleaning", i)
 		}
 	}

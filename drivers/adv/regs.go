@@ -1,11 +1,10 @@
-// Package advregs names the registers and bits that the 82575/82576
-// family (82576 datasheet section 8) and the I225/I226 (I225 datasheet
-// section 8) give identically: same offset, same bit meaning. Names follow
-// the datasheets. What one family has alone, or places differently (EERD,
-// the 82575's MSIXBM, the I225's CTRL.DEV_RST and 2.5 Gb/s status bit,
-// the 82576's 5-tuple FTQF at TTQF's offset), stays in that family's
-// driver.
-package advregs
+package adv
+
+// The registers and bits both families give identically: same offset,
+// same bit meaning (82576 and I225 datasheets, section 8). What one family
+// has alone, or places differently (EERD, the 82575's MSIXBM, the I225's
+// CTRL.DEV_RST and 2.5 Gb/s status bit, the 82576's 5-tuple FTQF at
+// TTQF's offset), stays in that family's driver.
 
 // General, interrupt, receive and transmit control registers.
 const (

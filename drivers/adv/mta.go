@@ -1,11 +1,10 @@
-package advmac
+package adv
 
 import (
 	"fmt"
 	"net"
 	"sync"
 
-	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -81,24 +80,24 @@ func (m *Multicast) Program(r kernel.Regs) {
 }
 
 func (m *Multicast) writeMTALocked(r kernel.Regs) {
-	var mta [advregs.NumMTA]uint32
+	var mta [NumMTA]uint32
 	for g := range m.groups {
 		h := MTAHash(g)
 		mta[h>>5] |= 1 << (h & 31)
 	}
 	for i, v := range mta {
-		r.Write32(advregs.MTA+uint32(4*i), v)
+		r.Write32(MTA+uint32(4*i), v)
 	}
 }
 
 func (m *Multicast) writeRCTLLocked(r kernel.Regs) {
-	rctl := r.Read32(advregs.RCTL)
+	rctl := r.Read32(RCTL)
 	if m.all {
-		rctl |= advregs.RCTL_MPE
+		rctl |= RCTL_MPE
 	} else {
-		rctl &^= advregs.RCTL_MPE
+		rctl &^= RCTL_MPE
 	}
-	r.Write32(advregs.RCTL, rctl)
+	r.Write32(RCTL, rctl)
 }
 
 // Ctl runs the filter's control commands: addmulti MAC, remmulti MAC,

@@ -1,10 +1,9 @@
-package advtx
+package adv
 
 import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 )
@@ -22,7 +21,7 @@ func newQueue(t *testing.T) (*Queue, *regfile.File, *[]int) {
 // The device completing descriptor i: its DD bit.
 func complete(q *Queue, i int) {
 	d := q.Ring.Descs.At(i)
-	binary.LittleEndian.PutUint32(d[12:], binary.LittleEndian.Uint32(d[12:])|advdesc.TXD_STAT_DD)
+	binary.LittleEndian.PutUint32(d[12:], binary.LittleEndian.Uint32(d[12:])|TXD_STAT_DD)
 }
 
 func TestQueueDoorbells(t *testing.T) {

@@ -1,8 +1,6 @@
-package advrx
+package adv
 
 import (
-	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/advtx"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -16,7 +14,7 @@ import (
 type ZeroCopy struct {
 	X     *xsk.Queue
 	Stats *ring.RxStats // the queue's receive counters
-	Tx    *advtx.Queue  // where a program's TX verdict goes
+	Tx    *Queue        // where a program's TX verdict goes
 }
 
 // Clean runs the receive loop over up to len(pkts) completed
@@ -25,7 +23,7 @@ type ZeroCopy struct {
 // It returns n, the descriptors taken and whether the tail moved
 // (X.Tail).
 func (z ZeroCopy) Clean(descs *ring.Descs, pkts []nic.RxPacket, discard *bool, prog xsk.Program) (n, taken int, moved bool) {
-	taken = CleanRx(descs, z.X, len(pkts), discard, z.Drop, func(wb advdesc.Rx) {
+	taken = CleanRx(descs, z.X, len(pkts), discard, z.Drop, func(wb Rx) {
 		if z.Frame(wb, prog, &pkts[n]) {
 			n++
 		}
@@ -42,7 +40,7 @@ func (z ZeroCopy) Drop(r ring.DropReason) {
 // Frame takes a good frame the device wrote into a socket's frame through
 // prog and acts on the verdict; it reports whether it filled p with a
 // copy for the stack.
-func (z ZeroCopy) Frame(wb advdesc.Rx, prog xsk.Program, p *nic.RxPacket) bool {
+func (z ZeroCopy) Frame(wb Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	n := wb.Length
 	b, v, err := z.X.RunZC(prog, n)
 	if err != nil {

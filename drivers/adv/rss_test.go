@@ -1,9 +1,7 @@
-package advmac
+package adv
 
 import (
 	"testing"
-
-	"github.com/ether9/ether9/drivers/advregs"
 )
 
 // Toeplitz against the verification suite of Microsoft's RSS
@@ -27,14 +25,14 @@ func TestSetupRSS(t *testing.T) {
 	m, f := newMAC(&device{}, nil)
 	m.SetupRSS(func(i int) uint32 { return uint32(i % 3) }, true)
 	f.Check(t, map[uint32]uint32{
-		advregs.RSSRK:      0xda565a6d, // key bytes 0-3, the first in the low byte
-		advregs.RSSRK + 36: 0x5ca22bb0,
-		advregs.RETA:       0x00020100, // entries 0-3: queues 0, 1, 2, 0
-		advregs.RETA + 4:   0x01000201,
+		RSSRK:      0xda565a6d, // key bytes 0-3, the first in the low byte
+		RSSRK + 36: 0x5ca22bb0,
+		RETA:       0x00020100, // entries 0-3: queues 0, 1, 2, 0
+		RETA + 4:   0x01000201,
 	})
-	if f.Get(advregs.MRQC)&advregs.MRQC_ENABLE_RSS == 0 {
-		t.Errorf("MRQC %#x: RSS not on", f.Get(advregs.MRQC))
+	if f.Get(MRQC)&MRQC_ENABLE_RSS == 0 {
+		t.Errorf("MRQC %#x: RSS not on", f.Get(MRQC))
 	}
 	m.SetupRSS(func(int) uint32 { return 0 }, false)
-	f.Check(t, map[uint32]uint32{advregs.MRQC: 0, advregs.RETA: 0})
+	f.Check(t, map[uint32]uint32{MRQC: 0, RETA: 0})
 }

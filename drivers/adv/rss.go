@@ -1,6 +1,4 @@
-package advmac
-
-import "github.com/ether9/ether9/drivers/advregs"
+package adv
 
 // rssKey is the hash key: the well-known default of Microsoft's RSS
 // specification, so a flow's queue can be checked with any Toeplitz
@@ -21,21 +19,21 @@ func (m *MAC) SetupRSS(entry func(i int) uint32, on bool) {
 	r := m.Regs
 	for i := 0; i < len(rssKey)/4; i++ {
 		k := rssKey[4*i:]
-		r.Write32(advregs.RSSRK+uint32(4*i), uint32(k[0])|uint32(k[1])<<8|uint32(k[2])<<16|uint32(k[3])<<24)
+		r.Write32(RSSRK+uint32(4*i), uint32(k[0])|uint32(k[1])<<8|uint32(k[2])<<16|uint32(k[3])<<24)
 	}
-	for i := 0; i < advregs.RETAEntries/4; i++ {
+	for i := 0; i < RETAEntries/4; i++ {
 		var v uint32
 		for j := 0; j < 4; j++ {
 			v |= entry(4*i+j) << (8 * j)
 		}
-		r.Write32(advregs.RETA+uint32(4*i), v)
+		r.Write32(RETA+uint32(4*i), v)
 	}
 	if !on {
-		r.Write32(advregs.MRQC, 0)
+		r.Write32(MRQC, 0)
 		return
 	}
-	r.Write32(advregs.MRQC, advregs.MRQC_ENABLE_RSS|advregs.MRQC_RSS_FIELD_IPV4|advregs.MRQC_RSS_FIELD_IPV4_TCP|
-		advregs.MRQC_RSS_FIELD_IPV6|advregs.MRQC_RSS_FIELD_IPV6_TCP|advregs.MRQC_RSS_FIELD_IPV4_UDP|advregs.MRQC_RSS_FIELD_IPV6_UDP)
+	r.Write32(MRQC, MRQC_ENABLE_RSS|MRQC_RSS_FIELD_IPV4|MRQC_RSS_FIELD_IPV4_TCP|
+		MRQC_RSS_FIELD_IPV6|MRQC_RSS_FIELD_IPV6_TCP|MRQC_RSS_FIELD_IPV4_UDP|MRQC_RSS_FIELD_IPV6_UDP)
 }
 
 // Toeplitz computes the RSS hash of input with the key SetupRSS writes,

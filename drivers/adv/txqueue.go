@@ -1,10 +1,9 @@
-package advtx
+package adv
 
 import (
 	"fmt"
 	"sync"
 
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
 )
@@ -100,7 +99,7 @@ func (t *Queue) SendFrame(addr kernel.DMAAddr, n int) (int, bool) {
 	}
 	r.Begin()
 	i := r.Claim()
-	advdesc.EncodeData(r.Descs.At(i), uint64(addr), n, advdesc.TXD_DCMD_IFCS|advdesc.TXD_DCMD_EOP|advdesc.TXD_DCMD_RS, 0, n)
+	EncodeData(r.Descs.At(i), uint64(addr), n, TXD_DCMD_IFCS|TXD_DCMD_EOP|TXD_DCMD_RS, 0, n)
 	r.Commit(nil)
 	r.Stats.Packets.Add(1)
 	r.Stats.Frames.Add(1)
@@ -124,7 +123,7 @@ func (t *Queue) ReclaimLocked() int {
 		return 0
 	}
 	n, err := t.Ring.Reclaim(func(i int) bool {
-		if !advdesc.TxDone(t.Ring.Descs.At(i)) {
+		if !TxDone(t.Ring.Descs.At(i)) {
 			return false
 		}
 		if t.Complete != nil {

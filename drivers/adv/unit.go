@@ -1,16 +1,13 @@
-package advmac
+package adv
 
-import (
-	"github.com/ether9/ether9/drivers/advregs"
-	"github.com/ether9/ether9/drivers/ring"
-)
+import "github.com/ether9/ether9/drivers/ring"
 
 // Thresholds are a queue's prefetch, host and write-back thresholds
 // (RXDCTL/TXDCTL PTHRESH, HTHRESH, WTHRESH).
 type Thresholds struct{ P, H, W uint32 }
 
 func (t Thresholds) xdctl() uint32 {
-	return t.P<<advregs.XDCTL_PTHRESH_SHIFT | t.H<<advregs.XDCTL_HTHRESH_SHIFT | t.W<<advregs.XDCTL_WTHRESH_SHIFT
+	return t.P<<XDCTL_PTHRESH_SHIFT | t.H<<XDCTL_HTHRESH_SHIFT | t.W<<XDCTL_WTHRESH_SHIFT
 }
 
 // StartRxQueue points queue n at descs, sets it to one advanced one-buffer
@@ -19,22 +16,22 @@ func (t Thresholds) xdctl() uint32 {
 // writes the tail (SetRxTail).
 func (m *MAC) StartRxQueue(n int, descs *ring.Descs, bufSize int, t Thresholds) error {
 	r := m.Regs
-	descs.Program(r, advregs.QueueReg(advregs.RDBAL, n))
-	r.Write32(advregs.QueueReg(advregs.SRRCTL, n), uint32(bufSize/1024)<<advregs.SRRCTL_BSIZEPKT_SHIFT|advregs.SRRCTL_DESCTYPE_ADV_ONEBUF|advregs.SRRCTL_DROP_EN)
-	r.Write32(advregs.QueueReg(advregs.RXDCTL, n), t.xdctl())
-	return m.SetQueueEnable(advregs.RXDCTL, n, true)
+	descs.Program(r, QueueReg(RDBAL, n))
+	r.Write32(QueueReg(SRRCTL, n), uint32(bufSize/1024)<<SRRCTL_BSIZEPKT_SHIFT|SRRCTL_DESCTYPE_ADV_ONEBUF|SRRCTL_DROP_EN)
+	r.Write32(QueueReg(RXDCTL, n), t.xdctl())
+	return m.SetQueueEnable(RXDCTL, n, true)
 }
 
 // SetRxTail hands the device receive queue n's descriptors up to tail.
 func (m *MAC) SetRxTail(n, tail int) {
-	m.Regs.Write32(advregs.QueueReg(advregs.RDT, n), uint32(tail))
+	m.Regs.Write32(QueueReg(RDT, n), uint32(tail))
 }
 
 // StartTxQueue points queue n at descs and enables it.
 func (m *MAC) StartTxQueue(n int, descs *ring.Descs, t Thresholds) error {
-	descs.Program(m.Regs, advregs.QueueReg(advregs.TDBAL, n))
-	m.Regs.Write32(advregs.QueueReg(advregs.TXDCTL, n), t.xdctl())
-	return m.SetQueueEnable(advregs.TXDCTL, n, true)
+	descs.Program(m.Regs, QueueReg(TDBAL, n))
+	m.Regs.Write32(QueueReg(TXDCTL, n), t.xdctl())
+	return m.SetQueueEnable(TXDCTL, n, true)
 }
 
 // PrepareRx clears the multicast table, turns on IP and TCP/UDP checksum
@@ -42,15 +39,15 @@ func (m *MAC) StartTxQueue(n int, descs *ring.Descs, t Thresholds) error {
 // received.
 func (m *MAC) PrepareRx(maxFrame int) {
 	r := m.Regs
-	for i := 0; i < advregs.NumMTA; i++ {
-		r.Write32(advregs.MTA+uint32(4*i), 0)
+	for i := 0; i < NumMTA; i++ {
+		r.Write32(MTA+uint32(4*i), 0)
 	}
-	r.Write32(advregs.RXCSUM, advregs.RXCSUM_IPOFL|advregs.RXCSUM_TUOFL|advregs.RXCSUM_PCSD)
+	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL|RXCSUM_PCSD)
 	m.SetMaxFrame(maxFrame)
 }
 
 // SetMaxFrame sets RLPML, the longest frame received (with RCTL.LPE).
-func (m *MAC) SetMaxFrame(n int) { m.Regs.Write32(advregs.RLPML, uint32(n)) }
+func (m *MAC) SetMaxFrame(n int) { m.Regs.Write32(RLPML, uint32(n)) }
 
 // EnableRxTx turns the transmit unit on (padding short frames, full
 // duplex collision settings, retransmit on late collision) and the
@@ -58,39 +55,39 @@ func (m *MAC) SetMaxFrame(n int) { m.Regs.Write32(advregs.RLPML, uint32(n)) }
 // limit).
 func (m *MAC) EnableRxTx() {
 	r := m.Regs
-	r.Write32(advregs.TCTL, advregs.TCTL_EN|advregs.TCTL_PSP|advregs.TCTL_CT_DEFAULT<<advregs.TCTL_CT_SHIFT|advregs.TCTL_COLD_FD<<advregs.TCTL_COLD_SHIFT|advregs.TCTL_RTLC)
-	r.Write32(advregs.RCTL, advregs.RCTL_EN|advregs.RCTL_BAM|advregs.RCTL_SECRC|advregs.RCTL_LPE)
+	r.Write32(TCTL, TCTL_EN|TCTL_PSP|TCTL_CT_DEFAULT<<TCTL_CT_SHIFT|TCTL_COLD_FD<<TCTL_COLD_SHIFT|TCTL_RTLC)
+	r.Write32(RCTL, RCTL_EN|RCTL_BAM|RCTL_SECRC|RCTL_LPE)
 }
 
 // SetLinkUp lets the MAC follow the PHY's resolved link: SLU on, speed
 // and duplex not forced, the PHY out of reset.
 func (m *MAC) SetLinkUp() {
 	r := m.Regs
-	ctrl := r.Read32(advregs.CTRL)
-	ctrl |= advregs.CTRL_SLU
-	ctrl &^= advregs.CTRL_FRCSPD | advregs.CTRL_FRCDPX | advregs.CTRL_PHY_RST
-	r.Write32(advregs.CTRL, ctrl)
+	ctrl := r.Read32(CTRL)
+	ctrl |= CTRL_SLU
+	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_PHY_RST
+	r.Write32(CTRL, ctrl)
 }
 
 // SetDriverLoaded tells the firmware whether a driver owns the device
 // (CTRL_EXT.DRV_LOAD).
 func (m *MAC) SetDriverLoaded(on bool) {
 	r := m.Regs
-	v := r.Read32(advregs.CTRL_EXT)
+	v := r.Read32(CTRL_EXT)
 	if on {
-		v |= advregs.CTRL_EXT_DRV_LOAD
+		v |= CTRL_EXT_DRV_LOAD
 	} else {
-		v &^= advregs.CTRL_EXT_DRV_LOAD
+		v &^= CTRL_EXT_DRV_LOAD
 	}
-	r.Write32(advregs.CTRL_EXT, v)
+	r.Write32(CTRL_EXT, v)
 }
 
 // Stop masks every interrupt and turns the receive and transmit units
 // off; the queues are stopped after it.
 func (m *MAC) Stop() {
 	m.maskAll()
-	m.Regs.Write32(advregs.RCTL, 0)
-	m.Regs.Write32(advregs.TCTL, 0)
+	m.Regs.Write32(RCTL, 0)
+	m.Regs.Write32(TCTL, 0)
 }
 
 // Shutdown stops the device for good: every interrupt masked, the

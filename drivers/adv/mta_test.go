@@ -1,4 +1,4 @@
-package advmac
+package adv
 
 import "testing"
 

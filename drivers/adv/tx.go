@@ -1,9 +1,8 @@
-// Package advtx writes packets into a ring of advanced TX descriptors, as
-// the 82576 and I225 families share them: a context descriptor for
-// checksum insertion or TSO, data split into descriptors (short data
-// copied into bounce space, the rest mapped in place), and software
-// segmentation when TSO is off.
-package advtx
+package adv
+
+// The transmit writer: a context descriptor for checksum insertion or
+// TSO, data split into descriptors (short data copied into bounce space,
+// the rest mapped in place), and software segmentation when TSO is off.
 
 import (
 	"encoding/binary"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/gso"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
@@ -108,7 +106,7 @@ func (w *Writer) Copy(frame []byte) bool {
 	}
 	b, addr := tx.Bounce(i)
 	copy(b, frame)
-	advdesc.EncodeData(tx.Descs.At(i), uint64(addr), len(frame), advdesc.TXD_DCMD_IFCS|advdesc.TXD_DCMD_EOP|advdesc.TXD_DCMD_RS, 0, len(frame))
+	EncodeData(tx.Descs.At(i), uint64(addr), len(frame), TXD_DCMD_IFCS|TXD_DCMD_EOP|TXD_DCMD_RS, 0, len(frame))
 	tx.Commit(nil)
 	tx.Stats.Packets.Add(1)
 	tx.Stats.Frames.Add(1)
@@ -148,27 +146,27 @@ func (w *Writer) frame(p *nic.TxPacket) error {
 		start, at := int(p.CsumStart), int(p.CsumStart)+int(p.CsumOffset)
 		ml, v4 := l2(&p.Data)
 		iplen := start - ml
-		if iplen < 20 || iplen > advdesc.MaxIPLen || at+2 > size {
+		if iplen < 20 || iplen > MaxIPLen || at+2 > size {
 			return fmt.Errorf("checksum at %d+%d in a %d-byte frame with a %d-byte L2 header", p.CsumStart, p.CsumOffset, size, ml)
 		}
-		ctx := advdesc.Context{MACLen: ml, IPLen: iplen}
+		ctx := Context{MACLen: ml, IPLen: iplen}
 		switch p.CsumOffset {
 		case 16:
-			ctx.TUCMD = advdesc.TXD_TUCMD_L4T_TCP
+			ctx.TUCMD = TXD_TUCMD_L4T_TCP
 		case 6:
-			ctx.TUCMD = advdesc.TXD_TUCMD_L4T_UDP
+			ctx.TUCMD = TXD_TUCMD_L4T_UDP
 		default:
 			return fmt.Errorf("checksum offset %d is neither TCP nor UDP", p.CsumOffset)
 		}
 		if v4 {
-			ctx.TUCMD |= advdesc.TXD_TUCMD_IPV4
+			ctx.TUCMD |= TXD_TUCMD_IPV4
 		}
 		i, err := w.claim()
 		if err != nil {
 			return err
 		}
 		ctx.Encode(tx.Descs.At(i))
-		popts = advdesc.TXD_POPTS_TXSM
+		popts = TXD_POPTS_TXSM
 		tx.Stats.Csum.Add(1)
 	}
 	if err := w.data(&p.Data, 0, 0, popts, size); err != nil {
@@ -185,7 +183,7 @@ func (w *Writer) frame(p *nic.TxPacket) error {
 func (w *Writer) data(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen int) error {
 	tx := w.Ring
 	n := int(buf.Size()) - off
-	dcmd |= advdesc.TXD_DCMD_IFCS
+	dcmd |= TXD_DCMD_IFCS
 	if n <= w.CopyMax {
 		i, err := w.claim()
 		if err != nil {
@@ -193,7 +191,7 @@ func (w *Writer) data(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen in
 		}
 		b, addr := tx.Bounce(i)
 		buf.ReadAt(b[:n], int64(off))
-		advdesc.EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd|advdesc.TXD_DCMD_EOP|advdesc.TXD_DCMD_RS, popts, paylen)
+		EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd|TXD_DCMD_EOP|TXD_DCMD_RS, popts, paylen)
 		tx.Stats.Bounced.Add(1)
 		return nil
 	}
@@ -214,11 +212,11 @@ func (w *Writer) data(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen in
 			return
 		}
 		for len(b) > 0 {
-			k := min(len(b), advdesc.MaxPerData)
+			k := min(len(b), MaxPerData)
 			if w.PerPage {
 				k = min(k, kernel.PageSize-int(addr%kernel.PageSize))
 			}
-			advdesc.EncodeData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
+			EncodeData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
 			popts, paylen = 0, 0
 			last = i
 			b, addr = b[k:], addr+kernel.DMAAddr(k)
@@ -235,7 +233,7 @@ func (w *Writer) data(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen in
 	if last < 0 {
 		return errors.New("empty frame")
 	}
-	advdesc.SetEOP(tx.Descs.At(last))
+	SetEOP(tx.Descs.At(last))
 	return nil
 }
 
@@ -249,14 +247,14 @@ func (w *Writer) tso(p *nic.TxPacket, mtu int) error {
 		return err
 	}
 	hl := plan.HeaderLen()
-	if hl > tx.BounceLen() || plan.L3Len > advdesc.MaxIPLen {
+	if hl > tx.BounceLen() || plan.L3Len > MaxIPLen {
 		return fmt.Errorf("headers of %d bytes too long for TSO", hl)
 	}
-	ctx := advdesc.Context{MACLen: plan.L2Len, IPLen: plan.L3Len, TUCMD: advdesc.TXD_TUCMD_L4T_TCP, L4Len: plan.L4Len, MSS: plan.MSS}
-	popts := uint32(advdesc.TXD_POPTS_TXSM)
+	ctx := Context{MACLen: plan.L2Len, IPLen: plan.L3Len, TUCMD: TXD_TUCMD_L4T_TCP, L4Len: plan.L4Len, MSS: plan.MSS}
+	popts := uint32(TXD_POPTS_TXSM)
 	if plan.Type == nic.GSOTCPv4 {
-		ctx.TUCMD |= advdesc.TXD_TUCMD_IPV4
-		popts |= advdesc.TXD_POPTS_IXSM
+		ctx.TUCMD |= TXD_TUCMD_IPV4
+		popts |= TXD_POPTS_IXSM
 	}
 	i, err := w.claim()
 	if err != nil {
@@ -268,8 +266,8 @@ func (w *Writer) tso(p *nic.TxPacket, mtu int) error {
 	}
 	b, addr := tx.Bounce(i)
 	copy(b, plan.TSOHeader())
-	advdesc.EncodeData(tx.Descs.At(i), uint64(addr), hl, advdesc.TXD_DCMD_TSE|advdesc.TXD_DCMD_IFCS, popts, plan.Payload())
-	if err := w.data(&p.Data, hl, advdesc.TXD_DCMD_TSE, 0, 0); err != nil {
+	EncodeData(tx.Descs.At(i), uint64(addr), hl, TXD_DCMD_TSE|TXD_DCMD_IFCS, popts, plan.Payload())
+	if err := w.data(&p.Data, hl, TXD_DCMD_TSE, 0, 0); err != nil {
 		return err
 	}
 	tx.Stats.TSO.Add(1)
@@ -301,11 +299,11 @@ func (w *Writer) softGSO(p *nic.TxPacket, mtu int) error {
 		}
 		// Each segment is a frame (EOP); the ring treats them as one
 		// packet, reclaimed when the last one reports done.
-		dcmd := uint32(advdesc.TXD_DCMD_IFCS | advdesc.TXD_DCMD_EOP)
+		dcmd := uint32(TXD_DCMD_IFCS | TXD_DCMD_EOP)
 		if k == plan.Segments-1 {
-			dcmd |= advdesc.TXD_DCMD_RS
+			dcmd |= TXD_DCMD_RS
 		}
-		advdesc.EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd, 0, n)
+		EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd, 0, n)
 	}
 	tx.Stats.SoftGSO.Add(1)
 	tx.Stats.Frames.Add(uint64(plan.Segments))

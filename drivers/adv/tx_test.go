@@ -1,4 +1,4 @@
-package advtx
+package adv
 
 import (
 	"encoding/binary"
@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/advdesc"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/ring/ringtest"
@@ -15,7 +14,7 @@ import (
 
 func newWriter(t *testing.T, n int, perPage bool) *Writer {
 	t.Helper()
-	tx, err := ring.NewTxRing(ringtest.New(), n, advdesc.Size, 2048)
+	tx, err := ring.NewTxRing(ringtest.New(), n, Size, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +32,7 @@ func written(w *Writer, from, to int) []desc {
 	var out []desc
 	for i := from; i < to; i++ {
 		ctl := binary.LittleEndian.Uint32(w.Ring.Descs.At(i)[8:])
-		out = append(out, desc{int(ctl & advdesc.TXD_LEN_MASK), ctl&advdesc.TXD_DCMD_EOP != 0, ctl&advdesc.TXD_DCMD_RS != 0})
+		out = append(out, desc{int(ctl & TXD_LEN_MASK), ctl&TXD_DCMD_EOP != 0, ctl&TXD_DCMD_RS != 0})
 	}
 	return out
 }

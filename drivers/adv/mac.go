@@ -1,18 +1,14 @@
-// Package advmac is the MAC handling the 82575/82576 family and the
-// I225/I226 share, step for step as both datasheets give it: the reset
-// with its DMA quiesce, NVM reads through EERD, the station address in
-// RAL0/RAH0, PHY access through MDIC, the RX/TX queue enable handshake,
-// the bring-up and stop of the receive and transmit units, the MSI-X
-// vector set-up and the link in STATUS. Each driver calls these in its
-// own order and keeps what its part does differently.
-package advmac
+package adv
+
+// The MAC handling, step for step as both datasheets give it. Each
+// driver calls these in its own order and keeps what its part does
+// differently.
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -70,46 +66,46 @@ func (m *MAC) WaitFor(timeout time.Duration, cond func() bool) bool {
 // error.
 func (m *MAC) Reset(rst uint32, rstName string, autoRead bool) error {
 	r := m.Regs
-	if v := r.Read32(advregs.STATUS); v == 0xffffffff {
+	if v := r.Read32(STATUS); v == 0xffffffff {
 		return m.errorf("STATUS reads all ones: device not responding")
 	}
 	m.maskAll()
-	r.Write32(advregs.RCTL, 0)
-	r.Write32(advregs.TCTL, advregs.TCTL_PSP)
-	r.Read32(advregs.STATUS)
+	r.Write32(RCTL, 0)
+	r.Write32(TCTL, TCTL_PSP)
+	r.Read32(STATUS)
 	m.Clock.Sleep(dmaDrain)
 
-	r.Write32(advregs.CTRL, r.Read32(advregs.CTRL)|advregs.CTRL_GIO_MASTER)
-	if !m.WaitFor(masterTimeout, func() bool { return r.Read32(advregs.STATUS)&advregs.STATUS_GIO_MASTER == 0 }) {
+	r.Write32(CTRL, r.Read32(CTRL)|CTRL_GIO_MASTER)
+	if !m.WaitFor(masterTimeout, func() bool { return r.Read32(STATUS)&STATUS_GIO_MASTER == 0 }) {
 		m.logf("%s: GIO master requests still pending at reset", m.Name)
 	}
-	r.Write32(advregs.CTRL, r.Read32(advregs.CTRL)|rst)
+	r.Write32(CTRL, r.Read32(CTRL)|rst)
 	m.Clock.Sleep(ResetSettle)
-	if !m.WaitFor(resetTimeout, func() bool { return r.Read32(advregs.CTRL)&rst == 0 }) {
+	if !m.WaitFor(resetTimeout, func() bool { return r.Read32(CTRL)&rst == 0 }) {
 		return m.errorf("CTRL.%s did not clear within %v", rstName, resetTimeout)
 	}
-	if autoRead && !m.WaitFor(autoReadTimeout, func() bool { return r.Read32(advregs.EECD)&advregs.EECD_AUTO_RD != 0 }) {
+	if autoRead && !m.WaitFor(autoReadTimeout, func() bool { return r.Read32(EECD)&EECD_AUTO_RD != 0 }) {
 		m.logf("%s: NVM auto-read not done after reset", m.Name)
 	}
 	m.maskAll()
-	r.Read32(advregs.ICR)
+	r.Read32(ICR)
 	return nil
 }
 
 func (m *MAC) maskAll() {
-	m.Regs.Write32(advregs.IMC, 0xffffffff)
-	m.Regs.Write32(advregs.EIMC, 0xffffffff)
+	m.Regs.Write32(IMC, 0xffffffff)
+	m.Regs.Write32(EIMC, 0xffffffff)
 }
 
 // ReadNVM reads one 16-bit NVM word through the EERD register at eerd.
 func (m *MAC) ReadNVM(eerd uint32, word int) (uint16, error) {
 	r := m.Regs
-	r.Write32(eerd, uint32(word)<<advregs.EERD_ADDR_SHIFT|advregs.EERD_START)
+	r.Write32(eerd, uint32(word)<<EERD_ADDR_SHIFT|EERD_START)
 	var v uint32
-	if !m.WaitFor(nvmTimeout, func() bool { v = r.Read32(eerd); return v&advregs.EERD_DONE != 0 }) {
+	if !m.WaitFor(nvmTimeout, func() bool { v = r.Read32(eerd); return v&EERD_DONE != 0 }) {
 		return 0, m.errorf("NVM word %d: EERD not done", word)
 	}
-	return uint16(v >> advregs.EERD_DATA_SHIFT), nil
+	return uint16(v >> EERD_DATA_SHIFT), nil
 }
 
 // ReadNVMMAC reads the station address from the three NVM words at base.
@@ -132,15 +128,15 @@ func ValidMAC(a [6]byte) bool { return a[0]&1 == 0 && a != [6]byte{} }
 // marked it valid (RAH.AV) and it is a usable unicast address; lo and hi
 // are the raw registers, for errors.
 func (m *MAC) StationAddress() (a [6]byte, ok bool, lo, hi uint32) {
-	lo, hi = m.Regs.Read32(advregs.RAL0), m.Regs.Read32(advregs.RAH0)
+	lo, hi = m.Regs.Read32(RAL0), m.Regs.Read32(RAH0)
 	a = [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
-	return a, hi&advregs.RAH_AV != 0 && ValidMAC(a), lo, hi
+	return a, hi&RAH_AV != 0 && ValidMAC(a), lo, hi
 }
 
 // SetStationAddress programs a into RAL0/RAH0 as valid.
 func (m *MAC) SetStationAddress(a [6]byte) {
-	m.Regs.Write32(advregs.RAL0, uint32(a[0])|uint32(a[1])<<8|uint32(a[2])<<16|uint32(a[3])<<24)
-	m.Regs.Write32(advregs.RAH0, uint32(a[4])|uint32(a[5])<<8|advregs.RAH_AV)
+	m.Regs.Write32(RAL0, uint32(a[0])|uint32(a[1])<<8|uint32(a[2])<<16|uint32(a[3])<<24)
+	m.Regs.Write32(RAH0, uint32(a[4])|uint32(a[5])<<8|RAH_AV)
 }
 
 // MDIC runs one access to the internal PHY's register reg (op is
@@ -148,41 +144,41 @@ func (m *MAC) SetStationAddress(a [6]byte) {
 // data of a read.
 func (m *MAC) MDIC(op uint32, reg int, v uint16) (uint16, error) {
 	r := m.Regs
-	r.Write32(advregs.MDIC, op|uint32(reg)<<advregs.MDIC_REG_SHIFT|advregs.PHYAddrInternal<<advregs.MDIC_PHY_SHIFT|uint32(v))
+	r.Write32(MDIC, op|uint32(reg)<<MDIC_REG_SHIFT|PHYAddrInternal<<MDIC_PHY_SHIFT|uint32(v))
 	var s uint32
-	if !m.WaitFor(mdicTimeout, func() bool { s = r.Read32(advregs.MDIC); return s&(advregs.MDIC_READY|advregs.MDIC_ERROR) != 0 }) {
+	if !m.WaitFor(mdicTimeout, func() bool { s = r.Read32(MDIC); return s&(MDIC_READY|MDIC_ERROR) != 0 }) {
 		return 0, m.errorf("PHY register %d: MDIC not ready", reg)
 	}
-	if s&advregs.MDIC_ERROR != 0 {
+	if s&MDIC_ERROR != 0 {
 		return 0, m.errorf("PHY register %d: MDIC error", reg)
 	}
-	return uint16(s & advregs.MDIC_DATA_MASK), nil
+	return uint16(s & MDIC_DATA_MASK), nil
 }
 
 // PHYWrite writes the internal PHY's register reg.
 func (m *MAC) PHYWrite(reg int, v uint16) error {
-	_, err := m.MDIC(advregs.MDIC_OP_WRITE, reg, v)
+	_, err := m.MDIC(MDIC_OP_WRITE, reg, v)
 	return err
 }
 
 // PHYRead reads the internal PHY's register reg.
 func (m *MAC) PHYRead(reg int) (uint16, error) {
-	return m.MDIC(advregs.MDIC_OP_READ, reg, 0)
+	return m.MDIC(MDIC_OP_READ, reg, 0)
 }
 
 // SetQueueEnable sets or clears ENABLE in queue n's RXDCTL or TXDCTL
 // (reg) and waits until the device reports the new state.
 func (m *MAC) SetQueueEnable(reg uint32, n int, on bool) error {
 	r := m.Regs
-	off := advregs.QueueReg(reg, n)
+	off := QueueReg(reg, n)
 	v := r.Read32(off)
 	if on {
-		v |= advregs.XDCTL_ENABLE
+		v |= XDCTL_ENABLE
 	} else {
-		v &^= advregs.XDCTL_ENABLE
+		v &^= XDCTL_ENABLE
 	}
 	r.Write32(off, v)
-	if !m.WaitFor(queueTimeout, func() bool { return (r.Read32(off)&advregs.XDCTL_ENABLE != 0) == on }) {
+	if !m.WaitFor(queueTimeout, func() bool { return (r.Read32(off)&XDCTL_ENABLE != 0) == on }) {
 		return m.errorf("queue %d: %#x.ENABLE did not become %v", n, off, on)
 	}
 	return nil
@@ -191,5 +187,5 @@ func (m *MAC) SetQueueEnable(reg uint32, n int, on bool) error {
 // StopQueue clears ENABLE of queue n's RX and TX sides; errors are
 // joined, both sides are tried.
 func (m *MAC) StopQueue(n int) error {
-	return errors.Join(m.SetQueueEnable(advregs.RXDCTL, n, false), m.SetQueueEnable(advregs.TXDCTL, n, false))
+	return errors.Join(m.SetQueueEnable(RXDCTL, n, false), m.SetQueueEnable(TXDCTL, n, false))
 }

@@ -1,8 +1,8 @@
-// Package advdesc encodes and decodes the advanced RX and TX descriptors
-// of Intel's 82575-and-later controllers (82576 datasheet 7.1.5 and 7.2.2,
-// I225 datasheet 7.1.4 and 7.2.2): the igb and igc families share them.
-// Every descriptor is 16 bytes, little-endian.
-package advdesc
+package adv
+
+// The advanced RX and TX descriptors (82576 datasheet 7.1.5 and 7.2.2,
+// I225 datasheet 7.1.4 and 7.2.2). Every descriptor is 16 bytes,
+// little-endian.
 
 import "encoding/binary"
 

@@ -1,21 +1,20 @@
-package advmac
+package adv
 
 import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ether9/ether9/drivers/advregs"
 	"github.com/ether9/ether9/drivers/nic"
 )
 
 // LinkFromStatus decodes STATUS: LU, FD and the resolved speed of 10,
 // 100 or 1000 Mb/s.
 func LinkFromStatus(s uint32) nic.Link {
-	if s&advregs.STATUS_LU == 0 {
+	if s&STATUS_LU == 0 {
 		return nic.Link{}
 	}
-	l := nic.Link{Up: true, FullDuplex: s&advregs.STATUS_FD != 0}
-	switch (s & advregs.STATUS_SPEED_MASK) >> advregs.STATUS_SPEED_SHIFT {
+	l := nic.Link{Up: true, FullDuplex: s&STATUS_FD != 0}
+	switch (s & STATUS_SPEED_MASK) >> STATUS_SPEED_SHIFT {
 	case 0:
 		l.SpeedMbps = 10
 	case 1:

@@ -1,12 +1,8 @@
-// Package advrx is the receive side igb and igc share over the advanced
-// descriptors: the descriptor-cleaning loop, and a queue's frames while a
-// socket's zero-copy frames are armed in its ring.
-package advrx
+package adv
 
-import (
-	"github.com/ether9/ether9/drivers/advdesc"
-	"github.com/ether9/ether9/drivers/ring"
-)
+// The receive side: the descriptor-cleaning loop.
+
+import "github.com/ether9/ether9/drivers/ring"
 
 // RxCursor is the position a receive loop walks: a ring's ring.Cursor,
 // or a socket queue's while its frames are armed.
@@ -23,14 +19,14 @@ type RxCursor interface {
 // the descriptor at Clean; CleanRx then clears its write-back, so a stale
 // DD is never read again, and advances c. It returns the descriptors
 // taken.
-func CleanRx(descs *ring.Descs, c RxCursor, budget int, discard *bool, drop func(ring.DropReason), frame func(advdesc.Rx)) int {
+func CleanRx(descs *ring.Descs, c RxCursor, budget int, discard *bool, drop func(ring.DropReason), frame func(Rx)) int {
 	handled := 0
 	for handled < budget && c.Armed() > 0 {
 		desc := descs.At(c.Clean())
-		if !advdesc.RxDone(desc) {
+		if !RxDone(desc) {
 			break
 		}
-		wb := advdesc.DecodeRx(desc)
+		wb := DecodeRx(desc)
 		switch {
 		case *discard:
 			drop(ring.DropMulti)
@@ -46,7 +42,7 @@ func CleanRx(descs *ring.Descs, c RxCursor, budget int, discard *bool, drop func
 		default:
 			frame(wb)
 		}
-		advdesc.EncodeRxRead(desc, 0)
+		EncodeRxRead(desc, 0)
 		c.Advance()
 		handled++
 	}

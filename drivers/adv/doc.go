@@ -1,0 +1,25 @@
+// Package adv is what Intel's advanced-descriptor controllers share: the
+// 82575/82576 family (igb) and the I225/I226 (igc). Both datasheets call
+// their descriptor format "advanced" and build on it the same register
+// map, MAC bring-up, multicast table, RSS and MSI-X vector set-up; the
+// 82574 (e1000e) has legacy and extended descriptors instead. The name
+// says what ties the package together, the descriptor format, rather
+// than one part number, since the I225 is no 82575.
+//
+// Files go by concern:
+//
+//	desc.go     the RX write-back and TX data/context descriptor layouts
+//	regs.go     the registers both families place and define alike
+//	rx.go       the receive clean loop over advanced write-backs
+//	rxzc.go     a queue's receive side while a socket's frames are armed
+//	tx.go       the TX writer: context, split, bounce, software GSO
+//	txqueue.go  a TX queue: the writer, its tail and its reclaim
+//	mac.go      reset, NVM, station address, PHY, queue enable handshake
+//	unit.go     receive and transmit unit start and stop, per queue
+//	mta.go      the multicast table array
+//	rss.go      the redirection table and hash key
+//	link.go     link state from STATUS
+//	irq.go      queue vectors (IVAR), ITR, legacy INTx causes
+//
+// Register and bit names are the datasheets'.
+package adv
