@@ -3,6 +3,7 @@ package netstack_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -304,5 +305,45 @@ func TestDHCPFallback(t *testing.T) {
 	waitLease(t, cs, "a lease after the fallback")
 	if got := v4Addrs(cs); len(got) != 1 || got[0] != leaseIP.Addr() {
 		t.Errorf("addresses %v, want the lease's alone", got)
+	}
+}
+
+// Classless static routes (option 121) are installed in place of option
+// 3's router (RFC 3442), and a lease MTU below the link's is on them.
+func TestDHCPStaticRoutesAndMTU(t *testing.T) {
+	a, _, srv := dhcpPair(t)
+	gw := netip.MustParseAddr("192.0.2.254")
+	srv.SetPolicy(func(req *dhcpv4.DHCPv4, c dhcptest.Counts) dhcptest.Reply {
+		r := dhcptest.Answer(req, c)
+		r.Change = func(m *dhcpv4.DHCPv4) {
+			m.UpdateOption(dhcpv4.OptClasslessStaticRoute(
+				&dhcpv4.Route{Dest: &net.IPNet{IP: net.IPv4(198, 51, 100, 0).To4(), Mask: net.CIDRMask(24, 32)}, Router: gw.AsSlice()},
+				&dhcpv4.Route{Dest: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, Router: serverIP.AsSlice()},
+				&dhcpv4.Route{Dest: &net.IPNet{IP: net.IPv4(203, 0, 113, 0).To4(), Mask: net.CIDRMask(24, 32)}, Router: net.IPv4(224, 0, 0, 1).To4()},
+			))
+			m.UpdateOption(dhcpv4.OptGeneric(dhcpv4.OptionInterfaceMTU, []byte{0x05, 0x78})) // 1400
+		}
+		return r
+	})
+	cs, _ := dhcpClient(t, a)
+	l := waitLease(t, cs, "a lease with routes")
+	if l.Router.IsValid() || len(l.Routes) != 2 || l.MTU != 1400 {
+		t.Fatalf("lease router %v routes %v mtu %d: want no router, two routes (the multicast gateway left out), mtu 1400", l.Router, l.Routes, l.MTU)
+	}
+	for dst, want := range map[string]netip.Addr{"198.51.100.7": gw, "192.0.2.99": {}, "8.8.8.8": serverIP} {
+		r, terr := cs.FindRoute(0, tcpip.Address{}, tcpip.AddrFromSlice(netip.MustParseAddr(dst).AsSlice()), ipv4.ProtocolNumber, false)
+		if terr != nil {
+			t.Fatalf("no route to %s: %s", dst, terr)
+		}
+		hop := r.NextHop()
+		r.Release()
+		if want.IsValid() && hop != tcpip.AddrFromSlice(want.AsSlice()) || !want.IsValid() && hop.Len() != 0 {
+			t.Errorf("to %s via %v, want %v", dst, hop, want)
+		}
+	}
+	for _, r := range cs.GetRouteTable() {
+		if r.MTU != 1400 {
+			t.Errorf("route %v MTU %d, want the lease's 1400", r, r.MTU)
+		}
 	}
 }
