@@ -113,7 +113,11 @@ func (h ndpHandler) OnOnLinkPrefixInvalidated(id tcpip.NICID, sub tcpip.Subnet) 
 func (h ndpHandler) OnAutoGenAddress(id tcpip.NICID, a tcpip.AddressWithPrefix) stack.AddressDispatcher {
 	h.queue(func() {
 		h.s.SyncMulticast(id)
-		h.s.logf("%s: slaac %v", h.name(id), a)
+		kind := "slaac"
+		if header.IsV6LinkLocalUnicastAddress(a.Address) {
+			kind = "ipv6 link-local"
+		}
+		h.s.logf("%s: %s %v", h.name(id), kind, a)
 	})
 	return nil
 }
