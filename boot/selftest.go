@@ -56,6 +56,7 @@ type report struct {
 type transfer struct {
 	bytes int64
 	took  time.Duration
+	cpu   time.Duration // QEMU's CPU time over it; 0 when not measured
 	// moved is how the guest's counters (status page) changed over the
 	// transfer: polls, waits, ring-full events, retransmissions.
 	moved []counterDelta
@@ -65,6 +66,38 @@ type transfer struct {
 type counterDelta struct {
 	name string
 	by   uint64
+}
+
+// cpuPerMB is QEMU's CPU milliseconds per MB moved.
+func (t transfer) cpuPerMB() float64 {
+	if t.bytes <= 0 {
+		return 0
+	}
+	return ms(t.cpu) / (float64(t.bytes) / 1e6)
+}
+
+// perPacketCounters are the counters that explain a transfer's cost,
+// given per packet the stack handed over or received (which to count by
+// is the transfer's direction): IOMMU maps, tail writes, interrupt
+// wake-ups and polls.
+var perPacketCounters = []string{"tx_maps", "tx_doorbells", "irq.wakeups", "netstack.idle_waits", "netstack.polls"}
+
+// perPacket formats perPacketCounters of the first NIC per packet, where
+// packets is the name of the counter of packets moved.
+func (t transfer) perPacket(packets string) string {
+	moved := map[string]uint64{}
+	for _, c := range t.moved {
+		moved[c.name] = c.by
+	}
+	n := moved["ether0 "+packets]
+	if n == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, name := range perPacketCounters {
+		fmt.Fprintf(&b, " %s %.3f", name, float64(moved["ether0 "+name])/float64(n))
+	}
+	return fmt.Sprintf("per %s (%d):%s", packets, n, b.String())
 }
 
 func (t transfer) mbitps() float64 {
@@ -89,11 +122,17 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "selftest: %s to %q %s\n", r.origin, m.line.name, secs(m.at))
 	}
 	for _, t := range []struct {
-		dir string
-		t   transfer
-	}{{"guest to host (GET /source)", r.pull}, {"host to guest (POST /sink)", r.push}} {
+		dir, packets string
+		t            transfer
+	}{{"guest to host (GET /source)", "netstack.tx_packets", r.pull}, {"host to guest (POST /sink)", "netstack.rx_packets", r.push}} {
 		if t.t.bytes > 0 {
 			fmt.Fprintf(w, "selftest: tcp %s %d bytes in %.2fs: %.1f Mbit/s\n", t.dir, t.t.bytes, t.t.took.Seconds(), t.t.mbitps())
+			if t.t.cpu > 0 {
+				fmt.Fprintf(w, "selftest:   qemu cpu %.1f ms per MB\n", t.t.cpuPerMB())
+			}
+			if pp := t.t.perPacket(t.packets); pp != "" {
+				fmt.Fprintf(w, "selftest:   %s\n", pp)
+			}
 			for _, c := range t.t.moved {
 				fmt.Fprintf(w, "selftest:   %s +%d\n", c.name, c.by)
 			}
@@ -176,7 +215,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 
-	if r.pull, err = pull(ctx, client, base, transferBytes); err != nil {
+	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, transferBytes) }); err != nil {
 		return err
 	}
 	after, err := getStatus(ctx, client, base)
@@ -184,7 +223,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 	r.pull.moved = movedCounters(page, after)
-	if r.push, err = push(ctx, client, base, transferBytes); err != nil {
+	if r.push, err = r.timed(func() (transfer, error) { return push(ctx, client, base, transferBytes) }); err != nil {
 		return err
 	}
 	before := after
@@ -213,6 +252,28 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	}
 	r.faults = faultLine(page)
 	return checkStatus(page)
+}
+
+// timed runs a transfer and adds QEMU's CPU time over it, when there is
+// a QEMU to read it from.
+func (r *report) timed(move func() (transfer, error)) (transfer, error) {
+	var c0 time.Duration
+	if r.cpu != nil {
+		var err error
+		if c0, err = r.cpu(); err != nil {
+			return transfer{}, err
+		}
+	}
+	t, err := move()
+	if err != nil || r.cpu == nil {
+		return t, err
+	}
+	c1, err := r.cpu()
+	if err != nil {
+		return t, err
+	}
+	t.cpu = c1 - c0
+	return t, nil
 }
 
 // statusCounters reads the status page lines that end in a number as

@@ -55,6 +55,8 @@ var comparisonRows = []struct {
 }{
 	{"pull Mbit/s (GET /source)", func(r *report) float64 { return r.pull.mbitps() }, "%.1f"},
 	{"push Mbit/s (POST /sink)", func(r *report) float64 { return r.push.mbitps() }, "%.1f"},
+	{"pull qemu cpu ms per MB", func(r *report) float64 { return r.pull.cpuPerMB() }, "%.1f"},
+	{"push qemu cpu ms per MB", func(r *report) float64 { return r.push.cpuPerMB() }, "%.1f"},
 	{"idle qemu cpu, host cores", func(r *report) float64 { return r.feel.idleCores() }, "%.3f"},
 	{"ping median ms", func(r *report) float64 { return ms(r.feel.ping.median) }, "%.3f"},
 	{"ping p99 ms", func(r *report) float64 { return ms(r.feel.ping.p99) }, "%.3f"},

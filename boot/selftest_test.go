@@ -105,3 +105,19 @@ func TestPrintComparison(t *testing.T) {
 		}
 	}
 }
+
+func TestTransferPerPacket(t *testing.T) {
+	tr := transfer{bytes: 2e6, cpu: 300 * time.Millisecond, moved: []counterDelta{
+		{"ether0 netstack.tx_packets", 200}, {"ether0 tx_maps", 50}, {"ether0 tx_doorbells", 20}, {"ether1 tx_maps", 999},
+	}}
+	if got := tr.cpuPerMB(); got != 150 {
+		t.Errorf("cpuPerMB = %v, want 150", got)
+	}
+	want := "per netstack.tx_packets (200): tx_maps 0.250 tx_doorbells 0.100 irq.wakeups 0.000 netstack.idle_waits 0.000 netstack.polls 0.000"
+	if got := tr.perPacket("netstack.tx_packets"); got != want {
+		t.Errorf("perPacket =\n%q, want\n%q", got, want)
+	}
+	if got := tr.perPacket("netstack.rx_packets"); got != "" {
+		t.Errorf("perPacket with no packets = %q", got)
+	}
+}
