@@ -182,4 +182,9 @@ func TestBootMetalRuntime(t *testing.T) {
 		t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
 	}
 	t.Logf("QEMU start to Go's first line: %v, to done: %v", lineAt(vm, "metal-test: start"), lineAt(vm, "metal-test: done"))
+	for _, l := range vm.Console.Lines() {
+		if strings.HasPrefix(l.Text, "metal: up ") {
+			t.Log(l.Text) // the shim's counters
+		}
+	}
 }

@@ -190,7 +190,11 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled);
 void fs_init(void);
 void epoll_event_ready(void);
 
-/* trap.c */
+/* trap.c; the counters print at power-off (stats_print). */
+struct stats { u64 syscalls, clock_gettime, timer_irqs, page_faults, switches, idle_ns; };
+extern struct stats stats;
+void stats_print(void);
+
 struct regs *trap(struct regs *r);
 void trap_init(void);
 __attribute__((noreturn)) void fatal(struct regs *r, const char *why);

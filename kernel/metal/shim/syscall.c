@@ -150,9 +150,11 @@ static i64 reboot(u64 magic1, u64 magic2, u32 cmd)
 		return -EINVAL;
 	switch (cmd) {
 	case LINUX_REBOOT_CMD_POWER_OFF:
+		stats_print();
 		kprintf("metal: power off\n");
 		acpi_poweroff();
 	case LINUX_REBOOT_CMD_RESTART:
+		stats_print();
 		kprintf("metal: restart\n");
 		acpi_reset();
 	case LINUX_REBOOT_CMD_HALT:
@@ -199,7 +201,7 @@ static i64 syscall(struct thread *t, struct regs *r)
 			return sleep_until(t, a0 == 0 || a0 == 11 ? ns - realtime_offset_ns() : ns);
 		return sleep_until(t, now_ns() + ns);
 	}
-	case 228: return clock_gettime(a0, a1);
+	case 228: stats.clock_gettime++; return clock_gettime(a0, a1);
 	case 229: /* clock_getres: 1 ns */
 		if (a1) {
 			if (user_ok(a1, 16, 1))
@@ -213,6 +215,7 @@ static i64 syscall(struct thread *t, struct regs *r)
 	case 60: thread_exit(t); return 0; /* exit: this thread */
 	case 231: /* exit_group */
 		kprintf("metal: /init exited with status %d\n", (int)a0);
+		stats_print();
 		acpi_poweroff();
 	case 39: return 1;         /* getpid: /init is PID 1 */
 	case 110: return 0;        /* getppid */

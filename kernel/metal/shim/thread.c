@@ -163,7 +163,14 @@ struct regs *schedule(void)
 		next = &idle;
 	resched = 0;
 
+	/* Idle time: from a switch to the idle thread to the switch away. */
+	static u64 idle_since;
 	if (next != cur) {
+		stats.switches++;
+		if (next == &idle)
+			idle_since = now;
+		else if (cur == &idle)
+			stats.idle_ns += now - idle_since;
 		cpu0.cur = next;
 		cpu0.kstack_top = next->kstack_top;
 	}

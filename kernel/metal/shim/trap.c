@@ -4,6 +4,14 @@
 #include "shim.h"
 
 struct cpu cpu0;
+struct stats stats;
+
+void stats_print(void)
+{
+	u64 up = now_ns();
+	kprintf("metal: up %lu ms, idle %lu ms: %lu system calls (%lu clock_gettime), %lu timer interrupts, %lu page faults, %lu thread switches\n",
+		up / 1000000, stats.idle_ns / 1000000, stats.syscalls, stats.clock_gettime, stats.timer_irqs, stats.page_faults, stats.switches);
+}
 extern char isr_stubs[], syscall_entry[];
 extern u64 gdt[];
 
@@ -114,8 +122,10 @@ struct regs *trap(struct regs *r)
 	struct thread *t = cpu0.cur;
 	u64 v = r->vector;
 	if (v == VEC_SYSCALL) {
+		stats.syscalls++;
 		do_syscall(t, r);
 	} else if (v == VEC_TIMER) {
+		stats.timer_irqs++;
 		lapic_eoi();
 		need_resched();
 	} else if (v == VEC_SPURIOUS || (v >= 32 && v < 48)) {
@@ -127,6 +137,7 @@ struct regs *trap(struct regs *r)
 		trap_fatal(r); /* an exception in the idle loop is the shim's */
 	} else if (v == 14) {
 		u64 addr = read_cr2();
+		stats.page_faults++;
 		int code = page_fault(addr, r->err);
 		if (code)
 			signal_fault(t, r, SIGSEGV, code, addr);
