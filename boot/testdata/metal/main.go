@@ -198,8 +198,8 @@ func preempt() error {
 	return nil
 }
 
-// clock checks that wall time is near the RTC's (a date after 2024) and
-// that the monotonic clock moves.
+// clock checks that wall time is near the RTC's (a date after 2024), that
+// the monotonic clock moves, and that the vDSO and the system call agree.
 func clock() error {
 	now := time.Now()
 	if now.Year() < 2024 {
@@ -207,6 +207,15 @@ func clock() error {
 	}
 	t := time.Now()
 	for time.Since(t) == 0 {
+	}
+	// time.Now reads the vDSO; the system call must tell the same time
+	// (a minute apart is a wrong offset, not a slow host).
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &ts); err != nil {
+		return err
+	}
+	if d := time.Unix(ts.Unix()).Sub(time.Now()).Abs(); d > time.Minute {
+		return fmt.Errorf("clock_gettime and time.Now are %v apart", d)
 	}
 	return nil
 }

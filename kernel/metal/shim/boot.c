@@ -7,7 +7,7 @@
  */
 #include "shim.h"
 
-extern char __shim_start[], __shim_end[], idle_loop[];
+extern char __shim_start[], __shim_end[], idle_loop[], vdso_start[];
 void enter_frame(struct regs *r) __attribute__((noreturn));
 
 char boot_cmdline[4096];
@@ -91,7 +91,7 @@ static void load_elf(u64 mod, struct elf64_ehdr *e)
  * initial_stack lays out what Linux gives a new process (the System V
  * x86-64 ABI, 3.4.1): argc, argv, NULL, envp, NULL, the auxiliary vector,
  * and the strings above. Go reads AT_PAGESZ, AT_RANDOM (its hash seed)
- * and AT_HWCAP; with no AT_SYSINFO_EHDR it calls clock_gettime directly.
+ * and AT_HWCAP, and finds clock_gettime in the vDSO at AT_SYSINFO_EHDR.
  */
 static u64 initial_stack(u64 top, struct elf64_ehdr *e)
 {
@@ -130,6 +130,7 @@ static u64 initial_stack(u64 top, struct elf64_ehdr *e)
 		{11, 0}, {12, 0}, {13, 0}, {14, 0}, /* AT_UID, EUID, GID, EGID */
 		{23, 0},             /* AT_SECURE */
 		{25, rnd},           /* AT_RANDOM */
+		{33, (u64)vdso_start}, /* AT_SYSINFO_EHDR: the vDSO (vdso.S) */
 		{0, 0},              /* AT_NULL */
 	};
 	u64 words = 1 + 2 + 3 + 2 * (sizeof auxv / sizeof auxv[0]);

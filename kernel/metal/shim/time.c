@@ -23,10 +23,11 @@
 #define LAPIC_TIMER_DIV 0x3e0
 #define PM_TIMER_HZ 3579545UL
 
-static u64 tsc0;
-static u64 ns_per_tsc;   /* 32.32 fixed point */
+/* Read by the vDSO's clock_gettime too (vdso.S): set once, at boot. */
+u64 tsc0;
+u64 ns_per_tsc;          /* 32.32 fixed point */
+u64 wall_offset;         /* Unix time in ns at tsc0 */
 static u64 lapic_per_ns; /* LAPIC timer ticks per ns, 32.32 fixed point */
-static u64 wall_offset;  /* Unix time in ns at tsc0 */
 
 static volatile u32 *lapic(u32 reg) { return mmio32(LAPIC_BASE + reg); }
 
