@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -18,7 +18,7 @@ func writeBack(descs *ring.Descs, i int, stat uint32, n int) {
 }
 
 func TestCleanRx(t *testing.T) {
-	descs, err := ring.NewDescs(ringtest.New(), 8, Size)
+	descs, err := ring.NewDescs(fakedma.New(), 8, Size)
 	if err != nil {
 		t.Fatal(err)
 	}

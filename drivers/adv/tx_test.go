@@ -6,15 +6,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
 func newWriter(t *testing.T, n int, perPage bool) *Writer {
 	t.Helper()
-	tx, err := ring.NewTxRing(ringtest.New(), n, Size, 2048)
+	tx, err := ring.NewTxRing(fakedma.New(), n, Size, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}

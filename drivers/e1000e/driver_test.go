@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
@@ -52,12 +52,12 @@ func TestProbeRefusesUnknownAndBroken(t *testing.T) {
 		t.Errorf("igb id: %v", err)
 	}
 	regs := newRegFile(0xffffffff, testMAC)
-	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: sim.NewClock()})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
 	if err == nil {
 		t.Error("probe of a device reading all ones succeeded")
 	}
 	regs = newRegFile(status1000, [6]byte{})
-	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: ringtest.New(), Clock: sim.NewClock()})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
 	if err == nil || !strings.Contains(err.Error(), "MAC") {
 		t.Errorf("zero MAC: %v", err)
 	}
@@ -507,7 +507,7 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 // is Linux's 256 and nothing is measured. A later fixed value overrides
 // the measurement and copybreak auto measures again.
 func TestStartCopybreak(t *testing.T) {
-	translated := ringtest.New()
+	translated := fakedma.New()
 	untranslated := struct{ kernel.DMA }{translated} // hides DMAFaults
 	for _, c := range []struct {
 		name     string

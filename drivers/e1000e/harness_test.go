@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
@@ -85,7 +85,7 @@ type rig struct {
 func newRig(t testing.TB, device uint16) *rig {
 	t.Helper()
 	regs := newRegFile(status1000, testMAC)
-	dma := ringtest.New()
+	dma := fakedma.New()
 	d, err := probe(&nic.Device{
 		Name:  "ether0",
 		Func:  &pci.Function{Vendor: VendorIntel, Device: device},

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -52,7 +52,7 @@ func TestPromiscuousRCTL(t *testing.T) {
 }
 
 // failingAlloc refuses coherent allocations: a ring that cannot be built.
-type failingAlloc struct{ *ringtest.DMA }
+type failingAlloc struct{ *fakedma.DMA }
 
 func (failingAlloc) AllocCoherent(int) (kernel.Coherent, error) {
 	return kernel.Coherent{}, errors.New("out of coherent memory")

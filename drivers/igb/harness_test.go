@@ -5,11 +5,11 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
@@ -65,7 +65,7 @@ type rig struct {
 }
 
 func newRig(t testing.TB) *rig {
-	dma := ringtest.New()
+	dma := fakedma.New()
 	r := newRigOn(t, dma, dma)
 	r.DMA = dma
 	return r

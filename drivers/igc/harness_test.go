@@ -6,12 +6,12 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/pci"
@@ -87,7 +87,7 @@ func probeOn(regs *regFile, dma kernel.DMA, device uint16) (*Device, error) {
 }
 
 func newRig(t testing.TB) *rig {
-	dma := ringtest.New()
+	dma := fakedma.New()
 	r := newRigOn(t, dma, dma)
 	r.DMA = dma
 	return r

@@ -59,5 +59,5 @@
 // Of a DMA view (kernel.DMA), for the receive fault rule and debug
 // inject-unmapped-rx, which all three drivers have: ring.FaultCounter and
 // ring.Holer, both implemented by the IOMMU's domain (kernel/iommu) and
-// ring.FaultCounter by the test DMA (drivers/ring/ringtest).
+// ring.FaultCounter by the test DMA (drivers/internal/fakedma).
 package nic

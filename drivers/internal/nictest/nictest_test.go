@@ -5,9 +5,8 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/failtest"
-
+	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/drivers/ring/ringtest"
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -31,7 +30,7 @@ func TestStat(t *testing.T) {
 }
 
 func TestCloseFindsLeftMappings(t *testing.T) {
-	dma := ringtest.New()
+	dma := fakedma.New()
 	n := &fakeNIC{}
 	u := Unit{NIC: n, DMA: dma}
 	u.Close(t)

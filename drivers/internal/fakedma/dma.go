@@ -1,8 +1,8 @@
-// Package ringtest provides an in-memory kernel.DMA for driver unit tests:
+// Package fakedma is an in-memory kernel.DMA for driver unit tests:
 // it hands out device addresses, lets a test play the device (read and
 // write through those addresses), counts every operation, catches
 // double unmaps and use of unmapped addresses, and fails maps on demand.
-package ringtest
+package fakedma
 
 import (
 	"fmt"
