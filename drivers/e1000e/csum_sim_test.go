@@ -3,7 +3,7 @@ package e1000e_test
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/m82574"
 )
 
@@ -22,7 +22,7 @@ func TestSimRxCsum(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mc := newMachine(t, tc.o)
-			simhost.CheckRxCsum(t, mc.NIC, mc.wire.B())
+			testhost.CheckRxCsum(t, mc.NIC, mc.wire.B())
 			mc.CheckNoFaults(t)
 			mc.close(t)
 		})

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
 	"github.com/ether9/ether9/kernel/sim/wire"
@@ -17,18 +17,18 @@ import (
 // newHost is a machine whose 82574L model, its MAC ending in last, sits
 // on end, with gVisor on top at 10.9.0.last; logf gets the driver's log
 // (nil: probe's default).
-func newHost(t *testing.T, end *wire.End, last byte, logf func(string, ...any)) *simhost.Host[*m82574.NIC] {
+func newHost(t *testing.T, end *wire.End, last byte, logf func(string, ...any)) *testhost.Host[*m82574.NIC] {
 	t.Helper()
-	return newHostTx(t, end, last, logf, simhost.TxModes[0])
+	return newHostTx(t, end, last, logf, testhost.TxModes[0])
 }
 
 // newHostTx is newHost with the model's transmit work done as tx says.
-func newHostTx(t *testing.T, end *wire.End, last byte, logf func(string, ...any), tx simhost.TxMode) *simhost.Host[*m82574.NIC] {
+func newHostTx(t *testing.T, end *wire.End, last byte, logf func(string, ...any), tx testhost.TxMode) *testhost.Host[*m82574.NIC] {
 	t.Helper()
 	// DeferRx: frames wait in the model's packet buffer until this
 	// machine's receive path touches the device, so the ring is written on
 	// the goroutine that reads it, as one CPU sees its NIC.
-	h := simhost.New(t, simhost.Options{Addr: machineAddr, Polling: true, Logf: logf, End: end}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+	h := testhost.New(t, testhost.Options{Addr: machineAddr, Polling: true, Logf: logf, End: end}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
 		return m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true, DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
 	})
 	h.Up(t, netip.MustParsePrefix(fmt.Sprintf("10.9.0.%d/24", last)), netstack.Options{})
@@ -40,22 +40,22 @@ func newHostTx(t *testing.T, end *wire.End, last byte, logf func(string, ...any)
 // The connection survives, the driver segments in software from then on,
 // and the capture holds no frame above the MTU.
 func TestEndToEndLinkDropMidTransfer(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		t.Run(tx.Name, func(t *testing.T) { testLinkDropMidTransfer(t, tx) })
 	}
 }
 
-func testLinkDropMidTransfer(t *testing.T, tx simhost.TxMode) {
+func testLinkDropMidTransfer(t *testing.T, tx testhost.TxMode) {
 	tx.SkipRacy(t)
 	size := 32 << 20
 	if testing.Short() || raceOn {
 		size = 8 << 20
 	}
 	var capture bytes.Buffer
-	w := simhost.Wire(t, wire.Options{Pcap: &capture})
+	w := testhost.Wire(t, wire.Options{Pcap: &capture})
 	a := newHostTx(t, w.A(), 1, nil, tx)
 	b := newHostTx(t, w.B(), 2, nil, tx)
-	simhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), size, func() {
+	testhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), size, func() {
 		if err := w.SetLink(true, 100); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func testLinkDropMidTransfer(t *testing.T, tx simhost.TxMode) {
 	// Stop all traffic before reading the capture the wire writes.
 	a.Close(t)
 	b.Close(t)
-	for _, h := range []*simhost.Host[*m82574.NIC]{a, b} {
+	for _, h := range []*testhost.Host[*m82574.NIC]{a, b} {
 		h.CheckNoFaults(t)
 		if c := h.Model.Counters(); c.TxDMAFaults != 0 || c.RxDMAFaults != 0 {
 			t.Errorf("%s: the model's DMA faulted: %+v", h.NIC.Name(), c)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/gsotest"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim/wire"
@@ -178,15 +178,15 @@ func TestInjectTxRefusedWithoutIOMMU(t *testing.T) {
 // matches both ways, the fault is recorded and counted once, no received
 // frame is dropped for it, and nothing stays mapped.
 func TestSimInjectUnmappedTxTCP(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	log := &logLines{}
 	a := newHost(t, w.A(), 1, log.logf)
 	b := newHost(t, w.B(), 2, t.Logf)
 	if err := a.NIC.Ctl("debug inject-unmapped-tx"); err != nil {
 		t.Fatal(err)
 	}
-	simhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), 1<<20, nil)
-	simhost.TCP(t, b.Stack, a.Stack, netip.MustParseAddr("10.9.0.1"), 1<<20, nil)
+	testhost.TCP(t, a.Stack, b.Stack, netip.MustParseAddr("10.9.0.2"), 1<<20, nil)
+	testhost.TCP(t, b.Stack, a.Stack, netip.MustParseAddr("10.9.0.1"), 1<<20, nil)
 	_, hole := txArmed(t, log)
 	checkOneReadFault(t, a.Unit, iommu.SourceID(machineAddr.Bus, machineAddr.Dev, machineAddr.Fn), hole)
 	for name, want := range map[string]uint64{"tx_dma_faults": 1, "tx_dma_resent": 1, "rx_drop_dma": 0} {

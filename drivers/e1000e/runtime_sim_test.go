@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -97,7 +97,7 @@ func TestSimPromiscuous(t *testing.T) {
 // ring), the driver's counters keep counting, and once back at the probe
 // lengths the IOMMU maps exactly the pages it mapped before.
 func TestSimRingResize(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		for _, nc := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/noncoherent=%v", tx.Name, nc), func(t *testing.T) { testRingResize(t, rigOpt{nonCoherent: nc, tx: tx}) })
 		}

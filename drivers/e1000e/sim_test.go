@@ -8,7 +8,7 @@ import (
 	"github.com/ether9/ether9/drivers/e1000e"
 	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/m82574"
@@ -19,9 +19,9 @@ import (
 // machine is one simulated machine with an e1000e model behind VT-d, its
 // wire, and the far end of the wire played by the test.
 type machine struct {
-	*simhost.Host[*m82574.NIC]
+	*testhost.Host[*m82574.NIC]
 	wire *wire.Wire
-	peer *simhost.Peer // frames the device put on the wire
+	peer *testhost.Peer // frames the device put on the wire
 	q    nic.Queue
 	// nonCoherent is what the test asked for, checked at close.
 	nonCoherent bool
@@ -35,7 +35,7 @@ type rigOpt struct {
 	passthrough bool
 	nonCoherent bool
 	logf        func(format string, args ...any) // the driver's log; nil: the test's
-	tx          simhost.TxMode                   // when the model transmits; zero: at the doorbell
+	tx          testhost.TxMode                  // when the model transmits; zero: at the doorbell
 }
 
 func newMachine(t testing.TB, o rigOpt) *machine {
@@ -48,7 +48,7 @@ func newMachine(t testing.TB, o rigOpt) *machine {
 		}
 	}
 	mc := &machine{nonCoherent: o.nonCoherent}
-	mc.Host = simhost.New(t, simhost.Options{Addr: machineAddr, NonCoherent: o.nonCoherent, Passthrough: o.passthrough, Logf: logf},
+	mc.Host = testhost.New(t, testhost.Options{Addr: machineAddr, NonCoherent: o.nonCoherent, Passthrough: o.passthrough, Logf: logf},
 		func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
 			model, err := m82574.Plug(m, a, m82574.Options{Personality: o.pers, DeferTx: o.tx.Defer, TxPerTouch: o.tx.PerTouch})
 			if err != nil {
@@ -57,7 +57,7 @@ func newMachine(t testing.TB, o rigOpt) *machine {
 			if mc.wire, err = wire.New(wire.Options{Clock: m.Clock}); err != nil {
 				return nil, err
 			}
-			mc.peer = simhost.NewPeer(mc.wire.B())
+			mc.peer = testhost.NewPeer(mc.wire.B())
 			model.Attach(mc.wire.A())
 			return model, nil
 		})
@@ -231,7 +231,7 @@ func (mc *machine) send(t *testing.T, p *nic.TxPacket) {
 // segments; the link drops to 100 Mb/s mid-stream and the driver segments
 // in software; every frame on the wire fits the MTU.
 func TestSimTSOQuirk(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		for _, nc := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/noncoherent=%v", tx.Name, nc), func(t *testing.T) { testTSOQuirk(t, rigOpt{nonCoherent: nc, tx: tx}) })
 		}
@@ -274,12 +274,12 @@ func testTSOQuirk(t *testing.T, o rigOpt) {
 }
 
 func TestSimPCHSPTNeverTSO(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		t.Run(tx.Name, func(t *testing.T) { testPCHSPTNeverTSO(t, tx) })
 	}
 }
 
-func testPCHSPTNeverTSO(t *testing.T, tx simhost.TxMode) {
+func testPCHSPTNeverTSO(t *testing.T, tx testhost.TxMode) {
 	mc := newMachine(t, rigOpt{pers: m82574.I219LM, tx: tx})
 	if mc.NIC.(*e1000e.Device).Type() != e1000e.MacPCHSPT {
 		t.Fatalf("type %v", mc.NIC.(*e1000e.Device).Type())

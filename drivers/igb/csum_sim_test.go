@@ -3,7 +3,7 @@ package igb_test
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
@@ -22,9 +22,9 @@ func TestSimRxCsum(t *testing.T) {
 		{"deferred", newDeferredHost, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{})
+			w := testhost.Wire(t, wire.Options{})
 			h := tc.newHost(t, w.A(), 1, !tc.coherent)
-			simhost.CheckRxCsum(t, h.NIC, w.B())
+			testhost.CheckRxCsum(t, h.NIC, w.B())
 			if err := h.NIC.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,7 @@ package igb_test
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel/sim/m82576"
 	"github.com/ether9/ether9/kernel/sim/wire"
@@ -11,10 +11,10 @@ import (
 )
 
 // The legacy INTx path on the 82576 model, every queue on the one line
-// (simhost.CheckIRQ). Frames for queue q go to UDP port 9000+q, which a
+// (testhost.CheckIRQ). Frames for queue q go to UDP port 9000+q, which a
 // port filter steers there.
 func TestSimIRQ(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	h := newHostWith(t, w.A(), 1, false, m82576.Options{})
 	defer h.checkClosed(t)
 	defer h.Close(t)
@@ -23,8 +23,8 @@ func TestSimIRQ(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	simhost.CheckIRQ(t, simhost.IRQRig{
+	testhost.CheckIRQ(t, testhost.IRQRig{
 		Machine: h.Machine, Addr: pci.Addr{Dev: 3}, NIC: h.NIC,
-		Send: func(q int) { w.B().Send(simhost.UDPFrame(h.NIC.MAC(), uint16(9000+q), 64, 0)) },
+		Send: func(q int) { w.B().Send(testhost.UDPFrame(h.NIC.MAC(), uint16(9000+q), 64, 0)) },
 	})
 }

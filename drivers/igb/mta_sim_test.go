@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
 )
@@ -15,12 +15,12 @@ import (
 // then moves every byte.
 func TestSimIPv6NeighbourDiscovery(t *testing.T) {
 	addrA, addrB := netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("2001:db8::2/64")
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	a := newDeferredHost(t, w.A(), 1, false)
 	b := newDeferredHost(t, w.B(), 2, false)
 	a.Up(t, addrA, netstack.Options{})
 	b.Up(t, addrB, netstack.Options{})
-	simhost.TCP(t, b.Stack, a.Stack, addrA.Addr(), 64<<10, nil)
+	testhost.TCP(t, b.Stack, a.Stack, addrA.Addr(), 64<<10, nil)
 	a.Close(t)
 	b.Close(t)
 	a.checkClosed(t)
@@ -29,9 +29,9 @@ func TestSimIPv6NeighbourDiscovery(t *testing.T) {
 
 // The filter's commands and interface, frame by frame on the model.
 func TestSimMulticastFilter(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	h := newHost(t, w.A(), 1, false)
-	simhost.CheckMulticastFilter(t, h.NIC, w.B())
+	testhost.CheckMulticastFilter(t, h.NIC, w.B())
 	if err := h.NIC.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/igb"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -20,7 +20,7 @@ import (
 // host is one simulated machine: an 82576 model behind VT-d at 00:03.0,
 // bound by the igb driver through probe.
 type host struct {
-	*simhost.Host[*m82576.NIC]
+	*testhost.Host[*m82576.NIC]
 	dev         *igb.Device
 	nonCoherent bool // what the test asked for, checked by checkClosed
 }
@@ -42,7 +42,7 @@ func newDeferredHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *
 func newHostWith(t testing.TB, end *wire.End, last byte, nonCoherent bool, opt m82576.Options) *host {
 	t.Helper()
 	opt.MAC = [6]byte{0x52, 0x54, 0, 0, 0, last}
-	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*m82576.NIC, error) {
+	sh := testhost.New(t, testhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*m82576.NIC, error) {
 		return m82576.Plug(m, a, opt)
 	})
 	dev, ok := sh.NIC.(*igb.Device)
@@ -68,23 +68,23 @@ func (h *host) checkClosed(t testing.TB) {
 }
 
 // udp builds an n-byte IPv4/UDP frame to port 9 carrying seq.
-func udp(dst [6]byte, n int, seq uint32) []byte { return simhost.UDPFrame(dst, 9, n, seq) }
+func udp(dst [6]byte, n int, seq uint32) []byte { return testhost.UDPFrame(dst, 9, n, seq) }
 
 // TestSimZeroCopyCountsExact runs rxdrop, txpush and l2fwd on the model,
 // in copy and zero-copy mode, on the queue a 2-tuple filter steers the
 // flow to: every frame arrives once, intact, and nothing leaks.
 func TestSimZeroCopyCountsExact(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		for _, mode := range []xsk.Mode{xsk.Copy, xsk.ZeroCopy} {
 			t.Run(tx.Name+"/"+mode.String(), func(t *testing.T) { testZeroCopyCounts(t, tx, mode) })
 		}
 	}
 }
 
-func testZeroCopyCounts(t *testing.T, tx simhost.TxMode, mode xsk.Mode) {
-	w := simhost.Wire(t, wire.Options{})
+func testZeroCopyCounts(t *testing.T, tx testhost.TxMode, mode xsk.Mode) {
+	w := testhost.Wire(t, wire.Options{})
 	h := newHostWith(t, w.A(), 1, true, m82576.Options{DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
-	g := simhost.NewPeer(w.B())
+	g := testhost.NewPeer(w.B())
 	const q = 2
 	if _, err := h.dev.Steer(xsk.Filter{UDPPort: 9}, q); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func testZeroCopyCounts(t *testing.T, tx simhost.TxMode, mode xsk.Mode) {
 // A steady stream the stack consumes in time is received into the same
 // half pages over and over: no map, no unmap, no IOTLB invalidation.
 func TestSimPageReuseNoMaps(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	h := newHost(t, w.A(), 1, true)
 	if err := h.NIC.Ctl("copybreak 0"); err != nil {
 		t.Fatal(err)

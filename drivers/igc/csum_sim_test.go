@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
@@ -23,9 +23,9 @@ func TestSimRxCsum(t *testing.T) {
 		{"I226-LM", 0x125b, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{})
+			w := testhost.Wire(t, wire.Options{})
 			h := newHost(t, w.A(), 1, netip.Prefix{}, tc.device, tc.nonCoherent)
-			simhost.CheckRxCsum(t, h.NIC, w.B())
+			testhost.CheckRxCsum(t, h.NIC, w.B())
 			h.close(t)
 		})
 	}

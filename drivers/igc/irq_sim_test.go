@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/igc"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/mi225"
@@ -13,14 +13,14 @@ import (
 )
 
 // The legacy INTx path on the I225 model, every queue on the one line
-// (simhost.CheckIRQ). The model writes a frame into its ring as it
+// (testhost.CheckIRQ). The model writes a frame into its ring as it
 // arrives (no DeferRx), so a frame can land between the last empty poll
 // and the sleep. Frames for queue q go to UDP port 9000+q, which a port
 // filter steers there.
 func TestSimIRQ(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	a := pci.Addr{Dev: 3}
-	h := simhost.New(t, simhost.Options{Addr: a, End: w.A()}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
+	h := testhost.New(t, testhost.Options{Addr: a, End: w.A()}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
 		return mi225.Plug(m, a, mi225.Options{Device: 0x15f3, MAC: [6]byte{0x02, 0, 0, 0, 0, 1}})
 	})
 	defer h.CheckNoLeaks(t)
@@ -32,8 +32,8 @@ func TestSimIRQ(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	simhost.CheckIRQ(t, simhost.IRQRig{
+	testhost.CheckIRQ(t, testhost.IRQRig{
 		Machine: h.Machine, Addr: a, NIC: h.NIC,
-		Send: func(q int) { w.B().Send(simhost.UDPFrame(h.NIC.MAC(), uint16(9000+q), 64, 0)) },
+		Send: func(q int) { w.B().Send(testhost.UDPFrame(h.NIC.MAC(), uint16(9000+q), 64, 0)) },
 	})
 }

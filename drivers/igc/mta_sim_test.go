@@ -4,15 +4,15 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // The filter's commands and interface, frame by frame on the model.
 func TestSimMulticastFilter(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	h := newHost(t, w.A(), 1, netip.Prefix{}, 0x15f2, false)
-	simhost.CheckMulticastFilter(t, h.NIC, w.B())
+	testhost.CheckMulticastFilter(t, h.NIC, w.B())
 	h.close(t)
 }
 
@@ -22,10 +22,10 @@ func TestSimMulticastFilter(t *testing.T) {
 // then moves every byte.
 func TestSimIPv6NeighbourDiscovery(t *testing.T) {
 	addrA, addrB := netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("2001:db8::2/64")
-	w := simhost.Wire(t, wire.Options{})
+	w := testhost.Wire(t, wire.Options{})
 	a := newHost(t, w.A(), 1, addrA, 0x15f2, false)
 	b := newHost(t, w.B(), 2, addrB, 0x15f2, false)
-	simhost.TCP(t, b.Stack, a.Stack, addrA.Addr(), 64<<10, nil)
+	testhost.TCP(t, b.Stack, a.Stack, addrA.Addr(), 64<<10, nil)
 	a.close(t)
 	b.close(t)
 }

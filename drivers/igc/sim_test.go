@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/igc"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
@@ -26,20 +26,20 @@ var (
 // host is one simulated machine: an I225 model behind the VT-d model, our
 // VT-d driver giving it a domain, igc bound by probe, gVisor on top.
 type host struct {
-	*simhost.Host[*mi225.NIC]
+	*testhost.Host[*mi225.NIC]
 	nic         *igc.Device
 	nonCoherent bool // what the test asked for, checked by close
 }
 
 func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool) *host {
 	t.Helper()
-	return newHostTx(t, end, last, addr, device, nonCoherent, simhost.TxModes[0])
+	return newHostTx(t, end, last, addr, device, nonCoherent, testhost.TxModes[0])
 }
 
 // newHostTx is newHost with the model's transmit work done as tx says.
-func newHostTx(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool, tx simhost.TxMode) *host {
+func newHostTx(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool, tx testhost.TxMode) *host {
 	t.Helper()
-	sh := simhost.New(t, simhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
+	sh := testhost.New(t, testhost.Options{Addr: pci.Addr{Dev: 3}, NonCoherent: nonCoherent, End: end}, func(m *sim.Machine, a pci.Addr) (*mi225.NIC, error) {
 		return mi225.Plug(m, a, mi225.Options{Device: device, MAC: [6]byte{0x02, 0, 0, 0, 0, last}, DeferRx: true, DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
 	})
 	d, ok := sh.NIC.(*igc.Device)
@@ -106,10 +106,10 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 		{"threshold", "build auto", threshold, igc.Build, false},
 		{"over-threshold", "build auto", threshold + 1, igc.Construct, false},
 	} {
-		for _, tx := range simhost.TxModes {
+		for _, tx := range testhost.TxModes {
 			t.Run(tx.Name+"/"+tc.name, func(t *testing.T) {
 				tx.SkipRacy(t)
-				w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
+				w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
 				a := newHostTx(t, w.A(), 1, addrA, 0x15f3, tc.nonCoherent, tx)
 				defer a.close(t)
 				b := newHostTx(t, w.B(), 2, addrB, 0x125c, tc.nonCoherent, tx)
@@ -124,11 +124,11 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 						t.Fatalf("layout %v, want %v", l, tc.want)
 					}
 				}
-				simhost.UDPRoundTrip(t, a.Stack, b.Stack, addrA.Addr(), addrB.Addr(), udpSizes(tc.mtu)...)
-				simhost.TCPConns(t, a.Stack, b.Stack, addrB.Addr(), tcpConns, size/tcpConns)
-				simhost.TCPConns(t, b.Stack, a.Stack, addrA.Addr(), tcpConns, size/tcpConns)
+				testhost.UDPRoundTrip(t, a.Stack, b.Stack, addrA.Addr(), addrB.Addr(), udpSizes(tc.mtu)...)
+				testhost.TCPConns(t, a.Stack, b.Stack, addrB.Addr(), tcpConns, size/tcpConns)
+				testhost.TCPConns(t, b.Stack, a.Stack, addrA.Addr(), tcpConns, size/tcpConns)
 				for _, h := range []*host{a, b} {
-					simhost.CheckQueuesSpread(t, h.nic)
+					testhost.CheckQueuesSpread(t, h.nic)
 					built, constructed := h.Stat(t, "rx_build"), h.Stat(t, "rx_construct")
 					if tc.want == igc.Build && (built == 0 || constructed != 0) || tc.want == igc.Construct && (built != 0 || constructed == 0) {
 						t.Errorf("%s: %d built, %d constructed, want all %v", h.nic.Name(), built, constructed, tc.want)
@@ -151,7 +151,7 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 }
 
 func TestSimMTUChangeUnderTraffic(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
+	w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
 	a := newHost(t, w.A(), 1, addrA, 0x15f2, false)
 	defer a.close(t)
 	b := newHost(t, w.B(), 2, addrB, 0x125b, false)
@@ -163,8 +163,8 @@ func TestSimMTUChangeUnderTraffic(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		simhost.UDPRoundTrip(t, a.Stack, b.Stack, addrA.Addr(), addrB.Addr(), 1, mtu-28)
-		simhost.TCP(t, a.Stack, b.Stack, addrB.Addr(), 256<<10, nil)
+		testhost.UDPRoundTrip(t, a.Stack, b.Stack, addrA.Addr(), addrB.Addr(), 1, mtu-28)
+		testhost.TCP(t, a.Stack, b.Stack, addrB.Addr(), 256<<10, nil)
 	}
 	if a.Stat(t, "rx_build") == 0 || a.Stat(t, "rx_construct") == 0 || a.Stat(t, "rx_relayouts") < 4 {
 		t.Errorf("build %d construct %d relayouts %d", a.Stat(t, "rx_build"), a.Stat(t, "rx_construct"), a.Stat(t, "rx_relayouts"))
@@ -178,7 +178,7 @@ func TestSimLinkSpeeds(t *testing.T) {
 		want   int
 	}{{0x15f3, 2500, 2500}, {0x125c, 2500, 2500}, {0x15f3, 1000, 1000}, {0x15f3, 100, 100}, {0x15f3, 10, 10}, {0x15f7, 2500, 1000}} {
 		t.Run(fmt.Sprintf("%04x@%d", tc.device, tc.wire), func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{SpeedMbps: tc.wire})
+			w := testhost.Wire(t, wire.Options{SpeedMbps: tc.wire})
 			h := newHost(t, w.A(), 1, netip.Prefix{}, tc.device, false)
 			defer h.close(t)
 			if l := h.nic.Link(); l != (nic.Link{Up: true, SpeedMbps: tc.want, FullDuplex: true}) {
@@ -190,7 +190,7 @@ func TestSimLinkSpeeds(t *testing.T) {
 
 func TestSimBlankNVM(t *testing.T) {
 	for _, dev := range []uint16{0x15fd, 0x125f} {
-		w := simhost.Wire(t, wire.Options{})
+		w := testhost.Wire(t, wire.Options{})
 		h := newHost(t, w.A(), 1, netip.Prefix{}, dev, false)
 		m := h.nic.MAC()
 		if m[0]&2 == 0 || m[0]&1 != 0 {

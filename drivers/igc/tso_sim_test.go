@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/gsotest"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
@@ -18,8 +18,8 @@ import (
 func TestSimTSOOnTheWire(t *testing.T) {
 	for _, nc := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noncoherent=%v", nc), func(t *testing.T) {
-			w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
-			peer := simhost.NewPeer(w.B())
+			w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
+			peer := testhost.NewPeer(w.B())
 			h := newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, nc)
 			q := h.NIC.Queues()[0]
 			for _, tc := range []struct{ ctl, stat string }{{"tso on", "tx_tso"}, {"tso off", "tx_soft_gso"}} {

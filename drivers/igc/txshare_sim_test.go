@@ -4,17 +4,17 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // TestSimTxSharedChunk: frames whose data overlap in one chunk are all
 // mapped at once and all reach the wire with their own bytes.
 func TestSimTxSharedChunk(t *testing.T) {
-	w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
-	peer := simhost.NewPeer(w.B())
+	w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
+	peer := testhost.NewPeer(w.B())
 	h := newHost(t, w.A(), 1, netip.Prefix{}, 0x15f3, false)
-	simhost.CheckTxSharedChunk(t, h.NIC.Queues()[0], peer)
+	testhost.CheckTxSharedChunk(t, h.NIC.Queues()[0], peer)
 	if n := h.Stat(t, "tx_map_failures"); n != 0 {
 		t.Errorf("tx_map_failures %d", n)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/igc"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/simhost"
+	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -31,21 +31,21 @@ const etherTypeLocal = 0x88b5 // IEEE local experimental
 // the NIC sends.
 type xdpHost struct {
 	*host
-	peer *simhost.Peer
+	peer *testhost.Peer
 	regs kernel.Regs
 }
 
 func newXDPHost(t *testing.T) *xdpHost {
 	t.Helper()
-	return newXDPHostTx(t, simhost.TxModes[0])
+	return newXDPHostTx(t, testhost.TxModes[0])
 }
 
 // newXDPHostTx is newXDPHost with the model's transmit work done as tx
 // says.
-func newXDPHostTx(t *testing.T, tx simhost.TxMode) *xdpHost {
+func newXDPHostTx(t *testing.T, tx testhost.TxMode) *xdpHost {
 	t.Helper()
-	w := simhost.Wire(t, wire.Options{SpeedMbps: 2500})
-	h := &xdpHost{host: newHostTx(t, w.A(), 1, netip.Prefix{}, 0x15f3, false, tx), peer: simhost.NewPeer(w.B())}
+	w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
+	h := &xdpHost{host: newHostTx(t, w.A(), 1, netip.Prefix{}, 0x15f3, false, tx), peer: testhost.NewPeer(w.B())}
 	regs, err := h.Machine.Bus.Regs(pci.Addr{Dev: 3}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -150,14 +150,14 @@ func TestXDPRxDropCountsExact(t *testing.T) {
 // completion ring: with the model deferring transmit, a frame completed
 // before the device read it goes out with another frame's bytes.
 func TestXDPTxPushCountsExact(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		for _, m := range xskapp.Modes {
 			t.Run(tx.Name+"/"+m.String(), func(t *testing.T) { testXDPTxPush(t, tx, m) })
 		}
 	}
 }
 
-func testXDPTxPush(t *testing.T, tx simhost.TxMode, m xsk.Mode) {
+func testXDPTxPush(t *testing.T, tx testhost.TxMode, m xsk.Mode) {
 	h := newXDPHostTx(t, tx)
 	defer h.close(t)
 	a := xskapp.New(t, 256, 0, 256)
@@ -226,14 +226,14 @@ func swapMAC(b []byte) {
 // a frame the application gets back through the completion ring is
 // filled again and receives the next frame.
 func TestXDPL2FwdCountsExact(t *testing.T) {
-	for _, tx := range simhost.TxModes {
+	for _, tx := range testhost.TxModes {
 		for _, m := range xskapp.Modes {
 			t.Run(tx.Name+"/"+m.String(), func(t *testing.T) { testXDPL2Fwd(t, tx, m) })
 		}
 	}
 }
 
-func testXDPL2Fwd(t *testing.T, tx simhost.TxMode, m xsk.Mode) {
+func testXDPL2Fwd(t *testing.T, tx testhost.TxMode, m xsk.Mode) {
 	h := newXDPHostTx(t, tx)
 	defer h.close(t)
 	a := xskapp.New(t, 512, 256, 256)

@@ -117,7 +117,7 @@ func CheckSegments(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total in
 }
 
 // Wire is the far end of a NIC's wire, keeping what arrives
-// (simhost.Peer).
+// (testhost.Peer).
 type Wire interface {
 	Frames() [][]byte
 	Len() int

@@ -1,11 +1,11 @@
-// Package simhost builds the hosts the drivers' tests run on: a simulated
+// Package testhost builds the hosts the drivers' tests run on: a simulated
 // machine with a NIC model plugged in behind the VT-d model, our VT-d
 // driver giving the device its domain, the driver bound through probe,
 // and gVisor on top when asked. It holds the checks those tests share:
 // statistics by name, nothing pinned or mapped after close, no DMA fault,
 // the frames a wire's far end saw, and TCP and UDP transfers between two
 // hosts. What is particular to a device stays in its driver's tests.
-package simhost
+package testhost
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build race
 
-package simhost
+package testhost
 
 // raceOn: the race detector is on.
 const raceOn = true

@@ -1,4 +1,4 @@
-package simhost
+package testhost
 
 import (
 	"bytes"

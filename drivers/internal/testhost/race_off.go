@@ -1,5 +1,5 @@
 //go:build !race
 
-package simhost
+package testhost
 
 const raceOn = false
