@@ -12,14 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/boot/init/simmachine"
+	"github.com/ether9/ether9/boot/qemu"
+	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-
-	"github.com/ether9/ether9/boot/init/simhost"
-	"github.com/ether9/ether9/boot/qemu"
-	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
 )
 
 // TestDHCPServerStoryQEMU boots the image with its NIC on a stream
@@ -52,11 +51,11 @@ func TestDHCPServerStoryQEMU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer, err := simhost.NewPeer(end, [6]byte{0x52, 0x55, 0x0a, 0, 2, 2}, simhost.PeerAddr)
+	peer, err := simmachine.NewPeer(end, [6]byte{0x52, 0x55, 0x0a, 0, 2, 2}, simmachine.PeerAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := dhcptest.Start(peer.Stack, 1, simhost.PeerAddr.Addr(), simhost.GuestAddr)
+	srv, err := dhcptest.Start(peer.Stack, 1, simmachine.PeerAddr.Addr(), simmachine.GuestAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +135,9 @@ func TestDHCPServerStoryQEMU(t *testing.T) {
 
 // getFromPeer fetches path from the machine's HTTP server through the
 // far end's stack.
-func getFromPeer(t *testing.T, ctx context.Context, peer *simhost.Peer, path string) string {
+func getFromPeer(t *testing.T, ctx context.Context, peer *simmachine.Peer, path string) string {
 	t.Helper()
-	to := tcpip.FullAddress{Addr: tcpip.AddrFrom4(simhost.GuestAddr.Addr().As4()), Port: 80}
+	to := tcpip.FullAddress{Addr: tcpip.AddrFrom4(simmachine.GuestAddr.Addr().As4()), Port: 80}
 	var last error
 	for ctx.Err() == nil {
 		conn, err := gonet.DialContextTCP(ctx, peer.Stack, to, ipv4.ProtocolNumber)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ether9/ether9/boot/init/simhost"
+	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/boot/qemu"
 	"github.com/ether9/ether9/kernel/sim/m82574"
@@ -22,7 +22,7 @@ var simNICs = map[string]m82574.Personality{
 
 // simulate brings ether9 up on the simulated machine, in this process,
 // with its console lines going to a Console that starts now.
-func simulate(ctx context.Context, o options, echo io.Writer) (*simhost.Host, *qemu.Console, func(), error) {
+func simulate(ctx context.Context, o options, echo io.Writer) (*simmachine.Host, *qemu.Console, func(), error) {
 	pers, ok := simNICs[o.nic]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("-machine sim: no simulated %s model yet (have e1000e)", o.nic)
@@ -56,7 +56,7 @@ func simulate(ctx context.Context, o options, echo io.Writer) (*simhost.Host, *q
 		defer mu.Unlock()
 		fmt.Fprintf(pw, format+"\n", args...)
 	}
-	cfg := simhost.Config{
+	cfg := simmachine.Config{
 		Listen:      fmt.Sprintf("127.0.0.1:%d", o.port),
 		Options:     opt,
 		Personality: pers,
@@ -65,7 +65,7 @@ func simulate(ctx context.Context, o options, echo io.Writer) (*simhost.Host, *q
 	if pcap != nil {
 		cfg.Pcap = pcap
 	}
-	h, err := simhost.Start(ctx, cfg)
+	h, err := simmachine.Start(ctx, cfg)
 	stop := func() {
 		if h != nil {
 			h.Close()
@@ -87,17 +87,17 @@ func simulate(ctx context.Context, o options, echo io.Writer) (*simhost.Host, *q
 // or QEMU's user-network address.
 func simOptions(words string) (*system.Options, error) {
 	if words == "" {
-		return nil, nil // simhost's defaults
+		return nil, nil // simmachine's defaults
 	}
 	opt, err := system.ParseCmdline(words)
 	if err != nil {
 		return nil, fmt.Errorf("-append: %w", err)
 	}
 	if !opt.IP.IsValid() {
-		opt.IP = simhost.GuestAddr
+		opt.IP = simmachine.GuestAddr
 	}
 	if !opt.Gateway.IsValid() {
-		opt.Gateway = simhost.PeerAddr.Addr()
+		opt.Gateway = simmachine.PeerAddr.Addr()
 	}
 	opt.DHCP = false
 	return &opt, nil

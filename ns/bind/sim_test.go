@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/boot/init/simmachine"
+	"github.com/ether9/ether9/boot/init/system"
+	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/ninep"
 	"github.com/hugelgupf/p9/linux"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-
-	"github.com/ether9/ether9/boot/init/simhost"
-	"github.com/ether9/ether9/boot/init/system"
-	"github.com/ether9/ether9/ns"
-	"github.com/ether9/ether9/ns/ninep"
 )
 
 // counters parses a "name: value" file.
@@ -62,12 +61,12 @@ func settled(t *testing.T, n *ns.Namespace) map[string]uint64 {
 	return nil
 }
 
-func start(t *testing.T, nineP string) *simhost.Host {
+func start(t *testing.T, nineP string) *simmachine.Host {
 	t.Helper()
 	opt := system.DefaultOptions()
-	opt.IP, opt.Gateway, opt.DHCP = simhost.GuestAddr, simhost.PeerAddr.Addr(), false
+	opt.IP, opt.Gateway, opt.DHCP = simmachine.GuestAddr, simmachine.PeerAddr.Addr(), false
 	opt.NineP = nineP
-	h, err := simhost.Start(context.Background(), simhost.Config{Listen: "127.0.0.1:0", Options: &opt})
+	h, err := simmachine.Start(context.Background(), simmachine.Config{Listen: "127.0.0.1:0", Options: &opt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func start(t *testing.T, nineP string) *simhost.Host {
 // fetch moves bytes from the machine to the host: full-size frames to the
 // machine are few (ACKs are short), so the RX side sees mostly short
 // frames, which copybreak decides about.
-func fetch(t *testing.T, h *simhost.Host, n int) {
+func fetch(t *testing.T, h *simmachine.Host, n int) {
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("http://%s/source?bytes=%d", h.Forward.Addr(), n))
 	if err != nil {
@@ -161,14 +160,14 @@ func TestCopybreakThroughNamespace(t *testing.T) {
 }
 
 // dial9P connects to the machine's 9P port from the peer's stack.
-func dial9P(t *testing.T, h *simhost.Host) *ninep.Client {
+func dial9P(t *testing.T, h *simmachine.Host) *ninep.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var c *gonet.TCPConn
 	var err error
 	for ctx.Err() == nil {
-		c, err = gonet.DialContextTCP(ctx, h.Peer.Stack, tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(simhost.GuestAddr.Addr().As4()), Port: ninep.Port}, ipv4.ProtocolNumber)
+		c, err = gonet.DialContextTCP(ctx, h.Peer.Stack, tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(simmachine.GuestAddr.Addr().As4()), Port: ninep.Port}, ipv4.ProtocolNumber)
 		if err == nil {
 			break
 		}

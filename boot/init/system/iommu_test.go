@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ether9/ether9/boot/init/simhost"
+	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
@@ -38,7 +38,7 @@ func remapMachine(t *testing.T) (*sim.Machine, system.Platform, map[uint64]int) 
 		}
 	}
 	mapped := map[uint64]int{}
-	plat := simhost.Platform(m)
+	plat := simmachine.Platform(m)
 	plat.MapUnit = func(base uint64) (kernel.Regs, error) {
 		mapped[base]++
 		return m.UnitRegs(base)

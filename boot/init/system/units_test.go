@@ -14,12 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
-	"github.com/ether9/ether9/boot/init/simhost"
+	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/kernel"
@@ -29,6 +24,10 @@ import (
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/pci"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // The machine: a client-style graphics unit whose scope names the display
@@ -80,7 +79,7 @@ func (l *lines) String() string {
 
 type side struct {
 	model *m82574.NIC
-	peer  *simhost.Peer
+	peer  *simmachine.Peer
 	guest netip.Prefix
 }
 
@@ -98,7 +97,7 @@ func plugNIC(t *testing.T, m *sim.Machine, a pci.Addr, mac byte, guest, peer net
 		t.Fatal(err)
 	}
 	model.Attach(w.A())
-	p, err := simhost.NewPeer(w.B(), [6]byte{0x52, 0x55, 0x0a, 0, mac, 2}, peer)
+	p, err := simmachine.NewPeer(w.B(), [6]byte{0x52, 0x55, 0x0a, 0, mac, 2}, peer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +152,7 @@ func scopedMachine(t *testing.T, mapUnit func(m *sim.Machine, base uint64) (kern
 	near := plugNIC(t, m, nearNIC, 1, netip.MustParsePrefix("10.0.2.15/24"), netip.MustParsePrefix("10.0.2.2/24"))
 	far := plugNIC(t, m, farNIC, 2, netip.MustParsePrefix("10.0.3.15/24"), netip.MustParsePrefix("10.0.3.2/24"))
 
-	plat := simhost.Platform(m)
+	plat := simmachine.Platform(m)
 	plat.MapUnit = func(base uint64) (kernel.Regs, error) {
 		if mapUnit != nil {
 			return mapUnit(m, base)

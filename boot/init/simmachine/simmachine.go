@@ -1,9 +1,9 @@
-// Package simhost runs ether9 as an ordinary process on the simulated
+// Package simmachine runs ether9 as an ordinary process on the simulated
 // machine: an 82574L model behind the VT-d model on a simulated PCI bus,
 // cabled by the simulated wire to a host-side gVisor stack, with TCP
 // connections to 127.0.0.1:PORT forwarded through that stack to the
 // machine's HTTP server. The system code is the very code PID 1 runs.
-package simhost
+package simmachine
 
 import (
 	"context"
@@ -78,21 +78,21 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 
 	m, err := sim.New(sim.Config{VTd: cfg.VTd})
 	if err != nil {
-		return nil, fmt.Errorf("simhost: %w", err)
+		return nil, fmt.Errorf("simmachine: %w", err)
 	}
 	// DeferRx: frames from the wire reach the ring when the driver next
 	// touches the device, on the driver's goroutine, as one CPU sees its
 	// NIC; the race detector then sees the ring's accesses ordered.
 	model, err := m82574.New(m82574.Options{Personality: cfg.Personality, DeferRx: true}, m.Port(NICAddr), m.IRQ(NICAddr))
 	if err != nil {
-		return nil, fmt.Errorf("simhost: %w", err)
+		return nil, fmt.Errorf("simmachine: %w", err)
 	}
 	if err := m.Bus.Add(NICAddr, model); err != nil {
-		return nil, fmt.Errorf("simhost: plug NIC in at %v: %w", NICAddr, err)
+		return nil, fmt.Errorf("simmachine: plug NIC in at %v: %w", NICAddr, err)
 	}
 	w, err := wire.New(wire.Options{Pcap: cfg.Pcap})
 	if err != nil {
-		return nil, fmt.Errorf("simhost: %w", err)
+		return nil, fmt.Errorf("simmachine: %w", err)
 	}
 	model.Attach(w.A())
 	peer, err := NewPeer(w.B(), peerMAC, PeerAddr)
@@ -105,14 +105,14 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 	sys, err := system.Start(ctx, Platform(m), opt, cfg.Logf)
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("simhost: %w", err)
+		return nil, fmt.Errorf("simmachine: %w", err)
 	}
 	h.System = sys
 	if cfg.Listen != "" {
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			h.Close()
-			return nil, fmt.Errorf("simhost: forward: %w", err)
+			return nil, fmt.Errorf("simmachine: forward: %w", err)
 		}
 		h.Forward = ln
 		to := netip.AddrPortFrom(opt.IP.Addr(), uint16(opt.HTTPPort))

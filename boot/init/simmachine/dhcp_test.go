@@ -1,4 +1,4 @@
-package simhost
+package simmachine
 
 import (
 	"context"
@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/insomniacslk/dhcp/dhcpv4"
-
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/netstack/dhcp"
 	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
 	"github.com/ether9/ether9/netstack/ntp/ntptest"
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 )
 

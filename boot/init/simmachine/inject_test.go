@@ -1,4 +1,4 @@
-package simhost
+package simmachine
 
 import (
 	"bytes"

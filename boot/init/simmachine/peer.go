@@ -1,10 +1,11 @@
-package simhost
+package simmachine
 
 import (
 	"context"
 	"fmt"
 	"net/netip"
 
+	"github.com/ether9/ether9/kernel/sim/wire"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
@@ -15,8 +16,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
-
-	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // peerQueue is how many frames may wait in each direction between the
@@ -43,7 +42,7 @@ type Peer struct {
 // NewPeer attaches a stack holding addr to port.
 func NewPeer(port wire.Port, mac [6]byte, addr netip.Prefix) (*Peer, error) {
 	if !addr.Addr().Is4() {
-		return nil, fmt.Errorf("simhost: peer address %v: only IPv4", addr)
+		return nil, fmt.Errorf("simmachine: peer address %v: only IPv4", addr)
 	}
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
@@ -54,7 +53,7 @@ func NewPeer(port wire.Port, mac [6]byte, addr netip.Prefix) (*Peer, error) {
 	ch := channel.New(peerQueue, 1500, tcpip.LinkAddress(mac[:]))
 	if err := s.CreateNIC(1, ethernet.New(ch)); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("simhost: peer NIC: %s", err)
+		return nil, fmt.Errorf("simmachine: peer NIC: %s", err)
 	}
 	pa := tcpip.ProtocolAddress{
 		Protocol:          ipv4.ProtocolNumber,
@@ -62,7 +61,7 @@ func NewPeer(port wire.Port, mac [6]byte, addr netip.Prefix) (*Peer, error) {
 	}
 	if err := s.AddProtocolAddress(1, pa, stack.AddressProperties{}); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("simhost: peer address %v: %s", addr, err)
+		return nil, fmt.Errorf("simmachine: peer address %v: %s", addr, err)
 	}
 	s.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: 1}})
 
