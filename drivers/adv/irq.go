@@ -60,13 +60,24 @@ type Legacy struct {
 	OnLink func()   // called when a taken interrupt had LSC
 }
 
+// CauseRegs are where a part decodes ICR, IMS and IMC.
+type CauseRegs struct{ ICR, IMS, IMC uint32 }
+
+// causes returns m.Causes, or the 0x01500 block if unset.
+func (m *MAC) causes() CauseRegs {
+	if m.Causes.ICR == 0 {
+		return CauseRegs{ICR: ICR, IMS: IMS, IMC: IMC}
+	}
+	return m.Causes
+}
+
 // Setup puts the function in legacy mode (gpie: the GPIE value, 0 on the
 // 82575 which has none; without Multiple_MSIX, EIAC and EIAM are not
 // used), moderates the line with itr in EITR0, clears pending causes and
 // enables the link change and EICR's Other bit; the queue causes stay
 // masked until a queue sleeps.
 func (l *Legacy) Setup(gpie, itr uint32) {
-	r := l.M.Regs
+	r, c := l.M.Regs, l.M.causes()
 	if gpie != 0 {
 		r.Write32(GPIE, gpie)
 	}
@@ -74,10 +85,10 @@ func (l *Legacy) Setup(gpie, itr uint32) {
 	r.Write32(EIAM, 0)
 	r.Write32(EITR0, itr)
 	r.Write32(EIMC, ^uint32(0))
-	r.Write32(IMC, ^uint32(0))
-	r.Read32(ICR)
+	r.Write32(c.IMC, ^uint32(0))
+	r.Read32(c.ICR)
 	r.Read32(EICR)
-	r.Write32(IMS, ICR_LSC)
+	r.Write32(c.IMS, ICR_LSC)
 	r.Write32(EIMS, EICR_OTHER)
 }
 
@@ -96,7 +107,7 @@ func (l *Legacy) bits(q uint32) uint32 {
 // line as the write lands.
 func (l *Legacy) Arm(q, asleep uint32) {
 	l.M.Regs.Write32(EIMS, l.bits(q))
-	l.M.Regs.Write32(IMS, queueCauses)
+	l.M.Regs.Write32(l.M.causes().IMS, queueCauses)
 }
 
 // Disarm implements intr.Device: it masks the queues that woke, and the
@@ -105,7 +116,7 @@ func (l *Legacy) Arm(q, asleep uint32) {
 func (l *Legacy) Disarm(q, asleep uint32) {
 	l.M.Regs.Write32(EIMC, l.bits(q))
 	if asleep == 0 {
-		l.M.Regs.Write32(IMC, queueCauses)
+		l.M.Regs.Write32(l.M.causes().IMC, queueCauses)
 	}
 }
 
@@ -116,7 +127,7 @@ func (l *Legacy) Disarm(q, asleep uint32) {
 // part whose ICR read clears EICR too leaves no queue bit: then every
 // queue is named, as the cause cannot be told.
 func (l *Legacy) Causes() uint32 {
-	icr := l.M.Regs.Read32(ICR)
+	icr := l.M.Regs.Read32(l.M.causes().ICR)
 	eicr := l.M.Regs.Read32(EICR)
 	if icr&ICR_LSC != 0 && l.OnLink != nil {
 		l.OnLink()

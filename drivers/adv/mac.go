@@ -34,6 +34,9 @@ type MAC struct {
 	Driver string // "igb", "igc"
 	Name   string // the interface
 	Logf   func(string, ...any)
+	// Causes are where the part decodes ICR, IMS and IMC; zero means
+	// the 0x01500 block.
+	Causes CauseRegs
 }
 
 func (m *MAC) errorf(format string, a ...any) error {
@@ -88,12 +91,12 @@ func (m *MAC) Reset(rst uint32, rstName string, autoRead bool) error {
 		m.logf("%s: NVM auto-read not done after reset", m.Name)
 	}
 	m.maskAll()
-	r.Read32(ICR)
+	r.Read32(m.causes().ICR)
 	return nil
 }
 
 func (m *MAC) maskAll() {
-	m.Regs.Write32(IMC, 0xffffffff)
+	m.Regs.Write32(m.causes().IMC, 0xffffffff)
 	m.Regs.Write32(EIMC, 0xffffffff)
 }
 

@@ -104,7 +104,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.logf == nil {
 		d.logf = func(string, ...any) {}
 	}
-	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igb", Name: d.name, Logf: d.logf}
+	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igb", Name: d.name, Logf: d.logf, Causes: adv.CauseRegs{ICR: ICR, IMS: IMS, IMC: IMC}}
 	d.mtu.Store(defaultMTU)
 	d.tso.Store(true)
 	if err := d.reset(); err != nil {

@@ -48,7 +48,7 @@ func TestInterruptRouting(t *testing.T) {
 		adv.EIAC:  0,
 		adv.EIAM:  0,
 		adv.EIMS:  adv.EICR_OTHER,
-		adv.IMS:   adv.ICR_LSC,
+		IMS:       adv.ICR_LSC,
 		adv.EITR0: 50 << adv.EITR_INTERVAL_SHIFT,
 	}
 	for q := range uint32(n) {
@@ -61,5 +61,5 @@ func TestInterruptRouting(t *testing.T) {
 func TestWaitArmsOwnQueue(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
-	advplay.CheckIdleArm(t, r.regs.File, r.Unit, r.d.queues)
+	advplay.CheckIdleArm(t, r.regs.File, r.Unit, r.d.queues, IMS, IMC)
 }

@@ -9,6 +9,13 @@ const (
 	EERD     = 0x00014 // NVM read
 	TCTL_EXT = 0x00404
 
+	// ICR, IMS and IMC where every part of the family decodes them, as
+	// Linux's igb uses them; the 82576's 0x01500 block is their alias,
+	// which QEMU's igb does not decode (its writes there are dropped).
+	ICR = 0x000c0
+	IMS = 0x000d0
+	IMC = 0x000d8
+
 	// FTQF is the 82576's 5-tuple queue filter at TTQF's offset (the
 	// 82580 and later put their 2-tuple TTQF there). Protocol, queue and
 	// enable keep TTQF's bits; these compare the IPv4 source address

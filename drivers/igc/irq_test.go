@@ -53,5 +53,5 @@ func TestInterruptRouting(t *testing.T) {
 func TestWaitArmsOwnQueue(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
-	advplay.CheckIdleArm(t, r.regs.File, r.Unit, r.d.queues)
+	advplay.CheckIdleArm(t, r.regs.File, r.Unit, r.d.queues, adv.IMS, adv.IMC)
 }
