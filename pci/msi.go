@@ -1,6 +1,9 @@
 package pci
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // MSI capability registers (PCI Local Bus Specification 3.0, 6.8.1).
 const (
@@ -126,4 +129,65 @@ func (m MSIX) Check(bars [6]BAR) error {
 		return err
 	}
 	return within("pba", m.PBABIR, uint64(m.PBAOffset), m.PBASize())
+}
+
+// MSI message registers after the control word (PCI Local Bus
+// Specification 3.0, 6.8.1.4-6.8.1.6): the address, its upper half when
+// the function takes 64-bit addresses, then the 16-bit data.
+const (
+	msiAddrLow = 0x04
+	msiAddrHi  = 0x08
+	msiData32  = 0x08
+	msiData64  = 0x0c
+)
+
+// Program points the function's MSI at addr with data, one message
+// (Multiple Message Enable 0), and enables it. MSI is disabled while the
+// message changes so no half-written message is ever sent.
+func (m MSI) Program(c Config, a Addr, addr uint64, data uint16) error {
+	if addr>>32 != 0 && !m.Addr64 {
+		return fmt.Errorf("pci %v: msi address %#x needs 64 bits, the function has 32", a, addr)
+	}
+	ctl, err := read16(c, a, m.Offset+msiControl)
+	if err != nil {
+		return fmt.Errorf("pci %v: msi: %w", a, err)
+	}
+	ctl &^= msiCtlEnable | 7<<msiCtlMMEShift
+	dataOff := msiData32
+	if m.Addr64 {
+		dataOff = msiData64
+	}
+	writes := []struct {
+		off, size int
+		v         uint32
+	}{
+		{msiControl, 2, uint32(ctl)},
+		{msiAddrLow, 4, uint32(addr)},
+		{dataOff, 2, uint32(data)},
+		{msiControl, 2, uint32(ctl | msiCtlEnable)},
+	}
+	if m.Addr64 {
+		writes = slices.Insert(writes, 2, struct {
+			off, size int
+			v         uint32
+		}{msiAddrHi, 4, uint32(addr >> 32)})
+	}
+	for _, w := range writes {
+		if err := c.WriteConfig(a, m.Offset+w.off, w.size, w.v); err != nil {
+			return fmt.Errorf("pci %v: msi: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// Disable clears MSI Enable: the function signals no more messages.
+func (m MSI) Disable(c Config, a Addr) error {
+	ctl, err := read16(c, a, m.Offset+msiControl)
+	if err == nil {
+		err = c.WriteConfig(a, m.Offset+msiControl, 2, uint32(ctl&^msiCtlEnable))
+	}
+	if err != nil {
+		return fmt.Errorf("pci %v: msi: %w", a, err)
+	}
+	return nil
 }
