@@ -12,6 +12,8 @@
 #define METAL_DMA_FREE 0x4d02  /* (physical address, size) -> 0 */
 #define METAL_PHYS 0x4d03      /* (virtual address) -> physical address */
 #define METAL_RSDP 0x4d04      /* () -> the ACPI RSDP's physical address */
+#define METAL_IRQ_ALLOC 0x4d05 /* (u32 *word) -> LAPIC ID << 32 | vector */
+#define METAL_IRQ_FREE 0x4d06  /* (vector) -> 0 */
 #define METAL_MAGIC 0x6c6174656dUL /* "metal" */
 
 /* The DMA allocations, so that a free must name one exactly. */
@@ -49,6 +51,42 @@ static i64 dma_free(u64 pa, u64 size)
 	return -EINVAL;
 }
 
+/*
+ * Device interrupts (MSI or MSI-X, edge-triggered messages to this
+ * LAPIC) reach Go as a futex word: each interrupt on a vector adds one
+ * to the word registered with it and wakes its waiters, so a poll loop
+ * sleeps in FUTEX_WAIT and knows by the count that the device spoke.
+ */
+#define VEC_DEV_FIRST 0x50
+#define VEC_DEV_END 0xf0
+static u64 irq_word[VEC_DEV_END];
+
+static i64 irq_alloc(u64 word)
+{
+	if ((word & 3) || user_ok(word, 4, 1))
+		return -EFAULT;
+	for (int v = VEC_DEV_FIRST; v < VEC_DEV_END; v++) {
+		if (!irq_word[v]) {
+			irq_word[v] = word;
+			return (i64)((u64)lapic_id() << 32 | (u64)v);
+		}
+	}
+	return -ENOSPC;
+}
+
+int irq_device(u64 v)
+{
+	if (v < VEC_DEV_FIRST || v >= VEC_DEV_END || !irq_word[v])
+		return 0;
+	stats.device_irqs++;
+	if (!user_ok(irq_word[v], 4, 1)) {
+		__atomic_add_fetch((u32 *)irq_word[v], 1, __ATOMIC_SEQ_CST);
+		futex_wake(irq_word[v], 1 << 30);
+		need_resched(); /* the waiter runs now, not at the end of a slice */
+	}
+	return 1;
+}
+
 i64 metal_call(u64 nr, u64 a0, u64 a1)
 {
 	switch (nr) {
@@ -60,6 +98,12 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 		return pa ? (i64)pa : -EFAULT;
 	}
 	case METAL_RSDP: return acpi_rsdp() ? (i64)acpi_rsdp() : -ENOENT;
+	case METAL_IRQ_ALLOC: return irq_alloc(a0);
+	case METAL_IRQ_FREE:
+		if (a0 < VEC_DEV_FIRST || a0 >= VEC_DEV_END || !irq_word[a0])
+			return -EINVAL;
+		irq_word[a0] = 0;
+		return 0;
 	}
 	return -ENOSYS;
 }

@@ -57,7 +57,7 @@ extern struct cpu cpu0;
 enum {
 	EPERM = 1, ENOENT = 2, ESRCH = 3, EINTR = 4, EBADF = 9, EAGAIN = 11,
 	ENOMEM = 12, EFAULT = 14, EEXIST = 17, ENODEV = 19, EINVAL = 22,
-	EMFILE = 24, ENOTTY = 25, ENOSYS = 38, ETIMEDOUT = 110,
+	EMFILE = 24, ENOTTY = 25, ENOSPC = 28, ENOSYS = 38, ETIMEDOUT = 110,
 };
 
 /* lib.c */
@@ -120,6 +120,7 @@ u64 tsc_ns(u64 ticks);
 u64 realtime_offset_ns(void);
 void timer_arm(u64 deadline_ns); /* 0: no timer */
 void lapic_eoi(void);
+u32 lapic_id(void);
 
 /* acpi.c */
 void acpi_init(u64 rsdp);
@@ -186,12 +187,13 @@ void do_syscall(struct thread *t, struct regs *r);
 extern int strace;
 i64 rdrand_fill(u64 buf, u64 n);
 i64 metal_call(u64 nr, u64 a0, u64 a1);
+int irq_device(u64 vector); /* 1 when a device interrupt was counted */
 i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled);
 void fs_init(void);
 void epoll_event_ready(void);
 
 /* trap.c; the counters print at power-off (stats_print). */
-struct stats { u64 syscalls, clock_gettime, timer_irqs, page_faults, switches, idle_ns; };
+struct stats { u64 syscalls, clock_gettime, timer_irqs, device_irqs, page_faults, switches, idle_ns; };
 extern struct stats stats;
 void stats_print(void);
 

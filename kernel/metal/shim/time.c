@@ -33,6 +33,9 @@ static volatile u32 *lapic(u32 reg) { return mmio32(LAPIC_BASE + reg); }
 
 void lapic_eoi(void) { *lapic(LAPIC_EOI) = 0; }
 
+/* lapic_id is this CPU's xAPIC ID, bits 31:24 of the ID register (SDM 11.4.6). */
+u32 lapic_id(void) { return *lapic(0x020) >> 24; }
+
 u64 now_ns(void)
 {
 	return (u64)(((unsigned __int128)(rdtsc() - tsc0) * ns_per_tsc) >> 32);

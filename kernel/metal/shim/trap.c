@@ -9,8 +9,8 @@ struct stats stats;
 void stats_print(void)
 {
 	u64 up = now_ns();
-	kprintf("metal: up %lu ms, idle %lu ms: %lu system calls (%lu clock_gettime), %lu timer interrupts, %lu page faults, %lu thread switches\n",
-		up / 1000000, stats.idle_ns / 1000000, stats.syscalls, stats.clock_gettime, stats.timer_irqs, stats.page_faults, stats.switches);
+	kprintf("metal: up %lu ms, idle %lu ms: %lu system calls (%lu clock_gettime), %lu timer and %lu device interrupts, %lu page faults, %lu thread switches\n",
+		up / 1000000, stats.idle_ns / 1000000, stats.syscalls, stats.clock_gettime, stats.timer_irqs, stats.device_irqs, stats.page_faults, stats.switches);
 }
 extern char isr_stubs[], syscall_entry[];
 extern u64 gdt[];
@@ -132,7 +132,8 @@ struct regs *trap(struct regs *r)
 		/* the LAPIC's spurious vector needs no EOI; the PICs are masked */
 	} else if (v >= 32) {
 		lapic_eoi();
-		kprintf("metal: unexpected interrupt %lu\n", v);
+		if (!irq_device(v))
+			kprintf("metal: unexpected interrupt %lu\n", v);
 	} else if (r->cs != KCODE || t->tid == 0) {
 		trap_fatal(r); /* an exception in the idle loop is the shim's */
 	} else if (v == 14) {
