@@ -165,7 +165,7 @@ func TestBootMetalRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal")
-	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform"}
+	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform", "msi"}
 	from := 0
 	for _, want := range append(checks, "done") {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)

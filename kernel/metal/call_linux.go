@@ -13,6 +13,8 @@ const (
 	callDMAFree  = 0x4d02
 	callPhys     = 0x4d03
 	callRSDP     = 0x4d04
+	callIRQAlloc = 0x4d05
+	callIRQFree  = 0x4d06
 
 	magic = 0x6c6174656d // "metal"
 )
