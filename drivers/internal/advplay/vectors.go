@@ -16,7 +16,7 @@ type Waiter interface {
 }
 
 // queueCauses are the ICR causes the queues share in legacy mode.
-const queueCauses = adv.ICR_RXDW | adv.ICR_RXDMT0 | adv.ICR_TXDW
+const queueCauses = adv.ICR_RXDW | adv.ICR_RXDMT0
 
 // CheckIdleArm checks the legacy scheme the parts share: a queue that
 // goes idle enables its own EICR bit (bit i for queue i) and the queue
