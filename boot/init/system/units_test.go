@@ -179,6 +179,14 @@ func scopedMachine(t *testing.T, mapUnit func(m *sim.Machine, base uint64) (kern
 		}
 	})
 
+	// The HTTP server listens on its own goroutine: fetches wait for it.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(con.String(), "http: listening"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the HTTP server never listened:\n%s", con)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
 	// The static address goes to ether0; ether1's is added here, with its
 	// on-link route.
 	st := sys.Stack()
