@@ -11,6 +11,7 @@ import (
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/linux"
+	"github.com/ether9/ether9/kernel/metal"
 	"github.com/ether9/ether9/pci"
 )
 
@@ -21,6 +22,9 @@ const hugePages = 4
 // newPlatform assembles the Linux-hosted platform: port I/O for config
 // space, pinned memory, the DMAR table and register windows.
 func newPlatform(con *console) (system.Platform, error) {
+	if metal.Running() {
+		return newMetalPlatform(con)
+	}
 	p := system.Platform{Name: "linux", Clock: kernel.NewWallClock()}
 	if err := linux.EnablePortIO(); err != nil {
 		return p, lockdownHint(err)
@@ -49,7 +53,7 @@ func newPlatform(con *console) (system.Platform, error) {
 	default:
 		p.DMAR = dmar
 	}
-	p.MapUnit = mapUnit
+	p.MapUnit = func(base uint64) (kernel.Regs, error) { return mapUnit(base, linux.MapPhys) }
 	p.MapBAR = func(a pci.Addr, bar int) (kernel.Regs, error) { return linux.MapResource(a, bar) }
 	p.IRQ = (&uioIRQs{con: con}).waiter
 	p.SetClock = linux.SetWallClock
@@ -65,8 +69,8 @@ func newPlatform(con *console) (system.Platform, error) {
 // mapUnit maps a VT-d unit's registers. The register set is at least a
 // page; the fault recording and IOTLB registers, placed by CAP.FRO and
 // ECAP.IRO, may lie beyond it, so the window grows to cover them.
-func mapUnit(base uint64) (kernel.Regs, error) {
-	w, err := linux.MapPhys(base, kernel.PageSize)
+func mapUnit(base uint64, mapPhys func(base uint64, size int) (*linux.MMIO, error)) (kernel.Regs, error) {
+	w, err := mapPhys(base, kernel.PageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +83,7 @@ func mapUnit(base uint64) (kernel.Regs, error) {
 		return nil, err
 	}
 	size := (end + kernel.PageSize - 1) &^ (kernel.PageSize - 1)
-	w, err = linux.MapPhys(base, size)
+	w, err = mapPhys(base, size)
 	if err != nil {
 		return nil, fmt.Errorf("VT-d registers up to %#x: %w", end, err)
 	}
