@@ -47,7 +47,7 @@ type options struct {
 	disk     bool   // this boot is ether9.img's, through UEFI firmware
 	efiStub  string // systemd's EFI stub for ether9.img
 	diskMiB  int    // ether9.img's size; 0: as small as fits
-	platform string // linux (Linux boots /init) or metal (the ring-0 shim does)
+	platform string // linux (Linux boots /init), metal (the ring-0 shim does) or both (-selftest, one boot each)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.boot, "boot", "kernel", "kernel: QEMU loads the kernel itself; disk: boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF); both: -selftest boots once each way and compares")
 	fs.StringVar(&o.efiStub, "efistub", uki.DefaultStub, "systemd's EFI stub that ether9.img's boot program is made from (Debian's systemd-boot-efi)")
 	fs.IntVar(&o.diskMiB, "disksize", 0, "size of ether9.img in MiB (0: as small as fits)")
-	fs.StringVar(&o.platform, "platform", "linux", "linux: Linux boots /init; metal: /init runs in ring 0 on the shim in kernel/metal/shim, no Linux")
+	fs.StringVar(&o.platform, "platform", "linux", "linux: Linux boots /init; metal: /init runs in ring 0 on the shim in kernel/metal/shim, no Linux; both: -selftest boots once each way and compares")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
 		fs.PrintDefaults()
@@ -164,6 +164,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = compareIRQ(ctx, o, stdout)
 		case o.boot == "both":
 			err = compareBoot(ctx, o, stdout)
+		case o.platform == "both":
+			err = comparePlatforms(ctx, o, stdout)
 		default:
 			var r *report
 			r, err = selftest(ctx, o, stdout)

@@ -115,17 +115,52 @@ func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...strin
 }
 
 // checkPlatform refuses what the metal platform cannot do yet: it boots
-// in QEMU only, and /init's system code needs the kernel/metal platform
-// that -selftest would exercise.
+// in QEMU only, and both platforms compare in self-tests only.
 func checkPlatform(o options) error {
 	switch o.platform {
 	case "linux":
 		return nil
-	case "metal":
-		if o.machine != "qemu" || o.outDir != "" || o.boot != "kernel" || o.selftest || o.xdp {
-			return fmt.Errorf("-platform metal boots in QEMU only, so far: not with -machine sim, -o, -boot disk, -selftest or -xdp")
+	case "metal", "both":
+		if o.machine != "qemu" || o.outDir != "" || o.boot != "kernel" || o.xdp || o.irq == "both" {
+			return fmt.Errorf("-platform %s boots in QEMU only, so far: not with -machine sim, -o, -boot disk or both, -xdp or -irq both", o.platform)
+		}
+		if o.platform == "both" && !o.selftest {
+			return fmt.Errorf("-platform both compares two self-tests: it needs -selftest")
 		}
 		return nil
 	}
-	return fmt.Errorf("-platform %q: want linux or metal", o.platform)
+	return fmt.Errorf("-platform %q: want linux, metal or both", o.platform)
+}
+
+// comparePlatforms runs the self-test rounds times, each round once on
+// each platform (which goes first alternates), prints every report and
+// the two side by side with each round's ratio.
+func comparePlatforms(ctx context.Context, o options, out io.Writer) error {
+	var ring0, hosted []*report
+	var errs []error
+	for round := 1; round <= o.rounds; round++ {
+		order := []string{"metal", "linux"}
+		if round%2 == 0 {
+			order = []string{"linux", "metal"}
+		}
+		for _, plat := range order {
+			o.platform = plat
+			fmt.Fprintf(out, "selftest: round %d of %d: -platform %s\n", round, o.rounds, plat)
+			r, err := selftest(ctx, o, out)
+			if r != nil {
+				r.print(out)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("round %d -platform %s: %w", round, plat, err))
+				r = nil
+			}
+			if plat == "metal" {
+				ring0 = append(ring0, r)
+			} else {
+				hosted = append(hosted, r)
+			}
+		}
+	}
+	printComparison(out, "the ring-0 shim against Linux", [2]string{"metal", "linux"}, ring0, hosted)
+	return errors.Join(errs...)
 }
