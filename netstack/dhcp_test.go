@@ -28,7 +28,7 @@ var (
 
 // quickDHCP keeps every wait of the client short: nothing in these tests
 // waits a real minute.
-var quickDHCP = dhcp.Config{Retransmit: 20 * time.Millisecond, Sends: 2, Backoff: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, MinRetry: 50 * time.Millisecond}
+var quickDHCP = dhcp.Config{Retransmit: 50 * time.Millisecond, Sends: 2, Backoff: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, MinRetry: 50 * time.Millisecond}
 
 // dhcpPair is a server stack with a static address running the test
 // server, and a bare client NIC wired to it.
@@ -189,8 +189,10 @@ func TestDHCPNeverGivesUp(t *testing.T) {
 		t.Fatalf("lease %v", l)
 	}
 	st := cs.DHCP(0).Stats()
-	if st.Naks != naks || st.OffersRefused < uint64(len(hostile)) || st.Failures < uint64(silent/quickDHCP.Sends) {
-		t.Errorf("stats %+v: want %d NAKs, >= %d offers refused", st, naks, len(hostile))
+	// A late reply shifts the server's phases (they count DISCOVERs), so
+	// the NAKs are at least one, not exactly the plan's.
+	if st.Naks == 0 || st.Naks > naks || st.OffersRefused < uint64(len(hostile)) || st.Failures < uint64(silent/quickDHCP.Sends) {
+		t.Errorf("stats %+v: want 1..%d NAKs, >= %d offers refused", st, naks, len(hostile))
 	}
 	mu.Lock()
 	defer mu.Unlock()

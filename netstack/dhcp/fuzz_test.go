@@ -68,8 +68,11 @@ func (c *scriptConn) SetDeadline(time.Time) error      { return nil }
 func (c *scriptConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
 
-func scriptClient(conn *scriptConn) *Client {
-	c := newClient(1, fuzzMAC, Config{Retransmit: time.Millisecond, Sends: 1})
+// scriptClient waits wait for each reply: the fuzz targets want it short
+// (a reply that comes too late is only another error), the seed test
+// long enough for a loaded machine.
+func scriptClient(conn *scriptConn, wait time.Duration) *Client {
+	c := newClient(1, fuzzMAC, Config{Retransmit: wait, Sends: 1})
 	c.open = func(bool) (net.PacketConn, func(), error) { return conn, func() {}, nil }
 	return c
 }
@@ -140,7 +143,7 @@ func FuzzRenew(f *testing.F) {
 		held := heldLease(t)
 		before := *held
 		conn := newScriptConn(patch, a, b)
-		c := scriptClient(conn)
+		c := scriptClient(conn, time.Millisecond)
 		l, err := c.Renew(context.Background(), held)
 		if err == nil {
 			checkLease(t, l, held.Addr.Addr())
@@ -158,7 +161,7 @@ func FuzzRenew(f *testing.F) {
 func FuzzAcquire(f *testing.F) {
 	seeds(f)
 	f.Fuzz(func(t *testing.T, offer, ack []byte, patch bool) {
-		c := scriptClient(newScriptConn(patch, offer, ack))
+		c := scriptClient(newScriptConn(patch, offer, ack), time.Millisecond)
 		l, err := c.Acquire(context.Background())
 		if err != nil {
 			if l != nil {
@@ -171,16 +174,16 @@ func FuzzAcquire(f *testing.F) {
 }
 
 func TestAcquireSeeds(t *testing.T) {
-	c := scriptClient(newScriptConn(true, reply(dhcpv4.MessageTypeOffer, fuzzAddr), reply(dhcpv4.MessageTypeAck, fuzzAddr)))
+	c := scriptClient(newScriptConn(true, reply(dhcpv4.MessageTypeOffer, fuzzAddr), reply(dhcpv4.MessageTypeAck, fuzzAddr)), 2*time.Second)
 	l, err := c.Acquire(context.Background())
 	if err != nil || l.Addr != fuzzAddr {
 		t.Fatalf("lease %v, %v", l, err)
 	}
-	c = scriptClient(newScriptConn(true, reply(dhcpv4.MessageTypeOffer, fuzzAddr), reply(dhcpv4.MessageTypeNak, fuzzAddr)))
+	c = scriptClient(newScriptConn(true, reply(dhcpv4.MessageTypeOffer, fuzzAddr), reply(dhcpv4.MessageTypeNak, fuzzAddr)), 2*time.Second)
 	if _, err := c.Acquire(context.Background()); !errors.Is(err, ErrRefused) {
 		t.Fatalf("NAK: %v", err)
 	}
-	c = scriptClient(newScriptConn(true, reply(dhcpv4.MessageTypeOffer, netip.MustParsePrefix("224.0.0.1/24"))))
+	c = scriptClient(newScriptConn(true, reply(dhcpv4.MessageTypeOffer, netip.MustParsePrefix("224.0.0.1/24"))), 2*time.Second)
 	if _, err := c.Acquire(context.Background()); err == nil || c.Stats().OffersRefused != 1 {
 		t.Fatalf("multicast offer: %v, stats %+v", err, c.Stats())
 	}

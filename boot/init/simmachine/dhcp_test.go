@@ -25,7 +25,7 @@ import (
 func TestSimulatedMachineOutlastsItsDHCPServer(t *testing.T) {
 	con := &console{}
 	opt := system.DefaultOptions()
-	opt.DHCPTiming = dhcp.Config{Retransmit: 20 * time.Millisecond, Sends: 2, Backoff: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
+	opt.DHCPTiming = dhcp.Config{Retransmit: 50 * time.Millisecond, Sends: 2, Backoff: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
 	opt.NineP = "off"
 	h, err := Start(context.Background(), Config{Options: &opt, Logf: con.logf})
 	if err != nil {
@@ -110,13 +110,15 @@ func TestSimulatedMachineOutlastsItsDHCPServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"state bound", "addr 10.0.2.15/24", "naks 2", "last_refused"} {
+	for _, w := range []string{"state bound", "addr 10.0.2.15/24", "naks ", "last_refused"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("/net/ipifc/0/dhcp lacks %q:\n%s", w, text)
 		}
 	}
-	if st := h.System.Stack().DHCP(0).Stats(); st.OffersRefused < uint64(len(bad)) {
-		t.Errorf("stats %+v: want >= %d offers refused", st, len(bad))
+	// A late reply shifts the server's phases (they count DISCOVERs),
+	// so the NAKs are at least one, not exactly the plan's.
+	if st := h.System.Stack().DHCP(0).Stats(); st.OffersRefused < uint64(len(bad)) || st.Naks == 0 || st.Naks > naks {
+		t.Errorf("stats %+v: want >= %d offers refused, 1..%d NAKs", st, len(bad), naks)
 	}
 	mu.Lock()
 	defer mu.Unlock()
