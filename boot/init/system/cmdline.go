@@ -3,7 +3,9 @@ package system
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,12 +25,26 @@ type Options struct {
 	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
 	// ether9.ntp=10.0.2.2,192.0.2.123:123: the NTP servers (addresses;
 	// port 123 when left out), in place of the lease's.
-	NTP     []netip.AddrPort
+	NTP []netip.AddrPort
+	// DNS servers to ask besides those DHCP names: ether9.dns=9.9.9.9,2620:fe::fe
+	DNS []netip.Addr
+	// NICs holds what ether9.etherN.ip=A[,B] and ether9.etherN.dhcp=off
+	// say of interface N (ether9.ip and ether9.gw are ether0's).
+	NICs    map[int]NICOptions
 	Unknown []string // ether9.* parameters this version does not know
 	// DHCPTiming is the DHCP client's retransmission and back-off (not
 	// on the command line: tests shorten it); zero: the defaults.
 	DHCPTiming dhcp.Config
 }
+
+// NICOptions are one interface's own parameters.
+type NICOptions struct {
+	Addrs  []netip.Prefix // static addresses, IPv4 or IPv6
+	NoDHCP bool           // ether9.etherN.dhcp=off
+}
+
+// maxNICs bounds N in ether9.etherN.*: no machine has more ports.
+const maxNICs = 64
 
 // DefaultOptions is what an empty command line means.
 func DefaultOptions() Options {
@@ -40,7 +56,14 @@ func DefaultOptions() Options {
 // is reported and leaves that option at its default; the rest still apply,
 // because a typo must not stop the machine from booting.
 func ParseCmdline(cmdline string) (Options, error) {
-	o := DefaultOptions()
+	return DefaultOptions().With(cmdline)
+}
+
+// With is o with the ether9.* parameters of cmdline applied over it, as
+// ParseCmdline applies them over the defaults.
+func (o Options) With(cmdline string) (Options, error) {
+	o.NICs = maps.Clone(o.NICs)
+	o.Unknown = slices.Clone(o.Unknown)
 	var errs []error
 	for _, f := range strings.Fields(cmdline) {
 		key, val, hasVal := strings.Cut(f, "=")
@@ -56,7 +79,20 @@ func ParseCmdline(cmdline string) (Options, error) {
 }
 
 func (o *Options) set(name, val string, hasVal bool) error {
+	if ifc, key, ok := strings.Cut(name, "."); ok && strings.HasPrefix(ifc, "ether") {
+		return o.setNIC(ifc, key, val, hasVal)
+	}
 	switch name {
+	case "dns":
+		var as []netip.Addr
+		for _, f := range strings.Split(val, ",") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return err
+			}
+			as = append(as, a)
+		}
+		o.DNS = as
 	case "ip":
 		p, err := netip.ParsePrefix(val)
 		if err != nil {
@@ -130,6 +166,41 @@ func (o *Options) set(name, val string, hasVal bool) error {
 	default:
 		o.Unknown = append(o.Unknown, name)
 	}
+	return nil
+}
+
+// setNIC sets ether9.etherN.key.
+func (o *Options) setNIC(ifc, key, val string, hasVal bool) error {
+	n, err := strconv.Atoi(strings.TrimPrefix(ifc, "ether"))
+	if err != nil || n < 0 || n >= maxNICs || strconv.Itoa(n) != ifc[len("ether"):] {
+		return fmt.Errorf("%s: want ether0 to ether%d", ifc, maxNICs-1)
+	}
+	c := o.NICs[n]
+	switch key {
+	case "ip":
+		var ps []netip.Prefix
+		for _, f := range strings.Split(val, ",") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return err
+			}
+			ps = append(ps, p)
+		}
+		c.Addrs = ps
+	case "dhcp":
+		b, err := parseBool(val, hasVal)
+		if err != nil {
+			return err
+		}
+		c.NoDHCP = !b
+	default:
+		o.Unknown = append(o.Unknown, ifc+"."+key)
+		return nil
+	}
+	if o.NICs == nil {
+		o.NICs = map[int]NICOptions{}
+	}
+	o.NICs[n] = c
 	return nil
 }
 

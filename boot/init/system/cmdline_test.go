@@ -29,6 +29,16 @@ func TestParseCmdline(t *testing.T) {
 			o.NTP = []netip.AddrPort{netip.MustParseAddrPort("10.0.2.2:123"), netip.MustParseAddrPort("192.0.2.123:1123")}
 		}, ""},
 		{"ether9.ntp=pool.ntp.org", func(*Options) {}, "ether9.ntp=pool.ntp.org"},
+		{"ether9.dns=10.0.2.3,fd00::3 ether9.ether1.ip=10.0.3.1/24,fd00:3::1/64 ether9.ether1.dhcp=off ether9.ether0.ip=fd00::15/64", func(o *Options) {
+			o.DNS = []netip.Addr{netip.MustParseAddr("10.0.2.3"), netip.MustParseAddr("fd00::3")}
+			o.NICs = map[int]NICOptions{
+				0: {Addrs: []netip.Prefix{netip.MustParsePrefix("fd00::15/64")}},
+				1: {Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.3.1/24"), netip.MustParsePrefix("fd00:3::1/64")}, NoDHCP: true},
+			}
+		}, ""},
+		{"ether9.ether01.ip=10.0.3.1/24 ether9.ether64.dhcp=off ether9.ether1.ip=10.0.3.1 ether9.dns=x ether9.ether2.mtu=9000", func(o *Options) {
+			o.Unknown = []string{"ether2.mtu"}
+		}, "ether9.ether01.ip"},
 		{"ether9.iommu=maybe ether9.http=0 ether9.frob=1", func(o *Options) {
 			o.Unknown = []string{"frob"}
 		}, "ether9.http=0"},
@@ -47,4 +57,23 @@ func TestParseCmdline(t *testing.T) {
 			t.Errorf("ParseCmdline(%q): error %v, want one naming %q", tt.line, err, tt.wantErr)
 		}
 	}
+}
+
+// FuzzParseCmdline: any command line parses without a panic, and a
+// parameter it refuses leaves nothing of itself behind.
+func FuzzParseCmdline(f *testing.F) {
+	for _, s := range []string{"ether9.ip=10.0.2.15/24 ether9.gw=10.0.2.2", "ether9.ether1.ip=10.0.3.1/24,fd00::1/64 ether9.ether1.dhcp=off", "ether9.dns=1.1.1.1,::1", "ether9.ether9999999999999999999.ip=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		o, err := ParseCmdline(line)
+		if err != nil && err.Error() == "" {
+			t.Fatal("an error without words")
+		}
+		for n := range o.NICs {
+			if n < 0 || n >= maxNICs {
+				t.Fatalf("interface %d accepted", n)
+			}
+		}
+	})
 }

@@ -233,10 +233,11 @@ func (s *System) startStack() error {
 		if l := p.NIC.Link(); l.Up {
 			s.logf("%s: %s", name, linkString(l))
 		}
+		own := s.opt.NICs[len(ifs)]
 		ifc := netstack.Interface{
-			NIC:     p.NIC,
-			Gateway: s.opt.Gateway,
-			DHCP:    s.opt.DHCP,
+			NIC:   p.NIC,
+			Addrs: own.Addrs,
+			DHCP:  s.opt.DHCP && !own.NoDHCP,
 			// The endpoint names the NIC in its lines and reports link
 			// changes after this first state.
 			Endpoint: netstack.Options{Logf: s.logf, OnWork: s.worked},
@@ -256,9 +257,12 @@ func (s *System) startStack() error {
 			ifc.Endpoint.IdleAfter = idleAfterIRQ
 			ifc.Endpoint.IdleWait = idleWaitIRQ
 		}
-		// The static address belongs to the first NIC only.
-		if s.opt.IP.IsValid() && len(ifs) == 0 {
-			ifc.Addrs = []netip.Prefix{s.opt.IP}
+		// ether9.ip and ether9.gw belong to the first NIC.
+		if len(ifs) == 0 {
+			ifc.Gateway = s.opt.Gateway
+			if s.opt.IP.IsValid() {
+				ifc.Addrs = append([]netip.Prefix{s.opt.IP}, ifc.Addrs...)
+			}
 		}
 		ifs = append(ifs, ifc)
 	}
@@ -268,6 +272,16 @@ func (s *System) startStack() error {
 	}
 	s.stack = st
 	return nil
+}
+
+// DNS is the DNS servers to ask: those the current leases name, then
+// those of ether9.dns.
+func (s *System) DNS() []netip.Addr {
+	var out []netip.Addr
+	if s.stack != nil {
+		out = s.stack.DNS()
+	}
+	return append(out, s.opt.DNS...)
 }
 
 // gateway is the first NIC's default router: from DHCP, else the command
