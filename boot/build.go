@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ether9/ether9/boot/image"
@@ -53,17 +54,13 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 	if err != nil {
 		return nil, err
 	}
-	root, err := image.ModuleRoot(ctx, ".")
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "ether9-boot-")
 	if err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
 	p := &parts{dir: dir, kernel: kernel, cmdline: cmdline,
 		init: filepath.Join(dir, "init"), initrd: filepath.Join(dir, "initramfs.cpio")}
-	if err := p.build(ctx, root, o.initPkg, log); err != nil {
+	if err := p.build(ctx, o.app, log); err != nil {
 		p.remove()
 		return nil, err
 	}
@@ -85,9 +82,9 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 	return p, nil
 }
 
-func (p *parts) build(ctx context.Context, root, pkg string, log io.Writer) error {
+func (p *parts) build(ctx context.Context, pkg string, log io.Writer) error {
 	t := time.Now()
-	if err := image.Build(ctx, root, pkg, p.init); err != nil {
+	if err := buildApp(ctx, pkg, p.init); err != nil {
 		return err
 	}
 	bin, err := os.ReadFile(p.init)
@@ -109,4 +106,52 @@ func (p *parts) build(ctx context.Context, root, pkg string, log io.Writer) erro
 	fmt.Fprintf(log, "boot: /init from %s: %.1f MB, initramfs %.1f MB with %d modules (%.1fs)\n",
 		pkg, float64(len(bin))/1e6, float64(cpio.Len())/1e6, len(mods), time.Since(t).Seconds())
 	return nil
+}
+
+// Where programs come from.
+const (
+	defaultApp = "./boot/init" // the status server
+	xdpInit    = "./boot/xdpinit"
+)
+
+// buildApp builds the program app as a static linux/amd64 binary at out.
+// A directory ("./examples/hello", "../mybox", "/src/mybox") is built in
+// its own module, which may be the user's own requiring ether9; relative
+// ones are taken from ETHER9_WD (where tools/run was started) or else the
+// root of the working directory's module, where an import path is built. A program that does not compile says why, before anything boots.
+func buildApp(ctx context.Context, app, out string) error {
+	root, err := image.ModuleRoot(ctx, ".")
+	if err != nil {
+		return err
+	}
+	dir, pkg := root, app
+	if isDir(app) {
+		if !filepath.IsAbs(app) {
+			base := os.Getenv("ETHER9_WD")
+			if base == "" {
+				base = root
+			}
+			app = filepath.Join(base, app)
+		}
+		st, err := os.Stat(app)
+		if err != nil {
+			return fmt.Errorf("-app: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("-app %s: not a directory", app)
+		}
+		dir, pkg = app, "."
+	}
+	if err := image.Build(ctx, dir, pkg, out); err != nil {
+		return fmt.Errorf("-app: %w", err)
+	}
+	if _, err := os.Stat(out); err != nil {
+		return fmt.Errorf("-app %s: built nothing: not a command (package main)", app)
+	}
+	return nil
+}
+
+// isDir says whether app names a directory rather than an import path.
+func isDir(app string) bool {
+	return app == "." || app == ".." || strings.HasPrefix(app, "./") || strings.HasPrefix(app, "../") || filepath.IsAbs(app)
 }

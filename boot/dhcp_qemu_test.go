@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/boot/init/simmachine"
-	"github.com/ether9/ether9/boot/qemu"
-	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+
+	"github.com/ether9/ether9/boot/init/simmachine"
+	"github.com/ether9/ether9/boot/qemu"
+	"github.com/ether9/ether9/netstack/dhcp/dhcptest"
 )
 
 // TestDHCPServerStoryQEMU boots the image with its NIC on a stream
@@ -51,7 +52,7 @@ func TestDHCPServerStoryQEMU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer, err := simmachine.NewPeer(end, [6]byte{0x52, 0x55, 0x0a, 0, 2, 2}, simmachine.PeerAddr)
+	peer, err := simmachine.NewPeer(end, [6]byte{0x52, 0x55, 0x0a, 0, 2, 2}, []netip.Prefix{simmachine.PeerAddr}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

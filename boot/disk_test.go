@@ -91,7 +91,7 @@ func TestWriteOutRefuses(t *testing.T) {
 			}
 			dir := filepath.Join(t.TempDir(), "out")
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"-o", dir, "-init", "./boot/testdata/hello"}, c.args...)
+			args := append([]string{"-o", dir, "-app", "./boot/testdata/hello"}, c.args...)
 			if code := run(args, &stdout, &stderr); code != 1 {
 				t.Fatalf("exit %d, want 1: %s", code, stderr.String())
 			}

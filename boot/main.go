@@ -1,8 +1,9 @@
-// Command boot builds the ether9 image and boots it: /init from ./boot/init,
+// Command boot builds the ether9 image and boots it: /init from -app
+// (./boot/init, the status server, by default),
 // an initramfs, the kernel command line and a kernel, run in QEMU with the
 // serial console on this terminal, or written out for real hardware.
 //
-//	go run ./boot [-nic e1000e|igb|igc] [-machine qemu|sim] [-selftest] [-o DIR] ...
+//	go run ./boot [-app PKG] [-nic e1000e|igb|igc] [-machine qemu|sim] [-selftest] [-o DIR] ...
 package main
 
 import (
@@ -40,7 +41,6 @@ type options struct {
 	selftest bool
 	xdp      bool
 	timeout  time.Duration
-	initPkg  string
 	irq      string // on, off (ether9.irq=off) or both (-selftest, one boot each)
 	rounds   int    // of -irq both
 	boot     string // kernel, disk or both (-selftest, one boot each)
@@ -48,6 +48,7 @@ type options struct {
 	efiStub  string // systemd's EFI stub for ether9.img
 	diskMiB  int    // ether9.img's size; 0: as small as fits
 	platform string // linux (Linux boots /init), metal (the ring-0 shim does) or both (-selftest, one boot each)
+	app      string // the package built as /init
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -69,11 +70,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off); both: -selftest boots once each way and compares")
 	fs.IntVar(&o.rounds, "rounds", 1, "with -irq both: how many rounds of one boot each way")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
-	fs.StringVar(&o.initPkg, "init", "./boot/init", "the package built as /init")
 	fs.StringVar(&o.boot, "boot", "kernel", "kernel: QEMU loads the kernel itself; disk: boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF); both: -selftest boots once each way and compares")
 	fs.StringVar(&o.efiStub, "efistub", uki.DefaultStub, "systemd's EFI stub that ether9.img's boot program is made from (Debian's systemd-boot-efi)")
 	fs.IntVar(&o.diskMiB, "disksize", 0, "size of ether9.img in MiB (0: as small as fits)")
 	fs.StringVar(&o.platform, "platform", "linux", "linux: Linux boots /init; metal: /init runs in ring 0 on the shim in kernel/metal/shim, no Linux; both: -selftest boots once each way and compares")
+	fs.StringVar(&o.app, "app", defaultApp, "the program built as /init: a package path, or a directory (of this module or of your own module requiring ether9)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
 		fs.PrintDefaults()

@@ -70,7 +70,7 @@ func TestWriteOut(t *testing.T) {
 	needStub(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	var stdout, stderr bytes.Buffer
-	args := []string{"-o", dir, "-init", "./boot/testdata/hello", "-append", "ether9.ip=192.168.1.9/24"}
+	args := []string{"-o", dir, "-app", "./boot/testdata/hello", "-append", "ether9.ip=192.168.1.9/24"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}

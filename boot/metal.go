@@ -100,7 +100,7 @@ func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...strin
 	}
 	shimTime := time.Since(t)
 	t = time.Now()
-	if err := image.Build(ctx, root, o.initPkg, p.init); err != nil {
+	if err := buildApp(ctx, o.app, p.init); err != nil {
 		p.remove()
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...strin
 		return nil, fmt.Errorf("reading /init: %w", err)
 	}
 	fmt.Fprintf(log, "boot: metal: shim from %s (%.1fs), /init from %s: %.1f MB (%.1fs)\n",
-		shimDir, shimTime.Seconds(), o.initPkg, float64(fi.Size())/1e6, time.Since(t).Seconds())
+		shimDir, shimTime.Seconds(), o.app, float64(fi.Size())/1e6, time.Since(t).Seconds())
 	return p, nil
 }
 

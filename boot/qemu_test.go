@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/boot/image"
+	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/qemu"
 	"github.com/ether9/ether9/boot/uki"
 )
@@ -58,7 +59,7 @@ func (s *syncBuffer) String() string {
 }
 
 func testOptions(nic, initPkg string) options {
-	return options{nic: nic, machine: "qemu", smp: 1, memMiB: 1024, timeout: 4 * time.Minute, initPkg: initPkg}
+	return options{nic: nic, machine: "qemu", smp: 1, memMiB: 1024, timeout: 4 * time.Minute, app: initPkg}
 }
 
 // TestBootHello boots the smallest /init through the whole runner: the
@@ -189,21 +190,25 @@ func TestSelftestRefusesIGC(t *testing.T) {
 	}
 }
 
-// TestSelftestSim runs the self-test against the simulated machine: the
-// same /init code, the 82574L model behind the VT-d model, no QEMU.
+// TestSelftestSim runs the self-test against the simulated machine with
+// each NIC family: the default program built as it is for /init, run as
+// a host process on the model behind the VT-d model, no QEMU.
 func TestSelftestSim(t *testing.T) {
-	var stdout, stderr syncBuffer
-	o := testOptions("e1000e", "")
-	o.machine, o.selftest, o.timeout = "sim", true, 2*time.Minute
-	err := runSim(context.Background(), o, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("selftest: FAIL: %v\n%s%s", err, stdout.String(), stderr.String())
+	for _, fam := range simmachine.Families {
+		t.Run(fam, func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			o := testOptions(fam, defaultApp)
+			o.machine, o.selftest, o.timeout = "sim", true, 2*time.Minute
+			err := runSim(context.Background(), o, &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("selftest: FAIL: %v\n%s%s", err, stdout.String(), stderr.String())
+			}
+			for _, want := range []string{"iommu faults 0", "(POST /sink) 16777216 bytes", "(GET /source) 16777216 bytes", "nic " + fam + " (simulated)",
+				"ping gateway 50 times 100ms apart", "(50 answered)", "0-byte GETs on one connection"} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("report lacks %q:\n%s", want, stdout.String())
+				}
+			}
+		})
 	}
-	for _, want := range []string{"iommu faults 0", "(POST /sink) 16777216 bytes", "(GET /source) 16777216 bytes",
-		"ping gateway 50 times 100ms apart", "(50 answered)", "0-byte GETs on one connection"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, stdout.String())
-		}
-	}
-	t.Logf("\n%s", stdout.String())
 }

@@ -5,27 +5,58 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 
+	"github.com/ether9/ether9"
 	"github.com/ether9/ether9/boot/init/simmachine"
-	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/boot/qemu"
-	"github.com/ether9/ether9/kernel/sim/m82574"
 )
 
-// simNICs are the NIC models of the simulated machine, by family.
-var simNICs = map[string]m82574.Personality{
-	"e1000e": m82574.M82574L,
+// simMachine is a program running on the simulated machine: the -app
+// binary, the same that would be /init, started as a host process with
+// the machine described in its environment (ether9.SimEnv).
+type simMachine struct {
+	cmd  *exec.Cmd
+	dir  string
+	done chan error // the process's exit
 }
 
-// simulate brings ether9 up on the simulated machine, in this process,
-// with its console lines going to a Console that starts now.
-func simulate(ctx context.Context, o options, echo io.Writer) (*simmachine.Host, *qemu.Console, func(), error) {
-	pers, ok := simNICs[o.nic]
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("-machine sim: no simulated %s model yet (have e1000e)", o.nic)
+// simulate builds the program and starts it on the simulated machine
+// with -nic's family, its console lines going to a Console that starts
+// now, and the host's 127.0.0.1:port forwarded to its HTTP port (and -9p
+// to its 9P port).
+func simulate(ctx context.Context, o options, echo io.Writer, log io.Writer) (*simMachine, *qemu.Console, error) {
+	nics := strings.Split(o.nic, ",")
+	for _, n := range nics {
+		if !slices.Contains(simmachine.Families, n) {
+			return nil, nil, fmt.Errorf("-machine sim: no simulated %s model (have %s)", n, strings.Join(simmachine.Families, ", "))
+		}
+	}
+	dir, err := os.MkdirTemp("", "ether9-sim-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	bin := filepath.Join(dir, "init")
+	t := time.Now()
+	if err := buildApp(ctx, o.app, bin); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	fmt.Fprintf(log, "boot: %s built (%.1fs)\n", o.app, time.Since(t).Seconds())
+	forward := map[string]uint16{fmt.Sprintf("127.0.0.1:%d", o.port): guestHTTP}
+	if o.ninePort != 0 {
+		forward[fmt.Sprintf("127.0.0.1:%d", o.ninePort)] = guest9P
+	}
+	pcap := o.pcap
+	if pcap != "" {
+		if pcap, err = filepath.Abs(pcap); err != nil {
+			return nil, nil, err
+		}
 	}
 	words := o.appendTo
 	if o.selftest {
@@ -35,76 +66,45 @@ func simulate(ctx context.Context, o options, echo io.Writer) (*simmachine.Host,
 	if o.irq == "off" {
 		words = strings.TrimSpace(words + " ether9.irq=off")
 	}
-	opt, err := simOptions(words)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	var pcap *os.File
-	if o.pcap != "" {
-		if pcap, err = os.Create(o.pcap); err != nil {
-			return nil, nil, nil, fmt.Errorf("-pcap: %w", err)
-		}
-	}
-	// The machine's log lines become a console, the same as QEMU's serial
-	// port, so the self-test reads both alike.
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), ether9.SimEnv(nics, forward, words, pcap)...)
+	// The machine's console lines become a Console, the same as QEMU's
+	// serial port, so the self-test reads both alike.
 	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
 	con := qemu.NewConsole(time.Now(), echo)
 	go con.Read(pr, nil)
-	var mu sync.Mutex
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(pw, format+"\n", args...)
-	}
-	cfg := simmachine.Config{
-		Listen:      fmt.Sprintf("127.0.0.1:%d", o.port),
-		Options:     opt,
-		Personality: pers,
-		Logf:        logf,
-	}
-	if pcap != nil {
-		cfg.Pcap = pcap
-	}
-	h, err := simmachine.Start(ctx, cfg)
-	stop := func() {
-		if h != nil {
-			h.Close()
-		}
+	if err := cmd.Start(); err != nil {
 		pw.Close()
-		if pcap != nil {
-			pcap.Close()
-		}
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("-machine sim: %w", err)
 	}
-	if err != nil {
-		stop()
-		return nil, nil, nil, err
-	}
-	return h, con, stop, nil
+	s := &simMachine{cmd: cmd, dir: dir, done: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		s.done <- err
+	}()
+	return s, con, nil
 }
 
-// simOptions reads ether9.* words from -append for the simulated machine.
-// Its wire has no DHCP server, so the address is static: the one given,
-// or QEMU's user-network address.
-func simOptions(words string) (*system.Options, error) {
-	if words == "" {
-		return nil, nil // simmachine's defaults
+// stop asks the machine to stop, waits up to d for it, then kills it: a
+// machine wedged by a bug must not keep the command (or a test) from
+// ending and saying so.
+func (s *simMachine) stop(d time.Duration, log io.Writer) {
+	defer os.RemoveAll(s.dir)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(d):
+		fmt.Fprintf(log, "boot: the simulated machine did not stop within %v; killed\n", d)
+		s.cmd.Process.Kill()
+		<-s.done
 	}
-	opt, err := system.ParseCmdline(words)
-	if err != nil {
-		return nil, fmt.Errorf("-append: %w", err)
-	}
-	if !opt.IP.IsValid() {
-		opt.IP = simmachine.GuestAddr
-	}
-	if !opt.Gateway.IsValid() {
-		opt.Gateway = simmachine.PeerAddr.Addr()
-	}
-	opt.DHCP = false
-	return &opt, nil
 }
 
-// runSim runs ether9 on the simulated machine until interrupted, or runs
-// the self-test against it.
+// runSim runs the program on the simulated machine until interrupted, or
+// runs the self-test against it.
 func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.outDir != "" {
 		return fmt.Errorf("-o writes an image for hardware; it does not go with -machine sim")
@@ -116,35 +116,25 @@ func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		o.port = p
 	}
-	h, con, stop, err := simulate(ctx, o, stdout)
+	m, con, err := simulate(ctx, o, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopWithin(stop, 10*time.Second, stderr)
+	defer m.stop(10*time.Second, stderr)
 	if o.selftest {
 		tctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 		r := &report{nic: o.nic + " (simulated)", origin: "machine start"}
-		err := r.run(tctx, con, fmt.Sprintf("http://%s", h.Forward.Addr()), lineHTTP, lineIOMMU)
+		err := r.run(tctx, con, fmt.Sprintf("http://127.0.0.1:%d", o.port), lineHTTP, lineIOMMU)
 		r.print(stdout)
 		return err
 	}
-	fmt.Fprintf(stderr, "boot: simulated %s behind the VT-d model; http://%s/ reaches its port 80; ^C stops\n", o.nic, h.Forward.Addr())
-	<-ctx.Done()
-	return nil
-}
-
-// stopWithin runs stop but waits for it no longer than d: a machine wedged
-// by a bug must not keep the command (or a test) from ending and saying so.
-func stopWithin(stop func(), d time.Duration, log io.Writer) {
-	done := make(chan struct{})
-	go func() {
-		stop()
-		close(done)
-	}()
+	fmt.Fprintf(stderr, "boot: simulated %s behind the VT-d model; http://127.0.0.1:%d/ reaches its port %d; ^C stops\n", o.nic, o.port, guestHTTP)
 	select {
-	case <-done:
-	case <-time.After(d):
-		fmt.Fprintf(log, "boot: the simulated machine did not stop within %v\n", d)
+	case <-ctx.Done():
+	case err := <-m.done:
+		m.done <- err
+		return fmt.Errorf("-machine sim: the program exited: %v", err)
 	}
+	return nil
 }

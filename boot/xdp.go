@@ -113,6 +113,7 @@ func xdpBoot(ctx context.Context, o options, console io.Writer) (*xdpTable, erro
 	if !o.portSet {
 		o.port = 0 // a free one, not the default
 	}
+	o.app = xdpInit
 	p, c, err := prepare(ctx, o, console, "ether9.xdp=quick")
 	if err != nil {
 		return nil, err

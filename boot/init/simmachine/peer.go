@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/ether9/ether9/kernel/sim/wire"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
 	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+
+	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
 // peerQueue is how many frames may wait in each direction between the
@@ -25,13 +27,16 @@ const peerQueue = 1024
 // minFrame is the shortest Ethernet frame without its check sequence.
 const minFrame = 60
 
-// Peer is the host side of the simulated wire: a gVisor stack with one
+// Peer is the host side of a simulated wire: a gVisor stack with one
 // Ethernet NIC on the far end of the cable, playing the part of QEMU's
-// user-network gateway (it answers ARP and ping, and TCP connections to
-// the machine start from it).
+// user-network gateway (it answers ARP, neighbour discovery and ping, and
+// TCP connections to the machine start from it). Its default routes lead
+// through the machine, so that peers on two wires reach each other when
+// the machine forwards.
 type Peer struct {
 	Stack *stack.Stack
-	Addr  netip.Prefix
+	Addr  netip.Prefix   // the IPv4 address
+	Addrs []netip.Prefix // every address, IPv4 and IPv6
 
 	ep     *channel.Endpoint
 	in     chan []byte
@@ -39,14 +44,12 @@ type Peer struct {
 	done   chan struct{}
 }
 
-// NewPeer attaches a stack holding addr to port.
-func NewPeer(port wire.Port, mac [6]byte, addr netip.Prefix) (*Peer, error) {
-	if !addr.Addr().Is4() {
-		return nil, fmt.Errorf("simmachine: peer address %v: only IPv4", addr)
-	}
+// NewPeer attaches a stack holding addrs to port, its default routes
+// through the gateways (one per IP version; may be empty).
+func NewPeer(port wire.Port, mac [6]byte, addrs, gateways []netip.Prefix) (*Peer, error) {
 	s := stack.New(stack.Options{
-		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 	})
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
@@ -55,18 +58,35 @@ func NewPeer(port wire.Port, mac [6]byte, addr netip.Prefix) (*Peer, error) {
 		s.Close()
 		return nil, fmt.Errorf("simmachine: peer NIC: %s", err)
 	}
-	pa := tcpip.ProtocolAddress{
-		Protocol:          ipv4.ProtocolNumber,
-		AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFrom4(addr.Addr().As4()), PrefixLen: addr.Bits()},
+	var routes []tcpip.Route
+	p := &Peer{Stack: s, Addrs: addrs}
+	for _, a := range addrs {
+		proto := ipv4.ProtocolNumber
+		if a.Addr().Is4() {
+			if !p.Addr.IsValid() {
+				p.Addr = a
+			}
+		} else {
+			proto = ipv6.ProtocolNumber
+		}
+		pa := tcpip.ProtocolAddress{
+			Protocol:          proto,
+			AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFromSlice(a.Addr().AsSlice()), PrefixLen: a.Bits()},
+		}
+		if err := s.AddProtocolAddress(1, pa, stack.AddressProperties{}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("simmachine: peer address %v: %s", a, err)
+		}
+		routes = append(routes, tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: 1})
 	}
-	if err := s.AddProtocolAddress(1, pa, stack.AddressProperties{}); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("simmachine: peer address %v: %s", addr, err)
+	for _, g := range gateways {
+		all, _ := tcpip.NewSubnet(tcpip.AddrFromSlice(make([]byte, g.Addr().BitLen()/8)), tcpip.MaskFromBytes(make([]byte, g.Addr().BitLen()/8)))
+		routes = append(routes, tcpip.Route{Destination: all, Gateway: tcpip.AddrFromSlice(g.Addr().AsSlice()), NIC: 1})
 	}
-	s.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: 1}})
+	s.SetRouteTable(routes)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Peer{Stack: s, Addr: addr, ep: ch, in: make(chan []byte, peerQueue), cancel: cancel, done: make(chan struct{})}
+	p.ep, p.in, p.cancel, p.done = ch, make(chan []byte, peerQueue), cancel, make(chan struct{})
 	// The wire delivers synchronously inside the model's transmit; the
 	// frame is copied and handed to the stack from another goroutine so
 	// that an answer never re-enters the model from its own engine.

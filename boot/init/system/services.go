@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 
 	"github.com/ether9/ether9/boot/init/status"
@@ -36,7 +36,6 @@ func (s *System) startServices(ctx context.Context) {
 	if s.stack == nil {
 		return
 	}
-	s.sup.Go(ctx, "http", s.serveHTTP)
 	if s.opt.NineP != "off" {
 		s.sup.Go(ctx, "9p", s.serve9P)
 	}
@@ -82,30 +81,38 @@ func (s *System) pingTarget() netip.Addr {
 	return netip.Addr{}
 }
 
-func (s *System) serveHTTP(ctx context.Context) error {
-	ln, err := gonet.ListenTCP(s.stack.Stack, tcpip.FullAddress{Port: uint16(s.opt.HTTPPort)}, ipv4.ProtocolNumber)
-	if err != nil {
-		return fmt.Errorf("listen :%d: %w", s.opt.HTTPPort, err)
-	}
-	// The summary page and, under /ns/, every file of the namespace.
+// Handler is the system's HTTP face: the status page with its bulk-data
+// and ctl endpoints and, under /ns/, every file of the namespace; with
+// ether9.selftest also the profiler, so the host can see where the
+// guest's time goes while it measures.
+func (s *System) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", status.Handler(s.Snapshot, s.Ctl))
 	mux.Handle("/ns/", s.ns.Handler("/ns"))
 	if s.opt.Selftest {
-		// Where the guest's time goes while the host measures it.
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/ping", s.servePingSeries)
 	}
+	return mux
+}
+
+// ServeStatus serves Handler on ln until ctx is done: the default
+// program's work, and the simulated host's.
+func (s *System) ServeStatus(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
-	s.logf("http: listening :%d", s.opt.HTTPPort)
+	where := ln.Addr().String()
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		where = fmt.Sprintf(":%d", a.Port)
+	}
+	s.logf("http: listening %s", where)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve :%d: %w", s.opt.HTTPPort, err)
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	}
 	return nil
 }
@@ -144,6 +151,21 @@ func (s *System) servePingSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "ping %v %v\n", gw, st)
 }
+
+// Go runs fn under the system's supervisor until ctx is done: a panic or
+// an error is reported with its stack and fn runs again after a back-off.
+func (s *System) Go(ctx context.Context, name string, fn func(ctx context.Context) error) {
+	s.sup.Go(ctx, name, fn)
+}
+
+// Restarts says how often the supervisor restarted the named service.
+func (s *System) Restarts(name string) int { return s.sup.Restarts(name) }
+
+// Options are the options the system runs with.
+func (s *System) Options() Options { return s.opt }
+
+// Logf writes a console line, which /dev/kmesg keeps too.
+func (s *System) Logf(format string, args ...any) { s.logf(format, args...) }
 
 // watchFaults prints each new fault record as it is found.
 func (s *System) watchFaults(ctx context.Context) error {

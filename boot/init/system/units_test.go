@@ -14,6 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
 	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/boot/init/system"
@@ -24,10 +29,6 @@ import (
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/pci"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // The machine: a client-style graphics unit whose scope names the display
@@ -97,7 +98,7 @@ func plugNIC(t *testing.T, m *sim.Machine, a pci.Addr, mac byte, guest, peer net
 		t.Fatal(err)
 	}
 	model.Attach(w.A())
-	p, err := simmachine.NewPeer(w.B(), [6]byte{0x52, 0x55, 0x0a, 0, mac, 2}, peer)
+	p, err := simmachine.NewPeer(w.B(), [6]byte{0x52, 0x55, 0x0a, 0, mac, 2}, []netip.Prefix{peer}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +169,14 @@ func scopedMachine(t *testing.T, mapUnit func(m *sim.Machine, base uint64) (kern
 		cancel()
 		t.Fatalf("start: %v\n%s", err, con)
 	}
+	// The status server, as the default program serves it.
+	sys.Go(ctx, "http", func(ctx context.Context) error {
+		ln, err := gonet.ListenTCP(sys.Stack().Stack, tcpip.FullAddress{Port: 80}, ipv4.ProtocolNumber)
+		if err != nil {
+			return fmt.Errorf("listen :80: %s", err)
+		}
+		return sys.ServeStatus(ctx, ln)
+	})
 	t.Cleanup(func() {
 		cancel()
 		sys.Wait()

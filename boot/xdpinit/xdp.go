@@ -81,7 +81,7 @@ type xdpCount struct {
 // prints a line per cell and the zero-copy / netstack ratio on rxdrop at
 // 64 bytes. The NICs' DMA is translated as the system translates it by
 // default, and the faults the run caused are reported at its end.
-func runXDP(con *console, plat system.Platform, mode string) error {
+func runXDP(logf func(format string, args ...any), plat system.Platform, mode string) error {
 	var dur time.Duration
 	switch mode {
 	case "quick":
@@ -91,9 +91,9 @@ func runXDP(con *console, plat system.Platform, mode string) error {
 	default:
 		return fmt.Errorf("ether9.xdp=%q: want quick or full", mode)
 	}
-	rm := system.NewRemapper(plat, system.DefaultOptions().IOMMU, con.logf)
+	rm := system.NewRemapper(plat, system.DefaultOptions().IOMMU, logf)
 	defer rm.ReportFaults()
-	pusher, dut, err := xdpNICs(con, plat, rm)
+	pusher, dut, err := xdpNICs(logf, plat, rm)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func runXDP(con *console, plat system.Platform, mode string) error {
 			return fmt.Errorf("%s: no link after 5s", n.Name())
 		}
 	}
-	sport, err := xdpSteer(con, pusher, dut, xdpQueue)
+	sport, err := xdpSteer(logf, pusher, dut, xdpQueue)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func runXDP(con *console, plat system.Platform, mode string) error {
 	report := func(t string, size int, path string, c xdpCount) {
 		k := float64(c.frames) / c.took.Seconds() / 1e3
 		rate[fmt.Sprintf("%s %d %s", t, size, path)] = k
-		con.logf("xdp: %s %d %s %.1f kpps frames %d late %d", t, size, path, k, c.frames, c.late)
+		logf("xdp: %s %d %s %.1f kpps frames %d late %d", t, size, path, k, c.frames, c.late)
 	}
 	for _, size := range xdpSizes {
 		f := xdpFlow{frame: size - xdpFCS, sport: sport, queue: xdpQueue}
@@ -138,20 +138,20 @@ func runXDP(con *console, plat system.Platform, mode string) error {
 	if base <= 0 {
 		return errors.New("netstack rxdrop measured nothing")
 	}
-	con.logf("xdp: ratio %.2f", rate[fmt.Sprintf("rxdrop %d zero-copy", xdpSizes[0])]/base)
+	logf("xdp: ratio %.2f", rate[fmt.Sprintf("rxdrop %d zero-copy", xdpSizes[0])]/base)
 	return nil
 }
 
 // xdpNICs brings up the drivers, each NIC's DMA translated by the unit
 // whose scope holds it, and returns the two hub NICs as queue binders.
-func xdpNICs(con *console, plat system.Platform, rm *system.Remapper) (pusher, dut nic.NIC, err error) {
+func xdpNICs(logf func(format string, args ...any), plat system.Platform, rm *system.Remapper) (pusher, dut nic.NIC, err error) {
 	pp := probe.Platform{
 		Config:   plat.Config,
 		BAR:      func(f *pci.Function, bar int) (kernel.Regs, error) { return plat.MapBAR(f.Addr, bar) },
 		IOMMUFor: rm.UnitFor,
 		Memory:   plat.Memory,
 		Clock:    plat.Clock,
-		Logf:     con.logf,
+		Logf:     logf,
 	}
 	res, err := probe.Bind(pp)
 	if err != nil {
@@ -159,7 +159,7 @@ func xdpNICs(con *console, plat system.Platform, rm *system.Remapper) (pusher, d
 	}
 	rm.ReportIdle()
 	if len(rm.Units()) > 0 {
-		con.logf("xdp: iommu translation on")
+		logf("xdp: iommu translation on")
 	}
 	for _, n := range res.NICs() {
 		switch n.MAC() {
@@ -206,7 +206,7 @@ func xdpUDP(b []byte, n int, srcMAC, dstMAC [6]byte, src, dst [4]byte, sport, dp
 // steers by RSS alone (drivers/igb/filter.go), so where probe frames show
 // the filter ignored, the source port is chosen so that the flow's
 // Toeplitz hash meets want in the redirection table.
-func xdpSteer(con *console, pusher, dut nic.NIC, want int) (uint16, error) {
+func xdpSteer(logf func(format string, args ...any), pusher, dut nic.NIC, want int) (uint16, error) {
 	b := dut.(xsk.Binder)
 	sport := uint16(40000)
 	slot, err := b.Steer(xsk.Filter{UDPPort: xdpPort}, want)
@@ -216,15 +216,15 @@ func xdpSteer(con *console, pusher, dut nic.NIC, want int) (uint16, error) {
 			return 0, err
 		}
 		if got == want {
-			con.logf("xdp: udp port %d to queue %d by a 2-tuple filter", xdpPort, want)
+			logf("xdp: udp port %d to queue %d by a 2-tuple filter", xdpPort, want)
 			return sport, nil
 		}
-		con.logf("xdp: the 2-tuple filter for udp port %d was accepted but the flow landed on queue %d", xdpPort, got)
+		logf("xdp: the 2-tuple filter for udp port %d was accepted but the flow landed on queue %d", xdpPort, got)
 		if err := b.Unsteer(slot); err != nil {
 			return 0, err
 		}
 	} else {
-		con.logf("xdp: %v", err)
+		logf("xdp: %v", err)
 	}
 	rss, ok := dut.(interface{ QueueOfHash(uint32) int })
 	if !ok {
@@ -246,7 +246,7 @@ func xdpSteer(con *console, pusher, dut nic.NIC, want int) (uint16, error) {
 	if got != want {
 		return 0, fmt.Errorf("%s: source port %d should hash to queue %d but landed on %d", dut.Name(), sport, want, got)
 	}
-	con.logf("xdp: udp source port %d to queue %d by RSS", sport, want)
+	logf("xdp: udp source port %d to queue %d by RSS", sport, want)
 	return sport, nil
 }
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package linuxhost
 
 import (
 	"github.com/ether9/ether9/boot/init/system"
@@ -14,7 +14,7 @@ import (
 // (kernel/metal/shim) with no Linux. Configuration space through ECAM,
 // BARs and the VT-d unit through the identity map, DMA memory from the
 // shim, and each NIC's MSI as its interrupt.
-func newMetalPlatform(con *console) (system.Platform, error) {
+func newMetalPlatform(con *Console) (system.Platform, error) {
 	p := system.Platform{Name: "metal", Clock: kernel.NewWallClock()}
 	cfg, err := metal.Config()
 	if err != nil {
@@ -27,7 +27,7 @@ func newMetalPlatform(con *console) (system.Platform, error) {
 	}
 	p.Memory = mem
 	if dmar, err := metal.Table("DMAR"); err != nil {
-		con.logf("iommu: %v", err) // no VT-d: the system says so and runs untranslated
+		con.Logf("iommu: %v", err) // no VT-d: the system says so and runs untranslated
 	} else {
 		p.DMAR = dmar
 	}
@@ -45,32 +45,32 @@ func newMetalPlatform(con *console) (system.Platform, error) {
 
 // msiWaiter points the function's MSI at a vector of the shim; nil (the
 // NIC polls) when it has no MSI or no vector is free.
-func msiWaiter(con *console, cfg pci.Config, a pci.Addr) kernel.Waiter {
+func msiWaiter(con *Console, cfg pci.Config, a pci.Addr) kernel.Waiter {
 	caps, err := pci.Capabilities(cfg, a)
 	if err != nil {
-		con.logf("irq %v: none (polling): %v", a, err)
+		con.Logf("irq %v: none (polling): %v", a, err)
 		return nil
 	}
 	c, ok := pci.FindCap(caps, pci.CapMSI)
 	if !ok {
-		con.logf("irq %v: none (polling): no MSI capability", a)
+		con.Logf("irq %v: none (polling): no MSI capability", a)
 		return nil
 	}
 	m, err := pci.ReadMSI(cfg, a, c.Offset)
 	if err != nil {
-		con.logf("irq %v: none (polling): %v", a, err)
+		con.Logf("irq %v: none (polling): %v", a, err)
 		return nil
 	}
 	q, err := metal.NewIRQ()
 	if err != nil {
-		con.logf("irq %v: none (polling): %v", a, err)
+		con.Logf("irq %v: none (polling): %v", a, err)
 		return nil
 	}
 	if err := m.Program(cfg, a, q.MSIAddress(), q.MSIData()); err != nil {
 		q.Close()
-		con.logf("irq %v: none (polling): %v", a, err)
+		con.Logf("irq %v: none (polling): %v", a, err)
 		return nil
 	}
-	con.logf("irq %v: MSI on vector %d", a, q.Vector())
+	con.Logf("irq %v: MSI on vector %d", a, q.Vector())
 	return q
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package linuxhost
 
 import (
 	"errors"
@@ -19,9 +19,10 @@ import (
 // tables: a handful is plenty; packet buffers come from the Go heap.
 const hugePages = 4
 
-// newPlatform assembles the Linux-hosted platform: port I/O for config
-// space, pinned memory, the DMAR table and register windows.
-func newPlatform(con *console) (system.Platform, error) {
+// Platform assembles the Linux-hosted platform: port I/O for config
+// space, pinned memory, the DMAR table, register windows and interrupts.
+// Its notes go to con.
+func Platform(con *Console) (system.Platform, error) {
 	if metal.Running() {
 		return newMetalPlatform(con)
 	}
@@ -40,7 +41,7 @@ func newPlatform(con *console) (system.Platform, error) {
 		return p, err
 	}
 	for _, n := range mem.Notes {
-		con.logf("memory: %s", n)
+		con.Logf("memory: %s", n)
 	}
 	p.Memory = mem
 
@@ -49,7 +50,7 @@ func newPlatform(con *console) (system.Platform, error) {
 	case errors.Is(err, os.ErrNotExist):
 		// No VT-d: the system says so and runs untranslated.
 	case err != nil:
-		con.logf("iommu: %v", err)
+		con.Logf("iommu: %v", err)
 	default:
 		p.DMAR = dmar
 	}

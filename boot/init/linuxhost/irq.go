@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package linuxhost
 
 import (
 	"sync"
@@ -18,7 +18,7 @@ var uioModules = []string{"/lib/modules/uio.ko", "/lib/modules/uio_pci_generic.k
 // loading the modules at the first NIC. A NIC that cannot have one gets
 // nil, and polls; the reason goes to the console.
 type uioIRQs struct {
-	con     *console
+	con     *Console
 	once    sync.Once
 	loadErr error
 }
@@ -33,12 +33,12 @@ func (q *uioIRQs) waiter(a pci.Addr) kernel.Waiter {
 		}
 	})
 	if q.loadErr != nil {
-		q.con.logf("irq %v: none (polling): %v", a, q.loadErr)
+		q.con.Logf("irq %v: none (polling): %v", a, q.loadErr)
 		return nil
 	}
 	u, err := linux.BindUIO(a)
 	if err != nil {
-		q.con.logf("irq %v: none (polling): %v", a, err)
+		q.con.Logf("irq %v: none (polling): %v", a, err)
 		return nil
 	}
 	return u

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package linuxhost
 
 import (
 	"fmt"
@@ -22,10 +22,10 @@ const activeConsoles = "/sys/class/tty/console/active"
 // openScreens opens every console of the kernel's but /dev/console's (the
 // screen, tty0, when the serial port is /dev/console), so that a machine
 // watched on its screen shows the lines the serial port gets.
-func openScreens(con *console) []io.Writer {
+func openScreens(con *Console) []io.Writer {
 	b, err := os.ReadFile(activeConsoles)
 	if err != nil {
-		con.logf("console: %v", err)
+		con.Logf("console: %v", err)
 		return nil
 	}
 	names := strings.Fields(string(b))
@@ -39,11 +39,11 @@ func openScreens(con *console) []io.Writer {
 		}
 		f, err := os.OpenFile("/dev/"+n, os.O_WRONLY|unix.O_NOCTTY, 0)
 		if err != nil {
-			con.logf("console: %v", err)
+			con.Logf("console: %v", err)
 			continue
 		}
 		ws = append(ws, f)
-		con.logf("console: also on %s", n)
+		con.Logf("console: also on %s", n)
 	}
 	return ws
 }
@@ -53,6 +53,13 @@ func openScreens(con *console) []io.Writer {
 // cannot take the unit. Firmware that passes boot options replaces a
 // disk image's built-in command line when Secure Boot is off.
 var bootLineNeeds = []string{"intel_iommu=off", "intremap=off"}
+
+// CheckBootLine says on the console which of bootLineNeeds cmdline lacks.
+func CheckBootLine(con *Console, cmdline string) {
+	if m := bootLineMissing(cmdline); len(m) > 0 {
+		con.Logf("ether9: the kernel command line lacks %s (the firmware's boot options replaced it?): Linux keeps VT-d and ether9 cannot take it", strings.Join(m, " "))
+	}
+}
 
 // bootLineMissing lists the words of bootLineNeeds cmdline lacks.
 func bootLineMissing(cmdline string) []string {
@@ -70,17 +77,17 @@ func bootLineMissing(cmdline string) []string {
 // without one.
 const cardWait = 60 * time.Second
 
-// printCard prints, once the first NIC has an address (or cardWait has
+// Card prints, once the first NIC has an address (or cardWait has
 // passed), the lines a person photographs off the screen: the boot line,
 // the NICs, and where to point a browser.
-func printCard(con *console, cmdline string, opt system.Options, sys *system.System) {
+func Card(con *Console, cmdline string, opt system.Options, sys *system.System) {
 	addr, how := address(opt, sys)
 	for deadline := time.Now().Add(cardWait); !addr.IsValid() && time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
 		addr, how = address(opt, sys)
 	}
 	for _, l := range card(cmdline, sys.Ports(), addr, how, opt.HTTPPort) {
-		con.logf("%s", l)
+		con.Logf("%s", l)
 	}
 }
 
