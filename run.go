@@ -31,6 +31,10 @@ func (c Config) start(ctx context.Context, sys *system.System, p Program) {
 	sys.Go(ctx, c.Name, func(ctx context.Context) error {
 		m := env.machine()
 		defer m.closeAll()
+		// A program blocked in Accept or ReadFrom learns of the end from
+		// its listeners closing.
+		stop := context.AfterFunc(ctx, m.closeAll)
+		defer stop()
 		err := p(ctx, m)
 		if err == nil && ctx.Err() == nil {
 			sys.Logf("%s: finished", c.Name)
