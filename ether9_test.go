@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,109 +17,26 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/ether9/ether9"
 	"github.com/ether9/ether9/boot/init/simmachine"
+	"github.com/ether9/ether9/internal/simtest"
 	"github.com/ether9/ether9/ns"
 )
 
-// waitFor is how long a test waits for a console line or an answer
-// before it fails with what it saw.
-const waitFor = 20 * time.Second
+const waitFor = simtest.Wait
 
-// console collects a machine's lines.
-type console struct {
-	mu    sync.Mutex
-	lines []string
+func run(t *testing.T, cfg ether9.Config, p ether9.Program, nics ...string) (*simmachine.Host, *simtest.Console) {
+	return simtest.Run(t, cfg, p, nics...)
 }
 
-func (c *console) logf(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lines = append(c.lines, fmt.Sprintf(format, args...))
-}
-
-func (c *console) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return strings.Join(c.lines, "\n")
-}
-
-// wait polls until the console has a line containing want.
-func (c *console) wait(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for time.Now().Before(deadline) {
-		if strings.Contains(c.String(), want) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("console never said %q:\n%s", want, c)
-}
-
-// run starts p on a simulated machine with the NIC families given (one
-// e1000e by default).
-func run(t *testing.T, cfg ether9.Config, p ether9.Program, nics ...string) (*simmachine.Host, *console) {
-	t.Helper()
-	con := &console{}
-	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: nics, Logf: con.logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		closed := make(chan struct{})
-		go func() {
-			h.Close()
-			close(closed)
-		}()
-		select {
-		case <-closed:
-		case <-time.After(waitFor):
-			buf := make([]byte, 1<<20)
-			t.Errorf("the machine did not stop within %v:\n%s", waitFor, buf[:runtime.Stack(buf, true)])
-		}
-		if t.Failed() {
-			t.Logf("console:\n%s", con)
-		}
-	})
-	if _, err := cfg.Simulate(h, p, con.logf); err != nil {
-		t.Fatal(err)
-	}
-	return h, con
-}
-
-func full(a netip.Addr, port uint16) tcpip.FullAddress {
-	return tcpip.FullAddress{Addr: tcpip.AddrFromSlice(a.AsSlice()), Port: port}
-}
-
-func proto(a netip.Addr) tcpip.NetworkProtocolNumber {
-	if a.Is4() {
-		return ipv4.ProtocolNumber
-	}
-	return ipv6.ProtocolNumber
-}
-
-// dialPeer connects from the peer's stack, retrying while the program
-// is not listening yet.
 func dialPeer(t *testing.T, s *stack.Stack, to netip.AddrPort) net.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	for {
-		c, err := gonet.DialContextTCP(ctx, s, full(to.Addr(), to.Port()), proto(to.Addr()))
-		if err == nil {
-			return c
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("dial %v: %v", to, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return simtest.Dial(t, s, to)
 }
+
+var proto = simtest.Proto
 
 // echo serves TCP and UDP echo on port 7 of every address.
 func echo(ctx context.Context, m *ether9.Machine) error {
@@ -172,7 +87,7 @@ func roundTrip(t *testing.T, c net.Conn, line string) {
 // A listener on an empty host takes IPv4 and IPv6; UDP too.
 func TestListenDualStack(t *testing.T) {
 	h, con := run(t, ether9.Config{Name: "echo"}, echo)
-	con.wait(t, "echo: echo on")
+	con.WaitFor(t, "echo: echo on")
 	guest, peer := simmachine.Addrs(0)
 	for _, g := range guest {
 		c := dialPeer(t, h.Peer.Stack, netip.AddrPortFrom(g.Addr(), 7))
@@ -398,7 +313,7 @@ func TestPanicRestarts(t *testing.T) {
 			c.Close()
 		}
 	})
-	con.wait(t, "flaky: run 3 listening")
+	con.WaitFor(t, "flaky: run 3 listening")
 	for _, want := range []string{"flaky: panic: first run fails", "ether9_test.TestPanicRestarts", "flaky: restart 1 in", "flaky: returned: second run fails too", "flaky: restart 2 in"} {
 		if !strings.Contains(con.String(), want) {
 			t.Errorf("console lacks %q", want)
@@ -419,8 +334,8 @@ func TestLog(t *testing.T) {
 		m.Log().With("port", 7).WithGroup("req").Warn("slow answer", "from", "10.0.2.2", "took", "2 s")
 		return nil
 	})
-	con.wait(t, `logger: WARN slow answer port=7 req.from=10.0.2.2 req.took="2 s"`)
-	con.wait(t, "logger: finished")
+	con.WaitFor(t, `logger: WARN slow answer port=7 req.from=10.0.2.2 req.took="2 s"`)
+	con.WaitFor(t, "logger: finished")
 	if s, err := h.System.Namespace().ReadFile("/dev/kmesg"); err != nil || !strings.Contains(s, "logger: WARN slow answer") {
 		t.Errorf("/dev/kmesg lacks the line: %v\n%s", err, s)
 	}
