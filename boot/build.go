@@ -145,8 +145,15 @@ func buildApp(ctx context.Context, app, out string) error {
 	if err := image.Build(ctx, dir, pkg, out); err != nil {
 		return fmt.Errorf("-app: %w", err)
 	}
-	if _, err := os.Stat(out); err != nil {
+	// go build -o of a library writes its archive, not a program.
+	f, err := os.Open(out)
+	if err != nil {
 		return fmt.Errorf("-app %s: built nothing: not a command (package main)", app)
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "\x7fELF" {
+		return fmt.Errorf("-app %s: not a command (package main)", app)
 	}
 	return nil
 }
