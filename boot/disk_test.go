@@ -134,7 +134,7 @@ func checkBootLine(t *testing.T, disk bool, console string) {
 	cmdline := image.BaseCmdline + " ether9.selftest"
 	want := []string{
 		"ether9: nic: ether0 e1000e 8086:10d3 at 00:0",
-		" mac 52:54:00:12:34:56 link up 1000 Mb/s\n",
+		" mac 52:54:00:12:34:56 link up 1000 Mb/s full duplex\n",
 		"ether9: address: 10.0.2.15/24 (dhcp), status at http://10.0.2.15/",
 	}
 	if disk {

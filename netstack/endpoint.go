@@ -583,11 +583,7 @@ func (e *Endpoint) checkLink() {
 		return // another queue's loop reported it
 	}
 	e.stats.linkChanges.Add(1)
-	if l.Up {
-		e.opt.Logf("%s: link up %d Mb/s", e.nic.Name(), l.SpeedMbps)
-	} else {
-		e.opt.Logf("%s: link down", e.nic.Name())
-	}
+	e.opt.Logf("%s: link %v", e.nic.Name(), l)
 	if e.opt.OnLink != nil {
 		e.opt.OnLink(l)
 	}

@@ -109,7 +109,11 @@ func (s *Stack) leaseHandler(i int, name string) dhcp.Handler {
 			if err := s.lease(i, name, l); err != nil {
 				s.logf("%s: dhcp %v: %v", name, l.Addr, err)
 			} else {
-				s.logf("%s: dhcp %v gw %v", name, l.Addr, l.Router)
+				if l.Router.IsValid() {
+					s.logf("%s: dhcp %v gw %v", name, l.Addr, l.Router)
+				} else {
+					s.logf("%s: dhcp %v, no router offered", name, l.Addr)
+				}
 			}
 			s.changed(i, l)
 		},

@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"fmt"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -11,6 +12,19 @@ type Link struct {
 	Up         bool
 	SpeedMbps  int // 10, 100, 1000, 2500
 	FullDuplex bool
+}
+
+// String is the link as the console and status page show it: "up 1000
+// Mb/s full duplex" or "down".
+func (l Link) String() string {
+	if !l.Up {
+		return "down"
+	}
+	duplex := "full duplex"
+	if !l.FullDuplex {
+		duplex = "half duplex"
+	}
+	return fmt.Sprintf("up %d Mb/s %s", l.SpeedMbps, duplex)
 }
 
 // Features are the offloads the driver currently applies. They may change

@@ -115,13 +115,8 @@ func card(cmdline string, ports []system.Port, addr netip.Prefix, how string, ht
 	}
 	for _, p := range ports {
 		m := p.NIC.MAC()
-		l := p.NIC.Link()
-		link := "link down"
-		if l.Up {
-			link = fmt.Sprintf("link up %d Mb/s", l.SpeedMbps)
-		}
-		lines = append(lines, fmt.Sprintf("ether9: nic: %s %s %04x:%04x at %v mac %02x:%02x:%02x:%02x:%02x:%02x %s",
-			p.NIC.Name(), p.Func.Driver, p.Func.Vendor, p.Func.Device, p.Func.Addr, m[0], m[1], m[2], m[3], m[4], m[5], link))
+		lines = append(lines, fmt.Sprintf("ether9: nic: %s %s %04x:%04x at %v mac %02x:%02x:%02x:%02x:%02x:%02x link %v",
+			p.NIC.Name(), p.Func.Driver, p.Func.Vendor, p.Func.Device, p.Func.Addr, m[0], m[1], m[2], m[3], m[4], m[5], p.NIC.Link()))
 	}
 	if addr.IsValid() {
 		url := "http://" + addr.Addr().String()

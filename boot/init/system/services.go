@@ -244,7 +244,7 @@ func (s *System) Snapshot() status.Snapshot {
 			ID:     fmt.Sprintf("%04x:%04x", p.Func.Vendor, p.Func.Device),
 			Driver: p.Func.Driver,
 			MAC:    macString(p.NIC.MAC()),
-			Link:   linkString(p.NIC.Link())[len("link "):],
+			Link:   p.NIC.Link().String(),
 			IRQ:    irqString(p.IRQ),
 		}
 		if c, ok := p.IRQ.(irqCounter); ok {

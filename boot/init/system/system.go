@@ -231,7 +231,7 @@ func (s *System) startStack() error {
 	for _, p := range s.ports {
 		name := p.NIC.Name()
 		if l := p.NIC.Link(); l.Up {
-			s.logf("%s: %s", name, linkString(l))
+			s.logf("%s: link %v", name, l)
 		}
 		own := s.opt.NICs[len(ifs)]
 		ifc := netstack.Interface{
@@ -293,17 +293,6 @@ func (s *System) gateway() netip.Addr {
 		}
 	}
 	return s.opt.Gateway
-}
-
-func linkString(l nic.Link) string {
-	if !l.Up {
-		return "link down"
-	}
-	duplex := "full duplex"
-	if !l.FullDuplex {
-		duplex = "half duplex"
-	}
-	return fmt.Sprintf("link up %d Mb/s %s", l.SpeedMbps, duplex)
 }
 
 func macString(m [6]byte) string {
