@@ -17,7 +17,7 @@ func writeBack(descs *ring.Descs, i int, stat uint32, n int) {
 	binary.LittleEndian.PutUint16(d[12:], uint16(n))
 }
 
-func TestCleanRx(t *testing.T) {
+func TestCleanRxAdvanced(t *testing.T) {
 	descs, err := ring.NewDescs(fakedma.New(), 8, Size)
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +37,10 @@ func TestCleanRx(t *testing.T) {
 	drop := func(r ring.DropReason) { got = append(got, fmt.Sprintf("drop%d@%d", r, c.Clean())) }
 	frame := func(w Rx) { got = append(got, fmt.Sprintf("frame%d@%d", w.Length, c.Clean())) }
 	discard := false
-	if n := CleanRx(descs, &c, 3, &discard, drop, frame); n != 3 || !discard {
+	if n := ring.CleanRx(descs, &c, RxFormat{}, 3, &discard, drop, frame); n != 3 || !discard {
 		t.Fatalf("first poll took %d, discard %v; want 3 and inside a frame", n, discard)
 	}
-	if n := CleanRx(descs, &c, 8, &discard, drop, frame); n != 2 || discard {
+	if n := ring.CleanRx(descs, &c, RxFormat{}, 8, &discard, drop, frame); n != 2 || discard {
 		t.Fatalf("second poll took %d, discard %v; want 2, frame ended", n, discard)
 	}
 	want := fmt.Sprint([]string{

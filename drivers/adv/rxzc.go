@@ -23,7 +23,7 @@ type ZeroCopy struct {
 // It returns n, the descriptors taken and whether the tail moved
 // (X.Tail).
 func (z ZeroCopy) Clean(descs *ring.Descs, pkts []nic.RxPacket, discard *bool, prog xsk.Program) (n, taken int, moved bool) {
-	taken = CleanRx(descs, z.X, len(pkts), discard, z.Drop, func(wb Rx) {
+	taken = ring.CleanRx(descs, z.X, RxFormat{}, len(pkts), discard, z.Drop, func(wb Rx) {
 		if z.Frame(wb, prog, &pkts[n]) {
 			n++
 		}

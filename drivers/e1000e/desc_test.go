@@ -8,22 +8,22 @@ import (
 func TestRxWritebackDecode(t *testing.T) {
 	d := make([]byte, 16)
 	encodeRxRead(d, 0x1234_5678_9abc)
-	if binary.LittleEndian.Uint64(d) != 0x1234_5678_9abc || decodeRx(d).done() {
+	if binary.LittleEndian.Uint64(d) != 0x1234_5678_9abc || rxDone(d) {
 		t.Fatal("read format wrong or DD visible")
 	}
 	binary.LittleEndian.PutUint32(d[8:], RXD_STAT_DD|RXD_STAT_EOP|RXD_STAT_TCPCS|RXD_STAT_IPCS)
 	binary.LittleEndian.PutUint16(d[12:], 1514)
 	w := decodeRx(d)
-	if !w.done() || !w.eop() || w.length != 1514 || !w.csumOK() || w.frameError() {
+	if !rxDone(d) || !w.EOP() || w.length != 1514 || !w.csumOK() || w.FrameError() {
 		t.Fatalf("decoded %+v", w)
 	}
 	binary.LittleEndian.PutUint32(d[8:], RXD_STAT_DD|RXD_STAT_EOP|RXD_STAT_TCPCS|RXDEXT_ERR_TCPE)
-	if w := decodeRx(d); w.csumOK() || w.frameError() {
-		t.Errorf("TCP checksum error: csumOK %v frameError %v", w.csumOK(), w.frameError())
+	if w := decodeRx(d); w.csumOK() || w.FrameError() {
+		t.Errorf("TCP checksum error: csumOK %v frameError %v", w.csumOK(), w.FrameError())
 	}
 	for _, e := range []uint32{RXDEXT_ERR_CE, RXDEXT_ERR_SE, RXDEXT_ERR_SEQ, RXDEXT_ERR_CXE, RXDEXT_ERR_RXE} {
 		binary.LittleEndian.PutUint32(d[8:], RXD_STAT_DD|RXD_STAT_EOP|e)
-		if !decodeRx(d).frameError() {
+		if !decodeRx(d).FrameError() {
 			t.Errorf("error bit %#x not a frame error", e)
 		}
 	}

@@ -65,8 +65,8 @@ type Device struct {
 	cbCosts   atomic.Pointer[ring.CopybreakCosts] // as copybreak auto last measured them
 	rxDiscard bool                                // inside a frame that spans buffers
 	rxGuard   ring.FaultGuard
-	inject    rxInject
-	rxMu      sync.Mutex // the RX ring, its pointer and rxRetired
+	inject    ring.RxInject // debug inject-unmapped-rx
+	rxMu      sync.Mutex    // the RX ring, its pointer and rxRetired
 	rxRetired retired
 	// rxReconfigDrops counts frames lost to a ring change or reset.
 	rxReconfigDrops atomic.Uint64
@@ -293,7 +293,7 @@ func (d *Device) Close() error {
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
 	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
 	d.rxMu.Lock()
-	errRx := errors.Join(d.rx.Close(), d.closeInject())
+	errRx := errors.Join(d.rx.Close(), d.inject.Close())
 	d.rxMu.Unlock()
 	d.txMu.Lock()
 	errTx := errors.Join(d.tx.Close(), d.closeTxInject())

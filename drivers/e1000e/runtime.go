@@ -71,7 +71,7 @@ func (d *Device) SetRxRing(n int) error {
 	d.dropUnpolled()
 	old := d.rx
 	old.Stats.Each(d.rxRetired.add)
-	errOld := errors.Join(old.Close(), d.closeInject())
+	errOld := errors.Join(old.Close(), d.inject.Close())
 	d.rx = rx
 	d.setupRx()
 	d.logf("%s: rx ring %d -> %d descriptors", d.name, old.Descs.Len(), n)
@@ -139,7 +139,7 @@ func (d *Device) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset: %w", err) // err names the device
 	}
-	if err := d.closeInject(); err != nil {
+	if err := d.inject.Close(); err != nil {
 		d.logf("%s: reset: %v", d.name, err)
 	}
 	d.writeRAR0(d.mac)
@@ -167,7 +167,7 @@ func (d *Device) dropUnpolled() {
 	rx := d.rx
 	n := 0
 	for i, k := rx.Clean(), 0; k < rx.Armed(); i, k = rx.Descs.Next(i), k+1 {
-		if decodeRx(rx.Descs.At(i)).done() {
+		if rxDone(rx.Descs.At(i)) {
 			n++
 		}
 	}

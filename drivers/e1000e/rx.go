@@ -29,45 +29,19 @@ func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 		d.updateLink()
 	}
 	rx := d.rx
-	for taken < len(pkts) && rx.Armed() > 0 {
-		i := rx.Clean()
-		desc := rx.Descs.At(i)
-		wb := decodeRx(desc)
-		if !wb.done() {
-			break
+	start := rx.Clean()
+	taken = ring.CleanRx(rx.Descs, rx, rxFormat{}, len(pkts), &d.rxDiscard, rx.Drop, func(wb rxWriteback) {
+		if buf, _, err := rx.Receive(wb.length); err == nil {
+			pkts[n] = nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
+			n++
 		}
-		switch {
-		case d.rxDiscard:
-			// The rest of a frame that spanned buffers.
-			rx.Drop(ring.DropMulti)
-			if wb.eop() {
-				d.rxDiscard = false
-			}
-		case !wb.eop():
-			// Frames must fit one buffer; drop this one through its EOP.
-			rx.Drop(ring.DropMulti)
-			d.rxDiscard = true
-		case wb.frameError():
-			rx.Drop(ring.DropErrorBits)
-		default:
-			buf, _, err := rx.Receive(wb.length)
-			if err == nil {
-				pkts[n] = nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
-				n++
-			}
-		}
-		// Clear the write-back so a stale DD is never read again.
-		encodeRxRead(desc, 0)
-		d.cleanedRx(i)
-		rx.Advance()
-		taken++
-	}
+	})
 	// The frames are judged by the fault count read now, less what the
 	// transmit injection took as its own.
 	if fc := d.rxGuard.Counter(); fc != nil {
 		n = d.rxGuard.Judge(d.rxFaultCount(fc), pkts[:n], &rx.Stats)
 	}
-	if rx.Refill(d.armRx) {
+	if rx.Refill(d.inject.Writer(start, taken, rx.Descs.Len(), d.writeRx, d.armRx)) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
 	}
 	return n, taken
@@ -87,5 +61,5 @@ func (d *Device) RxReady() bool {
 		return false
 	}
 	rx := d.rx
-	return rx.Armed() > 0 && decodeRx(rx.Descs.At(rx.Clean())).done()
+	return rx.Armed() > 0 && rxDone(rx.Descs.At(rx.Clean()))
 }

@@ -25,7 +25,7 @@ type queue struct {
 	discard bool       // inside a frame that spans buffers
 	x       *xsk.Queue // the socket side: program, bound socket, zero-copy frames
 	guard   ring.FaultGuard
-	inject  *ring.RxHole // debug inject-unmapped-rx in flight, nil when none
+	inject  ring.RxInject // debug inject-unmapped-rx
 
 	tx      *ring.TxRing
 	txq     adv.Queue // the writer over tx, its doorbell and the TX lock
@@ -132,6 +132,6 @@ func (q *queue) close() error {
 	defer q.txq.Mu.Unlock()
 	errs := []error{q.x.Unbind(false)}
 	q.stopped, q.txq.Closed = true, true
-	errs = append(errs, q.closeInject(), q.rx.Close(), q.tx.Close())
+	errs = append(errs, q.inject.Close(), q.rx.Close(), q.tx.Close())
 	return errors.Join(errs...)
 }

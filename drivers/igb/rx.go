@@ -33,21 +33,12 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 		}
 	} else {
 		start := q.rx.Clean()
-		taken = adv.CleanRx(q.rx.Descs, q.rx, len(pkts), &q.discard, q.rx.Drop, func(wb adv.Rx) {
+		taken = ring.CleanRx(q.rx.Descs, q.rx, adv.RxFormat{}, len(pkts), &q.discard, q.rx.Drop, func(wb adv.Rx) {
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}
 		})
-		if q.inject != nil {
-			q.cleanedInject(start, taken)
-		}
-		var moved bool
-		if q.inject != nil {
-			moved = q.rx.Refill(q.armRx)
-		} else {
-			moved = q.rx.Refill(q.writeRx)
-		}
-		if moved {
+		if q.rx.Refill(q.inject.Writer(start, taken, q.rx.Descs.Len(), q.writeRx, q.armRx)) {
 			q.d.core.SetRxTail(q.idx, q.rx.Tail())
 		}
 	}

@@ -25,7 +25,7 @@ type queue struct {
 	prog        xsk.Program // x's program, cached for the RX loop; nil: none
 	stopped     bool        // closed: no more polling
 	guard       ring.FaultGuard
-	inject      *ring.RxHole // debug inject-unmapped-rx in flight, nil when none
+	inject      ring.RxInject // debug inject-unmapped-rx
 	built       atomic.Uint64
 	constructed atomic.Uint64
 	relayouts   atomic.Uint64
@@ -159,5 +159,5 @@ func (q *queue) close() error {
 	defer q.txq.Mu.Unlock()
 	err := q.x.Unbind(false)
 	q.stopped, q.txq.Closed = true, true
-	return errors.Join(err, q.closeInject(), q.rx.close(), q.tx.Close())
+	return errors.Join(err, q.inject.Close(), q.rx.close(), q.tx.Close())
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -37,21 +38,12 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 	} else {
 		r, prog := q.rx, q.prog
 		start := r.Clean()
-		taken = adv.CleanRx(r.Descs, r, len(pkts), &q.discard, r.drop, func(wb adv.Rx) {
+		taken = ring.CleanRx(r.Descs, r, adv.RxFormat{}, len(pkts), &q.discard, r.drop, func(wb adv.Rx) {
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}
 		})
-		if q.inject != nil {
-			q.cleanedInject(start, taken)
-		}
-		var moved bool
-		if q.inject != nil {
-			moved = r.refill(q.armRx)
-		} else {
-			moved = r.refill(q.writeRx)
-		}
-		if moved {
+		if r.refill(q.inject.Writer(start, taken, r.Descs.Len(), q.writeRx, q.armRx)) {
 			q.d.core.SetRxTail(q.idx, r.Tail())
 		}
 		q.publishRx()

@@ -8,37 +8,49 @@
 // slice and the frames, and no driver holds a function of the caller's.
 // A hop below is a function a received frame passes through, from the
 // one that reads its descriptor to gVisor's dispatcher, a return
-// included; helpers that hand back to the same function (the ring's
-// buffer code, ring.FaultGuard) are named beside it. netstack's side is
-// the same for every driver.
+// included; helpers that hand back to the same function (a descriptor
+// format's Decode, the ring's buffer code, ring.FaultGuard) are named
+// beside it. All three drivers clean their rings with the one loop,
+// ring.CleanRx (drivers/ring/clean.go), behind a small decoder for
+// their descriptor format, and netstack's side is the same for every
+// driver.
 //
-// e1000e (4 hops):
+// e1000e (6 hops):
 //
-//  1. e1000e.Device.Receive (drivers/e1000e/rx.go) reads the descriptor,
-//     takes the buffer with ring.RxRing.Receive (drivers/ring/rx.go) into
-//     pkts[n], and judges the batch with ring.FaultGuard.Judge
-//     (drivers/ring/fault.go)
-//  2. netstack rxPath.receive (netstack/rx.go), the poll loop's step
-//  3. rxPath.toStack (netstack/rx.go): packet buffer, link header,
+//  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor through
+//     rxFormat.Decode (drivers/e1000e/desc.go, the extended format)
+//  2. the frame closure of e1000e Device.Receive (drivers/e1000e/rx.go)
+//     takes the buffer with ring.RxRing.Receive (drivers/ring/rx.go)
+//     into pkts[n]
+//  3. e1000e Device.Receive (drivers/e1000e/rx.go), on return: judges
+//     the batch by the fault count with ring.FaultGuard.Judge
+//     (drivers/ring/fault.go), then refills
+//  4. netstack rxPath.receive (netstack/rx.go), the poll loop's step
+//  5. rxPath.toStack (netstack/rx.go): packet buffer, link header,
 //     checksums
-//  4. gVisor's NetworkDispatcher.DeliverNetworkPacket, or gro.Enqueue,
+//  6. gVisor's NetworkDispatcher.DeliverNetworkPacket, or gro.Enqueue,
 //     whose engine the poll flushes into the dispatcher at its end
 //
 // igb (6 hops):
 //
-//  1. adv.CleanRx (drivers/adv/rx.go) reads the descriptor
+//  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor through
+//     adv.RxFormat.Decode (drivers/adv/rx.go, the advanced format)
 //  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure:
 //     the packet program's verdict, ring.PageRxRing.Receive
 //     (drivers/ring/page.go), pkts[n]
-//  3. igb queue.Receive (drivers/igb/rx.go): ring.FaultGuard.Check over
-//     the batch
-//  4. to 6. as e1000e's 2 to 4
+//  3. igb queue.Receive (drivers/igb/rx.go), on return:
+//     ring.FaultGuard.Check over the batch, then refills
+//  4. to 6. as e1000e's 4 to 6
 //
 // igc (6 hops): as igb's, with igc queue.frame (drivers/igc/rx.go)
 // building around or constructing from the buffer (drivers/igc/rxbuf.go,
 // rxchunk.go) and igc queue.Receive (drivers/igc/rx.go). A bound socket's
-// zero-copy frames go through adv.ZeroCopy.Frame (drivers/adv/rxzc.go)
-// in place of queue.frame, the stack getting a copy.
+// zero-copy frames (igb, igc) go through adv.ZeroCopy.Frame
+// (drivers/adv/rxzc.go) in place of queue.frame, the stack getting a
+// copy.
+//
+// A debug inject-unmapped-rx (ring.RxInject, drivers/ring/hole.go) is
+// looked at once per poll, at the refill, never per frame.
 //
 // The only call from the stack's side into a driver after delivery is the
 // release hook RxPacket.Recycle (igc's built buffers): gVisor calls it,
@@ -51,7 +63,7 @@
 // compile time the ones it has.
 //
 //	capability        extends   e1000e  igb  igc
-//	MulticastFilter   NIC       yes     -    -
+//	MulticastFilter   NIC       yes     yes  yes
 //	DeviceStater      NIC       yes     -    -
 //	TSOReasoner       NIC       yes     -    -
 //	RxReadier         Queue     yes     -    -

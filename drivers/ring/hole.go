@@ -72,3 +72,92 @@ func (h *RxHole) Release() error {
 	}
 	return nil
 }
+
+// RxInject is a queue's debug inject-unmapped-rx slot, guarded by the
+// queue's RX lock. Its one value, the hole in flight, is nil unless an
+// injection is armed: the receive path asks Writer once per poll and
+// nothing per frame.
+type RxInject struct {
+	hole *RxHole
+	name string                        // the queue's name in log lines
+	logf func(format string, a ...any) // the driver's log
+}
+
+// Ctl runs the debug command arg, which must be inject-unmapped-rx, on
+// a queue whose RX lock is held: busy says the queue is closed or holds a
+// socket's frames. family and name begin its errors ("igb 0000:03:00.0").
+func (j *RxInject) Ctl(arg string, busy bool, dma kernel.DMA, size int, family, name string, logf func(format string, a ...any)) error {
+	if arg != "inject-unmapped-rx" {
+		return fmt.Errorf("%s %s: debug %q: want inject-unmapped-rx", family, name, arg)
+	}
+	err := errors.New("the queue is closed or holds a socket's frames")
+	if !busy {
+		err = j.Start(dma, size, name, logf)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: debug %s: %w", family, name, arg, err)
+	}
+	return nil
+}
+
+// Start reserves size bytes of unmapped IOVA for the next refill to arm
+// a descriptor with. name and logf say where the steps are logged.
+func (j *RxInject) Start(dma kernel.DMA, size int, name string, logf func(format string, a ...any)) error {
+	if j.hole != nil {
+		return errors.New("one is already in flight")
+	}
+	h, err := NewRxHole(dma, size)
+	if err != nil {
+		return err
+	}
+	j.hole, j.name, j.logf = h, name, logf
+	return nil
+}
+
+// Arm is the address a refill writes descriptor i with: the hole for the
+// first descriptor after Start, addr otherwise.
+func (j *RxInject) Arm(i int, addr kernel.DMAAddr) kernel.DMAAddr {
+	a, armed := j.hole.Arm(i, addr)
+	if armed {
+		j.logf("%s: debug: rx descriptor %d armed with unmapped iova %#x", j.name, i, uint64(a))
+	}
+	return a
+}
+
+// Cleaned ends the injection once the clean loop, which took n
+// descriptors from start on a ring of size, took its descriptor back:
+// the device is done with the hole.
+func (j *RxInject) Cleaned(start, n, size int) {
+	if !j.hole.Cleaned(start, n, size) {
+		return
+	}
+	if err := j.hole.Release(); err != nil {
+		j.logf("%s: debug: %v", j.name, err)
+		// Leaked, never reused: safer than a wrong free.
+	}
+	j.hole = nil
+}
+
+// Writer is what a refill after a clean loop that took n descriptors
+// from start, on a ring of size, writes descriptors with: arm while an
+// injection is armed, write otherwise. It ends an injection whose
+// descriptor came back first.
+func (j *RxInject) Writer(start, n, size int, write, arm func(int, kernel.DMAAddr)) func(int, kernel.DMAAddr) {
+	if j.hole == nil {
+		return write
+	}
+	if j.Cleaned(start, n, size); j.hole == nil {
+		return write
+	}
+	return arm
+}
+
+// Close gives back a hole still reserved when the queue stops.
+func (j *RxInject) Close() error {
+	h := j.hole
+	if h == nil {
+		return nil
+	}
+	j.hole = nil
+	return h.Release()
+}
