@@ -47,11 +47,16 @@ func TestProbeBringsUp(t *testing.T) {
 }
 
 func TestProbeRefusesUnknownAndBroken(t *testing.T) {
-	_, err := Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10C9}})
+	regs := newRegFile(status1000, testMAC)
+	_, err := Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10C9}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
 	if err == nil || !strings.Contains(err.Error(), "8086:10c9") {
 		t.Errorf("igb id: %v", err)
 	}
-	regs := newRegFile(0xffffffff, testMAC)
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}})
+	if err == nil || !strings.Contains(err.Error(), "lacks registers") {
+		t.Errorf("device without windows: %v", err)
+	}
+	regs = newRegFile(0xffffffff, testMAC)
 	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
 	if err == nil {
 		t.Error("probe of a device reading all ones succeeded")

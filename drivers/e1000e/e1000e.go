@@ -95,31 +95,19 @@ var _ nic.MulticastFilter = (*Device)(nil)
 var _ nic.RxReadier = (*Device)(nil)
 
 // Probe resets the controller described by dev and brings it up.
-func Probe(dev *nic.Device) (nic.NIC, error) {
-	d, err := probe(dev)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
+func Probe(dev *nic.Device) (nic.NIC, error) { return nic.AsNIC(probe(dev)) }
 
 func probe(dev *nic.Device) (*Device, error) {
-	if dev == nil || dev.Func == nil {
-		return nil, errors.New("e1000e: probe without a PCI function")
+	if err := dev.Check("e1000e"); err != nil {
+		return nil, err
 	}
 	id, info, err := Lookup(dev.Func.Vendor, dev.Func.Device)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
 	}
-	if dev.Regs == nil || dev.DMA == nil || dev.Clock == nil {
-		return nil, fmt.Errorf("e1000e %s: device lacks registers, DMA or clock", dev.Name)
-	}
 	d := &Device{
 		name: dev.Name, id: id, info: info,
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Logf,
-	}
-	if d.logf == nil {
-		d.logf = func(string, ...any) {}
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Log(),
 	}
 	if d.irq == nil {
 		d.irq = kernel.PollWaiter{}

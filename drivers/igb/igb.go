@@ -78,31 +78,19 @@ var (
 )
 
 // Probe resets the controller described by dev and brings it up.
-func Probe(dev *nic.Device) (nic.NIC, error) {
-	d, err := probe(dev)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
+func Probe(dev *nic.Device) (nic.NIC, error) { return nic.AsNIC(probe(dev)) }
 
 func probe(dev *nic.Device) (*Device, error) {
-	if dev == nil || dev.Func == nil {
-		return nil, errors.New("igb: probe without a PCI function")
+	if err := dev.Check("igb"); err != nil {
+		return nil, err
 	}
 	id, info, err := Lookup(dev.Func.Vendor, dev.Func.Device)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
 	}
-	if dev.Regs == nil || dev.DMA == nil || dev.Clock == nil {
-		return nil, fmt.Errorf("igb %s: device lacks registers, DMA or clock", dev.Name)
-	}
 	d := &Device{
 		name: dev.Name, id: id, info: info, fn: dev.Func.Addr.Fn,
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, logf: dev.Logf,
-	}
-	if d.logf == nil {
-		d.logf = func(string, ...any) {}
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, logf: dev.Log(),
 	}
 	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igb", Name: d.name, Logf: d.logf, Causes: adv.CauseRegs{ICR: ICR, IMS: IMS, IMC: IMC}}
 	d.mtu.Store(defaultMTU)

@@ -74,32 +74,20 @@ type Device struct {
 var _ nic.NIC = (*Device)(nil)
 
 // Probe resets the controller described by dev and brings it up.
-func Probe(dev *nic.Device) (nic.NIC, error) {
-	d, err := probe(dev)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
+func Probe(dev *nic.Device) (nic.NIC, error) { return nic.AsNIC(probe(dev)) }
 
 func probe(dev *nic.Device) (*Device, error) {
-	if dev == nil || dev.Func == nil {
-		return nil, errors.New("igc: probe without a PCI function")
+	if err := dev.Check("igc"); err != nil {
+		return nil, err
 	}
 	id, err := Lookup(dev.Func.Vendor, dev.Func.Device)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
 	}
-	if dev.Regs == nil || dev.DMA == nil || dev.Clock == nil {
-		return nil, fmt.Errorf("igc %s: device lacks registers, DMA or clock", dev.Name)
-	}
 	a := dev.Func.Addr
 	d := &Device{
 		name: dev.Name, id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn},
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, logf: dev.Logf,
-	}
-	if d.logf == nil {
-		d.logf = func(string, ...any) {}
+		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, logf: dev.Log(),
 	}
 	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igc", Name: d.name, Logf: d.logf}
 	d.serial = readSerial(dev)
