@@ -105,12 +105,17 @@ void block(struct thread *t, int wait, u64 deadline)
 	resched = 1;
 }
 
+/* wake makes t runnable with rax as its call's result. The waker gives
+ * up the CPU on the way out (as Linux's wakeup preemption would): the
+ * woken thread is usually what the waker is waiting for, such as the M
+ * that runs a timer or the netpoller after a netpollBreak. */
 void wake(struct thread *t, i64 rax)
 {
 	frame_of(t)->rax = rax;
 	t->state = T_RUNNABLE;
 	t->wait = W_NONE;
 	t->deadline = 0;
+	resched = 1;
 }
 
 /* console_poll finishes a read(0) when the UART has bytes; 0 if none. */
