@@ -67,6 +67,13 @@ func (e *Endpoint) transmit(q *queue, batch []*nic.TxPacket) (taken int, bytes u
 		backoff  = e.opt.MinWait
 		deadline time.Time
 	)
+	// What the device finished since the last batch is freed first, by
+	// the sender: on a multi-queue NIC the queue a flow transmits on may
+	// receive nothing, and its poll loop, asleep on the interrupt, would
+	// reclaim only once a second; the ring would fill and every batch
+	// wait. Reading the done bits costs little beside a full ring's
+	// back-off.
+	q.q.Reclaim()
 	for len(batch) > 0 {
 		n, err := q.q.Transmit(batch)
 		if n < 0 || n > len(batch) {
