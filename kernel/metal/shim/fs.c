@@ -245,6 +245,9 @@ static i64 do_openat(u64 path, u64 flags)
 	int err = copy_str(path, p, sizeof p);
 	if (err)
 		return err;
+	/* The console is COM1, under the names Linux gives it. */
+	if (!memcmp(p, "/dev/console", 13) || !memcmp(p, "/dev/ttyS0", 11))
+		return fd_new(F_CONSOLE, (int)flags);
 	if (memcmp(p, "/proc/cmdline", 14))
 		return -ENOENT;
 	i64 fd = fd_new(F_PROC, (int)flags);
@@ -323,6 +326,18 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled)
 		return fd;
 	}
 	case 291: return fd_new(F_EPOLL, 2 | (int)(a0 & O_CLOEXEC)); /* epoll_create1 */
+	case 33:  /* dup2 */
+	case 292: /* dup3 */
+		if (!(f = fd_get(a0, F_NONE)) || a1 >= NFD)
+			return -EBADF;
+		if (a0 == a1)
+			return nr == 33 ? (i64)a1 : -EINVAL;
+		for (int i = 0; i < 128; i++)
+			if (epis[i].fd == (int)a1)
+				epis[i].events = 0;
+		files[a1] = *f;
+		files[a1].flags = (f->flags & ~O_CLOEXEC) | (nr == 292 && (a2 & O_CLOEXEC) ? O_CLOEXEC : 0);
+		return a1;
 	case 233: return epoll_ctl(a0, (int)a1, a2, a3);
 	case 232: /* epoll_wait */
 	case 281: { /* epoll_pwait; the signal mask argument is not applied */
