@@ -11,6 +11,19 @@ static int have_s5;
 static u8 reset_space, reset_val;
 static u64 reset_addr;
 static u64 rsdp_addr;
+static u32 isa_gsi[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+u32 acpi_isa_gsi(u32 irq) { return irq < 16 ? isa_gsi[irq] : irq; }
+
+/* parse_madt reads the Interrupt Source Overrides (type 2): bus, source
+ * IRQ, then the GSI it is wired to (ACPI 5.2.12.5). */
+static void parse_madt(u8 *m)
+{
+	u32 len = *(u32 *)(m + 4);
+	for (u32 off = 44; off + 2 <= len && m[off + 1] >= 2; off += m[off + 1])
+		if (m[off] == 2 && m[off + 1] >= 10 && m[off + 3] < 16)
+			isa_gsi[m[off + 3]] = *(u32 *)(m + off + 4);
+}
 
 u64 acpi_rsdp(void) { return rsdp_addr; }
 u32 acpi_pm_timer_port(void) { return pm_tmr; }
@@ -111,6 +124,8 @@ void acpi_init(u64 rsdp)
 		u64 t = wide ? *(u64 *)(h + 36 + 8 * i) : *(u32 *)(h + 36 + 4 * i);
 		if (!memcmp((void *)t, "FACP", 4))
 			parse_fadt((u8 *)t);
+		if (!memcmp((void *)t, "APIC", 4))
+			parse_madt((u8 *)t);
 	}
 	if (!have_s5)
 		kprintf("metal: no \\_S5 in the DSDT: power-off will halt\n");

@@ -195,6 +195,7 @@ void boot_main(u32 info_pa)
 	acpi_init(rsdp);
 	mm_unmap_low();
 	time_init();
+	ioapic_init();
 	fs_init();
 
 	load_elf(mod.paddr, e);

@@ -76,7 +76,7 @@ static u32 ready(int fd)
 	struct file *f = &files[fd];
 	switch (f->type) {
 	case F_EVENTFD: return EPOLLOUT | (f->count ? EPOLLIN : 0);
-	case F_CONSOLE: return EPOLLOUT;
+	case F_CONSOLE: return EPOLLOUT | (serial_ready() ? EPOLLIN : 0);
 	case F_PROC: return EPOLLIN | EPOLLOUT;
 	case F_NONE: return EPOLLHUP;
 	}
@@ -202,11 +202,11 @@ static i64 do_read(struct thread *t, i64 fd, u64 buf, u64 n)
 			return got;
 		if (f->flags & O_NONBLOCK)
 			return -EAGAIN;
-		/* No UART interrupt yet: the reader sleeps and the scheduler
-		 * polls the UART for it (thread.c). */
+		/* The reader sleeps until COM1's interrupt (ioapic.c), or, with
+		 * no I/O APIC, the scheduler polls the UART for it (thread.c). */
 		t->wait_addr = buf;
 		t->wait_arg = n;
-		block(t, W_CONSOLE, now_ns() + 20000000UL);
+		block(t, W_CONSOLE, console_irq ? 0 : now_ns() + 20000000UL);
 		return 0;
 	}
 	}

@@ -43,7 +43,7 @@ u64 strlen(const char *s)
 
 void serial_init(void)
 {
-	outb(COM1 + 1, 0x00); /* no UART interrupts: we poll */
+	outb(COM1 + 1, 0x00); /* no UART interrupts until the IOAPIC routes them */
 	outb(COM1 + 3, 0x80); /* DLAB on to set the divisor */
 	outb(COM1 + 0, 0x01); /* 115200 = 115200 / 1 */
 	outb(COM1 + 1, 0x00);
@@ -51,6 +51,16 @@ void serial_init(void)
 	outb(COM1 + 2, 0x07); /* FIFOs on and cleared */
 	outb(COM1 + 4, 0x03); /* DTR, RTS */
 }
+
+/* serial_irq_on asks the UART for an interrupt when a byte arrives (IER
+ * bit 0); OUT2 (MCR bit 3) connects its interrupt line on PC boards. */
+void serial_irq_on(void)
+{
+	outb(COM1 + 4, 0x0b);
+	outb(COM1 + 1, 0x01);
+}
+
+int serial_ready(void) { return inb(COM1 + 5) & 0x01; }
 
 void serial_putc(char c)
 {

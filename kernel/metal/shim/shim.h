@@ -27,6 +27,7 @@ typedef long i64;
 
 /* Vectors: 0-31 exceptions, 32-47 the remapped (and masked) 8259s. */
 #define VEC_TIMER 0x40
+#define VEC_COM1 0x41
 #define VEC_SPURIOUS 0xff
 #define VEC_SYSCALL 0x100 /* not a vector: marks a frame made by SYSCALL */
 
@@ -69,6 +70,11 @@ void kprintf(const char *fmt, ...);
 void serial_init(void);
 void serial_putc(char c);
 int serial_getc(void); /* -1 when nothing waits */
+int serial_ready(void);
+void serial_irq_on(void);
+void ioapic_init(void);
+void console_input(void);
+extern int console_irq; /* COM1 interrupts on: readers sleep until input */
 __attribute__((noreturn)) void panic(const char *fmt, ...);
 
 static inline void outb(u16 port, u8 v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
@@ -125,6 +131,7 @@ u32 lapic_id(void);
 /* acpi.c */
 void acpi_init(u64 rsdp);
 u64 acpi_rsdp(void);
+u32 acpi_isa_gsi(u32 irq);
 u32 acpi_pm_timer_port(void);
 int acpi_pm_timer_32bit(void);
 __attribute__((noreturn)) void acpi_poweroff(void);

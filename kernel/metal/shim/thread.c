@@ -130,6 +130,16 @@ static int console_poll(struct thread *t)
 	return got != 0;
 }
 
+/* console_input: COM1 has bytes. Readers blocked in read(0) take them,
+ * and epoll waits on the console see it readable. */
+void console_input(void)
+{
+	for (int i = 0; i < MAXT; i++)
+		if (threads[i].state == T_BLOCKED && threads[i].wait == W_CONSOLE)
+			console_poll(&threads[i]);
+	epoll_event_ready();
+}
+
 static void expire(u64 now)
 {
 	for (int i = 0; i < MAXT; i++) {

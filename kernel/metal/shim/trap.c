@@ -128,6 +128,9 @@ struct regs *trap(struct regs *r)
 		stats.timer_irqs++;
 		lapic_eoi();
 		need_resched();
+	} else if (v == VEC_COM1) {
+		lapic_eoi();
+		console_input();
 	} else if (v == VEC_SPURIOUS || (v >= 32 && v < 48)) {
 		/* the LAPIC's spurious vector needs no EOI; the PICs are masked */
 	} else if (v >= 32) {

@@ -1,0 +1,43 @@
+/*
+ * ioapic.c: COM1's interrupt through the I/O APIC (82093AA datasheet,
+ * 3.2), so a console reader sleeps until a key arrives instead of the
+ * UART being polled. ISA IRQ 4 is global system interrupt 4 unless the
+ * MADT says otherwise (an Interrupt Source Override, ACPI 5.2.12.5).
+ */
+#include "shim.h"
+
+int console_irq;
+
+#define IOAPIC_BASE 0xfec00000UL
+#define IOREGSEL 0x00
+#define IOWIN 0x10
+#define IOREDTBL(n) (0x10 + 2 * (n))
+
+static void ioapic_write(u32 reg, u32 v)
+{
+	*mmio32(IOAPIC_BASE + IOREGSEL) = reg;
+	*mmio32(IOAPIC_BASE + IOWIN) = v;
+}
+
+static u32 ioapic_read(u32 reg)
+{
+	*mmio32(IOAPIC_BASE + IOREGSEL) = reg;
+	return *mmio32(IOAPIC_BASE + IOWIN);
+}
+
+void ioapic_init(void)
+{
+	u32 ver = ioapic_read(0x01);
+	u32 max = (ver >> 16) & 0xff; /* highest redirection entry */
+	if (ver == 0xffffffff || max < 4) {
+		kprintf("metal: no I/O APIC at %lx: console input is polled\n", IOAPIC_BASE);
+		return;
+	}
+	u32 gsi = acpi_isa_gsi(4);
+	/* Edge-triggered, active high, fixed delivery, physical destination
+	 * this LAPIC (bits 63:56). */
+	ioapic_write(IOREDTBL(gsi) + 1, lapic_id() << 24);
+	ioapic_write(IOREDTBL(gsi), VEC_COM1);
+	serial_irq_on();
+	console_irq = 1;
+}
