@@ -10,7 +10,6 @@
 //
 //	desc.go     the RX write-back and TX data/context descriptor layouts
 //	regs.go     the registers both families place and define alike
-//	rx.go       the receive clean loop over advanced write-backs
 //	rxzc.go     a queue's receive side while a socket's frames are armed
 //	tx.go       the TX writer: context, split, bounce, software GSO
 //	txqueue.go  a TX queue: the writer, its tail and its reclaim

@@ -35,12 +35,12 @@ func TestCleanRxAdvanced(t *testing.T) {
 
 	var got []string
 	drop := func(r ring.DropReason) { got = append(got, fmt.Sprintf("drop%d@%d", r, c.Clean())) }
-	frame := func(w Rx) { got = append(got, fmt.Sprintf("frame%d@%d", w.Length, c.Clean())) }
+	frame := func(d []byte) { got = append(got, fmt.Sprintf("frame%d@%d", DecodeRx(d).Length, c.Clean())) }
 	discard := false
-	if n := ring.CleanRx(descs, &c, RxFormat{}, 3, &discard, drop, frame); n != 3 || !discard {
+	if n := ring.CleanRx(descs, &c, FrameErrors, 3, &discard, drop, frame); n != 3 || !discard {
 		t.Fatalf("first poll took %d, discard %v; want 3 and inside a frame", n, discard)
 	}
-	if n := ring.CleanRx(descs, &c, RxFormat{}, 8, &discard, drop, frame); n != 2 || discard {
+	if n := ring.CleanRx(descs, &c, FrameErrors, 8, &discard, drop, frame); n != 2 || discard {
 		t.Fatalf("second poll took %d, discard %v; want 2, frame ended", n, discard)
 	}
 	want := fmt.Sprint([]string{

@@ -23,7 +23,8 @@ type ZeroCopy struct {
 // It returns n, the descriptors taken and whether the tail moved
 // (X.Tail).
 func (z ZeroCopy) Clean(descs *ring.Descs, pkts []nic.RxPacket, discard *bool, prog xsk.Program) (n, taken int, moved bool) {
-	taken = ring.CleanRx(descs, z.X, RxFormat{}, len(pkts), discard, z.Drop, func(wb Rx) {
+	taken = ring.CleanRx(descs, z.X, FrameErrors, len(pkts), discard, z.Drop, func(desc []byte) {
+		wb := DecodeRx(desc)
 		if z.Frame(wb, prog, &pkts[n]) {
 			n++
 		}

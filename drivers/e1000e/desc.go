@@ -43,22 +43,9 @@ func decodeRx(d []byte) rxWriteback {
 	}
 }
 
-// rxFormat is the extended receive descriptor for ring.CleanRx.
-type rxFormat struct{}
-
-func (rxFormat) Decode(d []byte) (rxWriteback, bool) {
-	if !rxDone(d) {
-		return rxWriteback{}, false
-	}
-	return decodeRx(d), true
-}
-
-func (rxFormat) Clear(d []byte) { encodeRxRead(d, 0) }
-
 // rxDone reads only the DD bit: the cheap test before a full decode.
 func rxDone(d []byte) bool { return d[8]&RXD_STAT_DD != 0 }
 
-// EOP implements ring.RxWriteback.
 func (w rxWriteback) EOP() bool { return w.staterr&RXD_STAT_EOP != 0 }
 
 // FrameError reports errors that make the frame itself bad. Checksum

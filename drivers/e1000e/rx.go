@@ -30,7 +30,8 @@ func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 	}
 	rx := d.rx
 	start := rx.Clean()
-	taken = ring.CleanRx(rx.Descs, rx, rxFormat{}, len(pkts), &d.rxDiscard, rx.Drop, func(wb rxWriteback) {
+	taken = ring.CleanRx(rx.Descs, rx, rxFrameErrors, len(pkts), &d.rxDiscard, rx.Drop, func(desc []byte) {
+		wb := decodeRx(desc)
 		if buf, _, err := rx.Receive(wb.length); err == nil {
 			pkts[n] = nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
 			n++

@@ -33,7 +33,8 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 		}
 	} else {
 		start := q.rx.Clean()
-		taken = ring.CleanRx(q.rx.Descs, q.rx, adv.RxFormat{}, len(pkts), &q.discard, q.rx.Drop, func(wb adv.Rx) {
+		taken = ring.CleanRx(q.rx.Descs, q.rx, adv.FrameErrors, len(pkts), &q.discard, q.rx.Drop, func(desc []byte) {
+			wb := adv.DecodeRx(desc)
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}

@@ -38,7 +38,8 @@ func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
 	} else {
 		r, prog := q.rx, q.prog
 		start := r.Clean()
-		taken = ring.CleanRx(r.Descs, r, adv.RxFormat{}, len(pkts), &q.discard, r.drop, func(wb adv.Rx) {
+		taken = ring.CleanRx(r.Descs, r, adv.FrameErrors, len(pkts), &q.discard, r.drop, func(desc []byte) {
+			wb := adv.DecodeRx(desc)
 			if q.frame(wb, prog, &pkts[n]) {
 				n++
 			}

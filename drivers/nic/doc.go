@@ -9,18 +9,19 @@
 // A hop below is a function a received frame passes through, from the
 // one that reads its descriptor to gVisor's dispatcher, a return
 // included; helpers that hand back to the same function (a descriptor
-// format's Decode, the ring's buffer code, ring.FaultGuard) are named
-// beside it. All three drivers clean their rings with the one loop,
-// ring.CleanRx (drivers/ring/clean.go), behind a small decoder for
-// their descriptor format, and netstack's side is the same for every
-// driver.
+// decoder, the ring's buffer code, ring.FaultGuard) are named beside it.
+// All three drivers clean their rings with the one loop, ring.CleanRx
+// (drivers/ring/clean.go), over the status dword the extended and the
+// advanced write-backs share; each decodes the rest of a good frame's
+// descriptor itself. netstack's side is the same for every driver.
 //
 // e1000e (6 hops):
 //
-//  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor through
-//     rxFormat.Decode (drivers/e1000e/desc.go, the extended format)
+//  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor's DD,
+//     EOP and error bits
 //  2. the frame closure of e1000e Device.Receive (drivers/e1000e/rx.go)
-//     takes the buffer with ring.RxRing.Receive (drivers/ring/rx.go)
+//     decodes the extended write-back (decodeRx, drivers/e1000e/desc.go)
+//     and takes the buffer with ring.RxRing.Receive (drivers/ring/rx.go)
 //     into pkts[n]
 //  3. e1000e Device.Receive (drivers/e1000e/rx.go), on return: judges
 //     the batch by the fault count with ring.FaultGuard.Judge
@@ -33,10 +34,11 @@
 //
 // igb (6 hops):
 //
-//  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor through
-//     adv.RxFormat.Decode (drivers/adv/rx.go, the advanced format)
-//  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure:
-//     the packet program's verdict, ring.PageRxRing.Receive
+//  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor's DD,
+//     EOP and error bits
+//  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure,
+//     which decodes the advanced write-back (adv.DecodeRx,
+//     drivers/adv/desc.go): the packet program's verdict, ring.PageRxRing.Receive
 //     (drivers/ring/page.go), pkts[n]
 //  3. igb queue.Receive (drivers/igb/rx.go), on return:
 //     ring.FaultGuard.Check over the batch, then refills

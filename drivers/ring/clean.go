@@ -1,5 +1,7 @@
 package ring
 
+import "encoding/binary"
+
 // RxCursor is the position a receive loop walks: a ring's Cursor, or a
 // socket queue's while its frames are armed.
 type RxCursor interface {
@@ -8,55 +10,51 @@ type RxCursor interface {
 	Advance()
 }
 
-// RxWriteback is what the clean loop asks of a decoded receive
-// write-back, whatever the descriptor format.
-type RxWriteback interface {
-	EOP() bool
-	FrameError() bool // errors that make the frame itself bad
-}
-
-// RxFormat is one receive descriptor format: the 82574's extended
-// descriptors or the advanced ones of the 82576 and I225.
-type RxFormat[W RxWriteback] interface {
-	// Decode reads a write-back; done is false while the device has
-	// not written it (DD clear).
-	Decode(desc []byte) (wb W, done bool)
-	// Clear overwrites a taken write-back so a stale DD is never read
-	// again.
-	Clear(desc []byte)
-}
+// The write-back the clean loop reads, as the 82574's extended receive
+// descriptor (82574 datasheet 7.1.4.2) and the advanced one of the 82576
+// and I225 (82576 datasheet 7.1.5.2, I225 7.1.4.2) both lay it out: 16
+// bytes, the extended status (19:0) and errors (31:20) in dword 2, with
+// DD at bit 0 and EOP at bit 1. Rewriting all 16 bytes with zeros is the
+// read format with a zero address in both, which also clears DD.
+const (
+	rxStatErrOff = 8
+	rxStatDD     = 1 << 0
+	rxStatEOP    = 1 << 1
+)
 
 // CleanRx is the receive loop all three drivers share, over up to budget
 // descriptors the device completed, from c's clean index: a frame
 // spanning buffers is dropped through its EOP (discard carries that
-// across calls), a frame with error bits is dropped, a good frame goes
-// to frame. drop and frame see the descriptor at Clean; CleanRx then
-// clears its write-back and advances c. It returns the descriptors
-// taken.
-func CleanRx[W RxWriteback, F RxFormat[W]](descs *Descs, c RxCursor, f F, budget int, discard *bool, drop func(DropReason), frame func(W)) int {
+// across calls), a frame with any of frameErrors set in its status and
+// errors dword is dropped, a good frame's descriptor goes to frame,
+// which decodes what else it needs. drop and frame see the descriptor at
+// Clean; CleanRx then clears the write-back, so a stale DD is never read
+// again, and advances c. It returns the descriptors taken.
+func CleanRx(descs *Descs, c RxCursor, frameErrors uint32, budget int, discard *bool, drop func(DropReason), frame func(desc []byte)) int {
 	handled := 0
 	for handled < budget && c.Armed() > 0 {
 		desc := descs.At(c.Clean())
-		wb, done := f.Decode(desc)
-		if !done {
+		staterr := binary.LittleEndian.Uint32(desc[rxStatErrOff:])
+		if staterr&rxStatDD == 0 {
 			break
 		}
+		eop := staterr&rxStatEOP != 0
 		switch {
 		case *discard:
 			drop(DropMulti)
-			if wb.EOP() {
+			if eop {
 				*discard = false
 			}
-		case !wb.EOP():
+		case !eop:
 			// Frames must fit one buffer; drop this one through its EOP.
 			drop(DropMulti)
 			*discard = true
-		case wb.FrameError():
+		case staterr&frameErrors != 0:
 			drop(DropErrorBits)
 		default:
-			frame(wb)
+			frame(desc)
 		}
-		f.Clear(desc)
+		clear(desc[:16])
 		c.Advance()
 		handled++
 	}
