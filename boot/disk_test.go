@@ -128,10 +128,10 @@ func diskReady(t *testing.T) bool {
 // left to ether9), the NIC (its slot moves with the USB controller), the
 // address. Booted from the disk, the
 // firmware must have started the USB stick and /init must write to the
-// screen as well.
-func checkBootLine(t *testing.T, disk bool, console string) {
+// screen as well. token is the one the runner put on the command line.
+func checkBootLine(t *testing.T, disk bool, token, console string) {
 	t.Helper()
-	cmdline := image.BaseCmdline + " ether9.selftest"
+	cmdline := image.BaseCmdline + " ether9.token=" + token + " ether9.selftest"
 	want := []string{
 		"ether9: nic: ether0 e1000e 8086:10d3 at 00:0",
 		" mac 52:54:00:12:34:56 link up 1000 Mb/s full duplex\n",

@@ -49,6 +49,10 @@ func bootFaultVM(t *testing.T, pcap string) *faultVM {
 	o := testOptions("e1000e", "./boot/init")
 	o.pcap = pcap
 	o.port = 0 // a free one
+	o, err := withToken(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, c, err := prepare(ctx, o, &log)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func bootFaultVM(t *testing.T, pcap string) *faultVM {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { vm.Stop() })
-	f := &faultVM{ctx: ctx, con: vm.Console, client: &http.Client{Timeout: time.Minute}, base: fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host)}
+	f := &faultVM{ctx: ctx, con: vm.Console, client: &http.Client{Timeout: time.Minute, Transport: bearer{token: o.token}}, base: fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host)}
 	f.fail = func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf(format+"\nlast console lines:\n%s", append(args, f.con.Tail(25))...)

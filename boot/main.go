@@ -37,6 +37,7 @@ type options struct {
 	pcap     string
 	kernel   string
 	appendTo string
+	token    string // the machine's ether9.token, set by withToken
 	outDir   string
 	selftest bool
 	xdp      bool

@@ -52,14 +52,14 @@ func bootNS(t *testing.T, ctx context.Context, log io.Writer, extra ...string) (
 
 // dial9P connects to the forwarded 9P port; QEMU accepts on the host at
 // once, so a failed attach is retried until the guest answers.
-func dial9P(t *testing.T, ctx context.Context, port int) *ninep.Client {
+func dial9P(t *testing.T, ctx context.Context, port int, token string) *ninep.Client {
 	t.Helper()
 	var last error
 	for ctx.Err() == nil {
 		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
 		if err == nil {
 			conn.SetDeadline(time.Now().Add(30 * time.Second))
-			c, err := ninep.Dial(conn)
+			c, err := ninep.DialToken(conn, token)
 			if err == nil {
 				conn.SetDeadline(time.Time{})
 				t.Cleanup(func() { c.Close() })
@@ -83,9 +83,10 @@ func TestConsoleShellAnd9P(t *testing.T) {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
 	for _, rw := range []bool{false, true} {
-		name, extra := "ro", []string{}
+		const token = "ns-test-token-0123456789"
+		name, extra := "ro", []string{"ether9.token=" + token}
 		if rw {
-			name, extra = "rw", []string{"ether9.9p=rw"}
+			name, extra = "rw", []string{"ether9.9p=rw", "ether9.token=" + token}
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -101,7 +102,15 @@ func TestConsoleShellAnd9P(t *testing.T) {
 				t.Fatalf("shell did not answer cat: %v\nconsole:\n%s", err, vm.Console.Tail(40))
 			}
 
-			c := dial9P(t, ctx, port)
+			// Without the token every write is refused, and counted.
+			anon := dial9P(t, ctx, port, "")
+			if err := anon.Write("/dev/iommu/ctl", "deferred\n"); !errors.Is(err, linux.EROFS) {
+				t.Fatalf("write without the token: %v, want EROFS", err)
+			}
+			c := anon
+			if rw {
+				c = dial9P(t, ctx, port, token)
+			}
 			stats, err := c.Read("/dev/iommu/stats")
 			if err != nil || !strings.Contains(stats, "mode strict\n") || !strings.Contains(stats, "maps ") {
 				t.Fatalf("/dev/iommu/stats over 9P: %q, %v", stats, err)
@@ -117,6 +126,14 @@ func TestConsoleShellAnd9P(t *testing.T) {
 				}
 			} else if !errors.Is(err, linux.EROFS) || !strings.Contains(mode, "mode strict\n") {
 				t.Fatalf("ro: write deferred: %v (want EROFS); stats now:\n%s", err, mode)
+			}
+			refused, err := c.Read("/dev/admin/refused")
+			want := "no_token 1\n"
+			if !rw {
+				want = "read_only 2\n" // the anonymous write and the ro one: the same client
+			}
+			if err != nil || !strings.Contains(refused, want) {
+				t.Fatalf("/dev/admin/refused: %q, %v; want %q", refused, err, want)
 			}
 		})
 	}

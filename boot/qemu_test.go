@@ -143,7 +143,7 @@ func TestSelftestE1000e(t *testing.T) {
 		}
 		t.Logf("disk %v:\n%s", disk, out.String())
 		checkIRQ(t, r, log.String())
-		checkBootLine(t, disk, log.String())
+		checkBootLine(t, disk, r.token, log.String())
 		rs[i] = r
 	}
 	if rs[1] != nil {

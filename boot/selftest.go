@@ -39,6 +39,7 @@ const transferBytes = 16 << 20
 
 // report is what the self-test measured. Durations count from QEMU's start.
 type report struct {
+	token  string // the machine's ether9.token
 	nic    string
 	origin string // what the times count from
 	iommu  time.Duration
@@ -150,6 +151,10 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	if !o.portSet {
 		o.port = 0 // a free one, not the default
 	}
+	o, err := withToken(o)
+	if err != nil {
+		return nil, err
+	}
 	extra := []string{"ether9.selftest"}
 	if o.irq == "off" {
 		extra = append(extra, "ether9.irq=off")
@@ -168,7 +173,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 		return nil, err
 	}
 	defer vm.Stop()
-	r := &report{nic: o.nic, origin: "qemu start", cpu: vm.CPUTime}
+	r := &report{nic: o.nic, origin: "qemu start", cpu: vm.CPUTime, token: o.token}
 	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), lineHTTP, lineIOMMU, lineDHCP)
 	return r, err
 }
@@ -206,7 +211,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		}
 	}
 
-	client := &http.Client{Timeout: 2 * time.Minute}
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: bearer{token: r.token}}
 	page, err := getStatus(ctx, client, base)
 	if err != nil {
 		return err
@@ -244,7 +249,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 
-	if r.feel, err = measureFeel(ctx, client, base, r.cpu); err != nil {
+	if r.feel, err = measureFeel(ctx, client, base, r.token, r.cpu); err != nil {
 		return err
 	}
 	if page, err = getStatus(ctx, client, base); err != nil {

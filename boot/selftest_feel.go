@@ -86,7 +86,7 @@ func printMoved(w io.Writer, moved []counterDelta) {
 // measureFeel runs the three measurements, in this order, on a machine
 // that has finished its transfers. cpu reads QEMU's CPU time; nil when
 // there is no QEMU (the simulated machine) and idling is not measured.
-func measureFeel(ctx context.Context, client *http.Client, base string, cpu func() (time.Duration, error)) (feel, error) {
+func measureFeel(ctx context.Context, client *http.Client, base, token string, cpu func() (time.Duration, error)) (feel, error) {
 	var f feel
 	if cpu != nil {
 		if err := f.measureIdle(ctx, client, base, cpu); err != nil {
@@ -105,7 +105,7 @@ func measureFeel(ctx context.Context, client *http.Client, base string, cpu func
 		return f, err
 	}
 	f.pingMove = movedCounters(before, after)
-	return f, f.measureRequests(ctx, base, client)
+	return f, f.measureRequests(ctx, base, token, client)
 }
 
 func (f *feel) measureIdle(ctx context.Context, client *http.Client, base string, cpu func() (time.Duration, error)) error {
@@ -188,14 +188,14 @@ func parsePings(s string) (pingSeries, error) {
 // measureRequests sends 0-byte GET /source requests one after another on
 // one kept-alive connection for requestSpan. Each answer must be whole
 // and empty.
-func (f *feel) measureRequests(ctx context.Context, base string, status *http.Client) error {
+func (f *feel) measureRequests(ctx context.Context, base, token string, status *http.Client) error {
 	before, err := getStatus(ctx, status, base)
 	if err != nil {
 		return err
 	}
 	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	client := &http.Client{Transport: bearer{token: token, next: tr}, Timeout: 10 * time.Second}
 	t0 := time.Now()
 	for time.Since(t0) < requestSpan {
 		if err := emptyGet(ctx, client, base); err != nil {

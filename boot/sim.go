@@ -109,6 +109,12 @@ func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.outDir != "" {
 		return fmt.Errorf("-o writes an image for hardware; it does not go with -machine sim")
 	}
+	if o.selftest {
+		var err error
+		if o, err = withToken(o); err != nil {
+			return err
+		}
+	}
 	if o.port == 0 || (o.selftest && !o.portSet) {
 		p, err := freePort()
 		if err != nil {
@@ -124,7 +130,7 @@ func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.selftest {
 		tctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
-		r := &report{nic: o.nic + " (simulated)", origin: "machine start"}
+		r := &report{nic: o.nic + " (simulated)", origin: "machine start", token: o.token}
 		err := r.run(tctx, con, fmt.Sprintf("http://127.0.0.1:%d", o.port), lineHTTP, lineIOMMU)
 		r.print(stdout)
 		return err

@@ -64,6 +64,40 @@ func TestProtect(t *testing.T) {
 	}
 }
 
+func TestSameOrigin(t *testing.T) {
+	g, _ := guard(t)
+	changed := 0
+	h := g.SameOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { changed++ }))
+	for _, c := range []struct {
+		method string
+		hdr    []string
+		code   int
+	}{
+		{"POST", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"POST", []string{"Origin", "http://evil.example"}, 403},
+		{"PUT", []string{"Sec-Fetch-Site", "same-site"}, 403},
+		{"POST", []string{"Sec-Fetch-Site", "same-origin"}, 200},
+		{"POST", []string{"Origin", "http://ether9.lan"}, 200},
+		{"POST", nil, 200}, // curl, the self-test
+		{"GET", []string{"Sec-Fetch-Site", "cross-site"}, 200},
+	} {
+		before, refused := changed, g.Refused(CrossOrigin)
+		req := httptest.NewRequest(c.method, "http://ether9.lan/ctl", strings.NewReader("machine poweroff"))
+		for i := 0; i+1 < len(c.hdr); i += 2 {
+			req.Header.Set(c.hdr[i], c.hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.code {
+			t.Errorf("%s %v: %d, want %d", c.method, c.hdr, rec.Code, c.code)
+		}
+		ran, counted := changed == before+1, g.Refused(CrossOrigin) == refused+1
+		if ran == (c.code == 403) || counted != (c.code == 403) {
+			t.Errorf("%s %v: handler ran %v, refusal counted %v", c.method, c.hdr, ran, counted)
+		}
+	}
+}
+
 func TestZeroTokenMatchesNothing(t *testing.T) {
 	if (Token{}).Matches("") {
 		t.Fatal("the zero token matched the empty string")

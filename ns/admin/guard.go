@@ -12,9 +12,10 @@ import (
 
 // Reasons a request is refused, the names of the counters in Guard.Stats.
 const (
-	NoToken  = "no_token"  // the request carried no credential
-	BadToken = "bad_token" // it carried one that does not match
-	ReadOnly = "read_only" // 9P writes are off (ether9.9p=ro)
+	NoToken     = "no_token"     // the request carried no credential
+	BadToken    = "bad_token"    // it carried one that does not match
+	ReadOnly    = "read_only"    // 9P writes are off (ether9.9p=ro)
+	CrossOrigin = "cross_origin" // a browser sent it from another site's page
 )
 
 // logEvery is how often a refusal from one source is logged: a scan or a
@@ -40,7 +41,7 @@ type Guard struct {
 // NewGuard guards with tok; refusals are logged through logf.
 func NewGuard(tok Token, logf func(format string, args ...any)) *Guard {
 	return &Guard{tok: tok, logf: logf, now: time.Now,
-		refused: map[string]uint64{NoToken: 0, BadToken: 0, ReadOnly: 0},
+		refused: map[string]uint64{NoToken: 0, BadToken: 0, ReadOnly: 0, CrossOrigin: 0},
 		logged:  map[string]time.Time{}}
 }
 
@@ -129,6 +130,21 @@ func (g *Guard) Protect(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// SameOrigin refuses, with 403, state-changing requests (any method but
+// GET, HEAD and OPTIONS) that a browser sent from another site's page
+// (http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host),
+// so that a page cannot use a browser that holds the token. Requests
+// from outside a browser carry neither header and pass.
+func (g *Guard) SameOrigin(h http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.Refuse(CrossOrigin, host(r.RemoteAddr), r.Method+" "+r.URL.Path)
+		w.Header().Set("Cache-Control", "no-store")
+		http.Error(w, "admin: cross-origin request refused", http.StatusForbidden)
+	}))
+	return p.Handler(h)
 }
 
 // host is the address part of a remote address, so that one client's

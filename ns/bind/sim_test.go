@@ -14,6 +14,7 @@ import (
 	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/admin"
 	"github.com/ether9/ether9/ns/ninep"
 	"github.com/hugelgupf/p9/linux"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -61,11 +62,19 @@ func settled(t *testing.T, n *ns.Namespace) map[string]uint64 {
 	return nil
 }
 
+// testToken is the machine's ether9.token.
+const testToken = "test-token-0123456789"
+
 func start(t *testing.T, nineP string) *simmachine.Host {
 	t.Helper()
 	opt := system.DefaultOptions()
 	opt.IP, opt.Gateway, opt.DHCP = simmachine.GuestAddr, simmachine.PeerAddr.Addr(), false
 	opt.NineP = nineP
+	tok, err := admin.ParseToken(testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Token = tok
 	h, err := simmachine.Start(context.Background(), simmachine.Config{Listen: "127.0.0.1:0", Options: &opt})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +88,12 @@ func start(t *testing.T, nineP string) *simmachine.Host {
 // frames, which copybreak decides about.
 func fetch(t *testing.T, h *simmachine.Host, n int) {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://%s/source?bytes=%d", h.Forward.Addr(), n))
+	req, err := http.NewRequest("GET", fmt.Sprintf("http://%s/source?bytes=%d", h.Forward.Addr(), n), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +173,9 @@ func TestCopybreakThroughNamespace(t *testing.T) {
 	}
 }
 
-// dial9P connects to the machine's 9P port from the peer's stack.
-func dial9P(t *testing.T, h *simmachine.Host) *ninep.Client {
+// dial9P connects to the machine's 9P port from the peer's stack and
+// attaches with tok ("": read-only).
+func dial9P(t *testing.T, h *simmachine.Host, tok string) *ninep.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -176,7 +191,7 @@ func dial9P(t *testing.T, h *simmachine.Host) *ninep.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := ninep.Dial(c)
+	cl, err := ninep.DialToken(c, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +207,24 @@ func Test9POnSimulatedMachine(t *testing.T) {
 				mode = "rw"
 			}
 			h := start(t, mode)
-			c := dial9P(t, h)
+			// Without the token, writes are refused and counted.
+			anon := dial9P(t, h, "")
+			if err := anon.Write("/dev/iommu/ctl", "deferred 32\n"); !errors.Is(err, linux.EROFS) {
+				t.Errorf("write without the token: %v, want EROFS", err)
+			}
+			want := "no_token 1\n"
+			if !rw {
+				want = "read_only 1\n"
+			}
+			if r, _ := h.System.Namespace().ReadFile("/dev/admin/refused"); !strings.Contains(r, want) {
+				t.Errorf("/dev/admin/refused:\n%s\nwant %q", r, want)
+			}
+			var c *ninep.Client
+			if rw {
+				c = dial9P(t, h, testToken)
+			} else {
+				c = anon
+			}
 			s, err := c.Read("/dev/iommu/stats")
 			if err != nil || !strings.Contains(s, "mode strict\n") {
 				t.Fatalf("iommu stats: %q, %v", s, err)

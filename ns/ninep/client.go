@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hugelgupf/p9/p9"
+
+	"github.com/ether9/ether9/ns/admin"
 )
 
 // Client reads and writes a served namespace.
@@ -14,13 +16,21 @@ type Client struct {
 	root p9.File
 }
 
-// Dial attaches to the server at the other end of conn.
-func Dial(conn io.ReadWriteCloser) (*Client, error) {
+// Dial attaches to the server at the other end of conn, read-only.
+func Dial(conn io.ReadWriteCloser) (*Client, error) { return DialToken(conn, "") }
+
+// DialToken attaches with the token, which writes need; "" attaches
+// read-only.
+func DialToken(conn io.ReadWriteCloser, token string) (*Client, error) {
 	c, err := p9.NewClient(conn, p9.WithMessageSize(64<<10))
 	if err != nil {
 		return nil, fmt.Errorf("9p: version: %w", err)
 	}
-	root, err := c.Attach("/")
+	aname := "/"
+	if token != "" {
+		aname = admin.AnamePrefix + token
+	}
+	root, err := c.Attach(aname)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("9p: attach: %w", err)

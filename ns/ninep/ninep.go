@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"net"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/hugelgupf/p9/fsimpl/readdir"
@@ -18,6 +19,7 @@ import (
 	"github.com/hugelgupf/p9/p9"
 
 	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/admin"
 )
 
 // Port is the 9P port.
@@ -25,16 +27,18 @@ const Port = 564
 
 // Server serves one namespace.
 type Server struct {
-	srv *p9.Server
+	all      *ns.Namespace // what a client attached with the token sees
+	ro       *ns.Namespace // what the others see
+	writable bool
+	guard    *admin.Guard
 }
 
-// New serves n. With writable false every write is refused with EROFS,
-// whatever the files allow.
-func New(n *ns.Namespace, writable bool) *Server {
-	if !writable {
-		n = n.ReadOnly()
-	}
-	return &Server{srv: p9.NewServer(attacher{n: n})}
+// New serves n read-only; with writable, a client that attaches with the
+// guard's token ("token=SECRET" as the aname, or as the first element of a
+// walk from the root) may write the files that take commands. Writes
+// refused for lack of it are counted by the guard.
+func New(n *ns.Namespace, writable bool, g *admin.Guard) *Server {
+	return &Server{all: n, ro: n.ReadOnly(), writable: writable, guard: g}
 }
 
 // Serve accepts connections on l until ctx is done or l fails.
@@ -56,7 +60,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // ServeConn serves one connection until it closes.
 func (s *Server) ServeConn(c net.Conn) error {
 	r := &lingerReader{Conn: c}
-	return s.srv.Handle(r, c)
+	// A server per connection, so that its files know whom they serve.
+	source := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(source); err == nil {
+		source = h
+	}
+	return p9.NewServer(attacher{s: s, source: source}).Handle(r, c)
 }
 
 // lingerReader holds back the read error that ends a connection for a
@@ -76,9 +85,14 @@ func (l *lingerReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type attacher struct{ n *ns.Namespace }
+type attacher struct {
+	s      *Server
+	source string
+}
 
-func (a attacher) Attach() (p9.File, error) { return &file{n: a.n, path: "/"}, nil }
+func (a attacher) Attach() (p9.File, error) {
+	return &file{n: a.s.ro, srv: a.s, source: a.source, path: "/"}, nil
+}
 
 // file is one fid: a directory or a file of the tree.
 type file struct {
@@ -89,7 +103,9 @@ type file struct {
 	templatefs.NotLockable
 	templatefs.NilCloser
 
-	n       *ns.Namespace
+	n       *ns.Namespace // the server's all or ro
+	srv     *Server
+	source  string // the client's address, for the refusal log
 	path    string
 	content []byte // rendered at Open
 }
@@ -131,18 +147,33 @@ func (f *file) stat() (ns.Entry, error) {
 func (f *file) Walk(names []string) ([]p9.QID, p9.File, error) {
 	p := f.path
 	qids := make([]p9.QID, 0, len(names))
+	n := f.n
+	if len(names) > 0 && p == "/" {
+		if tok, ok := admin.Aname(names[0]); ok || strings.HasPrefix(names[0], admin.AnamePrefix) {
+			if !f.srv.writable {
+				f.srv.guard.Refuse(admin.ReadOnly, f.source, "9p attach")
+				return nil, nil, linux.EACCES
+			}
+			if !f.srv.guard.Allow(tok, f.source, "9p attach") {
+				return nil, nil, linux.EACCES
+			}
+			n = f.srv.all
+			qids = append(qids, qidOf("/", true))
+			names = names[1:]
+		}
+	}
 	for _, name := range names {
 		if name == "" || name == "." || name == ".." || path.Base(name) != name {
 			return nil, nil, linux.ENOENT
 		}
 		p = path.Join(p, name)
-		e, err := f.n.Stat(p)
+		e, err := n.Stat(p)
 		if err != nil {
 			return nil, nil, errno(err)
 		}
 		qids = append(qids, qidOf(p, e.Dir))
 	}
-	return qids, &file{n: f.n, path: p}, nil
+	return qids, &file{n: n, srv: f.srv, source: f.source, path: p}, nil
 }
 
 func (f *file) StatFS() (p9.FSStat, error) {
@@ -180,6 +211,7 @@ func (f *file) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 		return q, 0, nil
 	}
 	if mode.Mode() != p9.ReadOnly && !e.Writable {
+		f.refuseWrite()
 		return p9.QID{}, 0, linux.EROFS
 	}
 	if mode.Mode() != p9.WriteOnly {
@@ -190,6 +222,22 @@ func (f *file) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 		f.content = []byte(s)
 	}
 	return q, 0, nil
+}
+
+// refuseWrite counts a write refused for want of the token: one to a
+// file that would take it from a client attached with the token.
+func (f *file) refuseWrite() {
+	if f.n == f.srv.all {
+		return
+	}
+	if e, err := f.srv.all.Stat(f.path); err != nil || !e.Writable {
+		return
+	}
+	reason := admin.NoToken
+	if !f.srv.writable {
+		reason = admin.ReadOnly
+	}
+	f.srv.guard.Refuse(reason, f.source, "9p write "+f.path)
 }
 
 func (f *file) ReadAt(p []byte, off int64) (int, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/hugelgupf/p9/linux"
 
 	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/admin"
 )
 
 // modeCtl stands for the iommu ctl: "strict" or "deferred N".
@@ -34,7 +35,23 @@ func (m *modeCtl) Write(cmd string) error {
 	return nil
 }
 
+const token = "0123456789abcdef0123"
+
 func serve(t *testing.T, writable bool) (*Client, *modeCtl, *atomic.Uint64) {
+	t.Helper()
+	tok := ""
+	if writable {
+		tok = token
+	}
+	c, ctl, maps, _, err := serveToken(t, writable, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ctl, maps
+}
+
+// serveToken serves a namespace guarded by token and attaches with tok.
+func serveToken(t *testing.T, writable bool, tok string) (*Client, *modeCtl, *atomic.Uint64, *admin.Guard, error) {
 	t.Helper()
 	n := ns.New()
 	ctl := &modeCtl{}
@@ -48,19 +65,56 @@ func serve(t *testing.T, writable bool) (*Client, *modeCtl, *atomic.Uint64) {
 	must(n.Add("/dev/iommu/ctl", ctl))
 	must(n.Add("/dev/iommu/stats", ns.Text(func() string { return fmt.Sprintf("maps %d\n", maps.Add(1)) })))
 	must(n.Add("/net/ether0/addr", ns.Text(func() string { return "52:54:00:12:34:56\n" })))
-	srv := New(n, writable)
+	secret, err := admin.ParseToken(token)
+	must(err)
+	g := admin.NewGuard(secret, t.Logf)
+	srv := New(n, writable, g)
 	cs, cc := net.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeConn(cs) }()
-	c, err := Dial(cc)
+	c, err := DialToken(cc, tok)
 	if err != nil {
-		t.Fatal(err)
+		cc.Close()
+		<-done
+		return nil, ctl, &maps, g, err
 	}
 	t.Cleanup(func() {
 		c.Close()
 		<-done
 	})
-	return c, ctl, &maps
+	return c, ctl, &maps, g, nil
+}
+
+// TestWriteNeedsToken: on a writable server, a client without the token
+// reads but cannot write, and one with a wrong token cannot attach; each
+// refusal is counted and changes nothing.
+func TestWriteNeedsToken(t *testing.T) {
+	c, ctl, _, g, err := serveToken(t, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Read("/dev/iommu/ctl"); err != nil || got != "strict\n" {
+		t.Fatalf("read without the token: %q, %v", got, err)
+	}
+	if err := c.Write("/dev/iommu/ctl", "deferred 32"); !errors.Is(err, linux.EROFS) {
+		t.Errorf("write without the token: %v, want EROFS", err)
+	}
+	if ctl.mode.Load() != "strict" || g.Refused(admin.NoToken) != 1 {
+		t.Errorf("mode %q, refusals:\n%s", ctl.mode.Load(), g.Stats())
+	}
+	// A file that takes no commands is no refusal of control.
+	c.Write("/net/ether0/addr", "x")
+	if g.Refused(admin.NoToken) != 1 {
+		t.Errorf("a write to a read-only file counted as a refusal:\n%s", g.Stats())
+	}
+	for _, bad := range []string{"wrong-token-wrong-token", token + "0", token[:len(token)-1]} {
+		if _, _, _, g, err := serveToken(t, true, bad); !errors.Is(err, linux.EACCES) || g.Refused(admin.BadToken) != 1 {
+			t.Errorf("attach with %q: %v, want EACCES; refusals:\n%s", bad, err, g.Stats())
+		}
+	}
+	if _, _, _, g, err := serveToken(t, false, token); !errors.Is(err, linux.EACCES) || g.Refused(admin.ReadOnly) != 1 {
+		t.Errorf("attach with the token to a read-only server: %v, want EACCES; refusals:\n%s", err, g.Stats())
+	}
 }
 
 func TestReadOnly(t *testing.T) {

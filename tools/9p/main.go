@@ -2,7 +2,10 @@
 //
 //	go run ./tools/9p [-a 127.0.0.1:5640] ls /dev/iommu
 //	go run ./tools/9p cat /dev/iommu/stats
-//	go run ./tools/9p write /dev/iommu/ctl deferred 64
+//	ETHER9_TOKEN=... go run ./tools/9p write /dev/iommu/ctl deferred 64
+//
+// Writes need the machine's token (ether9.token, or the one its console
+// printed at boot), from $ETHER9_TOKEN.
 package main
 
 import (
@@ -24,7 +27,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*addr, *timeout, flag.Args()); err != nil {
+	if err := run(*addr, *timeout, os.Getenv("ETHER9_TOKEN"), flag.Args()); err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "9p: ") {
 			msg = "9p: " + msg
@@ -34,7 +37,7 @@ func main() {
 	}
 }
 
-func run(addr string, timeout time.Duration, args []string) error {
+func run(addr string, timeout time.Duration, token string, args []string) error {
 	if len(args) < 2 {
 		flag.Usage()
 		return fmt.Errorf("need a command and a path")
@@ -43,7 +46,7 @@ func run(addr string, timeout time.Duration, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := ninep.Dial(conn)
+	c, err := ninep.DialToken(conn, token)
 	if err != nil {
 		conn.Close()
 		return err

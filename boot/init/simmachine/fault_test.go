@@ -11,7 +11,7 @@ import (
 // page, and the machine keeps serving.
 func TestFaultIsReportedAndServiceGoesOn(t *testing.T) {
 	con := &console{}
-	h, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", Logf: con.logf})
+	h, err := Start(context.Background(), testConfig(con))
 	if err != nil {
 		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
 	}

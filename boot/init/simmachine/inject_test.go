@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ var armedRe = regexp.MustCompile(`ether0: debug: rx descriptor (\d+) armed with 
 // again, and both directions still carry data intact.
 func TestInjectedUnmappedRxBuffer(t *testing.T) {
 	con := &console{}
-	h, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", Logf: con.logf})
+	h, err := Start(context.Background(), testConfig(con))
 	if err != nil {
 		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
 	}
@@ -70,7 +69,7 @@ func TestInjectedUnmappedRxBuffer(t *testing.T) {
 
 func postCtl(t *testing.T, base, cmd string) int {
 	t.Helper()
-	resp, err := http.Post(base+"/ctl", "text/plain", strings.NewReader(cmd))
+	resp, err := authPost(base+"/ctl", "text/plain", strings.NewReader(cmd))
 	if err != nil {
 		t.Fatalf("ctl %q: %v", cmd, err)
 	}
@@ -83,7 +82,7 @@ func upload(t *testing.T, base string, n int) {
 	t.Helper()
 	data := make([]byte, n)
 	rand.NewChaCha8([32]byte{'f', 'a', 'u', 'l', 't'}).Read(data)
-	resp, err := http.Post(base+"/sink", "application/octet-stream", bytes.NewReader(data))
+	resp, err := authPost(base+"/sink", "application/octet-stream", bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("POST /sink: %v", err)
 	}

@@ -48,7 +48,7 @@ func (c *console) waitFor(t *testing.T, want string) {
 
 func TestSimulatedMachineServesThroughForward(t *testing.T) {
 	con := &console{}
-	h, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", Logf: con.logf})
+	h, err := Start(context.Background(), testConfig(con))
 	if err != nil {
 		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
 	}
@@ -88,7 +88,7 @@ func TestSimulatedMachineServesThroughForward(t *testing.T) {
 
 	up := make([]byte, n)
 	status.Pattern(12345, up)
-	resp, err := http.Post(base+"/sink", "application/octet-stream", bytes.NewReader(up))
+	resp, err := authPost(base+"/sink", "application/octet-stream", bytes.NewReader(up))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestSimulatedMachineServesThroughForward(t *testing.T) {
 
 	// Control commands reach the NIC and the IOMMU; bad ones are refused.
 	for cmd, code := range map[string]int{"ether0 copybreak 0\niommu deferred 16": 200, "ether0 frob 1": 400, "ether7 tso off": 400, "machine poweroff": 400} {
-		resp, err := http.Post(base+"/ctl", "text/plain", strings.NewReader(cmd))
+		resp, err := authPost(base+"/ctl", "text/plain", strings.NewReader(cmd))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestSimulatedMachineServesThroughForward(t *testing.T) {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := authGet(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ether9/ether9/netstack/dhcp"
+	"github.com/ether9/ether9/ns/admin"
 )
 
 // Options are the ether9.* parameters of the kernel command line.
@@ -23,6 +24,9 @@ type Options struct {
 	NineP    string       // ether9.9p=rw|ro: serve the namespace over 9P
 	Ping     bool         // ether9.ping=off: do not ping the gateway at start
 	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
+	// ether9.token=SECRET: what control over the network needs; empty:
+	// one is drawn at boot and printed on the serial console.
+	Token admin.Token
 	// ether9.ntp=10.0.2.2,192.0.2.123:123: the NTP servers (addresses;
 	// port 123 when left out), in place of the lease's.
 	NTP []netip.AddrPort
@@ -163,6 +167,12 @@ func (o *Options) set(name, val string, hasVal bool) error {
 		default:
 			return fmt.Errorf("want rw, ro or off")
 		}
+	case "token":
+		t, err := admin.ParseToken(val)
+		if err != nil {
+			return err
+		}
+		o.Token = t
 	default:
 		o.Unknown = append(o.Unknown, name)
 	}

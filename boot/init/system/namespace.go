@@ -33,6 +33,7 @@ func (s *System) buildNamespace() {
 	}
 	report(bind.Sys(n, s.kmesg, s.Uptime))
 	report(n.Add("/dev/time", ns.Text(s.timeText)))
+	report(n.Add("/dev/admin/refused", ns.Text(s.guard.Stats)))
 	report(bind.PCI(n, s.funcs))
 	for _, p := range s.ports {
 		report(bind.NIC(n, p.NIC))
@@ -79,7 +80,7 @@ func (s *System) Shell() *shell.Shell {
 }
 
 // serve9P serves the namespace over 9P2000.L on TCP 564 of the stack,
-// writable only with ether9.9p=rw.
+// writable only with ether9.9p=rw and to a client attached with the token.
 func (s *System) serve9P(ctx context.Context) error {
 	ln, err := gonet.ListenTCP(s.stack.Stack, tcpip.FullAddress{Port: ninep.Port}, ipv4.ProtocolNumber)
 	if err != nil {
@@ -92,7 +93,7 @@ func (s *System) serve9P(ctx context.Context) error {
 		mode = "read-write"
 	}
 	s.logf("9p: listening :%d %s", ninep.Port, mode)
-	if err := ninep.New(s.ns, rw).Serve(ctx, ln); err != nil && ctx.Err() == nil {
+	if err := ninep.New(s.ns, rw, s.guard).Serve(ctx, ln); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("9p: %w", err)
 	}
 	return nil

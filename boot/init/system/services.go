@@ -87,14 +87,24 @@ func (s *System) pingTarget() netip.Addr {
 // guest's time goes while it measures.
 func (s *System) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", status.Handler(s.Snapshot, s.Ctl))
+	page := status.Handler(s.Snapshot, s.Ctl)
+	mux.Handle("/", page)
+	// Secure by default: what changes state, or makes the machine move
+	// bulk data, needs the token; the page, /metrics and the namespace
+	// stay readable without it.
+	control := s.guard.Protect(page)
+	for _, p := range []string{"/ctl", "/source", "/sink"} {
+		mux.Handle(p, control)
+	}
 	mux.Handle("/ns/", s.ns.Handler("/ns"))
 	if s.opt.Selftest {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/ping", s.servePingSeries)
+		debug := http.NewServeMux()
+		debug.HandleFunc("/debug/pprof/", pprof.Index)
+		debug.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		debug.HandleFunc("/debug/ping", s.servePingSeries)
+		mux.Handle("/debug/", s.guard.Protect(debug))
 	}
-	return mux
+	return s.guard.SameOrigin(mux)
 }
 
 // ServeStatus serves Handler on ln until ctx is done: the default

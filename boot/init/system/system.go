@@ -20,6 +20,7 @@ import (
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/ns"
+	"github.com/ether9/ether9/ns/admin"
 	"github.com/ether9/ether9/ns/bind"
 	"github.com/ether9/ether9/pci"
 )
@@ -72,6 +73,7 @@ type System struct {
 	stack *netstack.Stack
 	ns    *ns.Namespace
 	kmesg *bind.Kmesg
+	guard *admin.Guard // what control over the network must pass
 	// work is signalled after polls that found frames: the fault
 	// watcher looks at the units then.
 	work chan struct{}
@@ -108,6 +110,16 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		remap: NewRemapper(p, opt.IOMMU, logf),
 		work:  make(chan struct{}, 1),
 	}
+	tok := opt.Token
+	if !tok.Valid() {
+		var err error
+		if tok, err = admin.NewToken(); err != nil {
+			return nil, fmt.Errorf("system: %w", err)
+		}
+		// The console alone: /dev/kmesg is readable over the network.
+		console("admin: token %s (drawn at boot; ether9.token= sets one)", tok)
+	}
+	s.guard = admin.NewGuard(tok, logf)
 	if err := s.bind(); err != nil {
 		return nil, err
 	}

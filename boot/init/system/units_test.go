@@ -28,6 +28,7 @@ import (
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/ns/admin"
 	"github.com/ether9/ether9/pci"
 )
 
@@ -106,6 +107,9 @@ func plugNIC(t *testing.T, m *sim.Machine, a pci.Addr, mac byte, guest, peer net
 	return side{model: model, peer: p, guest: guest}
 }
 
+// testToken is the machine's ether9.token.
+const testToken = "test-token-0123456789"
+
 // fetch GETs /source from the machine's address on this side's wire,
 // through the peer's stack, and checks the bytes.
 func (s side) fetch(t *testing.T, n int) {
@@ -116,7 +120,19 @@ func (s side) fetch(t *testing.T, n int) {
 			return gonet.DialContextTCP(ctx, s.peer.Stack, to, ipv4.ProtocolNumber)
 		},
 	}}
-	resp, err := c.Get(fmt.Sprintf("http://%v/source?bytes=%d", s.guest.Addr(), n))
+	url := fmt.Sprintf("http://%v/source?bytes=%d", s.guest.Addr(), n)
+	// Without the token the machine sends nothing of the stream.
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET from %v: %v", s.guest.Addr(), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET from %v without the token: %s, want 401", s.guest.Addr(), resp.Status)
+	}
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err = c.Do(req)
 	if err != nil {
 		t.Fatalf("GET from %v: %v", s.guest.Addr(), err)
 	}
@@ -162,6 +178,9 @@ func scopedMachine(t *testing.T, mapUnit func(m *sim.Machine, base uint64) (kern
 	}
 	opt := system.DefaultOptions()
 	opt.IP, opt.DHCP, opt.Ping, opt.NineP = near.guest, false, false, "off"
+	if opt.Token, err = admin.ParseToken(testToken); err != nil {
+		t.Fatal(err)
+	}
 	con := &lines{}
 	ctx, cancel := context.WithCancel(context.Background())
 	sys, err := system.Start(ctx, plat, opt, con.logf)
