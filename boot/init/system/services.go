@@ -17,6 +17,7 @@ import (
 
 	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/netstack"
+	"github.com/ether9/ether9/ns"
 )
 
 // faultPoll is how often the fault recording registers are read on an
@@ -107,12 +108,37 @@ func (s *System) Handler() http.Handler {
 	return s.guard.SameOrigin(mux)
 }
 
+// Limits of the status server, so that a flood of clients, slow or many,
+// costs bounded memory and goroutines and gives its connections back:
+// a client gets httpHeaderTime to send its headers (then the slot goes
+// to the next), httpBodyTime for the whole request and as long for the
+// answer (16 MiB take 2 s at 64 Mbit/s; /source's 1 GiB needs 70
+// Mbit/s), httpIdle between requests.
+const (
+	httpConns      = 64
+	httpHeaderTime = 5 * time.Second
+	httpBodyTime   = 2 * time.Minute
+	httpIdle       = time.Minute
+	httpHeaderSize = 16 << 10
+)
+
 // ServeStatus serves Handler on ln until ctx is done: the default
-// program's work, and the simulated host's.
+// program's work, and the simulated host's. /net/http/stats counts its
+// connections.
 func (s *System) ServeStatus(ctx context.Context, ln net.Listener) error {
+	lim := newLimitListener(ln, httpConns)
+	s.ns.Remove("/net/http/stats") // a restarted server's
+	if err := s.ns.Add("/net/http/stats", ns.Text(lim.Stats)); err != nil {
+		s.logf("http: %v", err)
+	}
+	ln = lim
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: httpHeaderTime,
+		ReadTimeout:       httpBodyTime,
+		WriteTimeout:      httpBodyTime,
+		IdleTimeout:       httpIdle,
+		MaxHeaderBytes:    httpHeaderSize,
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
