@@ -17,9 +17,6 @@ import (
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
-// ErrRingFull stops a batch: the packet was not taken.
-var ErrRingFull = errors.New("tx ring full")
-
 const (
 	ethHdrLen  = 14
 	vlanTagLen = 4
@@ -49,7 +46,7 @@ type Writer struct {
 func (w *Writer) Batch(pkts []*nic.TxPacket) (int, error) {
 	for taken, p := range pkts {
 		if err := w.Packet(p); err != nil {
-			if errors.Is(err, ErrRingFull) {
+			if errors.Is(err, ring.ErrTxFull) {
 				w.Ring.Stats.Full.Add(1)
 				return taken, nil
 			}
@@ -115,12 +112,7 @@ func (w *Writer) Copy(frame []byte) bool {
 	return true
 }
 
-func (w *Writer) claim() (int, error) {
-	if i := w.Ring.Claim(); i >= 0 {
-		return i, nil
-	}
-	return -1, ErrRingFull
-}
+func (w *Writer) claim() (int, error) { return w.Ring.ClaimDesc() }
 
 // l2 is a frame's L2 header length and whether it carries IPv4.
 func l2(b *buffer.Buffer) (int, bool) {
@@ -279,34 +271,15 @@ func (w *Writer) tso(p *nic.TxPacket, mtu int) error {
 // softGSO segments a GSO packet in software, one frame per bounce slot:
 // TSO went off after the stack chose GSO.
 func (w *Writer) softGSO(p *nic.TxPacket, mtu int) error {
-	tx := w.Ring
-	plan, err := gso.ForPacket(p, mtu, tx.BounceLen())
+	plan, err := gso.ForPacket(p, mtu, w.Ring.BounceLen())
 	if err != nil {
 		return err
 	}
-	if plan.Segments > tx.Free() {
-		return ErrRingFull
-	}
-	for k := 0; k < plan.Segments; k++ {
-		i, err := w.claim()
-		if err != nil {
-			return err
-		}
-		b, addr := tx.Bounce(i)
-		n, err := plan.Build(b, &p.Data, k)
-		if err != nil {
-			return err
-		}
-		// Each segment is a frame (EOP); the ring treats them as one
-		// packet, reclaimed when the last one reports done.
+	return w.Ring.SoftGSO(plan, p, func(desc []byte, addr kernel.DMAAddr, n int, last bool) {
 		dcmd := uint32(TXD_DCMD_IFCS | TXD_DCMD_EOP)
-		if k == plan.Segments-1 {
+		if last {
 			dcmd |= TXD_DCMD_RS
 		}
-		EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd, 0, n)
-	}
-	tx.Stats.SoftGSO.Add(1)
-	tx.Stats.Frames.Add(uint64(plan.Segments))
-	tx.Commit(&p.Data)
-	return nil
+		EncodeData(desc, uint64(addr), n, dcmd, 0, n)
+	})
 }

@@ -184,7 +184,7 @@ func (d *Device) resendTx() {
 		return
 	}
 	err := d.queue(p)
-	if errors.Is(err, errRingFull) {
+	if errors.Is(err, ring.ErrTxFull) {
 		return
 	}
 	inj.resend = nil

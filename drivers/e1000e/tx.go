@@ -6,12 +6,10 @@ import (
 
 	"github.com/ether9/ether9/drivers/gso"
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
-
-// errRingFull stops a batch: the packet was not taken.
-var errRingFull = errors.New("tx ring full")
 
 // Transmit implements nic.Queue. Packets are queued in order until the
 // ring is full; the tail register is written once for the whole batch. A
@@ -35,7 +33,7 @@ func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
 			if keep != nil {
 				keep.Data.Release()
 			}
-			if errors.Is(e, errRingFull) {
+			if errors.Is(e, ring.ErrTxFull) {
 				tx.Stats.Full.Add(1)
 			} else {
 				tx.Stats.Drops.Add(1)
@@ -85,13 +83,7 @@ func (d *Device) queue(p *nic.TxPacket) error {
 	return nil
 }
 
-func (d *Device) claim() (int, error) {
-	i := d.tx.Claim()
-	if i < 0 {
-		return -1, errRingFull
-	}
-	return i, nil
-}
+func (d *Device) claim() (int, error) { return d.tx.ClaimDesc() }
 
 // queueFrame sends one frame of at most MTU size, with checksum insertion
 // when asked. Small frames are copied into the descriptor's bounce space;
@@ -273,41 +265,17 @@ func (d *Device) queueTSO(p *nic.TxPacket) error {
 // queueSoftGSO segments a GSO packet in software, one MTU frame per
 // bounce slot, checksums and all: TSO went off after the stack chose GSO.
 func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
-	tx := d.tx
 	plan, err := gso.ForPacket(p, int(d.mtu.Load()), txBounceLen)
 	if err != nil {
 		return err
 	}
-	if plan.Segments > tx.Descs.Len()-1 {
-		// Never fits however much is reclaimed (a small ring or MTU):
-		// an error, not back-pressure that would stall the queue.
-		return fmt.Errorf("%d segments, more than the %d-descriptor ring holds", plan.Segments, tx.Descs.Len())
-	}
-	if plan.Segments > tx.Free() {
-		return errRingFull
-	}
-	for k := 0; k < plan.Segments; k++ {
-		i, err := d.claim()
-		if err != nil {
-			return err
-		}
-		b, addr := tx.Bounce(i)
-		n, err := plan.Build(b, &p.Data, k)
-		if err != nil {
-			return err
-		}
-		// Each segment is a frame (EOP); the ring treats them as one
-		// packet, reclaimed when the last one reports done.
+	return d.tx.SoftGSO(plan, p, func(desc []byte, addr kernel.DMAAddr, n int, last bool) {
 		dcmd := uint8(TXD_CMD_IFCS | TXD_CMD_EOP)
-		if k == plan.Segments-1 {
+		if last {
 			dcmd |= TXD_CMD_RS
 		}
-		encodeTxData(tx.Descs.At(i), uint64(addr), n, dcmd, 0)
-	}
-	tx.Stats.SoftGSO.Add(1)
-	tx.Stats.Frames.Add(uint64(plan.Segments))
-	tx.Commit(&p.Data)
-	return nil
+		encodeTxData(desc, uint64(addr), n, dcmd, 0)
+	})
 }
 
 // Reclaim implements nic.Queue.
