@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ const (
 	BadToken    = "bad_token"    // it carried one that does not match
 	ReadOnly    = "read_only"    // 9P writes are off (ether9.9p=ro)
 	CrossOrigin = "cross_origin" // a browser sent it from another site's page
+	NotAdmin    = "not_admin"    // from where ether9.admin= does not admit
 )
 
 // logEvery is how often a refusal from one source is logged: a scan or a
@@ -29,8 +31,10 @@ const maxSources = 1024
 // Guard decides whether a control request may proceed, and counts and
 // logs those it refuses.
 type Guard struct {
-	tok  Token
-	logf func(format string, args ...any)
+	tok   Token
+	where Where
+	nicOf func(local netip.Addr) string // the interface an address is on
+	logf  func(format string, args ...any)
 	now  func() time.Time
 
 	mu      sync.Mutex
@@ -41,8 +45,41 @@ type Guard struct {
 // NewGuard guards with tok; refusals are logged through logf.
 func NewGuard(tok Token, logf func(format string, args ...any)) *Guard {
 	return &Guard{tok: tok, logf: logf, now: time.Now,
-		refused: map[string]uint64{NoToken: 0, BadToken: 0, ReadOnly: 0, CrossOrigin: 0},
+		refused: map[string]uint64{NoToken: 0, BadToken: 0, ReadOnly: 0, CrossOrigin: 0, NotAdmin: 0},
 		logged:  map[string]time.Time{}}
+}
+
+// Restrict admits control only from where w says; nicOf names the
+// interface a local address belongs to. Call it before serving.
+func (g *Guard) Restrict(w Where, nicOf func(local netip.Addr) string) {
+	g.where, g.nicOf = w, nicOf
+}
+
+// Admit says whether a request that arrived at local from remote
+// ("host:port" or an address) may reach control at all; it counts and
+// logs a refusal. It looks at nothing the client sent but its address.
+func (g *Guard) Admit(local, remote, what string) bool {
+	if g.where.Any() {
+		return true
+	}
+	r, _ := parseAddr(remote)
+	nic := ""
+	if l, ok := parseAddr(local); ok && g.nicOf != nil {
+		nic = g.nicOf(l)
+	}
+	if g.where.Admits(nic, r) {
+		return true
+	}
+	g.Refuse(NotAdmin, host(remote), what)
+	return false
+}
+
+func parseAddr(s string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	a, err := netip.ParseAddr(s)
+	return a.Unmap(), err == nil
 }
 
 // Allow says whether secret is the token; it counts and logs a refusal.
@@ -115,6 +152,14 @@ func (g *Guard) Refused(reason string) uint64 {
 func (g *Guard) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		local := ""
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			local = a.String()
+		}
+		if !g.Admit(local, r.RemoteAddr, r.Method+" "+r.URL.Path) {
+			http.Error(w, "admin: control is not served to this address (ether9.admin=)", http.StatusForbidden)
+			return
+		}
 		var secret string
 		if v := r.Header.Get("Authorization"); v != "" {
 			tok, ok := Bearer(v)

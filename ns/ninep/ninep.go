@@ -65,7 +65,8 @@ func (s *Server) ServeConn(c net.Conn) error {
 	if h, _, err := net.SplitHostPort(source); err == nil {
 		source = h
 	}
-	return p9.NewServer(attacher{s: s, source: source}).Handle(r, c)
+	a := attacher{s: s, source: source, local: c.LocalAddr().String(), remote: c.RemoteAddr().String()}
+	return p9.NewServer(a).Handle(r, c)
 }
 
 // lingerReader holds back the read error that ends a connection for a
@@ -86,12 +87,13 @@ func (l *lingerReader) Read(p []byte) (int, error) {
 }
 
 type attacher struct {
-	s      *Server
-	source string
+	s             *Server
+	source        string
+	local, remote string // host:port, for ether9.admin=
 }
 
 func (a attacher) Attach() (p9.File, error) {
-	return &file{n: a.s.ro, srv: a.s, source: a.source, path: "/"}, nil
+	return &file{n: a.s.ro, srv: a.s, source: a.source, conn: &a, path: "/"}, nil
 }
 
 // file is one fid: a directory or a file of the tree.
@@ -106,6 +108,7 @@ type file struct {
 	n       *ns.Namespace // the server's all or ro
 	srv     *Server
 	source  string // the client's address, for the refusal log
+	conn    *attacher
 	path    string
 	content []byte // rendered at Open
 }
@@ -150,6 +153,9 @@ func (f *file) Walk(names []string) ([]p9.QID, p9.File, error) {
 	n := f.n
 	if len(names) > 0 && p == "/" {
 		if tok, ok := admin.Aname(names[0]); ok || strings.HasPrefix(names[0], admin.AnamePrefix) {
+			if !f.srv.guard.Admit(f.conn.local, f.conn.remote, "9p attach") {
+				return nil, nil, linux.EACCES
+			}
 			if !f.srv.writable {
 				f.srv.guard.Refuse(admin.ReadOnly, f.source, "9p attach")
 				return nil, nil, linux.EACCES
@@ -173,7 +179,7 @@ func (f *file) Walk(names []string) ([]p9.QID, p9.File, error) {
 		}
 		qids = append(qids, qidOf(p, e.Dir))
 	}
-	return qids, &file{n: n, srv: f.srv, source: f.source, path: p}, nil
+	return qids, &file{n: n, srv: f.srv, source: f.source, conn: f.conn, path: p}, nil
 }
 
 func (f *file) StatFS() (p9.FSStat, error) {

@@ -146,3 +146,63 @@ func TestControlNeedsToken(t *testing.T) {
 		t.Fatalf("iommu ctl after the granted command: %q", s)
 	}
 }
+
+// TestAdminWhere: with ether9.admin= naming a prefix the peer is not in,
+// control is refused even with the token, before the body is read; the
+// status page still answers.
+func TestAdminWhere(t *testing.T) {
+	con := &console{}
+	cfg := testConfig(con)
+	w, err := admin.ParseWhere("192.168.77.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Options.Admin = w
+	h, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
+	}
+	defer h.Close()
+	con.waitFor(t, "http: listening :80")
+	base := "http://" + h.Forward.Addr().String()
+	before, _ := h.System.Namespace().ReadFile("/dev/iommu/ctl")
+	if code, body := send(t, "POST", base+"/ctl", "Bearer "+testToken, "iommu deferred 16"); code != http.StatusForbidden {
+		t.Fatalf("POST /ctl from outside ether9.admin=: %d %q, want 403", code, body)
+	}
+	if after, _ := h.System.Namespace().ReadFile("/dev/iommu/ctl"); after != before {
+		t.Fatalf("a refused request changed the iommu: %q, was %q", after, before)
+	}
+	if code, _ := send(t, "GET", base+"/", "", ""); code != http.StatusOK {
+		t.Fatalf("status page: %d", code)
+	}
+	if r, _ := h.System.Namespace().ReadFile("/dev/admin/refused"); !strings.Contains(r, "not_admin 1\n") {
+		t.Fatalf("/dev/admin/refused:\n%s", r)
+	}
+}
+
+// TestAdminWhereNIC: ether9.admin=ether0 admits what arrives on ether0's
+// address (the forward reaches it there), with the token.
+func TestAdminWhereNIC(t *testing.T) {
+	for _, c := range []struct {
+		where string
+		code  int
+	}{{"ether0", http.StatusOK}, {"ether1", http.StatusForbidden}} {
+		con := &console{}
+		cfg := testConfig(con)
+		w, err := admin.ParseWhere(c.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Options.Admin = w
+		h, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
+		}
+		con.waitFor(t, "http: listening :80")
+		code, body := send(t, "POST", "http://"+h.Forward.Addr().String()+"/ctl", "Bearer "+testToken, "iommu deferred 16")
+		h.Close()
+		if code != c.code {
+			t.Errorf("ether9.admin=%s: POST /ctl %d %q, want %d", c.where, code, body, c.code)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Options struct {
 	// ether9.token=SECRET: what control over the network needs; empty:
 	// one is drawn at boot and printed on the serial console.
 	Token admin.Token
+	// ether9.admin=ether0,192.168.1.0/24: where control may come from
+	// (interfaces it arrives on, prefixes it comes from); empty: anywhere.
+	Admin admin.Where
 	// ether9.ntp=10.0.2.2,192.0.2.123:123: the NTP servers (addresses;
 	// port 123 when left out), in place of the lease's.
 	NTP []netip.AddrPort
@@ -167,6 +170,12 @@ func (o *Options) set(name, val string, hasVal bool) error {
 		default:
 			return fmt.Errorf("want rw, ro or off")
 		}
+	case "admin":
+		w, err := admin.ParseWhere(val)
+		if err != nil {
+			return err
+		}
+		o.Admin = w
 	case "token":
 		t, err := admin.ParseToken(val)
 		if err != nil {

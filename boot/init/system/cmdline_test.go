@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ether9/ether9/ns/admin"
 )
 
 func TestParseCmdline(t *testing.T) {
@@ -39,6 +41,12 @@ func TestParseCmdline(t *testing.T) {
 		{"ether9.ether01.ip=10.0.3.1/24 ether9.ether64.dhcp=off ether9.ether1.ip=10.0.3.1 ether9.dns=x ether9.ether2.mtu=9000", func(o *Options) {
 			o.Unknown = []string{"ether2.mtu"}
 		}, "ether9.ether01.ip"},
+		{"ether9.token=0123456789abcdef ether9.admin=ether1,192.168.1.0/24", func(o *Options) {
+			o.Token, _ = admin.ParseToken("0123456789abcdef")
+			o.Admin, _ = admin.ParseWhere("ether1,192.168.1.0/24")
+		}, ""},
+		{"ether9.token=short ether9.admin=eth0", func(*Options) {}, "ether9.token=short"},
+		{"ether9.admin=10.0.0.0/33", func(*Options) {}, "ether9.admin="},
 		{"ether9.iommu=maybe ether9.http=0 ether9.frob=1", func(o *Options) {
 			o.Unknown = []string{"frob"}
 		}, "ether9.http=0"},

@@ -99,6 +99,25 @@ func (s *System) serve9P(ctx context.Context) error {
 	return nil
 }
 
+// nicOf names the NIC that holds address a, "" when none does.
+func (s *System) nicOf(a netip.Addr) string {
+	if s.stack == nil {
+		return ""
+	}
+	for id, addrs := range s.stack.Stack.AllAddresses() {
+		i := int(id) - 1 // netstack.NICID
+		if i < 0 || i >= len(s.ports) {
+			continue
+		}
+		for _, pa := range addrs {
+			if b, ok := netip.AddrFromSlice(pa.AddressWithPrefix.Address.AsSlice()); ok && b.Unmap() == a.Unmap() {
+				return s.ports[i].NIC.Name()
+			}
+		}
+	}
+	return ""
+}
+
 // nsCounters reads the numeric "name<sep>value" lines of a namespace file;
 // lines whose value is not a number (a mode) are left out.
 func (s *System) nsCounters(p, sep string) []status.Counter {

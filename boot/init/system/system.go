@@ -120,6 +120,7 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		console("admin: token %s (drawn at boot; ether9.token= sets one)", tok)
 	}
 	s.guard = admin.NewGuard(tok, logf)
+	s.guard.Restrict(opt.Admin, s.nicOf)
 	if err := s.bind(); err != nil {
 		return nil, err
 	}
