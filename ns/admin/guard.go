@@ -35,7 +35,7 @@ type Guard struct {
 	where Where
 	nicOf func(local netip.Addr) string // the interface an address is on
 	logf  func(format string, args ...any)
-	now  func() time.Time
+	now   func() time.Time
 
 	mu      sync.Mutex
 	refused map[string]uint64
