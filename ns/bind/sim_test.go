@@ -116,10 +116,12 @@ func TestCopybreakThroughNamespace(t *testing.T) {
 			t.Errorf("read %s: %q, %v", p, s, err)
 		}
 	}
-	if s, _ := n.ReadFile("/net/ipifc/0/addr"); s != "10.0.2.15\n" {
+	// The static IPv4 address, then the IPv6 link-local one the MAC
+	// makes (RFC 4862), a line each.
+	if s, _ := n.ReadFile("/net/ipifc/0/addr"); s != "10.0.2.15\nfe80::5054:ff:fe12:3456\n" {
 		t.Errorf("ipifc addr %q", s)
 	}
-	if s, _ := n.ReadFile("/net/ipifc/0/mask"); s != "255.255.255.0\n" {
+	if s, _ := n.ReadFile("/net/ipifc/0/mask"); s != "255.255.255.0\n/64\n" {
 		t.Errorf("ipifc mask %q", s)
 	}
 	if s, _ := n.ReadFile("/dev/pci/00:02.0"); !strings.Contains(s, "8086:10d3 e1000e") || !strings.Contains(s, "driver e1000e") {
