@@ -98,6 +98,7 @@ func (s *System) Handler() http.Handler {
 		mux.Handle(p, control)
 	}
 	mux.Handle("/ns/", s.ns.Handler("/ns"))
+	mux.Handle("GET /metrics", s.metricsHandler())
 	if s.opt.Selftest {
 		debug := http.NewServeMux()
 		debug.HandleFunc("/debug/pprof/", pprof.Index)
