@@ -79,6 +79,9 @@ func (s *System) Shell() *shell.Shell {
 	}}
 }
 
+// ninePConns bounds the 9P server's connections: a mount holds one.
+const ninePConns = 32
+
 // serve9P serves the namespace over 9P2000.L on TCP 564 of the stack,
 // writable only with ether9.9p=rw and to a client attached with the token.
 func (s *System) serve9P(ctx context.Context) error {
@@ -87,13 +90,20 @@ func (s *System) serve9P(ctx context.Context) error {
 		return fmt.Errorf("listen :%d: %w", ninep.Port, err)
 	}
 	defer ln.Close()
+	// Bounded as the status server is: a flood of 9P clients waits in
+	// the backlog instead of costing a goroutine each.
+	lim := newLimitListener(ln, ninePConns)
+	s.ns.Remove("/net/9p/stats") // a restarted server's
+	if err := s.ns.Add("/net/9p/stats", ns.Text(lim.Stats)); err != nil {
+		s.logf("9p: %v", err)
+	}
 	rw := s.opt.NineP == "rw"
 	mode := "read-only"
 	if rw {
 		mode = "read-write"
 	}
 	s.logf("9p: listening :%d %s", ninep.Port, mode)
-	if err := ninep.New(s.ns, rw, s.guard).Serve(ctx, ln); err != nil && ctx.Err() == nil {
+	if err := ninep.New(s.ns, rw, s.guard).Serve(ctx, lim); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("9p: %w", err)
 	}
 	return nil
