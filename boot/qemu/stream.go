@@ -83,10 +83,19 @@ func (e *StreamEnd) serve() {
 func (e *StreamEnd) fail(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	// QEMU stopping ends the stream: EOF, or a reset when it is killed.
-	if e.err == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
-		e.err = err
+	e.failLocked(err)
+}
+
+// failLocked keeps err as the stream's first error unless it is how a
+// stream ends: closed by us, or QEMU stopping (EOF, a reset when it is
+// killed, a broken pipe for a frame sent as it went).
+func (e *StreamEnd) failLocked(err error) {
+	switch {
+	case e.err != nil, errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return
 	}
+	e.err = err
 }
 
 // Send implements wire.Port: the frame goes to QEMU, or is dropped
@@ -100,8 +109,8 @@ func (e *StreamEnd) Send(frame []byte) {
 	b := make([]byte, 4+len(frame))
 	binary.BigEndian.PutUint32(b, uint32(len(frame)))
 	copy(b[4:], frame)
-	if _, err := e.conn.Write(b); err != nil && e.err == nil && !errors.Is(err, net.ErrClosed) {
-		e.err = err
+	if _, err := e.conn.Write(b); err != nil {
+		e.failLocked(err)
 	}
 }
 

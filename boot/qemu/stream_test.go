@@ -3,9 +3,12 @@ package qemu
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -53,5 +56,28 @@ func TestStreamEndFraming(t *testing.T) {
 	}
 	if err := e.Close(); err == nil {
 		t.Errorf("an oversized length was taken")
+	}
+}
+
+// QEMU going away ends the stream and is no error, however the end shows:
+// EOF or a reset on a read, a broken pipe on a frame sent as it exited.
+// Anything else is the stream's error, and the first one stays.
+func TestStreamEndFailures(t *testing.T) {
+	wrap := func(errno syscall.Errno) error {
+		return &net.OpError{Op: "write", Net: "unix", Err: os.NewSyscallError("write", errno)}
+	}
+	for _, err := range []error{io.EOF, net.ErrClosed, wrap(syscall.ECONNRESET), wrap(syscall.EPIPE)} {
+		var e StreamEnd
+		e.failLocked(err)
+		if e.err != nil {
+			t.Errorf("%v kept as the stream's error", err)
+		}
+	}
+	var e StreamEnd
+	bad := errors.New("frame of 70000 bytes")
+	e.failLocked(bad)
+	e.failLocked(wrap(syscall.EIO))
+	if e.err != bad {
+		t.Errorf("error %v, want the first: %v", e.err, bad)
 	}
 }
