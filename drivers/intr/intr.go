@@ -177,12 +177,7 @@ func (l *Line) Wait(q int, timeout time.Duration) bool {
 }
 
 // dispatchLocked wakes the sleeping queues in work and keeps the causes
-// of the others. An interrupt that names no sleeping queue wakes them all
-// for one look each: the line fired for a reason the causes no longer
-// show (one read cleared it, or the device signalled work it has yet to
-// write back, as the simulated models do for a frame they hold until the
-// queue is touched), and a queue that goes back to sleep unlooked may
-// wait its whole timeout for a frame that is there.
+// of the others.
 func (l *Line) dispatchLocked(work uint32, fired bool) {
 	wake := work & l.asleep
 	l.pending |= work &^ l.asleep
@@ -190,7 +185,6 @@ func (l *Line) dispatchLocked(work uint32, fired bool) {
 		l.taken.Add(1)
 		if wake == 0 {
 			l.spurious.Add(1)
-			wake = l.asleep
 		}
 	}
 	if wake == 0 {

@@ -211,31 +211,3 @@ func TestLineConcurrent(t *testing.T) {
 		t.Errorf("armed %#x after every queue left", a)
 	}
 }
-
-// An interrupt whose causes name no sleeping queue (a device that has
-// signalled a frame it has not yet written back) wakes every sleeper for
-// one look, rather than leaving them to their timeouts.
-func TestLineSpuriousWakesEverySleeper(t *testing.T) {
-	w, d := newEdge(), &fakeDev{}
-	l := NewLine(w, d)
-	woke := make(chan bool, 2)
-	for q := range 2 {
-		go func() { woke <- l.Wait(q, time.Minute) }()
-	}
-	waitArmed(t, d, 0b11)
-	w.raise() // no cause latched
-	for range 2 {
-		select {
-		case ok := <-woke:
-			if !ok {
-				t.Fatal("a queue timed out")
-			}
-		case <-time.After(10 * time.Second):
-			taken, spurious := l.Counts()
-			t.Fatalf("an interrupt with no cause left a queue asleep (taken %d, spurious %d)", taken, spurious)
-		}
-	}
-	if taken, spurious := l.Counts(); taken != 1 || spurious != 1 {
-		t.Errorf("taken %d, spurious %d; want 1 and 1", taken, spurious)
-	}
-}
