@@ -16,8 +16,7 @@ import (
 func TestSimIRQ(t *testing.T) {
 	w := testhost.Wire(t, wire.Options{})
 	h := newHostWith(t, w.A(), 1, false, m82576.Options{})
-	defer h.checkClosed(t)
-	defer h.Close(t)
+	defer h.Finish(t)
 	for q := range h.NIC.Queues() {
 		if _, err := h.dev.Steer(xsk.Filter{UDPPort: uint16(9000 + q)}, q); err != nil {
 			t.Fatal(err)

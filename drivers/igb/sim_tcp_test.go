@@ -38,10 +38,8 @@ func TestSimTCPOverRSSQueues(t *testing.T) {
 				if a.Stat(t, "tx_tso")+b.Stat(t, "tx_tso") == 0 {
 					t.Error("no TSO packet sent")
 				}
-				a.Close(t)
-				b.Close(t)
-				a.checkClosed(t)
-				b.checkClosed(t)
+				a.Finish(t)
+				b.Finish(t)
 			})
 		}
 	}

@@ -21,8 +21,7 @@ import (
 // bound by the igb driver through probe.
 type host struct {
 	*testhost.Host[*m82576.NIC]
-	dev         *igb.Device
-	nonCoherent bool // what the test asked for, checked by checkClosed
+	dev *igb.Device
 }
 
 func newHost(t testing.TB, end *wire.End, last byte, nonCoherent bool) *host {
@@ -52,19 +51,7 @@ func newHostWith(t testing.TB, end *wire.End, last byte, nonCoherent bool, opt m
 	if dev.MAC() != sh.Model.MAC() {
 		t.Fatalf("driver MAC %x, model %x", dev.MAC(), sh.Model.MAC())
 	}
-	return &host{Host: sh, dev: dev, nonCoherent: nonCoherent}
-}
-
-// checkClosed checks, after the NIC closed, that nothing stayed pinned or
-// mapped and that no DMA faulted, and that a host asked to be
-// non-coherent ran so, its syncs used.
-func (h *host) checkClosed(t testing.TB) {
-	t.Helper()
-	h.CheckNoFaults(t)
-	h.CheckNoLeaks(t)
-	if h.nonCoherent {
-		h.CheckNonCoherent(t)
-	}
+	return &host{Host: sh, dev: dev}
 }
 
 // udp builds an n-byte IPv4/UDP frame to port 9 carrying seq.
@@ -159,10 +146,7 @@ func testZeroCopyCounts(t *testing.T, tx testhost.TxMode, mode xsk.Mode) {
 	if err := h.dev.Unbind(q); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.NIC.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h.checkClosed(t)
+	h.Finish(t)
 }
 
 // A steady stream the stack consumes in time is received into the same
@@ -197,8 +181,5 @@ func TestSimPageReuseNoMaps(t *testing.T) {
 	if f := h.Stat(t, "rx_page_flips") - flips; f != 3000 {
 		t.Errorf("%d page flips for 3000 frames", f)
 	}
-	if err := h.NIC.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h.checkClosed(t)
+	h.Finish(t)
 }

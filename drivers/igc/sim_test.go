@@ -27,8 +27,7 @@ var (
 // VT-d driver giving it a domain, igc bound by probe, gVisor on top.
 type host struct {
 	*testhost.Host[*mi225.NIC]
-	nic         *igc.Device
-	nonCoherent bool // what the test asked for, checked by close
+	nic *igc.Device
 }
 
 func newHost(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device uint16, nonCoherent bool) *host {
@@ -46,7 +45,7 @@ func newHostTx(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device
 	if !ok {
 		t.Fatalf("probe bound %T, want the igc driver", sh.NIC)
 	}
-	h := &host{Host: sh, nic: d, nonCoherent: nonCoherent}
+	h := &host{Host: sh, nic: d}
 	if addr.IsValid() {
 		// No spinning: with DeferRx a frame lands when its queue's loop
 		// re-arms the vector, which a loop polling the ring never does, so
@@ -56,19 +55,12 @@ func newHostTx(t *testing.T, end *wire.End, last byte, addr netip.Prefix, device
 	return h
 }
 
-// close shuts the host down and checks the VT-d unit saw no fault, the
-// model had no DMA refused, nothing stayed mapped or pinned, and that a
-// host asked to be non-coherent ran so, its syncs used.
-func (h *host) close(t *testing.T) {
+// Finish is testhost's, and the model must have had no DMA refused.
+func (h *host) Finish(t testing.TB) {
 	t.Helper()
-	h.Close(t)
-	h.CheckNoFaults(t)
+	h.Host.Finish(t)
 	if c := h.Model.Counters(); c.RxDMAFaults != 0 || c.TxDMAFaults != 0 {
 		t.Errorf("model DMA faults: rx %d tx %d", c.RxDMAFaults, c.TxDMAFaults)
-	}
-	h.CheckNoLeaks(t)
-	if h.nonCoherent {
-		h.CheckNonCoherent(t)
 	}
 }
 
@@ -111,9 +103,9 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 				tx.SkipRacy(t)
 				w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
 				a := newHostTx(t, w.A(), 1, addrA, 0x15f3, tc.nonCoherent, tx)
-				defer a.close(t)
+				defer a.Finish(t)
 				b := newHostTx(t, w.B(), 2, addrB, 0x125c, tc.nonCoherent, tx)
-				defer b.close(t)
+				defer b.Finish(t)
 				for _, h := range []*host{a, b} {
 					for _, c := range []string{tc.ctl, fmt.Sprintf("mtu %d", tc.mtu)} {
 						if err := h.nic.Ctl(c); err != nil {
@@ -160,9 +152,9 @@ func TestSimTrafficBuildAndConstruct(t *testing.T) {
 func TestSimMTUChangeUnderTraffic(t *testing.T) {
 	w := testhost.Wire(t, wire.Options{SpeedMbps: 2500})
 	a := newHost(t, w.A(), 1, addrA, 0x15f2, false)
-	defer a.close(t)
+	defer a.Finish(t)
 	b := newHost(t, w.B(), 2, addrB, 0x125b, false)
-	defer b.close(t)
+	defer b.Finish(t)
 	threshold := igc.MaxFrameBuild - 22
 	for _, mtu := range []int{1500, threshold + 1, 2000, threshold, 1500, 576} {
 		for _, h := range []*host{a, b} {
@@ -187,7 +179,7 @@ func TestSimLinkSpeeds(t *testing.T) {
 		t.Run(fmt.Sprintf("%04x@%d", tc.device, tc.wire), func(t *testing.T) {
 			w := testhost.Wire(t, wire.Options{SpeedMbps: tc.wire})
 			h := newHost(t, w.A(), 1, netip.Prefix{}, tc.device, false)
-			defer h.close(t)
+			defer h.Finish(t)
 			if l := h.nic.Link(); l != (nic.Link{Up: true, SpeedMbps: tc.want, FullDuplex: true}) {
 				t.Fatalf("link %+v, want %d Mb/s full duplex", l, tc.want)
 			}
@@ -203,7 +195,7 @@ func TestSimBlankNVM(t *testing.T) {
 		if m[0]&2 == 0 || m[0]&1 != 0 {
 			t.Errorf("%04x: mac %x is not a locally administered unicast address", dev, m)
 		}
-		h.close(t)
+		h.Finish(t)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestXDPRxDropCountsExact(t *testing.T) {
 	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newXDPHost(t)
-			defer h.close(t)
+			defer h.Finish(t)
 			a := xskapp.New(t, 512, 512, 256)
 			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
@@ -159,7 +159,7 @@ func TestXDPTxPushCountsExact(t *testing.T) {
 
 func testXDPTxPush(t *testing.T, tx testhost.TxMode, m xsk.Mode) {
 	h := newXDPHostTx(t, tx)
-	defer h.close(t)
+	defer h.Finish(t)
 	a := xskapp.New(t, 256, 0, 256)
 	if err := h.nic.Bind(2, a.S, m); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestXDPL2FwdCountsExact(t *testing.T) {
 
 func testXDPL2Fwd(t *testing.T, tx testhost.TxMode, m xsk.Mode) {
 	h := newXDPHostTx(t, tx)
-	defer h.close(t)
+	defer h.Finish(t)
 	a := xskapp.New(t, 512, 256, 256)
 	if err := h.nic.Bind(0, a.S, m); err != nil {
 		t.Fatal(err)
@@ -303,7 +303,7 @@ func TestXDPUnbindUnderTraffic(t *testing.T) {
 	for _, m := range xskapp.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newXDPHost(t)
-			defer h.close(t)
+			defer h.Finish(t)
 			a := xskapp.New(t, 256, 128, 64)
 			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
@@ -383,7 +383,7 @@ func TestXDPFillEmptyAndRxRingFull(t *testing.T) {
 	for _, m := range xskapp.Modes {
 		t.Run(m.String()+"/fill empty", func(t *testing.T) {
 			h := newXDPHost(t)
-			defer h.close(t)
+			defer h.Finish(t)
 			a := xskapp.New(t, 64, 8, 64)
 			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
@@ -417,7 +417,7 @@ func TestXDPFillEmptyAndRxRingFull(t *testing.T) {
 		})
 		t.Run(m.String()+"/rx ring full", func(t *testing.T) {
 			h := newXDPHost(t)
-			defer h.close(t)
+			defer h.Finish(t)
 			a := xskapp.New(t, 128, 128, 16)
 			if err := h.nic.Bind(0, a.S, m); err != nil {
 				t.Fatal(err)
@@ -452,7 +452,7 @@ func TestXDPFillEmptyAndRxRingFull(t *testing.T) {
 
 func TestXDPProgramVerdicts(t *testing.T) {
 	h := newXDPHost(t)
-	defer h.close(t)
+	defer h.Finish(t)
 	// The first payload byte picks the verdict.
 	prog := func(b []byte) xsk.Verdict { return xsk.Verdict(b[14] % 4) }
 	if err := h.nic.SetProgram(0, prog); err != nil {
@@ -536,7 +536,7 @@ func TestXDPProgramVerdicts(t *testing.T) {
 
 func TestXDPBindErrors(t *testing.T) {
 	h := newXDPHost(t)
-	defer h.close(t)
+	defer h.Finish(t)
 	a := xskapp.New(t, 64, 0, 64)
 	if err := h.nic.Bind(4, a.S, xsk.ZeroCopy); !errors.Is(err, xsk.ErrNoQueue) {
 		t.Fatalf("bind queue 4: %v", err)
@@ -561,7 +561,7 @@ func TestXDPBindErrors(t *testing.T) {
 
 func TestXDPEtherTypeSteering(t *testing.T) {
 	h := newXDPHost(t)
-	defer h.close(t)
+	defer h.Finish(t)
 	if err := h.nic.Ctl("rss on"); err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +641,7 @@ func udpTo(port uint16, seq int) []byte {
 
 func TestXDPUDPPortSteering(t *testing.T) {
 	h := newXDPHost(t)
-	defer h.close(t)
+	defer h.Finish(t)
 	const port = 4791
 	slot, err := h.nic.Steer(xsk.Filter{UDPPort: port}, 3)
 	if err != nil {
@@ -696,7 +696,7 @@ func TestXDPUDPPortSteering(t *testing.T) {
 // and nothing stays mapped (h.close checks the IOMMU and memory).
 func TestXDPCloseWhileBound(t *testing.T) {
 	h := newXDPHost(t)
-	defer h.close(t)
+	defer h.Finish(t)
 	a := xskapp.New(t, 256, 128, 64)
 	if err := h.nic.Bind(0, a.S, xsk.ZeroCopy); err != nil {
 		t.Fatal(err)

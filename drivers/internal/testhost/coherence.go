@@ -42,7 +42,7 @@ func probeNonCoherent(t testing.TB, mem *sim.Memory) {
 // received frames, that syncs for the CPU reached it since the driver
 // bound: a rig that silently runs coherent passes with missing syncs,
 // and so does a run whose syncs never reach the memory.
-func (h *Host[M]) CheckNonCoherent(t testing.TB) {
+func (h *Node) CheckNonCoherent(t testing.TB) {
 	t.Helper()
 	syncs := h.Machine.Mem.Stats().SyncsForCPU - h.cpuSyncs
 	if rx := h.Stat(t, "rx_frames"); rx > 0 && syncs == 0 {

@@ -4,7 +4,8 @@
 // and gVisor on top when asked. It holds the checks those tests share:
 // statistics by name, nothing pinned or mapped after close, no DMA fault,
 // the frames a wire's far end saw, and TCP and UDP transfers between two
-// hosts. What is particular to a device stays in its driver's tests.
+// hosts; Suite runs those every driver must pass on each driver's hosts.
+// What is particular to a device stays in its driver's tests.
 package testhost
 
 import (
@@ -48,13 +49,19 @@ type Model interface {
 
 // Host is one simulated machine with its NIC bound.
 type Host[M Model] struct {
+	Node
+	Model M
+}
+
+// Node is a host as the checks see it, whatever its model.
+type Node struct {
 	Machine *sim.Machine
-	Model   M
 	Unit    *iommu.Unit // nil with Options.Passthrough
 	NIC     nic.NIC
 	Stack   *netstack.Stack // set by Up
 
-	cpuSyncs uint64 // the memory's syncs for the CPU when the driver had bound
+	cpuSyncs    uint64 // the memory's syncs for the CPU when the driver had bound
+	nonCoherent bool   // what Options asked for, checked by Finish
 }
 
 // New builds a machine, lets plug put the model at o.Addr, attaches it to
@@ -79,7 +86,7 @@ func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr)
 	if o.End != nil {
 		model.Attach(o.End)
 	}
-	h := &Host[M]{Machine: m, Model: model}
+	h := &Host[M]{Node: Node{Machine: m, nonCoherent: o.NonCoherent}, Model: model}
 	if !o.Passthrough {
 		if h.Unit, err = iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock}); err != nil {
 			t.Fatal(err)
@@ -113,7 +120,7 @@ func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr)
 }
 
 // Up puts a gVisor stack on the NIC with addr.
-func (h *Host[M]) Up(t testing.TB, addr netip.Prefix, ep netstack.Options) {
+func (h *Node) Up(t testing.TB, addr netip.Prefix, ep netstack.Options) {
 	t.Helper()
 	s, err := netstack.NewStack(netstack.StackOptions{}, netstack.Interface{NIC: h.NIC, Addrs: []netip.Prefix{addr}, Endpoint: ep})
 	if err != nil {
@@ -125,7 +132,7 @@ func (h *Host[M]) Up(t testing.TB, addr netip.Prefix, ep netstack.Options) {
 
 // Close takes the stack down (which closes the NIC), or the NIC when no
 // stack runs on it.
-func (h *Host[M]) Close(t testing.TB) {
+func (h *Node) Close(t testing.TB) {
 	t.Helper()
 	if h.Stack == nil {
 		if err := h.NIC.Close(); err != nil {
@@ -139,14 +146,27 @@ func (h *Host[M]) Close(t testing.TB) {
 	h.Stack.Close()
 }
 
+// Finish closes the host and checks what every test checks at its end:
+// no DMA fault, nothing pinned or mapped, and a host asked to be
+// non-coherent ran so, its syncs used (CheckNonCoherent).
+func (h *Node) Finish(t testing.TB) {
+	t.Helper()
+	h.Close(t)
+	h.CheckNoFaults(t)
+	h.CheckNoLeaks(t)
+	if h.nonCoherent {
+		h.CheckNonCoherent(t)
+	}
+}
+
 // Stat is the NIC's statistic called name.
-func (h *Host[M]) Stat(t testing.TB, name string) uint64 {
+func (h *Node) Stat(t testing.TB, name string) uint64 {
 	t.Helper()
 	return nictest.Stat(t, h.NIC.Stats(), name)
 }
 
 // IOMMUStats are the VT-d driver's counters, zero with translation off.
-func (h *Host[M]) IOMMUStats() iommu.Stats {
+func (h *Node) IOMMUStats() iommu.Stats {
 	if h.Unit == nil {
 		return iommu.Stats{}
 	}
@@ -155,7 +175,7 @@ func (h *Host[M]) IOMMUStats() iommu.Stats {
 
 // CheckNoLeaks checks, after the NIC closed, that every pin was undone,
 // memory saw no misuse, and every IOMMU mapping went with its IOVA.
-func (h *Host[M]) CheckNoLeaks(t testing.TB) {
+func (h *Node) CheckNoLeaks(t testing.TB) {
 	t.Helper()
 	if ms := h.Machine.Mem.Stats(); ms.Pins != ms.Unpins || ms.Misuses != 0 {
 		t.Errorf("after close: %d pins, %d unpins, %d misuses %v", ms.Pins, ms.Unpins, ms.Misuses, h.Machine.Mem.Errors())
@@ -180,7 +200,7 @@ func CheckNoMisuse(t testing.TB, mem *sim.Memory) {
 
 // CheckNoFaults checks that the VT-d unit recorded no fault; with
 // translation off there is nothing to record.
-func (h *Host[M]) CheckNoFaults(t testing.TB) {
+func (h *Node) CheckNoFaults(t testing.TB) {
 	t.Helper()
 	if h.Unit == nil {
 		return

@@ -20,7 +20,7 @@ import (
 // receiving every frame intact after it, and that nothing stays mapped
 // at close. send has the far end of the wire send one frame to the NIC;
 // ring is the RX ring's size in descriptors.
-func (h *Host[M]) CheckInjectUnmappedRx(t *testing.T, ring int, send func(frame []byte)) {
+func (h *Node) CheckInjectUnmappedRx(t *testing.T, ring int, send func(frame []byte)) {
 	t.Helper()
 	if h.Unit == nil {
 		t.Fatal("inject-unmapped-rx needs translation")
