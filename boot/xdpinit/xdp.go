@@ -20,13 +20,13 @@ import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
 	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/internal/udpframe"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 )
 
@@ -180,26 +180,6 @@ func xdpNICs(logf func(format string, args ...any), plat system.Platform, rm *sy
 	return pusher, dut, nil
 }
 
-// xdpUDP builds a UDP/IPv4 frame of n bytes (without FCS) in b.
-func xdpUDP(b []byte, n int, srcMAC, dstMAC [6]byte, src, dst [4]byte, sport, dport uint16) []byte {
-	f := b[:n]
-	clear(f)
-	copy(f, dstMAC[:])
-	copy(f[6:], srcMAC[:])
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:34]
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(n-14))
-	ip[8], ip[9] = 64, 17
-	copy(ip[12:], src[:])
-	copy(ip[16:], dst[:])
-	binary.BigEndian.PutUint16(ip[10:], ^checksum.Checksum(ip, 0))
-	binary.BigEndian.PutUint16(f[34:], sport)
-	binary.BigEndian.PutUint16(f[36:], dport)
-	binary.BigEndian.PutUint16(f[38:], uint16(n-34))
-	return f
-}
-
 // xdpSteer decides how the pusher's flow reaches queue want of the NIC
 // under test and returns the flow's UDP source port. A 2-tuple filter on
 // the destination port comes first; QEMU's igb accepts the registers but
@@ -260,7 +240,8 @@ func xdpTuple(src, dst [4]byte, sport, dport uint16) []byte {
 // queue of the NIC under test that received most of them.
 func xdpProbe(pusher, dut nic.NIC, sport uint16) (int, error) {
 	const probes = 8
-	frame := xdpUDP(make([]byte, xdpSizes[0]), xdpSizes[0]-xdpFCS, xdpPusherMAC, xdpTestMAC, xdpPusherIP, xdpTestIP, sport, xdpPort)
+	frame := udpframe.Flow{SrcMAC: xdpPusherMAC, DstMAC: xdpTestMAC, Src: xdpPusherIP, Dst: xdpTestIP, SrcPort: sport, DstPort: xdpPort}.
+		Put(make([]byte, xdpSizes[0]), xdpSizes[0]-xdpFCS)
 	pkts := make([]*nic.TxPacket, probes)
 	for i := range pkts {
 		pkts[i] = &nic.TxPacket{Data: buffer.MakeWithData(frame)}
@@ -331,8 +312,9 @@ func xdpBind(b xsk.Binder, q int, m xsk.Mode, t string, frame int, src, dst xdpE
 		free = append(free, u.Frame(i))
 	}
 	free = free[u.Fill.ProduceBatch(free[:u.Frames()/2]):]
+	flow := udpframe.Flow{SrcMAC: src.mac, DstMAC: dst.mac, Src: src.ip, Dst: dst.ip, SrcPort: src.port, DstPort: dst.port}
 	for _, f := range free {
-		xdpUDP(u.Bytes(f, frame), frame, src.mac, dst.mac, src.ip, dst.ip, src.port, dst.port)
+		flow.Put(u.Bytes(f, frame), frame)
 	}
 	if err := b.Bind(q, s, m); err != nil {
 		return nil, fmt.Errorf("bind queue %d: %w", q, err)

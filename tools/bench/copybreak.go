@@ -10,6 +10,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/internal/udpframe"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
@@ -19,8 +20,6 @@ import (
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -351,24 +350,15 @@ func (s *sink) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffe
 // udpFrame is a size-byte IPv4 UDP frame to mac with valid checksums, so
 // the device reports them verified as it would for real traffic.
 func udpFrame(mac [6]byte, size int) []byte {
-	b := make([]byte, size)
-	header.Ethernet(b).Encode(&header.EthernetFields{
-		DstAddr: tcpip.LinkAddress(mac[:]),
-		SrcAddr: tcpip.LinkAddress([]byte{0x02, 0, 0, 0, 0, 9}),
-		Type:    header.IPv4ProtocolNumber,
-	})
-	src := tcpip.AddrFrom4([4]byte{192, 0, 2, 9})
-	dst := tcpip.AddrFrom4([4]byte{192, 0, 2, 1})
-	ip := header.IPv4(b[header.EthernetMinimumSize:])
-	ip.Encode(&header.IPv4Fields{TotalLength: uint16(len(ip)), TTL: 64, Protocol: uint8(header.UDPProtocolNumber), SrcAddr: src, DstAddr: dst})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	u := header.UDP(ip[header.IPv4MinimumSize:])
-	u.Encode(&header.UDPFields{SrcPort: 9, DstPort: 9, Length: uint16(len(u))})
-	for i := header.UDPMinimumSize; i < len(u); i++ {
-		u[i] = byte(i)
+	flow := udpframe.Flow{
+		SrcMAC: [6]byte{0x02, 0, 0, 0, 0, 9}, DstMAC: mac,
+		Src: [4]byte{192, 0, 2, 9}, Dst: [4]byte{192, 0, 2, 1},
+		SrcPort: 9, DstPort: 9,
 	}
-	sum := header.PseudoHeaderChecksum(header.UDPProtocolNumber, src, dst, uint16(len(u)))
-	sum = checksum.Checksum(u[header.UDPMinimumSize:], sum)
-	u.SetChecksum(^u.CalculateChecksum(sum))
-	return b
+	f := flow.Put(make([]byte, size), size)
+	for i := udpframe.HeaderLen; i < size; i++ {
+		f[i] = byte(i - 34) // the payload counts from the UDP header's start
+	}
+	udpframe.SetChecksum(f)
+	return f
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/internal/udpframe"
 	"github.com/ether9/ether9/netstack"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -78,7 +79,7 @@ func startGenerator(r *Rig, c Config) func() {
 		f := udpFrame(make([]byte, maxFrame), c.Size, peerMAC, hostMAC, peerIP, hostIP, 0)
 		end := r.Wire.B()
 		for seq := uint32(0); !done.Load(); seq++ {
-			binary.BigEndian.PutUint32(f[hdrLen:], seq) // no UDP checksum: only the payload changes
+			binary.BigEndian.PutUint32(f[udpframe.HeaderLen:], seq) // no UDP checksum: only the payload changes
 			end.Send(f)
 			if seq%32 == 0 {
 				runtime.Gosched()
@@ -114,7 +115,7 @@ func startNetstack(r *Rig, c Config) (func() uint64, func() error, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		payload := make([]byte, c.Size-hdrLen)
+		payload := make([]byte, c.Size-udpframe.HeaderLen)
 		to := &net.UDPAddr{IP: net.IP(peerIP[:]), Port: udpPort}
 		buf := make([]byte, 2048)
 		for ctx.Err() == nil {

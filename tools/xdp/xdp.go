@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"github.com/ether9/ether9/internal/udpframe"
 )
 
 // Test is a sample program.
@@ -83,30 +83,16 @@ const (
 	udpPort   = 9 // discard
 	minFrame  = 60
 	maxFrame  = 1514
-	hdrLen    = 14 + 20 + 8
 	srcPortHi = 40000
 )
 
-// udpFrame builds a size-byte Ethernet/IPv4/UDP frame from src to dst
-// with valid checksums and seq in the payload.
+// udpFrame builds a size-byte frame from src to dst with seq at the
+// start of the payload and no UDP checksum, so that a generator may
+// rewrite seq alone.
 func udpFrame(b []byte, size int, srcMAC, dstMAC [6]byte, src, dst [4]byte, seq uint32) []byte {
-	f := b[:size]
-	clear(f)
-	copy(f, dstMAC[:])
-	copy(f[6:], srcMAC[:])
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:34]
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(size-14))
-	ip[8], ip[9] = 64, 17
-	copy(ip[12:], src[:])
-	copy(ip[16:], dst[:])
-	binary.BigEndian.PutUint16(ip[10:], ^checksum.Checksum(ip, 0))
-	udp := f[34:]
-	binary.BigEndian.PutUint16(udp[0:], srcPortHi)
-	binary.BigEndian.PutUint16(udp[2:], udpPort)
-	binary.BigEndian.PutUint16(udp[4:], uint16(size-34))
-	binary.BigEndian.PutUint32(udp[8:], seq)
+	flow := udpframe.Flow{SrcMAC: srcMAC, DstMAC: dstMAC, Src: src, Dst: dst, SrcPort: srcPortHi, DstPort: udpPort}
+	f := flow.Put(b, size)
+	binary.BigEndian.PutUint32(f[udpframe.HeaderLen:], seq)
 	return f
 }
 
