@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -133,6 +134,16 @@ func newUIO(events, config *os.File) *UIO {
 
 // Wait unmasks the line if an interrupt masked it, then sleeps until it
 // fires or timeout passes. It reports whether it fired.
+//
+// The sleep is the runtime's network poller's (the event file is
+// non-blocking and in its epoll set), not a blocking poll(2): a
+// goroutine in a system call keeps its P until sysmon takes it back,
+// which takes up to two sysmon ticks of 10 ms each once the runtime has
+// been quiet. With one CPU (GOMAXPROCS 1) every other goroutine, another
+// queue's spinning poll loop and the stack's senders included, then
+// stood still for that long each time a loop went to sleep: igb's queue
+// loops did so about 250 times per 16 MiB pulled, for half polling's
+// throughput. A file the poller does not take sleeps in ppoll(2).
 func (u *UIO) Wait(timeout time.Duration) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -144,31 +155,93 @@ func (u *UIO) Wait(timeout time.Duration) bool {
 		}
 		u.masked = false
 	}
-	fds := []unix.PollFd{{Fd: int32(u.events.Fd()), Events: unix.POLLIN}}
-	ts := unix.NsecToTimespec(max(timeout, 0).Nanoseconds())
-	n, err := unix.Ppoll(fds, &ts, nil)
+	fired, err := u.sleep(max(timeout, 0))
 	switch {
-	case errors.Is(err, unix.EINTR):
-		return false // the caller polls again
 	case err != nil:
-		u.fail(fmt.Errorf("poll: %w", err))
+		u.fail(err)
 		time.Sleep(timeout)
 		return false
-	case n == 0:
+	case !fired:
 		u.timeouts.Add(1)
 		return false
-	case fds[0].Revents&unix.POLLIN == 0:
-		u.fail(fmt.Errorf("poll: revents %#x", fds[0].Revents))
-		time.Sleep(timeout)
-		return false
-	}
-	var count [4]byte
-	if _, err := unix.Read(int(u.events.Fd()), count[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
-		u.fail(fmt.Errorf("read event count: %w", err))
 	}
 	u.masked = true
 	u.wakeups.Add(1)
 	return true
+}
+
+// sleep waits up to timeout for an event and consumes it (its 4-byte
+// count).
+func (u *UIO) sleep(timeout time.Duration) (bool, error) {
+	rc, err := u.events.SyscallConn()
+	if err != nil {
+		return false, fmt.Errorf("event file: %w", err)
+	}
+	var count [4]byte
+	var rerr error
+	read := func(fd uintptr) bool {
+		_, rerr = unix.Read(int(fd), count[:])
+		return !errors.Is(rerr, unix.EAGAIN)
+	}
+	if timeout == 0 {
+		// The poller reports an expired deadline before it reads:
+		// look once.
+		if err := rc.Control(func(fd uintptr) { read(fd) }); err != nil {
+			return false, fmt.Errorf("event file: %w", err)
+		}
+		if errors.Is(rerr, unix.EAGAIN) {
+			return false, nil
+		}
+		return rerr == nil, wrapRead(rerr)
+	}
+	switch err := u.events.SetReadDeadline(time.Now().Add(timeout)); {
+	case errors.Is(err, os.ErrNoDeadline):
+		return u.ppoll(rc, timeout)
+	case err != nil:
+		return false, fmt.Errorf("event file deadline: %w", err)
+	}
+	switch err := rc.Read(read); {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("event file: %w", err)
+	}
+	return rerr == nil, wrapRead(rerr)
+}
+
+// ppoll is sleep for an event file the poller does not take.
+func (u *UIO) ppoll(rc syscall.RawConn, timeout time.Duration) (bool, error) {
+	var fired bool
+	var perr error
+	cerr := rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		ts := unix.NsecToTimespec(timeout.Nanoseconds())
+		n, err := unix.Ppoll(fds, &ts, nil)
+		switch {
+		case errors.Is(err, unix.EINTR), n == 0 && err == nil:
+			return // the caller polls again
+		case err != nil:
+			perr = fmt.Errorf("poll: %w", err)
+			return
+		case fds[0].Revents&unix.POLLIN == 0:
+			perr = fmt.Errorf("poll: revents %#x", fds[0].Revents)
+			return
+		}
+		var count [4]byte
+		if _, err := unix.Read(int(fd), count[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
+			perr = wrapRead(err)
+			return
+		}
+		fired = true
+	})
+	return fired, errors.Join(cerr, perr)
+}
+
+func wrapRead(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("read event count: %w", err)
 }
 
 // unmask clears Interrupt Disable, leaving the other command bits as they

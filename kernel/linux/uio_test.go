@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -114,4 +115,47 @@ func FuzzUIOUnmask(f *testing.F) {
 			t.Fatalf("command %#04x unmasked to %#04x, want %#04x", cmd, got, want)
 		}
 	})
+}
+
+// A sleeping Wait holds no thread in a system call: it is parked in the
+// runtime's poller, so with one P the other goroutines run at once
+// instead of after sysmon takes the P back from a blocked poll(2).
+func TestUIOWaitSleepsInThePoller(t *testing.T) {
+	r := newUIORig(t, 0x0006)
+	samples := []metrics.Sample{
+		{Name: "/sched/goroutines/not-in-go:goroutines"},
+		{Name: "/sched/goroutines/waiting:goroutines"},
+	}
+	read := func() (syscalls, waiting uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}
+	sys0, wait0 := read()
+	done := make(chan bool)
+	go func() { done <- r.u.Wait(time.Minute) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sys, wait := read()
+		if sys > sys0 {
+			r.interrupt(t, 1) // end the sleep, so that cleanup can close
+			<-done
+			t.Fatalf("the sleeping Wait is in a system call (goroutines not in Go %d, before %d)", sys, sys0)
+		}
+		if wait > wait0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Wait never parked: goroutines waiting %d (before %d), not in Go %d (before %d), stats %+v", wait, wait0, sys, sys0, r.u.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.interrupt(t, 1)
+	select {
+	case fired := <-done:
+		if !fired {
+			t.Fatalf("Wait missed the interrupt (stats %+v)", r.u.Stats())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Wait slept through the interrupt (stats %+v)", r.u.Stats())
+	}
 }
