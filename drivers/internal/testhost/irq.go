@@ -175,7 +175,16 @@ func checkShared(t *testing.T, r IRQRig, queues int) {
 	r.Send(1)
 	r.expect(t, c, true, "queue 1's frame")
 	r.expect(t, r.sleep(0, irqSleep), true, "a frame whose cause another queue's wake-up read")
-	r.drain(0)
+	if r.drain(0) == 0 {
+		// A model that defers receive DMA (DeferRx) writes the frame
+		// when its queue next touches the device; the kept cause's
+		// wake-up touched none, so the frame lands as the queue arms
+		// its interrupt for the next sleep, which then ends at once.
+		r.expect(t, r.sleep(0, irqSleep), true, "a held frame, as its queue arms")
+		if n := r.drain(0); n != 1 {
+			t.Errorf("queue 0 polled %d frames after arming, want 1 (%s)", n, r.counters(t))
+		}
+	}
 	r.drain(1)
 
 	// One line, every queue asleep: each frame wakes its own queue.

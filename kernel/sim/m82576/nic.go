@@ -40,8 +40,10 @@ type Options struct {
 	MAC [6]byte
 	// DeferRx keeps every frame from the wire in the receive packet
 	// buffer until the driver next touches its queue (reads RDH, RDT or
-	// RXDCTL, writes RDT or RXDCTL of that queue, or writes EIMS with the
-	// bit the queue's IVAR entry names, arming its interrupt), which
+	// RXDCTL, writes RDT or RXDCTL of that queue, or writes EIMS with
+	// the bit the queue's IVAR entry names, arming its interrupt, or
+	// outside MSI-X mode EIMC with it, masking it as the woken loop goes
+	// to poll), which
 	// writes it to the queue's ring on that goroutine. Without it a frame
 	// is written on the sender's goroutine as it arrives, and waits only
 	// while its queue is out of descriptors.
@@ -358,7 +360,7 @@ func (n *NIC) write32(off, v uint32) {
 	kick, q := n.writeLocked(off, v)
 	n.lineLocked()
 	var armed, txArmed uint32
-	if off == nicmodel.EIMS && n.opt.DeferRx {
+	if (off == nicmodel.EIMS || off == nicmodel.EIMC && !n.msixLocked()) && n.opt.DeferRx {
 		armed = n.queuesOnLocked(v, false)
 	}
 	if off == nicmodel.EIMS && n.txDefer.On {
@@ -370,13 +372,15 @@ func (n *NIC) write32(off, v uint32) {
 	}
 	// With DeferRx, arming a queue's vector is when its waiting frames
 	// land: the driver's idle poll loop writes EIMS on its own goroutine
-	// just before it sleeps. With DeferTx the re-arm also lets the engine
+	// just before it sleeps. Outside MSI-X mode so is masking it: the
+	// loop the line woke, or the one that took the line and wakes it,
+	// writes EIMC before the woken loop polls its ring. With DeferTx the re-arm also lets the engine
 	// go on with the queue's transmit descriptors, whose completion fires
 	// the vector: a driver that polls its descriptors in memory for DD
 	// would otherwise wait for its next send.
 	for q := range uint32(numQueues) {
 		if armed&(1<<q) != 0 {
-			n.drainQueue(q)
+			n.drainQueue(q, off == nicmodel.EIMC)
 		}
 		if txArmed&(1<<q) != 0 {
 			n.kickTx(q, n.txDefer.PerTouch)

@@ -14,14 +14,15 @@ type packetBuffer = nicmodel.PacketBuffer[rxSetup]
 
 // drainRx moves waiting frames into their rings until the buffer is empty
 // or its oldest frame's queue is out of descriptors.
-func (n *NIC) drainRx() { n.drain(n.pb) }
+func (n *NIC) drainRx() { n.drain(n.pb, false) }
 
 // drainQueue moves queue q's deferred frames into its ring until none is
 // left or the queue is out of descriptors. Other queues' frames stay: a
 // queue's ring is written only on the goroutine that looks at that queue.
-func (n *NIC) drainQueue(q uint32) { n.drain(n.pbq[q]) }
+// quiet: the queue is being masked to be polled (rxSetup.quiet).
+func (n *NIC) drainQueue(q uint32, quiet bool) { n.drain(n.pbq[q], quiet) }
 
-func (n *NIC) drain(pb *packetBuffer) {
+func (n *NIC) drain(pb *packetBuffer, quiet bool) {
 	if pb.Len() == 0 {
 		return
 	}
@@ -31,6 +32,7 @@ func (n *NIC) drain(pb *packetBuffer) {
 		// A copy: the held entry is shared with Push, which may move it.
 		meta := h.Meta
 		meta.pkt = nicmodel.Parse(h.Frame, meta.vet)
+		meta.quiet = quiet
 		if n.rxTry(h.Frame, &meta) == rxNoRoom && n.rxNoRoom(pb, h.Frame, &meta, false) {
 			pb.Starved = true
 			return false
@@ -57,7 +59,7 @@ func (n *NIC) rxAccess(off uint32, write bool) {
 		return
 	}
 	if q, reg, ok := queueReg(off, RDBAL); ok && (reg == RDT || reg == RXDCTL || !write && reg == RDH) {
-		n.drainQueue(q)
+		n.drainQueue(q, false)
 	}
 }
 

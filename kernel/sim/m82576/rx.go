@@ -39,6 +39,11 @@ type rxSetup struct {
 	rssType, rssHash uint32
 	srrctl           uint32
 	ring             nicmodel.RxRing
+	// quiet: a deferred frame written as the loop its interrupt woke
+	// masks the queue to poll it; that interrupt was its causes, raised
+	// as it was held, and the write-back raises none again, which would
+	// only name the queue once more after it found the frame.
+	quiet bool
 }
 
 // rxOutcome is what became of one attempt to write a frame.
@@ -62,7 +67,15 @@ func (n *NIC) receive(frame []byte) {
 	}
 	if n.opt.DeferRx {
 		n.rxHold(frame, &s)
-		n.irq.Raise() // wake the driver: its next look at the device moves the frame
+		// The frame stands for DMA the model does on the driver's next
+		// look at the queue; its write-back causes are raised now, as
+		// the part raises them for a frame it writes: ICR.RXDW and the
+		// EICR bit the queue's IVAR entry names (datasheet 7.3.1), so
+		// the interrupt names the queue to wake. The write-back at that
+		// look raises them again.
+		n.mu.Lock()
+		n.queueCauseLocked(s.q, false)
+		n.mu.Unlock()
 		return
 	}
 	n.rxMu.Lock()
@@ -296,7 +309,9 @@ func (n *NIC) rxTry(frame []byte, s *rxSetup) rxOutcome {
 	nicmodel.CountRx(n.regs, frame)
 	nicmodel.AddStat(n.regs[:], PQGPRC+s.q*0x100, 1)
 	nicmodel.AddStat(n.regs[:], PQGORC+s.q*0x100, uint64(len(frame)+nicmodel.FCSLen))
-	n.queueCauseLocked(s.q, false)
+	if !s.quiet {
+		n.queueCauseLocked(s.q, false)
+	}
 	return rxDone
 }
 
