@@ -49,7 +49,7 @@ func (n *NIC) read32(off uint32) uint32 {
 		return 0
 	}
 	if q, ok := rxQueueTouched(off, false); ok {
-		n.drainQueue(q)
+		n.drainQueue(q, false)
 	}
 	if q, ok := txQueueTouched(off); ok && n.txDefer.On {
 		n.kickTx(q, n.txDefer.PerTouch)
@@ -126,7 +126,7 @@ func (n *NIC) write32(off, v uint32) {
 		return
 	}
 	if q, ok := rxQueueTouched(off, true); ok {
-		defer n.drainQueue(q)
+		defer n.drainQueue(q, false)
 	}
 	if q, ok := txQueueTouched(off); ok && n.txDefer.On {
 		n.kickTx(q, n.txDefer.PerTouch)
@@ -144,7 +144,7 @@ func (n *NIC) write32(off, v uint32) {
 	kick := n.writeLocked(off, v)
 	n.updateAssertLocked(false)
 	var armed, txArmed uint32
-	if off == nicmodel.EIMS && n.opt.DeferRx {
+	if (off == nicmodel.EIMS || off == nicmodel.EIMC && !n.msixModeLocked()) && n.opt.DeferRx {
 		armed = n.queuesOnLocked(v, false)
 	}
 	if off == nicmodel.EIMS && n.txDefer.On {
@@ -153,12 +153,15 @@ func (n *NIC) write32(off, v uint32) {
 	n.mu.Unlock()
 	// Arming a queue's vector is when its waiting frames land: the
 	// driver's idle poll loop writes EIMS on its own goroutine just before
-	// it sleeps, and the frames fire the vector it armed. With DeferTx
+	// it sleeps, and the frames fire the vector it armed. In MSI and INTx
+	// mode so is masking it: the loop the line woke, or the one that took
+	// the line and wakes it, writes EIMC before the woken loop polls its
+	// ring. With DeferTx
 	// the loop's re-arm also lets the engine go on with the queue's
 	// transmit descriptors, whose completion fires the vector too: a
 	// driver that only polls its descriptors in memory for DD would
 	// otherwise wait for its next send.
-	n.drainQueues(armed)
+	n.drainQueues(armed, off == nicmodel.EIMC)
 	for q := range Queues {
 		if txArmed&(1<<q) != 0 {
 			n.kickTx(q, n.txDefer.PerTouch)

@@ -50,7 +50,8 @@ type Options struct {
 	// DeferRx keeps each frame from the wire in the receive packet
 	// buffer, in its queue's line, until the driver's receive path for
 	// that queue next touches the device (its RDH, RDT or RXDCTL, or an
-	// EIMS write arming its vector), which writes the queue's frames to
+	// EIMS write arming its vector or, outside MSI-X mode, an EIMC write
+	// masking it), which writes the queue's frames to
 	// its ring on that goroutine (see packetBuffer). Without it a frame
 	// is written to its ring on the sender's goroutine as it arrives.
 	DeferRx bool

@@ -7,7 +7,8 @@ import "github.com/ether9/ether9/kernel/sim/nicmodel"
 // arrives, then waits in that queue's line until the driver's receive
 // path for that queue next touches the device: reads RDH, RDT or RXDCTL
 // of the queue, writes its RDT or RXDCTL, or writes EIMS with the bit the
-// queue's IVAR entry names, arming its interrupt. That access moves the
+// queue's IVAR entry names, arming its interrupt, or (outside MSI-X mode)
+// EIMC with it, masking it as the woken loop goes to poll. That access moves the
 // queue's frames into its ring on the driver's own goroutine, so the DMA
 // into a ring is ordered with the reads of the goroutine that polls it,
 // as an interrupt orders them on real hardware, and the race detector
@@ -20,8 +21,9 @@ type packetBuffer = nicmodel.PacketBuffer[rxAdmit]
 
 // drainQueue moves queue q's waiting frames into its ring until none is
 // left or the head frame finds too few descriptors. Other queues' frames
-// stay where they are.
-func (n *NIC) drainQueue(q int) {
+// stay where they are. quiet: the queue is being masked to be polled
+// (rxAdmit.quiet).
+func (n *NIC) drainQueue(q int, quiet bool) {
 	pb := n.pbq[q]
 	if pb == nil || pb.Len() == 0 {
 		return
@@ -29,8 +31,10 @@ func (n *NIC) drainQueue(q int) {
 	n.rxMu.Lock()
 	defer n.rxMu.Unlock()
 	pb.Drain(func(h *nicmodel.Held[rxAdmit]) bool {
+		meta := h.Meta
+		meta.quiet = quiet
 		n.mu.Lock()
-		if !n.deliverLocked(h.Frame, h.Meta, &pb.Starved) {
+		if !n.deliverLocked(h.Frame, meta, &pb.Starved) {
 			return false
 		}
 		n.pbUsed -= len(h.Frame)
@@ -39,10 +43,10 @@ func (n *NIC) drainQueue(q int) {
 }
 
 // drainQueues drains every queue whose bit is set in qs.
-func (n *NIC) drainQueues(qs uint32) {
+func (n *NIC) drainQueues(qs uint32, quiet bool) {
 	for q := range Queues {
 		if qs&(1<<q) != 0 {
-			n.drainQueue(q)
+			n.drainQueue(q, quiet)
 		}
 	}
 }

@@ -38,6 +38,11 @@ type rxAdmit struct {
 	rctl uint32
 	vme  bool
 	qsel int // queue chosen by the matching RAH.QSEL, or -1
+	// quiet: a deferred frame written as the loop its interrupt woke
+	// masks the queue to poll it; that interrupt stood for the frame,
+	// and the write-back raises nothing again, which would only name the
+	// queue once more after it found the frame.
+	quiet bool
 }
 
 // receive takes one frame from the wire on the sender's goroutine. The
@@ -63,10 +68,13 @@ func (n *NIC) receive(frame []byte) {
 
 // rxDeferLocked puts an admitted frame in its queue's line of the packet
 // buffer, or misses it (MPC) when the buffer is full. The frame's DMA is
-// yet to happen, so its vector does not fire; but if the vector is armed
-// the line is raised, standing for the interrupt the frame will cause,
-// so that a driver asleep wakes and looks at the queue. rxMu and mu are
-// held.
+// yet to happen, on the driver's next look at the queue; the interrupt
+// it will cause is raised now, so that a driver asleep wakes and looks
+// at that queue. In MSI and INTx mode that is the write-back causes,
+// ICR.RXT0 and the EICR bit the queue's IVAR entry names (datasheet
+// 7.3), so the interrupt names the queue; the write-back raises them
+// again. In MSI-X mode the vector does not fire before the DMA: if it is
+// armed the line is raised. rxMu and mu are held.
 func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 	var p rxParse
 	a.qsel, _ = n.steerLocked(frame, a, &p)
@@ -78,7 +86,10 @@ func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 		return
 	}
 	n.pbUsed += l
-	if n.queueArmedLocked(a.qsel) {
+	switch {
+	case !n.msixModeLocked():
+		n.queueEventLocked(a.qsel, false)
+	case n.queueArmedLocked(a.qsel):
 		n.irq.Raise()
 	}
 }
@@ -363,7 +374,9 @@ func (n *NIC) rxStore(frame []byte, a rxAdmit, p *rxParse, ring rxQueue, starved
 	c.RxQueueFrames[ring.q]++
 	c.RxDescriptors += uint64(k)
 	nicmodel.CountRx(n.regs, frame)
-	n.queueEventLocked(ring.q, false)
+	if !a.quiet {
+		n.queueEventLocked(ring.q, false)
+	}
 	return true
 }
 
