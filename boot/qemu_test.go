@@ -199,14 +199,6 @@ func TestSelftestSim(t *testing.T) {
 			var stdout, stderr syncBuffer
 			o := testOptions(fam, defaultApp)
 			o.machine, o.selftest, o.timeout = "sim", true, 2*time.Minute
-			if fam != "e1000e" {
-				// The igb and igc models hold a received frame (DeferRx)
-				// without raising their INTx line, so a sleeping driver
-				// wakes only at its idle timeout: the ping takes 785 ms
-				// and the push crawls at 6.6 Mbit/s. Until the models
-				// raise the line for a held frame these two poll.
-				o.irq = "off"
-			}
 			err := runSim(context.Background(), o, &stdout, &stderr)
 			if err != nil {
 				t.Fatalf("selftest: FAIL: %v\n%s%s", err, stdout.String(), stderr.String())

@@ -22,11 +22,7 @@ func TestSimRouteBetweenTwoNICs(t *testing.T) {
 	if raceOn {
 		t.Skip("skipping under -race: a forwarded frame's receive buffer is reported reused while the stack reads it; runs in the pass without -race")
 	}
-	// Polling: the models hold received frames without raising INTx
-	// (see boot's TestSelftestSim), which makes the transfer crawl.
-	cfg := config
-	cfg.Cmdline += " ether9.irq=off"
-	h, con := simtest.Run(t, cfg, route, "e1000e", "igc")
+	h, con := simtest.Run(t, config, route, "e1000e", "igc")
 	con.WaitFor(t, "router: forwarding nics=2")
 	a := &netstack.Stack{Stack: h.Peers[0].Stack}
 	b := &netstack.Stack{Stack: h.Peers[1].Stack}
