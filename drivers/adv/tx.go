@@ -1,8 +1,9 @@
 package adv
 
 // The transmit writer: a context descriptor for checksum insertion or
-// TSO, data split into descriptors (short data copied into bounce space,
-// the rest mapped in place), and software segmentation when TSO is off.
+// TSO, data split into descriptors by ring.TxRing.Data (copied into
+// bounce space up to CopyMax, mapped beyond), and software segmentation
+// when TSO is off.
 
 import (
 	"encoding/binary"
@@ -29,13 +30,9 @@ const (
 // they serialise the ring's.
 type Writer struct {
 	Ring *ring.TxRing
-	// CopyMax is the most data copied into bounce space rather than mapped.
+	// CopyMax is the most data copied into bounce space rather than
+	// mapped (ring.TxSplit).
 	CopyMax int
-	// PerPage gives each device page of mapped data a descriptor of its
-	// own: IOVA-contiguous pages need not be physically contiguous, and a
-	// device that maps each descriptor's buffer at once (QEMU's 82576)
-	// drops the packet when they are not.
-	PerPage bool
 	MTU     func() int   // read per packet
 	TSO     *atomic.Bool // read per packet
 }
@@ -169,64 +166,21 @@ func (w *Writer) frame(p *nic.TxPacket) error {
 	return nil
 }
 
-// data writes data descriptors for buf from offset off: a short remainder
-// is copied into bounce space, the rest mapped view by view. paylen and
-// popts go on the first descriptor; the last gets EOP and RS.
+// data writes data descriptors for buf from offset off (ring.TxRing.Data
+// says which are copied and which mapped). paylen and popts go on the
+// first descriptor; the last gets EOP and RS.
 func (w *Writer) data(buf *buffer.Buffer, off int, dcmd, popts uint32, paylen int) error {
-	tx := w.Ring
-	n := int(buf.Size()) - off
 	dcmd |= TXD_DCMD_IFCS
-	if n <= w.CopyMax {
-		i, err := w.claim()
-		if err != nil {
-			return err
+	return w.Ring.Data(buf, off, ring.TxSplit{CopyMax: w.CopyMax, MaxPerDesc: MaxPerData}, func(desc []byte, addr kernel.DMAAddr, n int, first, last bool) {
+		cmd, po, pl := dcmd, uint32(0), 0
+		if first {
+			po, pl = popts, paylen
 		}
-		b, addr := tx.Bounce(i)
-		buf.ReadAt(b[:n], int64(off))
-		EncodeData(tx.Descs.At(i), uint64(addr), n, dcmd|TXD_DCMD_EOP|TXD_DCMD_RS, popts, paylen)
-		tx.Stats.Bounced.Add(1)
-		return nil
-	}
-	last := -1
-	var err error
-	buf.SubApply(off, n, func(v *buffer.View) {
-		if err != nil {
-			return
+		if last {
+			cmd |= TXD_DCMD_EOP | TXD_DCMD_RS
 		}
-		b := v.AsSlice()
-		var i int
-		if i, err = w.claim(); err != nil {
-			return
-		}
-		addr, e := tx.Map(i, b)
-		if e != nil {
-			err = e
-			return
-		}
-		for len(b) > 0 {
-			k := min(len(b), MaxPerData)
-			if w.PerPage {
-				k = min(k, kernel.PageSize-int(addr%kernel.PageSize))
-			}
-			EncodeData(tx.Descs.At(i), uint64(addr), k, dcmd, popts, paylen)
-			popts, paylen = 0, 0
-			last = i
-			b, addr = b[k:], addr+kernel.DMAAddr(k)
-			if len(b) > 0 {
-				if i, err = w.claim(); err != nil {
-					return
-				}
-			}
-		}
+		EncodeData(desc, uint64(addr), n, cmd, po, pl)
 	})
-	if err != nil {
-		return err
-	}
-	if last < 0 {
-		return errors.New("empty frame")
-	}
-	SetEOP(tx.Descs.At(last))
-	return nil
 }
 
 // tso hands a GSO packet to the device: a TSO context descriptor, the

@@ -1,6 +1,7 @@
 package adv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"sync/atomic"
@@ -9,17 +10,20 @@ import (
 	"github.com/ether9/ether9/drivers/internal/fakedma"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
+	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
-func newWriter(t *testing.T, n int, perPage bool) *Writer {
+// newWriter is a writer over an n-descriptor ring that copies up to
+// copyMax bytes.
+func newWriter(t *testing.T, n, copyMax int) *Writer {
 	t.Helper()
 	tx, err := ring.NewTxRing(fakedma.New(), n, Size, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Close() })
-	return &Writer{Ring: tx, CopyMax: 256, PerPage: perPage, MTU: func() int { return 9000 }, TSO: new(atomic.Bool)}
+	return &Writer{Ring: tx, CopyMax: copyMax, MTU: func() int { return 9000 }, TSO: new(atomic.Bool)}
 }
 
 // desc is a written data descriptor: length and the EOP and RS bits.
@@ -43,32 +47,39 @@ func frame(n int) *nic.TxPacket {
 	return &nic.TxPacket{Data: buffer.MakeWithData(b)}
 }
 
-func TestDataDescriptorsPerPage(t *testing.T) {
+// TestDataDescriptors: a frame above the copy limit is mapped, a
+// descriptor per device page; at or below it, it is copied into bounce
+// slots, a descriptor per slot. The last alone has EOP and RS.
+func TestDataDescriptors(t *testing.T) {
 	for _, c := range []struct {
-		perPage bool
+		copyMax int
 		want    []desc
+		maps    uint64
 	}{
-		{false, []desc{{5000, true, true}}},
-		{true, []desc{{4096, false, false}, {904, true, true}}},
+		{256, []desc{{4096, false, false}, {904, true, true}}, 1},
+		{MaxTSO, []desc{{2048, false, false}, {2048, false, false}, {904, true, true}}, 0},
 	} {
-		w := newWriter(t, 16, c.perPage)
+		w := newWriter(t, 16, c.copyMax)
 		if taken, err := w.Batch([]*nic.TxPacket{frame(5000)}); taken != 1 || err != nil {
-			t.Fatalf("perPage %v: Batch = %d, %v", c.perPage, taken, err)
+			t.Fatalf("copy max %d: Batch = %d, %v", c.copyMax, taken, err)
 		}
 		got := written(w, 0, w.Ring.Tail())
 		if len(got) != len(c.want) {
-			t.Fatalf("perPage %v: descriptors %v, want %v", c.perPage, got, c.want)
+			t.Fatalf("copy max %d: descriptors %v, want %v", c.copyMax, got, c.want)
 		}
 		for i := range got {
 			if got[i] != c.want[i] {
-				t.Errorf("perPage %v: descriptor %d = %+v, want %+v", c.perPage, i, got[i], c.want[i])
+				t.Errorf("copy max %d: descriptor %d = %+v, want %+v", c.copyMax, i, got[i], c.want[i])
 			}
+		}
+		if m := w.Ring.Stats.Maps.Load(); m != c.maps {
+			t.Errorf("copy max %d: %d maps, want %d", c.copyMax, m, c.maps)
 		}
 	}
 }
 
 func TestShortFrameBounced(t *testing.T) {
-	w := newWriter(t, 16, false)
+	w := newWriter(t, 16, 256)
 	if taken, err := w.Batch([]*nic.TxPacket{frame(100)}); taken != 1 || err != nil {
 		t.Fatalf("Batch = %d, %v", taken, err)
 	}
@@ -81,7 +92,7 @@ func TestShortFrameBounced(t *testing.T) {
 }
 
 func TestBatchStopsWhenFull(t *testing.T) {
-	w := newWriter(t, 8, false) // seven usable slots
+	w := newWriter(t, 8, 256) // seven usable slots
 	var pkts []*nic.TxPacket
 	for range 9 {
 		pkts = append(pkts, frame(60))
@@ -96,7 +107,7 @@ func TestBatchStopsWhenFull(t *testing.T) {
 }
 
 func TestBatchRefusesMalformed(t *testing.T) {
-	w := newWriter(t, 16, false)
+	w := newWriter(t, 16, 256)
 	bad := frame(200)
 	bad.NeedsCsum, bad.CsumStart, bad.CsumOffset = true, 34, 9
 	taken, err := w.Batch([]*nic.TxPacket{frame(60), bad, frame(60)})
@@ -112,7 +123,7 @@ func TestBatchRefusesMalformed(t *testing.T) {
 }
 
 func TestCopy(t *testing.T) {
-	w := newWriter(t, 16, false)
+	w := newWriter(t, 16, 256)
 	if w.Copy(make([]byte, 10)) || w.Copy(make([]byte, 3000)) {
 		t.Fatal("Copy took a runt or a frame beyond bounce space")
 	}
@@ -124,5 +135,46 @@ func TestCopy(t *testing.T) {
 	}
 	if w.Ring.Stats.Drops.Load() != 2 || w.Ring.Stats.Packets.Load() != 1 {
 		t.Errorf("drops %d packets %d, want 2 and 1", w.Ring.Stats.Drops.Load(), w.Ring.Stats.Packets.Load())
+	}
+}
+
+// TestMapFailureCopies: a frame above the copy limit whose map fails goes
+// out through bounce slots, byte for byte, with EOP and RS on the last
+// descriptor alone: never dropped.
+func TestMapFailureCopies(t *testing.T) {
+	dma := fakedma.New()
+	tx, err := ring.NewTxRing(dma, 16, Size, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	w := &Writer{Ring: tx, CopyMax: 256, MTU: func() int { return 9000 }, TSO: new(atomic.Bool)}
+	want := make([]byte, 5000)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	want[12], want[13] = 0x08, 0x00
+	p := &nic.TxPacket{Data: buffer.MakeWithData(want)}
+	dma.FailAllMaps(true)
+	if taken, err := w.Batch([]*nic.TxPacket{p}); taken != 1 || err != nil {
+		t.Fatalf("Batch with maps failing = %d, %v", taken, err)
+	}
+	descs := written(w, 0, w.Ring.Tail())
+	var got []byte
+	for i, d := range descs {
+		if d.eop != (i == len(descs)-1) || d.rs != d.eop {
+			t.Errorf("descriptor %d of %d: %+v", i, len(descs), d)
+		}
+		b := make([]byte, d.n)
+		if err := dma.DeviceRead(kernel.DMAAddr(binary.LittleEndian.Uint64(w.Ring.Descs.At(i))), b); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("device reads %d bytes, want the frame's %d", len(got), len(want))
+	}
+	if tx.Stats.MapFailures.Load() != 1 || tx.Stats.Bounced.Load() != 1 || tx.Mapped() != 0 {
+		t.Errorf("map failures %d bounced %d mapped %d, want 1, 1, 0", tx.Stats.MapFailures.Load(), tx.Stats.Bounced.Load(), tx.Mapped())
 	}
 }

@@ -14,7 +14,7 @@ func newQueue(t *testing.T) (*Queue, *regfile.File, *[]int) {
 	t.Helper()
 	f := regfile.New(nil, regfile.Effects{})
 	var done []int
-	q := &Queue{Writer: *newWriter(t, 16, true), Regs: f, TDT: tdt, Name: "igx eth9: queue 0", Complete: func(i int) { done = append(done, i) }}
+	q := &Queue{Writer: *newWriter(t, 16, 256), Regs: f, TDT: tdt, Name: "igx eth9: queue 0", Complete: func(i int) { done = append(done, i) }}
 	return q, f, &done
 }
 

@@ -86,8 +86,7 @@ func (d *Device) queue(p *nic.TxPacket) error {
 func (d *Device) claim() (int, error) { return d.tx.ClaimDesc() }
 
 // queueFrame sends one frame of at most MTU size, with checksum insertion
-// when asked. Small frames are copied into the descriptor's bounce space;
-// larger ones are mapped view by view and released on completion.
+// when asked, copied into bounce space (queueData).
 func (d *Device) queueFrame(p *nic.TxPacket) error {
 	tx := d.tx
 	var popts uint8
@@ -114,104 +113,18 @@ func (d *Device) queueFrame(p *nic.TxPacket) error {
 }
 
 // queueData writes data descriptors for buf (from offset off), after an
-// optional header already placed: copying small remainders into bounce
-// space, mapping the rest. The last descriptor gets EOP and RS.
+// optional header already placed: up to txCopyMax copied into bounce
+// space, the rest mapped (ring.TxRing.Data). The last descriptor gets EOP
+// and RS.
 func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error {
-	tx := d.tx
-	n := int(buf.Size()) - off
 	dcmd |= TXD_CMD_IFCS
-	if n == 0 {
-		return fmt.Errorf("empty frame")
-	}
-	if n <= txCopyMax {
-		return d.copyData(buf, off, n, dcmd, popts)
-	}
-	last := -1
-	var err error
-	buf.SubApply(off, n, func(v *buffer.View) {
-		if err != nil {
-			return
-		}
-		b := v.AsSlice()
-		var i int
-		if i, err = d.claim(); err != nil {
-			return
-		}
-		addr, e := tx.Map(i, b)
-		if e != nil {
-			// The platform cannot map this buffer (physically scattered
-			// pages with translation off, or no IOVA space left): send it
-			// through bounce space instead, one slot per descriptor.
-			last, err = d.bounceCopy(i, b, dcmd, popts)
-			return
-		}
-		for len(b) > 0 {
-			// One descriptor per device page: behind an IOMMU the pages of
-			// a mapping are scattered in memory, and a device (QEMU's
-			// models among them) may fetch a descriptor's buffer as one
-			// contiguous piece.
-			k := min(len(b), maxPerTxd, kernel.PageSize-int(uint64(addr)%kernel.PageSize))
-			encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts)
-			last = i
-			b, addr = b[k:], addr+kernel.DMAAddr(k)
-			if len(b) > 0 {
-				if i, err = d.claim(); err != nil {
-					return
-				}
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if last < 0 {
-		return fmt.Errorf("empty frame")
-	}
-	desc := tx.Descs.At(last)
-	desc[11] |= TXD_CMD_EOP | TXD_CMD_RS
-	return nil
-}
-
-// copyData copies n bytes of buf from offset off into the bounce space of
-// as many descriptors as they need; the last gets EOP and RS.
-func (d *Device) copyData(buf *buffer.Buffer, off, n int, dcmd, popts uint8) error {
-	tx := d.tx
-	for n > 0 {
-		i, err := d.claim()
-		if err != nil {
-			return err
-		}
-		slot, addr := tx.Bounce(i)
-		k := min(n, len(slot))
-		buf.ReadAt(slot[:k], int64(off))
-		off, n = off+k, n-k
+	return d.tx.Data(buf, off, ring.TxSplit{CopyMax: txCopyMax, MaxPerDesc: maxPerTxd}, func(desc []byte, addr kernel.DMAAddr, n int, _, last bool) {
 		cmd := dcmd
-		if n == 0 {
+		if last {
 			cmd |= TXD_CMD_EOP | TXD_CMD_RS
 		}
-		encodeTxData(tx.Descs.At(i), uint64(addr), k, cmd, popts)
-	}
-	tx.Stats.Bounced.Add(1)
-	return nil
-}
-
-// bounceCopy copies b into the bounce space of descriptor i and as many
-// following descriptors as it needs, and returns the last one used.
-func (d *Device) bounceCopy(i int, b []byte, dcmd, popts uint8) (int, error) {
-	tx := d.tx
-	tx.Stats.Bounced.Add(1)
-	for {
-		slot, addr := tx.Bounce(i)
-		k := copy(slot, b)
-		encodeTxData(tx.Descs.At(i), uint64(addr), k, dcmd, popts)
-		if b = b[k:]; len(b) == 0 {
-			return i, nil
-		}
-		var err error
-		if i, err = d.claim(); err != nil {
-			return i, err
-		}
-	}
+		encodeTxData(desc, uint64(addr), n, cmd, popts)
+	})
 }
 
 // queueTSO hands a GSO packet to the hardware: a TSO context descriptor,
