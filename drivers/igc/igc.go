@@ -25,7 +25,6 @@ const (
 	rxDescs     = 256
 	txDescs     = 256
 	txBounceLen = 2048 // per TX descriptor: headers, small frames, software segments
-	txCopyMax   = 256  // frames up to this are copied, not mapped
 	defaultMTU  = 1500
 	minMTU      = 68
 	ethHdrLen   = 14

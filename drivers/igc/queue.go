@@ -50,7 +50,7 @@ func newQueue(d *Device, idx int) (*queue, error) {
 	q := &queue{d: d, idx: idx, rx: rx, tx: tx}
 	q.guard = ring.NewFaultGuard(d.dma, fmt.Sprintf("%s q%d", d.name, idx), d.logf)
 	q.txq = adv.Queue{
-		Writer: adv.Writer{Ring: tx, CopyMax: txCopyMax, MTU: d.MTU, TSO: &d.tso},
+		Writer: adv.Writer{Ring: tx, CopyMax: adv.CopyMax, MTU: d.MTU, TSO: &d.tso},
 		Regs:   d.regs, TDT: adv.QueueReg(adv.TDT, idx),
 		Name: fmt.Sprintf("igc %s: queue %d", d.name, idx), Logf: d.logf,
 	}

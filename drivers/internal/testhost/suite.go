@@ -90,8 +90,9 @@ func (s Suite) Run(t *testing.T) {
 		h.Finish(t)
 	})
 	first := s.Variants[0]
-	// Frames whose data overlap in one chunk are all mapped at once and
-	// all reach the wire with their own bytes.
+	// Frames whose data overlap in one chunk, all in flight at once
+	// (mapped, where a driver maps them), all reach the wire with their
+	// own bytes.
 	t.Run("TxSharedChunk", func(t *testing.T) {
 		w := Wire(t, s.Wire)
 		peer := NewPeer(w.B())

@@ -15,12 +15,13 @@ type chunkSpan struct{ off, n int }
 // sharedTxSpans are frames cut from one chunk as the stack cuts them:
 // the same start with two lengths (a segment sent, then part of it sent
 // again while the first is in flight), and frames overlapping each
-// other's tails. Each is above the drivers' copy limit, so it is mapped.
+// other's tails. A driver that maps frames of this size maps them all.
 var sharedTxSpans = []chunkSpan{{0, 1400}, {0, 1000}, {600, 1400}, {1000, 1500}, {0, 1400}}
 
 // CheckTxSharedChunk sends, in one batch, frames whose data are views of
-// one gVisor chunk that overlap, so that all of them are mapped for the
-// device at once; peer must receive each, in order, with its own bytes.
+// one gVisor chunk that overlap, so that a driver that maps them has all
+// of them mapped for the device at once (the drivers today copy frames
+// of this size); peer must receive each, in order, with its own bytes.
 // Memory has one physical address however often it is mapped: a driver,
 // a DMA layer or a simulated memory that refuses a second mapping of
 // bytes already mapped drops the frame, and TCP, which sends the same
