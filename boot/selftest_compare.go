@@ -61,6 +61,7 @@ var comparisonRows = []struct {
 	{"ping median ms", func(r *report) float64 { return ms(r.feel.ping.median) }, "%.3f"},
 	{"ping p99 ms", func(r *report) float64 { return ms(r.feel.ping.p99) }, "%.3f"},
 	{"0-byte GETs req/s", func(r *report) float64 { return r.feel.reqPerSec() }, "%.0f"},
+	{"GETs qemu cpu ms per request", func(r *report) float64 { return r.feel.reqCPUms() }, "%.2f"},
 	{"qemu start to http ms", func(r *report) float64 { return ms(r.http) }, "%.0f"},
 }
 

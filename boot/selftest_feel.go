@@ -33,6 +33,7 @@ type feel struct {
 
 	requests  int
 	reqTook   time.Duration
+	reqCPU    time.Duration // QEMU's CPU time over them; 0 when not measured
 	reqMove   []counterDelta
 	reqFailed error // why the request loop stopped early, if it did
 }
@@ -58,6 +59,16 @@ func (f feel) reqPerSec() float64 {
 	return float64(f.requests) / f.reqTook.Seconds()
 }
 
+// reqCPUms is QEMU's CPU milliseconds per request: times the request
+// rate, the host cores QEMU kept busy, which says whether the guest's
+// CPU or the round trip bounds the rate.
+func (f feel) reqCPUms() float64 {
+	if f.requests == 0 {
+		return 0
+	}
+	return ms(f.reqCPU) / float64(f.requests)
+}
+
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -73,6 +84,9 @@ func (f feel) print(w io.Writer) {
 	}
 	if f.reqTook > 0 {
 		fmt.Fprintf(w, "selftest: 0-byte GETs on one connection: %d in %.2fs: %.0f req/s\n", f.requests, f.reqTook.Seconds(), f.reqPerSec())
+		if f.reqCPU > 0 {
+			fmt.Fprintf(w, "selftest:   qemu cpu %.2f ms per request, %.2f of a host core\n", f.reqCPUms(), f.reqCPU.Seconds()/f.reqTook.Seconds())
+		}
 		printMoved(w, f.reqMove)
 	}
 }
@@ -105,7 +119,7 @@ func measureFeel(ctx context.Context, client *http.Client, base, token string, c
 		return f, err
 	}
 	f.pingMove = movedCounters(before, after)
-	return f, f.measureRequests(ctx, base, token, client)
+	return f, f.measureRequests(ctx, base, token, client, cpu)
 }
 
 func (f *feel) measureIdle(ctx context.Context, client *http.Client, base string, cpu func() (time.Duration, error)) error {
@@ -187,8 +201,8 @@ func parsePings(s string) (pingSeries, error) {
 
 // measureRequests sends 0-byte GET /source requests one after another on
 // one kept-alive connection for requestSpan. Each answer must be whole
-// and empty.
-func (f *feel) measureRequests(ctx context.Context, base, token string, status *http.Client) error {
+// and empty. cpu, if not nil, reads QEMU's CPU time.
+func (f *feel) measureRequests(ctx context.Context, base, token string, status *http.Client, cpu func() (time.Duration, error)) error {
 	before, err := getStatus(ctx, status, base)
 	if err != nil {
 		return err
@@ -196,6 +210,12 @@ func (f *feel) measureRequests(ctx context.Context, base, token string, status *
 	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: bearer{token: token, next: tr}, Timeout: 10 * time.Second}
+	var c0 time.Duration
+	if cpu != nil {
+		if c0, err = cpu(); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	for time.Since(t0) < requestSpan {
 		if err := emptyGet(ctx, client, base); err != nil {
@@ -205,6 +225,13 @@ func (f *feel) measureRequests(ctx context.Context, base, token string, status *
 		f.requests++
 	}
 	f.reqTook = time.Since(t0)
+	if cpu != nil {
+		c1, err := cpu()
+		if err != nil {
+			return err
+		}
+		f.reqCPU = c1 - c0
+	}
 	after, err := getStatus(ctx, status, base)
 	if err != nil {
 		return err
