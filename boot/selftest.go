@@ -175,7 +175,31 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	defer vm.Stop()
 	r := &report{nic: o.nic, origin: "qemu start", cpu: vm.CPUTime, token: o.token}
 	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), lineHTTP, lineIOMMU, lineDHCP)
+	if err != nil && o.platform == "metal" {
+		err = fmt.Errorf("%w\n%s", err, shimState(vm))
+	}
 	return r, err
+}
+
+// shimState asks the shim for its state (Ctrl-\ on the console: every
+// thread and what it waits for, the timer, the file descriptors) and
+// returns those lines, for a failure's report.
+func shimState(vm *qemu.VM) string {
+	from := len(vm.Console.Lines())
+	if _, err := io.WriteString(vm.Input, "\x1c"); err != nil {
+		return fmt.Sprintf("the shim's state: %v", err)
+	}
+	// The dump is written at once, from the UART's interrupt; a second
+	// is plenty, and nothing may wait longer on a machine that failed.
+	time.Sleep(time.Second)
+	var b strings.Builder
+	b.WriteString("the shim's state:\n")
+	for _, l := range vm.Console.Lines()[from:] {
+		if strings.HasPrefix(l.Text, "metal:") {
+			b.WriteString(l.Text + "\n")
+		}
+	}
+	return b.String()
 }
 
 // run checks a booted machine whose console is con and whose HTTP port is

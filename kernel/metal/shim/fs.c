@@ -360,3 +360,16 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled)
 	*handled = 0;
 	return 0;
 }
+
+void fs_dump(void)
+{
+	static const char *const names[] = {"-", "console", "eventfd", "epoll", "proc"};
+	for (int i = 0; i < NFD; i++)
+		if (files[i].type != F_NONE)
+			kprintf("metal:   fd %d %s flags %x count %lu ready %x\n", i, names[files[i].type],
+				files[i].flags, files[i].count, ready(i));
+	for (int i = 0; i < 128; i++)
+		if (epis[i].events)
+			kprintf("metal:   epoll %d fd %d events %x data %lx\n", epis[i].epfd, epis[i].fd,
+				epis[i].events, epis[i].data);
+}

@@ -60,7 +60,35 @@ void serial_irq_on(void)
 	outb(COM1 + 1, 0x01);
 }
 
-int serial_ready(void) { return inb(COM1 + 5) & 0x01; }
+/*
+ * Console input waits in a ring that COM1's interrupt fills: the line is
+ * edge-triggered through the I/O APIC, and the 16550 raises it again only
+ * after its FIFO was read, so the interrupt must empty the FIFO whether or
+ * not a Go thread reads. Ctrl-\ (0x1c) never reaches Go: it prints the
+ * shim's state (debug_dump), which works while Go is stuck.
+ */
+#define RXRING 512
+static u8 rxring[RXRING];
+static u32 rx_head, rx_tail; /* next to read, next to write; free-running */
+
+void serial_drain(void)
+{
+	for (int i = 0; i < 4096 && (inb(COM1 + 5) & 0x01); i++) { /* LSR bit 0: data ready */
+		u8 c = inb(COM1);
+		if (c == 0x1c) {
+			debug_dump();
+			continue;
+		}
+		if (rx_tail - rx_head < RXRING)
+			rxring[rx_tail++ % RXRING] = c;
+	}
+}
+
+int serial_ready(void)
+{
+	serial_drain();
+	return rx_tail != rx_head;
+}
 
 void serial_putc(char c)
 {
@@ -73,9 +101,10 @@ void serial_putc(char c)
 
 int serial_getc(void)
 {
-	if (inb(COM1 + 5) & 0x01) /* LSR bit 0: data ready */
-		return inb(COM1);
-	return -1;
+	serial_drain();
+	if (rx_head == rx_tail)
+		return -1;
+	return rxring[rx_head++ % RXRING];
 }
 
 static void puts_n(const char *s, u64 n)

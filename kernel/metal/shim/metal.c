@@ -107,3 +107,11 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 	}
 	return -ENOSYS;
 }
+
+void irq_dump(void)
+{
+	for (int v = VEC_DEV_FIRST; v < VEC_DEV_END; v++)
+		if (irq_word[v])
+			kprintf("metal:   vector %d word %lx count %u\n", v, irq_word[v],
+				user_ok(irq_word[v], 4, 0) ? 0 : *(volatile u32 *)irq_word[v]);
+}

@@ -71,6 +71,8 @@ void serial_init(void);
 void serial_putc(char c);
 int serial_getc(void); /* -1 when nothing waits */
 int serial_ready(void);
+void serial_drain(void);
+void debug_dump(void); /* debug.c: on Ctrl-\ from the console */
 void serial_irq_on(void);
 void ioapic_init(void);
 void console_input(void);
@@ -153,6 +155,8 @@ struct thread {
 	u64 wait_arg;             /* epoll: fd and max events */
 	u64 deadline;             /* ns, 0: none */
 	u64 clear_tid;            /* CLONE_CHILD_CLEARTID */
+	u64 last_nr;              /* the last system call, for debug_dump */
+	u64 blocked_at, woken_at, wakes; /* ns since boot, and how many wakes */
 	u8 fx[512] __attribute__((aligned(16))); /* FXSAVE area, SDM vol 1 10.5.1 */
 };
 static inline struct regs *frame_of(struct thread *t) { return (struct regs *)(t->kstack_top - sizeof(struct regs)); }
@@ -198,6 +202,9 @@ int irq_device(u64 vector); /* 1 when a device interrupt was counted */
 i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled);
 void fs_init(void);
 void epoll_event_ready(void);
+void fs_dump(void);
+void irq_dump(void);
+void timer_dump(void);
 
 /* trap.c; the counters print at power-off (stats_print). */
 struct stats { u64 syscalls, clock_gettime, timer_irqs, device_irqs, page_faults, switches, idle_ns; };

@@ -270,6 +270,7 @@ int strace;
 void do_syscall(struct thread *t, struct regs *r)
 {
 	u64 nr = r->rax, a0 = r->rdi, a1 = r->rsi, a2 = r->rdx;
+	t->last_nr = nr;
 	i64 v = syscall(t, r);
 	if (strace)
 		kprintf("metal: [%d] %lu(%lx, %lx, %lx) = %ld%s\n", t->tid, nr, a0, a1, a2, v,

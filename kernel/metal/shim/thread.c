@@ -99,6 +99,7 @@ void need_resched(void) { resched = 1; }
 
 void block(struct thread *t, int wait, u64 deadline)
 {
+	t->blocked_at = now_ns();
 	t->state = T_BLOCKED;
 	t->wait = wait;
 	t->deadline = deadline;
@@ -112,6 +113,8 @@ void block(struct thread *t, int wait, u64 deadline)
 void wake(struct thread *t, i64 rax)
 {
 	frame_of(t)->rax = rax;
+	t->woken_at = now_ns();
+	t->wakes++;
 	t->state = T_RUNNABLE;
 	t->wait = W_NONE;
 	t->deadline = 0;
@@ -134,6 +137,7 @@ static int console_poll(struct thread *t)
  * and epoll waits on the console see it readable. */
 void console_input(void)
 {
+	serial_drain();
 	for (int i = 0; i < MAXT; i++)
 		if (threads[i].state == T_BLOCKED && threads[i].wait == W_CONSOLE)
 			console_poll(&threads[i]);
