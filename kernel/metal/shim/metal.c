@@ -14,6 +14,7 @@
 #define METAL_RSDP 0x4d04      /* () -> the ACPI RSDP's physical address */
 #define METAL_IRQ_ALLOC 0x4d05 /* (u32 *word) -> LAPIC ID << 32 | vector */
 #define METAL_IRQ_FREE 0x4d06  /* (vector) -> 0 */
+#define METAL_STATS 0x4d07     /* (struct stats *, size) -> bytes copied */
 #define METAL_MAGIC 0x6c6174656dUL /* "metal" */
 
 /* The DMA allocations, so that a free must name one exactly. */
@@ -99,6 +100,14 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 	}
 	case METAL_RSDP: return acpi_rsdp() ? (i64)acpi_rsdp() : -ENOENT;
 	case METAL_IRQ_ALLOC: return irq_alloc(a0);
+	case METAL_STATS: { /* the counters as they stand */
+		if (a1 > sizeof stats)
+			a1 = sizeof stats;
+		if (user_ok(a0, a1, 1))
+			return -EFAULT;
+		memcpy((void *)a0, &stats, a1);
+		return (i64)a1;
+	}
 	case METAL_IRQ_FREE:
 		if (a0 < VEC_DEV_FIRST || a0 >= VEC_DEV_END || !irq_word[a0])
 			return -EINVAL;
