@@ -161,14 +161,16 @@ func lineAt(vm *qemu.VM, substr string) time.Duration {
 // TestBootMetalRuntime runs boot/testdata/metal on the shim: goroutine
 // stress, timers, GC over a demand-paged heap, a recovered nil
 // dereference (#PF as SIGSEGV), a spinning goroutine that only async
-// preemption (SIGURG as a signal frame) can interrupt, and kernel/metal
-// reaching PCI, VT-d, ACPI and DMA memory. Each check must
-// pass, with no more than 30 s between console lines.
+// preemption (SIGURG as a signal frame) can interrupt, kernel/metal
+// reaching PCI, VT-d, ACPI and DMA memory, epoll's level- and
+// edge-triggered reports, and a machine that halts while every goroutine
+// sleeps with the console in the netpoller. Each check must pass, with no
+// more than 30 s between console lines.
 func TestBootMetalRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal")
-	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform", "msi"}
+	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform", "msi", "epoll", "sleeps"}
 	from := 0
 	for _, want := range append(checks, "done") {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)

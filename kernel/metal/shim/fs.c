@@ -13,16 +13,35 @@ enum { F_NONE, F_CONSOLE, F_EVENTFD, F_EPOLL, F_PROC };
 #define EPOLLOUT 0x4
 #define EPOLLERR 0x8
 #define EPOLLHUP 0x10
+#define EPOLLET 0x80000000U
 
 static struct file {
 	int type;
 	int flags; /* O_NONBLOCK, O_CLOEXEC as the caller set them */
 	u64 count; /* eventfd */
+	u64 gen;   /* eventfd: bumped by every read and write, the edges EPOLLET sees */
 	const char *data;
 	u64 len, off;
 } files[NFD];
 
-static struct epi { int epfd, fd; u32 events; u64 data; } epis[128];
+/*
+ * A registration. Level-triggered, it reports while the file is ready;
+ * with EPOLLET (the Go netpoller registers every network file so) only
+ * after an edge: when registered, and then each time the file's state
+ * changes (its generation moves), as Linux reports an edge-triggered file
+ * once per wake-up of its wait queue. Reporting a file that is always
+ * writable (the console) every time would keep epoll_pwait from ever
+ * sleeping: the netpoller would spin.
+ */
+static struct epi { int epfd, fd; u32 events; u64 data, seen; } epis[128];
+
+/* The console's generation: bumped when input arrives. */
+static u64 console_gen;
+
+static u64 gen_of(int fd)
+{
+	return files[fd].type == F_CONSOLE ? console_gen : files[fd].gen;
+}
 
 static char cmdline_file[4097];
 
@@ -92,6 +111,12 @@ static int epoll_collect(int epfd, u64 out, int max)
 		struct epi *e = &epis[i];
 		if (e->epfd != epfd || !e->events)
 			continue;
+		if (e->events & EPOLLET) {
+			u64 g = gen_of(e->fd);
+			if (e->seen == g)
+				continue;
+			e->seen = g; /* this edge is consumed, ready or not */
+		}
 		u32 r = ready(e->fd) & (e->events | EPOLLERR | EPOLLHUP);
 		if (!r)
 			continue;
@@ -100,6 +125,13 @@ static int epoll_collect(int epfd, u64 out, int max)
 		n++;
 	}
 	return n;
+}
+
+/* console_readable: input arrived (thread.c), an edge for the console. */
+void console_readable(void)
+{
+	console_gen++;
+	epoll_event_ready();
 }
 
 /* epoll_event_ready finishes the epoll waits that something became
@@ -146,6 +178,8 @@ static i64 epoll_ctl(i64 epfd, int op, i64 fd, u64 ev)
 			return -ENOENT;
 		e->events = *(u32 *)ev | EPOLLERR | EPOLLHUP;
 		e->data = *(u64 *)(ev + 4);
+		e->seen = gen_of((int)fd) - 1; /* ADD and MOD report the state once */
+		epoll_event_ready();
 		return 0;
 	case 2: /* EPOLL_CTL_DEL */
 		if (!e)
@@ -192,6 +226,7 @@ static i64 do_read(struct thread *t, i64 fd, u64 buf, u64 n)
 			return -EAGAIN;
 		*(u64 *)buf = f->count;
 		f->count = 0;
+		f->gen++;
 		return 8;
 	case F_CONSOLE: {
 		u64 got = 0;
@@ -233,6 +268,7 @@ static i64 do_write(i64 fd, u64 buf, u64 n)
 		if (n < 8)
 			return -EINVAL;
 		f->count += *(u64 *)buf;
+		f->gen++;
 		epoll_event_ready();
 		return 8;
 	}

@@ -202,6 +202,7 @@ int irq_device(u64 vector); /* 1 when a device interrupt was counted */
 i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled);
 void fs_init(void);
 void epoll_event_ready(void);
+void console_readable(void);
 void fs_dump(void);
 void irq_dump(void);
 void timer_dump(void);

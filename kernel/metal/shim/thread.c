@@ -141,7 +141,7 @@ void console_input(void)
 	for (int i = 0; i < MAXT; i++)
 		if (threads[i].state == T_BLOCKED && threads[i].wait == W_CONSOLE)
 			console_poll(&threads[i]);
-	epoll_event_ready();
+	console_readable();
 }
 
 static void expire(u64 now)
