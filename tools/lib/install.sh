@@ -8,6 +8,7 @@
 #   ovmf (UEFI firmware for QEMU) and systemd-boot-efi (the EFI stub that
 #     ether9.img's boot program is made from)
 #   gcc (with binutils): builds the metal platform's ring-0 shim
+#   tshark: the capture test reads the guest's pcap stream with it
 #
 # Nothing is written to the host's /boot: the kernel lives in
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ether9/kernel/<package>/boot/.
@@ -200,6 +201,23 @@ e9_install_gcc() {
 	command -v "$ETHER9_GCC" >/dev/null 2>&1 || e9_die "gcc is installed but $ETHER9_GCC is not on PATH"
 }
 
+# The packet dissector the capture test reads /net/etherN/capture with.
+ETHER9_TSHARK="${ETHER9_TSHARK:-tshark}"
+
+e9_install_tshark() {
+	command -v "$ETHER9_TSHARK" >/dev/null 2>&1 && return 0
+	command -v apt-get >/dev/null 2>&1 ||
+		e9_die "$ETHER9_TSHARK is missing and there is no apt-get: install tshark with your package manager"
+	e9_apt_update
+	e9_log "installing tshark (the capture test's pcap reader)"
+	# Noninteractive: wireshark-common asks whether non-root users may
+	# capture; the default (no) is what a test machine wants.
+	e9_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends tshark >&2 ||
+		e9_die "apt-get install tshark failed"
+	command -v "$ETHER9_TSHARK" >/dev/null 2>&1 || e9_die "tshark is installed but $ETHER9_TSHARK is not on PATH"
+}
+
 e9_check_go() {
 	command -v go >/dev/null 2>&1 ||
 		e9_die "go is not on PATH: install Go 1.26 or newer (https://go.dev/dl/)"
@@ -212,4 +230,5 @@ e9_install_all() {
 	e9_install_kernel
 	e9_install_uefi
 	e9_install_gcc
+	e9_install_tshark
 }

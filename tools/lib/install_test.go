@@ -257,3 +257,44 @@ esac
 		t.Fatalf("err = %v, output %q: want a clear failure", err, out)
 	}
 }
+
+func TestInstallTshark(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	// A name no machine has, so the real tshark does not count.
+	env := []string{"ETHER9_TSHARK=ether9-test-tshark"}
+	calls := filepath.Join(dir, "apt-get.calls")
+	fakeBin(t, bin, "apt-get", `echo "$*" >> `+calls+`
+case "$*" in
+update*) ;;
+*install*tshark) printf '#!/bin/sh\n' > `+filepath.Join(bin, "ether9-test-tshark")+` && chmod +x `+filepath.Join(bin, "ether9-test-tshark")+` ;;
+*) exit 1 ;;
+esac
+`)
+	if out, err := shell(t, bin, dir, "e9_install_tshark", env...); err != nil {
+		t.Fatalf("e9_install_tshark: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(calls)
+	if !strings.Contains(string(b), "install -y -qq --no-install-recommends tshark") {
+		t.Fatalf("apt-get calls %q: want one install of tshark", b)
+	}
+
+	// tshark there: nothing is installed.
+	os.Remove(calls)
+	if out, err := shell(t, bin, dir, "e9_install_tshark", env...); err != nil {
+		t.Fatalf("second e9_install_tshark: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(calls); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(calls)
+		t.Fatalf("second run called apt-get: %s", b)
+	}
+
+	// apt-get fails: say so.
+	os.Remove(filepath.Join(bin, "ether9-test-tshark"))
+	fakeBin(t, bin, "apt-get", `case "$*" in update*) ;; *) exit 100 ;; esac`)
+	out, err := shell(t, bin, dir, "e9_install_tshark", env...)
+	if err == nil || !strings.Contains(out, "apt-get install tshark failed") {
+		t.Fatalf("err = %v, output %q: want a clear failure", err, out)
+	}
+}
