@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/netstack/capture"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -126,6 +127,9 @@ type Endpoint struct {
 	queues []*queue
 	stats  counters
 	groOff atomic.Bool // receive coalescing turned off (Options.NoGRO, SetGRO)
+	// capture keeps the frames handed to the stack and to the driver for
+	// pcap readers (ctl capture on); off, each batch pays one load.
+	capture *capture.Capture
 
 	dispatcher atomic.Pointer[dispatcherRef]
 	link       atomic.Pointer[nic.Link]
@@ -179,7 +183,7 @@ func New(n nic.NIC, opt Options) (*Endpoint, error) {
 		return nil, fmt.Errorf("netstack: %s: driver offers no queues", n.Name())
 	}
 	mac := n.MAC()
-	e := &Endpoint{nic: n, opt: opt.withDefaults()}
+	e := &Endpoint{nic: n, opt: opt.withDefaults(), capture: capture.New()}
 	e.groOff.Store(e.opt.NoGRO)
 	la := tcpip.LinkAddress(mac[:])
 	e.linkAddr.Store(&la)

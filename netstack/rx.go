@@ -96,7 +96,11 @@ func (r *rxPath) receive(q nic.Queue, budget int) int {
 	}
 	pkts := r.batch[:budget]
 	n, taken := q.Receive(pkts)
+	tap := r.e.capture.On() // one load per poll while nobody captures
 	for i := range pkts[:n] {
+		if tap {
+			r.e.capture.Add(&pkts[i].Data)
+		}
 		r.toStack(&pkts[i])
 		pkts[i] = nic.RxPacket{} // the stack owns the data now
 	}

@@ -31,6 +31,12 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 			e.stats.txGSO.Add(1)
 		}
 	}
+	if e.capture.On() {
+		// Before the driver owns the data.
+		for _, p := range batch {
+			e.capture.Add(&p.Data)
+		}
+	}
 
 	q.mu.Lock()
 	if q.closed {
