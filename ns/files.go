@@ -1,5 +1,7 @@
 package ns
 
+import "io"
+
 // ReadFunc is a read-only file rendered by a function.
 type ReadFunc func() (string, error)
 
@@ -24,3 +26,10 @@ func (c Ctl) Read() (string, error) {
 }
 
 func (c Ctl) Write(cmd string) error { return c.Do(cmd) }
+
+// StreamFunc is a stream (a packet capture) whose readers a function
+// opens. Read, for those that render files, says what it is.
+type StreamFunc func(via Conn) (io.ReadCloser, error)
+
+func (f StreamFunc) Read() (string, error)                { return "", ErrStream }
+func (f StreamFunc) Open(via Conn) (io.ReadCloser, error) { return f(via) }

@@ -8,6 +8,8 @@ package ns
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/netip"
 	"path"
 	"sort"
 	"strings"
@@ -27,6 +29,29 @@ type Writer interface {
 	Write(cmd string) error
 }
 
+// Stream is a file whose reads follow what happens (a packet capture)
+// rather than render a state: each Open is a reader of its own that sees
+// what happens from then on, until it is closed or the stream ends. A
+// stream shows traffic, so the read-only view does not open it. Its
+// Read, for the callers that render files, says what it is.
+type Stream interface {
+	File
+	Open(via Conn) (io.ReadCloser, error)
+}
+
+// Conn is the connection a stream's reader goes out on, zero when not
+// over the network: a packet capture leaves out its own readers' traffic,
+// which would otherwise capture itself without end.
+type Conn struct{ Local, Remote netip.AddrPort }
+
+// ParseConn makes a Conn from "host:port" strings (net.Addr.String's);
+// what does not parse stays zero.
+func ParseConn(local, remote string) Conn {
+	l, _ := netip.ParseAddrPort(local)
+	r, _ := netip.ParseAddrPort(remote)
+	return Conn{Local: l, Remote: r}
+}
+
 // Errors the tree returns, wrapped with the path.
 var (
 	ErrNotExist   = errors.New("file does not exist")
@@ -34,6 +59,7 @@ var (
 	ErrIsDir      = errors.New("is a directory")
 	ErrNotDir     = errors.New("not a directory")
 	ErrPermission = errors.New("permission denied")
+	ErrStream     = errors.New("a stream, not a text file: read it with the token over HTTP (GET /ns/...) or 9P")
 )
 
 // Entry describes a file or a directory.
@@ -41,6 +67,7 @@ type Entry struct {
 	Name     string
 	Dir      bool
 	Writable bool
+	Stream   bool // a Stream: read through Open
 }
 
 type node struct {
@@ -158,6 +185,7 @@ func (n *Namespace) entry(name string, nd *node) Entry {
 	if _, ok := nd.file.(Writer); ok && !n.readOnly {
 		e.Writable = true
 	}
+	_, e.Stream = nd.file.(Stream)
 	return e
 }
 
@@ -205,6 +233,27 @@ func (n *Namespace) ReadFile(p string) (string, error) {
 		return "", fmt.Errorf("ns: read %s: %w", Clean(p), err)
 	}
 	return s, nil
+}
+
+// Open starts a reader of the stream at p. The read-only view refuses:
+// a stream shows what the machine's traffic carries.
+func (n *Namespace) Open(p string, via Conn) (io.ReadCloser, error) {
+	f, err := n.file(p)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := f.(Stream)
+	if !ok {
+		return nil, fmt.Errorf("ns: open %s: not a stream (read it as a file)", Clean(p))
+	}
+	if n.readOnly {
+		return nil, fmt.Errorf("ns: open %s: %w (a stream needs the token)", Clean(p), ErrPermission)
+	}
+	rc, err := st.Open(via)
+	if err != nil {
+		return nil, fmt.Errorf("ns: open %s: %w", Clean(p), err)
+	}
+	return rc, nil
 }
 
 // WriteFile sends data to the file at p, one command per non-empty line.
