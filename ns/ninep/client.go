@@ -116,6 +116,40 @@ func (c *Client) Read(p string) (string, error) {
 	}
 }
 
+// Stream opens the stream p (a packet capture): reads return its bytes
+// as they come, io.EOF when it ends; Close ends the reader on the server.
+func (c *Client) Stream(p string) (io.ReadCloser, error) {
+	f, err := c.walk(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := f.Open(p9.ReadOnly); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("9p: open %s: %w", p, err)
+	}
+	return &streamReader{f: f, p: p}, nil
+}
+
+type streamReader struct {
+	f   p9.File
+	p   string
+	off int64
+}
+
+func (s *streamReader) Read(b []byte) (int, error) {
+	n, err := s.f.ReadAt(b, s.off)
+	s.off += int64(n)
+	if err != nil && err != io.EOF {
+		return n, fmt.Errorf("9p: read %s: %w", s.p, err)
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (s *streamReader) Close() error { return s.f.Close() }
+
 // Write sends data to the file p in one write.
 func (c *Client) Write(p, data string) error {
 	f, err := c.walk(p)

@@ -1,6 +1,7 @@
 // Package ninep serves a namespace over 9P2000.L. A file's content is
 // rendered once when it is opened, so every read of one open sees one
-// snapshot; each write is one command to the file.
+// snapshot; each write is one command to the file. A stream (a packet
+// capture) is read as it comes, only by a client attached with the token.
 package ninep
 
 import (
@@ -8,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hugelgupf/p9/fsimpl/readdir"
@@ -59,13 +62,17 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 
 // ServeConn serves one connection until it closes.
 func (s *Server) ServeConn(c net.Conn) error {
-	r := &lingerReader{Conn: c}
+	// The connection's end closes its streams: the server waits for
+	// every request, and a read of a quiet stream would wait forever.
+	ctx, gone := context.WithCancel(context.Background())
+	defer gone()
+	r := &lingerReader{Conn: c, gone: gone}
 	// A server per connection, so that its files know whom they serve.
 	source := c.RemoteAddr().String()
 	if h, _, err := net.SplitHostPort(source); err == nil {
 		source = h
 	}
-	a := attacher{s: s, source: source, local: c.LocalAddr().String(), remote: c.RemoteAddr().String()}
+	a := attacher{s: s, ctx: ctx, source: source, local: c.LocalAddr().String(), remote: c.RemoteAddr().String()}
 	return p9.NewServer(a).Handle(r, c)
 }
 
@@ -74,13 +81,18 @@ func (s *Server) ServeConn(c net.Conn) error {
 // goroutine registers with the connection's WaitGroup only once it runs;
 // the goroutine that sees the end of the stream first waits on that group
 // at once. The pause lets late starters register before the wait begins.
-type lingerReader struct{ net.Conn }
+// It also says, at once, that the connection is gone.
+type lingerReader struct {
+	net.Conn
+	gone func()
+}
 
 const linger = 20 * time.Millisecond
 
 func (l *lingerReader) Read(p []byte) (int, error) {
 	n, err := l.Conn.Read(p)
 	if err != nil {
+		l.gone()
 		time.Sleep(linger)
 	}
 	return n, err
@@ -88,6 +100,7 @@ func (l *lingerReader) Read(p []byte) (int, error) {
 
 type attacher struct {
 	s             *Server
+	ctx           context.Context // done when the connection is
 	source        string
 	local, remote string // host:port, for ether9.admin=
 }
@@ -103,14 +116,14 @@ type file struct {
 	templatefs.XattrUnimplemented
 	templatefs.NoopRenamed
 	templatefs.NotLockable
-	templatefs.NilCloser
 
 	n       *ns.Namespace // the server's all or ro
 	srv     *Server
 	source  string // the client's address, for the refusal log
 	conn    *attacher
 	path    string
-	content []byte // rendered at Open
+	content []byte        // rendered at Open
+	stream  io.ReadCloser // a stream's reader, from Open
 }
 
 func qidOf(p string, dir bool) p9.QID {
@@ -220,6 +233,9 @@ func (f *file) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 		f.refuseWrite()
 		return p9.QID{}, 0, linux.EROFS
 	}
+	if e.Stream {
+		return q, 0, f.openStream()
+	}
 	if mode.Mode() != p9.WriteOnly {
 		s, err := f.n.ReadFile(f.path)
 		if err != nil {
@@ -246,7 +262,52 @@ func (f *file) refuseWrite() {
 	f.srv.guard.Refuse(reason, f.source, "9p write "+f.path)
 }
 
+// openStream starts a reader of the stream for a client attached with
+// the token; it ends with the fid or the connection.
+func (f *file) openStream() error {
+	if f.n != f.srv.all {
+		f.srv.guard.Refuse(admin.NoToken, f.source, "9p read "+f.path)
+		return linux.EACCES
+	}
+	rc, err := f.n.Open(f.path, ns.ParseConn(f.conn.local, f.conn.remote))
+	if err != nil {
+		return errno(err)
+	}
+	f.stream = &onceCloser{ReadCloser: rc}
+	context.AfterFunc(f.conn.ctx, func() { f.stream.Close() })
+	return nil
+}
+
+// onceCloser closes its reader once: the fid's clunk and the connection's
+// end may both try, at once.
+type onceCloser struct {
+	io.ReadCloser
+	once sync.Once
+}
+
+func (o *onceCloser) Close() error {
+	o.once.Do(func() { o.ReadCloser.Close() })
+	return nil
+}
+
+// Close implements p9.File: a stream's reader ends with its fid.
+func (f *file) Close() error {
+	if f.stream != nil {
+		f.stream.Close()
+	}
+	return nil
+}
+
+// ReadAt reads a snapshot at off, or a stream's next bytes wherever the
+// client thinks it is: a stream has no offsets.
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	if f.stream != nil {
+		n, err := f.stream.Read(p)
+		if err != nil && n == 0 {
+			return 0, nil // the end of the stream
+		}
+		return n, nil
+	}
 	if off >= int64(len(f.content)) {
 		return 0, nil
 	}
