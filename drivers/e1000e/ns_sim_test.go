@@ -17,7 +17,7 @@ func TestSimCtlFiles(t *testing.T) {
 	mc := newMachine(t, rigOpt{})
 	defer mc.close(t)
 	n := ns.New()
-	if err := bind.NIC(n, mc.NIC); err != nil {
+	if err := bind.NIC(n, mc.NIC, nil); err != nil {
 		t.Fatal(err)
 	}
 	ifstats := func() map[string]uint64 {
