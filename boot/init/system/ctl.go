@@ -11,7 +11,7 @@ import (
 
 // Ctl applies one control command:
 //
-//	etherN CMD...              the NIC's own commands (copybreak 256, tso off, ...)
+//	etherN CMD...              the NIC's commands (copybreak 256, tso off, capture on, ...)
 //	iommu strict               invalidate the IOTLB on every unmap (every unit)
 //	iommu deferred [BATCH]     invalidate once per BATCH unmaps
 //	iommu clear-faults         forget the recorded faults (the count stays)
@@ -27,10 +27,15 @@ func (s *System) Ctl(cmd string) error {
 	case "machine":
 		return s.machineCtl(f[1:])
 	}
-	for _, p := range s.ports {
-		if p.NIC.Name() == f[0] {
-			return p.NIC.Ctl(strings.Join(f[1:], " "))
+	for i, p := range s.ports {
+		if p.NIC.Name() != f[0] {
+			continue
 		}
+		// The endpoint's words (gro, capture), else the driver's.
+		if ep := s.endpoint(i); ep != nil {
+			return ep.Ctl(strings.Join(f[1:], " "))
+		}
+		return p.NIC.Ctl(strings.Join(f[1:], " "))
 	}
 	return fmt.Errorf("ctl %q: no such target %q", cmd, f[0])
 }

@@ -13,6 +13,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 
 	"github.com/ether9/ether9/boot/init/status"
+	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/ns"
 	"github.com/ether9/ether9/ns/bind"
 	"github.com/ether9/ether9/ns/ninep"
@@ -35,8 +36,12 @@ func (s *System) buildNamespace() {
 	report(n.Add("/dev/time", ns.Text(s.timeText)))
 	report(n.Add("/dev/admin/refused", ns.Text(s.guard.Stats)))
 	report(bind.PCI(n, s.funcs))
-	for _, p := range s.ports {
-		report(bind.NIC(n, p.NIC))
+	for i, p := range s.ports {
+		var l bind.Link // a bare driver without the stack
+		if ep := s.endpoint(i); ep != nil {
+			l = ep
+		}
+		report(bind.NIC(n, p.NIC, l))
 	}
 	if rs := s.remaps(); len(rs) > 0 {
 		report(bind.IOMMU(n, rs, s.domains))
@@ -50,6 +55,14 @@ func (s *System) buildNamespace() {
 		}
 	}
 	s.ns = n
+}
+
+// endpoint is the link endpoint over port i, nil without the stack.
+func (s *System) endpoint(i int) *netstack.Endpoint {
+	if s.stack == nil || i >= len(s.stack.Endpoints) {
+		return nil
+	}
+	return s.stack.Endpoints[i]
 }
 
 func (s *System) domains() []bind.Domain {

@@ -97,7 +97,16 @@ func (s *System) Handler() http.Handler {
 	for _, p := range []string{"/ctl", "/source", "/sink"} {
 		mux.Handle(p, control)
 	}
-	mux.Handle("/ns/", s.ns.Handler("/ns"))
+	// A stream (the packet capture) shows traffic: the token, as for
+	// control; every other file is the read-only view's.
+	files, streams := s.ns.ReadOnly().Handler("/ns"), s.guard.Protect(s.ns.Handler("/ns"))
+	mux.Handle("/ns/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e, err := s.ns.Stat(strings.TrimPrefix(r.URL.Path, "/ns")); err == nil && e.Stream {
+			streams.ServeHTTP(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
 	mux.Handle("GET /metrics", s.metricsHandler())
 	if s.opt.Selftest {
 		debug := http.NewServeMux()
