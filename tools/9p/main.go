@@ -2,15 +2,17 @@
 //
 //	go run ./tools/9p [-a 127.0.0.1:5640] ls /dev/iommu
 //	go run ./tools/9p cat /dev/iommu/stats
+//	ETHER9_TOKEN=... go run ./tools/9p stream /net/ether0/capture | tshark -r -
 //	ETHER9_TOKEN=... go run ./tools/9p write /dev/iommu/ctl deferred 64
 //
-// Writes need the machine's token (ether9.token, or the one its console
+// Writes and streams need the machine's token (ether9.token, or the one its console
 // printed at boot), from $ETHER9_TOKEN.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -23,7 +25,7 @@ func main() {
 	addr := flag.String("a", "127.0.0.1:564", "server address")
 	timeout := flag.Duration("t", 10*time.Second, "dial timeout")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: 9p [-a host:port] ls PATH... | cat PATH... | write PATH WORDS...\n")
+		fmt.Fprintf(os.Stderr, "usage: 9p [-a host:port] ls PATH... | cat PATH... | stream PATH | write PATH WORDS...\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -75,13 +77,23 @@ func run(addr string, timeout time.Duration, token string, args []string) error 
 			}
 			fmt.Print(s)
 		}
+	case "stream":
+		r, err := c.Stream(args[1])
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		// As it comes: a capture goes on until capture off.
+		if _, err := io.Copy(os.Stdout, r); err != nil {
+			return err
+		}
 	case "write":
 		if len(args) < 3 {
 			return fmt.Errorf("write: need a path and a command")
 		}
 		return c.Write(args[1], strings.Join(args[2:], " ")+"\n")
 	default:
-		return fmt.Errorf("unknown command %q (ls, cat, write)", args[0])
+		return fmt.Errorf("unknown command %q (ls, cat, stream, write)", args[0])
 	}
 	return nil
 }
