@@ -67,3 +67,28 @@ func (z ZeroCopy) Frame(wb Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	z.Stats.Recycled.Add(1)
 	return passed
 }
+
+// StartRxZC programs the RX queue for the socket's frames, enables it and
+// arms it from the fill ring; the frame starts at the buffer's start.
+func (p *Pair) StartRxZC(t Thresholds) error {
+	p.RxDescs.Clear()
+	if err := p.M.StartRxQueue(p.Idx, p.RxDescs, p.X.RxFrameSize(), t); err != nil {
+		return err
+	}
+	p.Discard = false
+	p.X.Reset()
+	p.X.Refill()
+	p.M.SetRxTail(p.Idx, p.X.Tail())
+	return nil
+}
+
+// cleanZC is the RX loop while the socket's frames are armed; RxMu is
+// held.
+func (p *Pair) cleanZC(pkts []nic.RxPacket) (n, taken int) {
+	z := ZeroCopy{X: p.X, Stats: p.RxStats, Tx: &p.Txq}
+	n, taken, moved := z.Clean(p.RxDescs, pkts, &p.Discard, p.Prog)
+	if moved {
+		p.M.SetRxTail(p.Idx, p.X.Tail())
+	}
+	return n, taken
+}

@@ -295,7 +295,7 @@ func TestTxChecksumAndTSODescriptors(t *testing.T) {
 	if n := q.Reclaim(); n == 0 {
 		t.Error("nothing reclaimed")
 	}
-	if m := q.tx.Mapped(); m != 0 {
+	if m := q.Tx.Mapped(); m != 0 {
 		t.Errorf("%d TX mappings after reclaim", m)
 	}
 }

@@ -51,17 +51,17 @@ func imirPort(port uint16) uint32 { return uint32(bits.ReverseBytes16(port)) }
 // (boot/init/xdp.go picks a source port by its Toeplitz hash).
 func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 	if q < 0 || q >= len(d.queues) {
-		return -1, fmt.Errorf("igb %s: steer %v to queue %d: %w", d.name, f, q, xsk.ErrNoQueue)
+		return -1, fmt.Errorf("igb %s: steer %v to queue %d: %w", d.Core.Name, f, q, xsk.ErrNoQueue)
 	}
 	if (f.EtherType == 0) == (f.UDPPort == 0) {
-		return -1, fmt.Errorf("igb %s: steer: set exactly one of EtherType and UDP port", d.name)
+		return -1, fmt.Errorf("igb %s: steer: set exactly one of EtherType and UDP port", d.Core.Name)
 	}
-	d.filterMu.Lock()
-	defer d.filterMu.Unlock()
-	r := d.regs
+	d.FilterMu.Lock()
+	defer d.FilterMu.Unlock()
+	r := d.Core.Regs
 	if f.EtherType != 0 {
 		if d.info.Flags&FlagETQF == 0 {
-			return -1, fmt.Errorf("igb %s: %v has no EtherType filters", d.name, d.info.Type)
+			return -1, fmt.Errorf("igb %s: %v has no EtherType filters", d.Core.Name, d.info.Type)
 		}
 		for i := range d.etqf {
 			if !d.etqf[i] {
@@ -70,10 +70,10 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 				return i, nil
 			}
 		}
-		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.name, f, adv.NumETQF)
+		return -1, fmt.Errorf("igb %s: steer %v: all %d EtherType filters in use", d.Core.Name, f, adv.NumETQF)
 	}
 	if d.info.Flags&FlagPortFilter == 0 {
-		return -1, fmt.Errorf("igb %s: %v has no destination-port queue filters", d.name, d.info.Type)
+		return -1, fmt.Errorf("igb %s: %v has no destination-port queue filters", d.Core.Name, d.info.Type)
 	}
 	for i := range d.ttqf {
 		if !d.ttqf[i] {
@@ -85,26 +85,26 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 			return slotTwoTuple + i, nil
 		}
 	}
-	return -1, fmt.Errorf("igb %s: steer %v: all %d 2-tuple filters in use", d.name, f, adv.NumIMIR)
+	return -1, fmt.Errorf("igb %s: steer %v: all %d 2-tuple filters in use", d.Core.Name, f, adv.NumIMIR)
 }
 
 // Unsteer implements xsk.Binder.
 func (d *Device) Unsteer(slot int) error {
-	d.filterMu.Lock()
-	defer d.filterMu.Unlock()
+	d.FilterMu.Lock()
+	defer d.FilterMu.Unlock()
 	switch {
 	case slot >= 0 && slot < adv.NumETQF && d.etqf[slot]:
 		d.etqf[slot] = false
-		d.regs.Write32(adv.ETQF+uint32(4*slot), 0)
+		d.Core.Regs.Write32(adv.ETQF+uint32(4*slot), 0)
 	case slot >= slotTwoTuple && slot < slotTwoTuple+adv.NumIMIR && d.ttqf[slot-slotTwoTuple]:
 		i := slot - slotTwoTuple
 		d.ttqf[i] = false
 		off := uint32(4 * i)
-		d.regs.Write32(tupleFilter(d.info.Type)+off, 0)
-		d.regs.Write32(adv.IMIR+off, 0)
-		d.regs.Write32(adv.IMIREXT+off, 0)
+		d.Core.Regs.Write32(tupleFilter(d.info.Type)+off, 0)
+		d.Core.Regs.Write32(adv.IMIR+off, 0)
+		d.Core.Regs.Write32(adv.IMIREXT+off, 0)
 	default:
-		return fmt.Errorf("igb %s: unsteer: filter slot %d not in use", d.name, slot)
+		return fmt.Errorf("igb %s: unsteer: filter slot %d not in use", d.Core.Name, slot)
 	}
 	return nil
 }

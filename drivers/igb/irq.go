@@ -68,17 +68,17 @@ func (d *Device) setupInterrupts() {
 		gpie = 0
 		itr |= itr << 16
 	} else {
-		d.core.RouteQueues(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
+		d.Core.RouteQueues(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
 	}
-	d.irq.Setup(gpie, itr)
+	d.IRQ.Setup(gpie, itr)
 }
 
 // Wait implements nic.Queue: an idle queue sleeps on the device's line
 // until its interrupt or timeout.
 func (q *queue) Wait(timeout time.Duration) bool {
 	d := q.d
-	if d.closed.Load() {
+	if d.Closed.Load() {
 		return false
 	}
-	return d.line.Wait(q.idx, timeout)
+	return d.Line.Wait(q.Idx, timeout)
 }

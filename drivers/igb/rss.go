@@ -18,7 +18,7 @@ func (d *Device) retaEntry(i, n int) uint32 {
 // RSS: MRQC stays 0.
 func (d *Device) setupRSS() {
 	n := len(d.queues)
-	d.core.SetupRSS(func(i int) uint32 { return d.retaEntry(i, n) }, n > 1)
+	d.Core.SetupRSS(func(i int) uint32 { return d.retaEntry(i, n) }, n > 1)
 }
 
 // Toeplitz computes the RSS hash of input as the device does

@@ -535,7 +535,7 @@ func TestTransmitChecksumAndTSO(t *testing.T) {
 	if n, err := r.d.queues[0].Transmit([]*nic.TxPacket{big}); n != 0 || err == nil {
 		t.Fatalf("oversize frame: %d %v", n, err)
 	}
-	if r.d.queues[0].tx.InFlight() != 0 {
+	if r.d.queues[0].Tx.InFlight() != 0 {
 		t.Fatal("refused frame left descriptors")
 	}
 }

@@ -36,15 +36,15 @@ func etqf(i int) uint32 { return adv.ETQF + uint32(4*i) }
 // slot for Unsteer.
 func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 	if q < 0 || q >= len(d.queues) {
-		return -1, fmt.Errorf("igc %s: steer %v to queue %d of %d: %w", d.name, f, q, len(d.queues), xsk.ErrNoQueue)
+		return -1, fmt.Errorf("igc %s: steer %v to queue %d of %d: %w", d.Core.Name, f, q, len(d.queues), xsk.ErrNoQueue)
 	}
 	if (f.EtherType == 0) == (f.UDPPort == 0) {
-		return -1, fmt.Errorf("igc %s: steer: set exactly one of EtherType and UDP port", d.name)
+		return -1, fmt.Errorf("igc %s: steer: set exactly one of EtherType and UDP port", d.Core.Name)
 	}
-	d.filterMu.Lock()
-	defer d.filterMu.Unlock()
-	if d.closed.Load() {
-		return -1, fmt.Errorf("igc %s: steer %v: device closed", d.name, f)
+	d.FilterMu.Lock()
+	defer d.FilterMu.Unlock()
+	if d.Closed.Load() {
+		return -1, fmt.Errorf("igc %s: steer %v: device closed", d.Core.Name, f)
 	}
 	if f.EtherType != 0 {
 		return d.steerEtherType(f, q)
@@ -55,24 +55,24 @@ func (d *Device) Steer(f xsk.Filter, q int) (int, error) {
 func (d *Device) steerEtherType(f xsk.Filter, q int) (int, error) {
 	free := -1
 	for i := adv.NumETQF - 1; i >= 0; i-- {
-		v := d.regs.Read32(etqf(i))
+		v := d.Core.Regs.Read32(etqf(i))
 		if v&adv.ETQF_FILTER_ENABLE == 0 {
 			free = i
 			continue
 		}
 		if uint16(v&adv.ETQF_ETYPE_MASK) == f.EtherType {
-			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it to queue %d", d.name, f, i, v&adv.ETQF_QUEUE_MASK>>adv.ETQF_QUEUE_SHIFT)
+			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it to queue %d", d.Core.Name, f, i, v&adv.ETQF_QUEUE_MASK>>adv.ETQF_QUEUE_SHIFT)
 		}
 	}
 	if free < 0 {
-		return -1, fmt.Errorf("igc %s: steer %v: all %d EtherType filters in use", d.name, f, adv.NumETQF)
+		return -1, fmt.Errorf("igc %s: steer %v: all %d EtherType filters in use", d.Core.Name, f, adv.NumETQF)
 	}
-	d.regs.Write32(etqf(free), uint32(f.EtherType)|uint32(q)<<adv.ETQF_QUEUE_SHIFT&adv.ETQF_QUEUE_MASK|adv.ETQF_QUEUE_ENABLE|adv.ETQF_FILTER_ENABLE)
+	d.Core.Regs.Write32(etqf(free), uint32(f.EtherType)|uint32(q)<<adv.ETQF_QUEUE_SHIFT&adv.ETQF_QUEUE_MASK|adv.ETQF_QUEUE_ENABLE|adv.ETQF_FILTER_ENABLE)
 	return free, nil
 }
 
 func (d *Device) steerUDPPort(f xsk.Filter, q int) (int, error) {
-	r := d.regs
+	r := d.Core.Regs
 	free := -1
 	for i := adv.NumIMIR - 1; i >= 0; i-- {
 		off := uint32(4 * i)
@@ -81,11 +81,11 @@ func (d *Device) steerUDPPort(f xsk.Filter, q int) (int, error) {
 			continue
 		}
 		if r.Read32(adv.IMIR+off)&0xffff == imirPort(f.UDPPort) {
-			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it", d.name, f, slotTwoTuple+i)
+			return -1, fmt.Errorf("igc %s: steer %v: filter %d already steers it", d.Core.Name, f, slotTwoTuple+i)
 		}
 	}
 	if free < 0 {
-		return -1, fmt.Errorf("igc %s: steer %v: all %d 2-tuple filters in use", d.name, f, adv.NumIMIR)
+		return -1, fmt.Errorf("igc %s: steer %v: all %d 2-tuple filters in use", d.Core.Name, f, adv.NumIMIR)
 	}
 	off := uint32(4 * free)
 	r.Write32(adv.IMIR+off, imirPort(f.UDPPort)|7<<adv.IMIR_PRIORITY_SHIFT)
@@ -96,9 +96,9 @@ func (d *Device) steerUDPPort(f xsk.Filter, q int) (int, error) {
 
 // Unsteer implements xsk.Binder.
 func (d *Device) Unsteer(slot int) error {
-	d.filterMu.Lock()
-	defer d.filterMu.Unlock()
-	r := d.regs
+	d.FilterMu.Lock()
+	defer d.FilterMu.Unlock()
+	r := d.Core.Regs
 	switch {
 	case slot >= 0 && slot < adv.NumETQF && r.Read32(etqf(slot))&adv.ETQF_FILTER_ENABLE != 0:
 		r.Write32(etqf(slot), 0)
@@ -108,7 +108,7 @@ func (d *Device) Unsteer(slot int) error {
 		r.Write32(adv.IMIR+off, 0)
 		r.Write32(adv.IMIREXT+off, 0)
 	default:
-		return fmt.Errorf("igc %s: unsteer: filter slot %d not in use", d.name, slot)
+		return fmt.Errorf("igc %s: unsteer: filter slot %d not in use", d.Core.Name, slot)
 	}
 	return nil
 }

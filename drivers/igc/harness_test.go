@@ -101,7 +101,7 @@ func newRigOn(t testing.TB, dma kernel.DMA, mem advplay.Mem) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rings := func(q int) (rx, tx *ring.Descs) { return d.queues[q].rx.Descs, d.queues[q].tx.Descs }
+	rings := func(q int) (rx, tx *ring.Descs) { return d.queues[q].rx.Descs, d.queues[q].Tx.Descs }
 	return &rig{Device: advplay.New(regs, mem, len(d.queues), rings), Unit: nictest.Unit{NIC: d}, d: d, regs: regs}
 }
 

@@ -9,15 +9,13 @@ package igc
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/adv"
-	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/drivers/xsk"
 )
 
 // Ring geometry and sizes.
@@ -35,42 +33,24 @@ const (
 	maxMTU      = ring.HalfPage - frameExtra      // one 2 KiB buffer per frame
 )
 
-// Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
-var (
-	rxThresholds = adv.Thresholds{P: 8, H: 8, W: 4}
-	txThresholds = adv.Thresholds{P: 8, H: 1, W: 16}
-)
-
 // Device is a running igc controller.
 type Device struct {
-	name   string
+	adv.Port
 	id     ID
-	loc    [3]uint8 // PCI bus, device, function
-	serial uint64   // PCIe device serial number, 0 if none
-	regs   kernel.Regs
-	core   adv.MAC // the MAC steps igb and igc share
-	dma    kernel.DMA
-	clock  kernel.Clock
-	irq    adv.Legacy // the causes as the line programs them
-	line   *intr.Line // the device's INTx, shared by the queues' poll loops
-	logf   func(string, ...any)
-	mac    [6]byte
-
-	queues []*queue
-	cfgMu  sync.Mutex // MTU and RX layout changes
-	mtu    atomic.Int32
+	loc    [3]uint8    // PCI bus, device, function
+	serial uint64      // PCIe device serial number, 0 if none
+	queues []*queue    // Port.Pairs, as the driver's queues
 	build  atomic.Bool // the build policy: on lets rings build (seed rule), off forces construct
-	link   adv.Link
-	tso    atomic.Bool
 	rss    atomic.Bool // spread received flows over the queues
-	hw     nicstat.Hardware
-	closed atomic.Bool
-
-	mc       adv.Multicast // the receive filter's groups (mta.go)
-	filterMu sync.Mutex    // EtherType filter slots (filter.go)
 }
 
-var _ nic.NIC = (*Device)(nil)
+var (
+	_ nic.NIC    = (*Device)(nil)
+	_ xsk.Binder = (*Device)(nil)
+)
+
+// absentCounters are the statistics registers the I225 does not have.
+var absentCounters = []uint32{nicstat.SYMERRS, nicstat.SEC, nicstat.TSCTFC}
 
 // Probe resets the controller described by dev and brings it up.
 func Probe(dev *nic.Device) (nic.NIC, error) { return nic.AsNIC(probe(dev)) }
@@ -84,85 +64,34 @@ func probe(dev *nic.Device) (*Device, error) {
 		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
 	}
 	a := dev.Func.Addr
-	d := &Device{
-		name: dev.Name, id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn},
-		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, logf: dev.Log(),
-	}
-	d.core = adv.MAC{Regs: d.regs, Clock: d.clock, Driver: "igc", Name: d.name, Logf: d.logf}
+	d := &Device{id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn}}
+	d.Open(dev, "igc", adv.CauseRegs{}, defaultMTU)
 	d.serial = readSerial(dev)
-	d.mtu.Store(defaultMTU)
-	d.tso.Store(true)
 	d.build.Store(true)
 	d.rss.Store(true)
 	if err := d.reset(); err != nil {
 		return nil, err
 	}
-	if d.mac, err = d.readMAC(); err != nil {
+	if d.Station, err = d.readMAC(); err != nil {
 		return nil, err
 	}
-	for i := 0; i < maxQueues; i++ {
-		q, err := newQueue(d, i)
-		if err != nil {
-			d.freeQueues()
-			return nil, fmt.Errorf("igc %s: queue %d: %w", d.name, i, err)
-		}
-		d.queues = append(d.queues, q)
-	}
-	d.irq = adv.Legacy{M: &d.core, Queue: adv.QueueBits(len(d.queues)), OnLink: d.updateLink}
-	d.line = intr.NewLine(dev.IRQ, &d.irq)
-	d.initStats()
-	if err := d.up(); err != nil {
-		d.freeQueues()
+	if err := d.AddQueues(maxQueues, d.newQueue); err != nil {
 		return nil, err
 	}
-	d.logf("%s: %s (%v) %04x:%04x mac %x, %d queues, link %+v", d.name, id.Name, id.Type, VendorIntel, id.Device, d.mac, len(d.queues), d.link.Load())
+	d.InitStats(absentCounters...)
+	d.Relayout = func(i int) error { return d.queues[i].relayout() }
+	// RCTL.LPE on: RLPML, the current maximum frame, is the length
+	// limit, so a build-layout buffer never receives past its half page.
+	steps := adv.Steps{RSS: d.setupRSS, PHY: d.setupPHY, Interrupts: d.setupInterrupts, Link: d.updateLink}
+	if err := d.Up(dev.IRQ, adv.QueueBits(maxQueues), maxFrame(d.MTU()), tipgIPGT, steps); err != nil {
+		return nil, err
+	}
+	d.Core.Logf("%s: %s (%v) %04x:%04x mac %x, %d queues, link %+v", d.Name(), id.Name, id.Type, VendorIntel, id.Device, d.Station, len(d.queues), d.LinkState.Load())
 	return d, nil
 }
 
-func (d *Device) freeQueues() {
-	for _, q := range d.queues {
-		q.free()
-	}
-	d.queues = nil
-}
-
-// up programs filters, RSS, the rings and the link and enables RX and TX.
-func (d *Device) up() error {
-	c := &d.core
-	c.PrepareRx(maxFrame(d.MTU()))
-	d.setupRSS()
-	d.regs.Write32(adv.TIPG, tipgIPGT)
-	for _, q := range d.queues {
-		if err := q.startTx(); err != nil {
-			return err
-		}
-		if err := q.startRx(); err != nil {
-			return err
-		}
-	}
-	// RCTL.LPE on: RLPML, the current maximum frame, is the length
-	// limit, so a build-layout buffer never receives past its half page.
-	c.EnableRxTx()
-	d.mc.Program(d.regs) // the groups survive a reset
-	d.setupPHY()
-	c.SetLinkUp()
-	c.SetDriverLoaded(true)
-	d.setupInterrupts()
-	d.updateLink()
-	return nil
-}
-
-// Name implements nic.NIC.
-func (d *Device) Name() string { return d.name }
-
-// MAC implements nic.NIC.
-func (d *Device) MAC() [6]byte { return d.mac }
-
 // ID is the device id the driver matched.
 func (d *Device) ID() ID { return d.id }
-
-// MTU implements nic.NIC.
-func (d *Device) MTU() int { return int(d.mtu.Load()) }
 
 // MaxMTU is the largest MTU a 2 KiB receive buffer holds.
 func (d *Device) MaxMTU() int { return maxMTU }
@@ -172,57 +101,25 @@ func (d *Device) MaxMTU() int { return maxMTU }
 // in use allows: down before the rings change, up after.
 func (d *Device) SetMTU(mtu int) error {
 	if mtu < minMTU || mtu > maxMTU {
-		return fmt.Errorf("igc %s: mtu %d outside %d..%d (one %d-byte buffer per frame)", d.name, mtu, minMTU, maxMTU, ring.HalfPage)
+		return fmt.Errorf("igc %s: mtu %d outside %d..%d (one %d-byte buffer per frame)", d.Name(), mtu, minMTU, maxMTU, ring.HalfPage)
 	}
-	d.cfgMu.Lock()
-	defer d.cfgMu.Unlock()
-	if d.closed.Load() {
-		return fmt.Errorf("igc %s: set mtu on a closed device", d.name)
+	d.CfgMu.Lock()
+	defer d.CfgMu.Unlock()
+	if d.Closed.Load() {
+		return fmt.Errorf("igc %s: set mtu on a closed device", d.Name())
 	}
 	old := d.MTU()
-	d.core.SetMaxFrame(maxFrame(min(old, mtu)))
-	d.mtu.Store(int32(mtu))
+	d.Core.SetMaxFrame(maxFrame(min(old, mtu)))
+	d.Mtu.Store(int32(mtu))
 	var errs []error
 	for _, q := range d.queues {
 		if err := q.relayout(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	d.core.SetMaxFrame(maxFrame(mtu))
+	d.Core.SetMaxFrame(maxFrame(mtu))
 	return errors.Join(errs...)
 }
 
 // Link implements nic.NIC.
-func (d *Device) Link() nic.Link { return d.link.Load() }
-
-// Features implements nic.NIC (adv.Features).
-func (d *Device) Features() nic.Features { return adv.Features(d.tso.Load()) }
-
-// Queues implements nic.NIC.
-func (d *Device) Queues() []nic.Queue {
-	out := make([]nic.Queue, len(d.queues))
-	for i, q := range d.queues {
-		out[i] = q
-	}
-	return out
-}
-
-// Close stops the controller and frees its rings; nothing stays mapped.
-func (d *Device) Close() error {
-	d.cfgMu.Lock()
-	defer d.cfgMu.Unlock()
-	if d.closed.Swap(true) {
-		return nil
-	}
-	d.core.Shutdown(len(d.queues))
-	var errs []error
-	for _, q := range d.queues {
-		if err := q.close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("igc %s: close: %w", d.name, err)
-	}
-	return nil
-}
+func (d *Device) Link() nic.Link { return d.LinkState.Load() }

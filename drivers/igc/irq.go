@@ -45,16 +45,16 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 // setupInterrupts routes the queues to their EICR bits and puts the line
 // in legacy mode, moderated, the queue causes masked.
 func (d *Device) setupInterrupts() {
-	d.core.RouteQueues(len(d.queues), ivarSlot)
-	d.irq.Setup(adv.GPIE_NSICR, adv.ITR(itrInterval)|adv.EITR_CNT_IGNR)
+	d.Core.RouteQueues(len(d.queues), ivarSlot)
+	d.IRQ.Setup(adv.GPIE_NSICR, adv.ITR(itrInterval)|adv.EITR_CNT_IGNR)
 }
 
 // Wait implements nic.Queue: an idle queue sleeps on the device's line
 // until its interrupt or timeout.
 func (q *queue) Wait(timeout time.Duration) bool {
 	d := q.d
-	if d.closed.Load() {
+	if d.Closed.Load() {
 		return false
 	}
-	return d.line.Wait(q.idx, timeout)
+	return d.Line.Wait(q.Idx, timeout)
 }

@@ -17,7 +17,7 @@ func linkFromStatus(s uint32) nic.Link {
 
 // updateLink re-reads the link from STATUS; called at bring-up and on LSC.
 func (d *Device) updateLink() {
-	if l := linkFromStatus(d.regs.Read32(adv.STATUS)); d.link.Set(l) {
-		d.logf("%s: link %+v", d.name, l)
+	if l := linkFromStatus(d.Core.Regs.Read32(adv.STATUS)); d.LinkState.Set(l) {
+		d.Core.Logf("%s: link %+v", d.Core.Name, l)
 	}
 }

@@ -30,7 +30,7 @@ const (
 // the device and the address, then write the data.
 func (d *Device) mmdWrite(dev, reg int, v uint16) error {
 	for _, w := range [][2]int{{PHY_MMDCTRL, dev}, {PHY_MMDDATA, reg}, {PHY_MMDCTRL, MMD_FUNC_DATA | dev}, {PHY_MMDDATA, int(v)}} {
-		if err := d.core.PHYWrite(w[0], uint16(w[1])); err != nil {
+		if err := d.Core.PHYWrite(w[0], uint16(w[1])); err != nil {
 			return err
 		}
 	}
@@ -42,17 +42,17 @@ func (d *Device) mmdWrite(dev, reg int, v uint16) error {
 // partner and STATUS reports it. A PHY that does not answer leaves the
 // link to its power-on advertisement, which also covers every speed.
 func (d *Device) setupPHY() {
-	err := d.core.PHYWrite(PHY_ANAR, phyAdvertiseLegacy)
+	err := d.Core.PHYWrite(PHY_ANAR, phyAdvertiseLegacy)
 	if err == nil {
-		err = d.core.PHYWrite(PHY_GCTRL, GCTRL_1000FD)
+		err = d.Core.PHYWrite(PHY_GCTRL, GCTRL_1000FD)
 	}
 	if err == nil {
 		err = d.mmdWrite(MMD_AN, AN_MGBT_CTRL, AN_MGBT_CTRL_2500)
 	}
 	if err == nil {
-		err = d.core.PHYWrite(adv.PHY_BMCR, adv.BMCR_AN_ENABLE|adv.BMCR_AN_RESTART)
+		err = d.Core.PHYWrite(adv.PHY_BMCR, adv.BMCR_AN_ENABLE|adv.BMCR_AN_RESTART)
 	}
 	if err != nil {
-		d.logf("%s: PHY set-up: %v", d.name, err)
+		d.Core.Logf("%s: PHY set-up: %v", d.Core.Name, err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // reset quiesces DMA and resets the device with CTRL.DEV_RST, the whole
 // function, and waits for the NVM auto-read.
 func (d *Device) reset() error {
-	return d.core.Reset(CTRL_DEV_RST, "DEV_RST", true)
+	return d.Core.Reset(CTRL_DEV_RST, "DEV_RST", true)
 }
 
 // readMAC takes the station address the hardware loaded into RAL0/RAH0,
@@ -23,20 +23,20 @@ func (d *Device) reset() error {
 // part without a valid address is refused: a programmed NVM that yields
 // garbage is a fault to report, not to hide.
 func (d *Device) readMAC() ([6]byte, error) {
-	m, ok, lo, hi := d.core.StationAddress()
+	m, ok, lo, hi := d.Core.StationAddress()
 	if !ok {
 		var nvmErr error
-		m, nvmErr = d.core.ReadNVMMAC(EERD, 0)
+		m, nvmErr = d.Core.ReadNVMMAC(EERD, 0)
 		switch {
 		case nvmErr == nil && adv.ValidMAC(m):
 		case d.id.Flags&FlagBlankNVM != 0:
 			m = localMAC(d.serial, d.loc)
-			d.logf("%s: %s has a blank NVM: using locally administered address %x", d.name, d.id.Name, m)
+			d.Core.Logf("%s: %s has a blank NVM: using locally administered address %x", d.Core.Name, d.id.Name, m)
 		default:
-			return m, fmt.Errorf("igc %s: no valid MAC address (RAL/RAH %08x/%08x, NVM %x, err %v)", d.name, lo, hi, m, nvmErr)
+			return m, fmt.Errorf("igc %s: no valid MAC address (RAL/RAH %08x/%08x, NVM %x, err %v)", d.Core.Name, lo, hi, m, nvmErr)
 		}
 	}
-	d.core.SetStationAddress(m)
+	d.Core.SetStationAddress(m)
 	return m, nil
 }
 

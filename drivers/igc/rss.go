@@ -11,7 +11,7 @@ func (d *Device) setupRSS() {
 	if !d.rss.Load() {
 		n = 1
 	}
-	d.core.SetupRSS(func(i int) uint32 { return uint32(i % n) }, n > 1)
+	d.Core.SetupRSS(func(i int) uint32 { return uint32(i % n) }, n > 1)
 }
 
 // QueueOfHash is the queue the redirection table sends RSS hash h to.

@@ -7,6 +7,7 @@ import (
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
+	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
@@ -18,49 +19,23 @@ const (
 	etherTypeQinQ = 0x88a8
 )
 
-// Receive implements nic.Queue: it cleans up to len(pkts) completed RX
-// descriptors, runs the queue's packet program if one is attached, builds
-// or constructs each frame passed into pkts, re-arms the ring and writes
-// the tail once. Link changes are looked for when a queue goes idle
-// (Wait).
-func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
-	d := q.d
-	if d.closed.Load() {
-		return 0, 0
-	}
-	q.rxMu.Lock()
-	defer q.rxMu.Unlock()
-	if q.stopped {
-		return 0, 0
-	}
-	if q.x.ZeroCopy() {
-		n, taken = q.cleanZC(pkts)
-	} else {
-		r, prog := q.rx, q.prog
-		start := r.Clean()
-		taken = ring.CleanRx(r.Descs, r, adv.FrameErrors, len(pkts), &q.discard, r.drop, func(desc []byte) {
-			wb := adv.DecodeRx(desc)
-			if q.frame(wb, prog, &pkts[n]) {
-				n++
-			}
-		})
-		if r.refill(q.inject.Writer(start, taken, r.Descs.Len(), q.writeRx, q.armRx)) {
-			q.d.core.SetRxTail(q.idx, r.Tail())
-		}
-		q.publishRx()
-	}
-	// A device marks a descriptor done even when its data write was
-	// refused.
-	n = q.guard.Check(pkts[:n], &q.rx.Stats)
-	q.txq.Mu.Lock()
-	q.serveSocket(len(pkts))
-	q.txq.Flush()
-	q.txq.Mu.Unlock()
-	return n, taken
+// ownRx is the ring as adv.Pair.Receive drives it: each refill, once a
+// poll, publishes how the poll's frames were built.
+type ownRx struct {
+	*rxRing
+	q *queue
+}
+
+func (o ownRx) Drop(reason ring.DropReason) { o.drop(reason) }
+
+func (o ownRx) Refill(write func(i int, addr kernel.DMAAddr)) bool {
+	moved := o.refill(write)
+	o.q.publishRx()
+	return moved
 }
 
 // frame takes one good frame through the program, if any, and into p
-// for the caller; it reports whether it filled p.
+// for the caller (adv.Frame); it reports whether it filled p.
 func (q *queue) frame(wb adv.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 	r, n := q.rx, wb.Length
 	if prog != nil {
@@ -68,13 +43,11 @@ func (q *queue) frame(wb adv.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 		if err != nil {
 			return false
 		}
-		v := q.x.Run(prog, b)
+		v := q.X.Run(prog, b)
 		switch v {
 		case xsk.Pass:
 		case xsk.Tx:
-			q.txq.Mu.Lock()
-			q.txq.SendCopy(b)
-			q.txq.Mu.Unlock()
+			q.SendTxVerdict(b)
 			r.keep(n)
 			return false
 		default: // Drop, or Redirect (copied to the socket, if any)
@@ -100,7 +73,7 @@ func (q *queue) frame(wb adv.Rx, prog xsk.Program, p *nic.RxPacket) bool {
 }
 
 // publishRx adds the ring's tally of the poll to the shared counters;
-// rxMu is held.
+// RxMu is held.
 func (q *queue) publishRx() {
 	built, constructed := q.rx.publish()
 	if built != 0 {

@@ -64,7 +64,7 @@ func (s *chunkStats) Each(fn func(name string, v uint64)) {
 type chunkReturns struct {
 	head   atomic.Pointer[chunkMap]
 	closed atomic.Bool // the ring is gone: offers are let go
-	taken  *chunkMap   // the refill's list, oldest first; rxMu held
+	taken  *chunkMap   // the refill's list, oldest first; RxMu held
 }
 
 // chunkMap is one chunk's mapping.
@@ -72,7 +72,7 @@ type chunkMap struct {
 	key   uintptr // the chunk's data address, compared only
 	addr  kernel.DMAAddr
 	armed bool               // a slot holds the chunk; false: the stack has it, the pool, or the returns list
-	kept  bool               // in the chunk table, mapped; rxMu held
+	kept  bool               // in the chunk table, mapped; RxMu held
 	offer func(*buffer.View) // the packet's recycle hook: takeBack for this chunk
 	back  *buffer.View       // listed in the returns: the ring's reference
 	next  *chunkMap          // listed in the returns: the one listed before

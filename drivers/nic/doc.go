@@ -38,18 +38,18 @@
 //     EOP and error bits
 //  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure,
 //     which decodes the advanced write-back (adv.DecodeRx,
-//     drivers/adv/desc.go): the packet program's verdict, ring.PageRxRing.Receive
-//     (drivers/ring/page.go), pkts[n]
-//  3. igb queue.Receive (drivers/igb/rx.go), on return:
-//     ring.FaultGuard.Check over the batch, then refills
+//     drivers/adv/desc.go): the packet program's verdict,
+//     ring.PageRxRing.Receive (drivers/ring/page.go), pkts[n]
+//  3. adv.Pair.Receive (drivers/adv/pair.go), the loop igb and igc
+//     share, on return: refills, then ring.FaultGuard.Check over the
+//     batch
 //  4. to 6. as e1000e's 4 to 6
 //
 // igc (6 hops): as igb's, with igc queue.frame (drivers/igc/rx.go)
 // building around or constructing from the buffer (drivers/igc/rxbuf.go,
-// rxchunk.go) and igc queue.Receive (drivers/igc/rx.go). A bound socket's
-// zero-copy frames (igb, igc) go through adv.ZeroCopy.Frame
-// (drivers/adv/rxzc.go) in place of queue.frame, the stack getting a
-// copy.
+// rxchunk.go). A bound socket's zero-copy frames (igb, igc) go through
+// adv.ZeroCopy.Frame (drivers/adv/rxzc.go) in place of queue.frame, the
+// stack getting a copy.
 //
 // A debug inject-unmapped-rx (ring.RxInject, drivers/ring/hole.go) is
 // looked at once per poll, at the refill, never per frame.
