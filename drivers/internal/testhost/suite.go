@@ -25,6 +25,9 @@ type Variant struct {
 	Name string
 	// New builds the host on end, the model's MAC ending in last.
 	New func(t *testing.T, end *wire.End, last byte) Rig
+	// NoTSO says the driver never lets this part segment: the software
+	// does it with "tso on" too.
+	NoTSO bool
 }
 
 // Suite is what every driver's hosts must do on the simulated machine,
@@ -66,24 +69,32 @@ func (s Suite) Run(t *testing.T) {
 		v.New(t, w.A(), 1).node().CheckInjectUnmappedRx(t, s.RxRing, w.B().Send)
 	})
 	// A GSO packet is cut by the model from the driver's TSO context,
-	// and with "tso off" by the driver in software; either way the wire
-	// carries full-MSS segments but the last, with the headers,
-	// checksums and stream whole. Fails if the driver programs or cuts
-	// at less than the packet's MSS.
+	// and with "tso off" (or on a part the driver never lets TSO) by the
+	// driver in software; either way the wire carries full-MSS segments
+	// but the last, with the headers, checksums and stream whole. Fails
+	// if the driver programs or cuts at less than the packet's MSS.
 	each("TSOOnTheWire", func(t *testing.T, v Variant, w *wire.Wire) {
 		peer := NewPeer(w.B())
 		h := v.New(t, w.A(), 1)
 		n := h.node()
 		q := n.NIC.Queues()[0]
-		for _, tc := range []struct{ ctl, stat string }{{"tso on", "tx_tso"}, {"tso off", "tx_soft_gso"}} {
-			if err := n.NIC.Ctl(tc.ctl); err != nil {
+		for _, ctl := range []string{"tso on", "tso off"} {
+			if err := n.NIC.Ctl(ctl); err != nil {
 				t.Fatal(err)
 			}
 			for _, v6 := range []bool{false, true} {
-				before := n.Stat(t, tc.stat)
+				f := n.NIC.Features()
+				stat := "tx_soft_gso"
+				if !v6 && f.TSOv4 || v6 && f.TSOv6 {
+					stat = "tx_tso"
+				}
+				if want := ctl == "tso on" && !v.NoTSO; (stat == "tx_tso") != want {
+					t.Fatalf("%s on a part with TSO %v: features %+v", ctl, !v.NoTSO, f)
+				}
+				before := n.Stat(t, stat)
 				gsotest.Transmit(t, q, peer, v6, 5000, 20000)
-				if got := n.Stat(t, tc.stat) - before; got != 1 {
-					t.Errorf("%s, v6 %v: %s moved by %d, want 1", tc.ctl, v6, tc.stat, got)
+				if got := n.Stat(t, stat) - before; got != 1 {
+					t.Errorf("%s, v6 %v, features %+v: %s moved by %d, want 1", ctl, v6, f, stat, got)
 				}
 			}
 		}
