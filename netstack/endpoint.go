@@ -150,9 +150,10 @@ type Endpoint struct {
 // Attach. A generation starts polling only after the one before it ended,
 // so a queue never has two pollers.
 type loopSet struct {
-	stop chan struct{} // closed to ask the loops to end
-	done chan struct{} // closed when they all have
-	wg   sync.WaitGroup
+	stop  chan struct{} // closed to ask the loops to end
+	done  chan struct{} // closed when they all have
+	wg    sync.WaitGroup
+	epoch time.Time // the loops' shared clock starts here (pacer.idle)
 }
 
 type dispatcherRef struct{ d stack.NetworkDispatcher }
@@ -320,7 +321,7 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 	if e.closed || e.loops != nil || e.opt.Manual {
 		return
 	}
-	ls := &loopSet{stop: make(chan struct{}), done: make(chan struct{})}
+	ls := &loopSet{stop: make(chan struct{}), done: make(chan struct{}), epoch: time.Now()}
 	prev := e.done
 	ls.wg.Add(len(e.queues))
 	for _, q := range e.queues {
@@ -428,7 +429,7 @@ func (e *Endpoint) poll(q *queue, ls *loopSet, prev <-chan struct{}) {
 			return
 		}
 	}
-	for !e.pollLoop(q, stop) {
+	for !e.pollLoop(q, stop, ls.epoch) {
 		// A recovered panic: the loop starts again, after a pause so that
 		// a fault that repeats cannot spin, and the machine keeps its
 		// network.
@@ -441,8 +442,9 @@ func (e *Endpoint) poll(q *queue, ls *loopSet, prev <-chan struct{}) {
 }
 
 // pollLoop runs until stop is closed (true) or a panic is recovered
-// (false).
-func (e *Endpoint) pollLoop(q *queue, stop <-chan struct{}) (stopped bool) {
+// (false). Its clock counts from start, which every loop of the set
+// shares.
+func (e *Endpoint) pollLoop(q *queue, stop <-chan struct{}, start time.Time) (stopped bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			q.rx.reset()
@@ -453,8 +455,7 @@ func (e *Endpoint) pollLoop(q *queue, stop <-chan struct{}) (stopped bool) {
 	}()
 	budget := e.opt.Budget
 	busy := 0
-	start := time.Now()
-	pace := newPacer(e.opt, 0)
+	pace := newPacer(e.opt, time.Since(start))
 	for {
 		select {
 		case <-stop:
@@ -508,7 +509,8 @@ func (e *Endpoint) spin(q *queue, pace *pacer, start time.Time) {
 // pacer decides what a poll loop does after a poll that found nothing:
 // poll again at once while traffic is recent (Spin), else wait, backing
 // off from MinWait to MaxWait, and after IdleAfter without a frame wait
-// IdleWait. Times are readings of one monotonic clock.
+// up to IdleWait. Times are readings of one monotonic clock, which the
+// loops of one endpoint share.
 type pacer struct {
 	spin, idleAfter            time.Duration
 	minWait, maxWait, idleWait time.Duration
@@ -539,10 +541,23 @@ func (p *pacer) idle(now time.Duration) time.Duration {
 	case p.spinning(now):
 		return 0
 	case now-p.lastWork >= p.idleAfter:
-		return p.idleWait
+		return p.toIdleTick(now)
 	}
 	w := p.wait
 	p.wait = min(2*w, p.maxWait)
+	return w
+}
+
+// toIdleTick is an idle loop's wait: to the next multiple of IdleWait on
+// the shared clock, not IdleWait from now. The idle loops of a NIC's
+// queues then time out together, and an idle machine wakes once a
+// second for all of them instead of once for each (four times for an
+// igb). A wait shorter than MinWait runs on to the tick after.
+func (p *pacer) toIdleTick(now time.Duration) time.Duration {
+	w := p.idleWait - now%p.idleWait
+	if w < p.minWait {
+		w += p.idleWait
+	}
 	return w
 }
 

@@ -33,9 +33,11 @@ func TestPacer(t *testing.T) {
 	// A wait the device ended restarts the back-off too.
 	p.woken()
 	step(53*ms, 20*us)
-	// Long quiet: IdleWait.
-	step(150*ms, 20*ms)
+	// Long quiet: to the next multiple of IdleWait, which the loops of
+	// an endpoint share, so that they wake together.
+	step(150*ms, 10*ms)
 	step(time.Hour, 20*ms)
+	step(time.Hour+19990*us, 20*ms+10*us) // below MinWait: the tick after
 	p.busy(time.Hour)
 	step(time.Hour+time.Millisecond, 20*us)
 }
@@ -54,5 +56,22 @@ func TestPacerOptions(t *testing.T) {
 	d := Options{}.withDefaults()
 	if d.Spin <= 0 || d.IdleAfter <= d.Spin || d.IdleWait < d.MaxWait {
 		t.Errorf("defaults: spin %v idle after %v idle wait %v max wait %v", d.Spin, d.IdleAfter, d.IdleWait, d.MaxWait)
+	}
+}
+
+// TestPacerIdleTicksShared: idle loops whose last frames came at
+// different times wake at the same instants of the shared clock.
+func TestPacerIdleTicksShared(t *testing.T) {
+	const ms = time.Millisecond
+	o := Options{IdleAfter: ms, IdleWait: time.Second}.withDefaults()
+	a, b := newPacer(o, 0), newPacer(o, 0)
+	a.busy(100 * ms)
+	b.busy(700 * ms)
+	at := func(p *pacer, now time.Duration) time.Duration { return now + p.idle(now) }
+	if ta, tb := at(&a, 200*ms), at(&b, 800*ms); ta != tb || ta != time.Second {
+		t.Fatalf("idle loops wake at %v and %v, want both at %v", ta, tb, time.Second)
+	}
+	if ta, tb := at(&a, time.Second+3*ms), at(&b, time.Second+40*ms); ta != tb || ta != 2*time.Second {
+		t.Fatalf("after the tick they wake at %v and %v, want both at %v", ta, tb, 2*time.Second)
 	}
 }
