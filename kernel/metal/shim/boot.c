@@ -198,7 +198,9 @@ void boot_main(u32 info_pa)
 	ioapic_init();
 	fs_init();
 
+	u64 t1 = rdtsc();
 	load_elf(mod.paddr, e);
+	u64 load_us = tsc_ns(rdtsc() - t1) / 1000;
 	mm_add_ram(mod.paddr, mod.paddr + mod.size); /* the module is spent */
 	threads_init();
 	struct thread *t = thread_new();
@@ -210,7 +212,7 @@ void boot_main(u32 info_pa)
 	f->rsp = initial_stack(mm_main_stack(), e);
 	f->ss = KDATA;
 	thread_start(t);
-	kprintf("metal: /init %lu KiB at %lx, %lu MiB free, %lu us in the shim; starting\n",
-		mod.size >> 10, e->entry, mm_free_bytes() >> 20, tsc_ns(rdtsc() - t0) / 1000);
+	kprintf("metal: /init %lu KiB at %lx (loaded in %lu us), %lu MiB free, %lu us in the shim; starting\n",
+		mod.size >> 10, e->entry, load_us, mm_free_bytes() >> 20, tsc_ns(rdtsc() - t0) / 1000);
 	enter_frame(f);
 }

@@ -69,12 +69,7 @@ void mm_reserve(u64 start, u64 end)
 	}
 }
 
-static void zero_page(u64 pa)
-{
-	u64 n = PAGE / 8;
-	void *d = (void *)pa;
-	__asm__ volatile("rep stosq" : "+D"(d), "+c"(n) : "a"(0UL) : "memory");
-}
+static void zero_page(u64 pa) { memset((void *)pa, 0, PAGE); /* lib.c: fast under TCG */ }
 
 u64 page_alloc(void)
 {
