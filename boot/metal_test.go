@@ -169,7 +169,7 @@ func lineAt(vm *qemu.VM, substr string) time.Duration {
 func TestBootMetalRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal")
+	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal", "METAL_TEST=env")
 	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform", "msi", "epoll", "sleeps"}
 	from := 0
 	for _, want := range append(checks, "done") {

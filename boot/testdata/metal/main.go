@@ -53,7 +53,8 @@ func check(name string, f func() error) {
 	fmt.Printf("metal-test: ok %s (%v)\n", name, time.Since(t).Round(time.Microsecond))
 }
 
-// cmdline reads the kernel command line the shim serves.
+// cmdline reads the kernel command line the shim serves, and the
+// environment it made from it.
 func cmdline() error {
 	b, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
@@ -61,6 +62,14 @@ func cmdline() error {
 	}
 	if !strings.Contains(string(b), "ether9.test=metal") {
 		return fmt.Errorf("/proc/cmdline is %q", b)
+	}
+	// A NAME=value word in capitals is in the environment, as Linux
+	// hands init the words it does not know; the others are not.
+	if v := os.Getenv("METAL_TEST"); v != "env" {
+		return fmt.Errorf("METAL_TEST is %q, want \"env\" from the command line", v)
+	}
+	if v, ok := os.LookupEnv("ether9.test"); ok {
+		return fmt.Errorf("ether9.test=%s is in the environment", v)
 	}
 	return nil
 }

@@ -93,18 +93,48 @@ static void load_elf(u64 mod, struct elf64_ehdr *e)
  * and the strings above. Go reads AT_PAGESZ, AT_RANDOM (its hash seed)
  * and AT_HWCAP, and finds clock_gettime in the vDSO at AT_SYSINFO_EHDR.
  */
+#define MAXENV 16
+
+/* env_word reports whether the command line's word w (n bytes) is
+ * NAME=value with NAME in capitals, digits and '_': such words go to
+ * /init's environment (GODEBUG=inittrace=1), as Linux hands init the
+ * words it does not know. */
+static int env_word(const char *w, u64 n)
+{
+	u64 i = 0;
+	while (i < n && ((w[i] >= 'A' && w[i] <= 'Z') || w[i] == '_' || (i && w[i] >= '0' && w[i] <= '9')))
+		i++;
+	return i > 0 && i < n && w[i] == '=';
+}
+
 static u64 initial_stack(u64 top, struct elf64_ehdr *e)
 {
 	static const char *const argv[] = {"/init"};
-	static const char *const envp[] = {"HOME=/", "TERM=linux"};
+	const char *envp[MAXENV] = {"HOME=/", "TERM=linux"};
+	u64 envn[MAXENV] = {6, 10};
+	int nenv = 2;
+	u64 total = 0; /* the strings, the vectors and the auxv share the stack's first page */
+	for (const char *c = boot_cmdline; *c && nenv < MAXENV;) {
+		while (*c == ' ')
+			c++;
+		u64 n = 0;
+		while (c[n] && c[n] != ' ')
+			n++;
+		if (n && total + n < 2048 && env_word(c, n)) {
+			total += n + 1;
+			envp[nenv] = c;
+			envn[nenv++] = n;
+		}
+		c += n;
+	}
 	u64 sp = top;
-	u64 sargv[1], senvp[2];
+	u64 sargv[1], senvp[MAXENV];
 	if (user_ok(top - PAGE, PAGE, 1))
 		panic("cannot map the stack");
-	for (int i = 1; i >= 0; i--) {
-		u64 n = strlen(envp[i]) + 1;
-		sp -= n;
-		memcpy((void *)sp, envp[i], n);
+	for (int i = nenv - 1; i >= 0; i--) {
+		sp -= envn[i] + 1;
+		memcpy((void *)sp, envp[i], envn[i]);
+		*(char *)(sp + envn[i]) = 0;
 		senvp[i] = sp;
 	}
 	sp -= strlen(argv[0]) + 1;
@@ -133,15 +163,15 @@ static u64 initial_stack(u64 top, struct elf64_ehdr *e)
 		{33, (u64)vdso_start}, /* AT_SYSINFO_EHDR: the vDSO (vdso.S) */
 		{0, 0},              /* AT_NULL */
 	};
-	u64 words = 1 + 2 + 3 + 2 * (sizeof auxv / sizeof auxv[0]);
+	u64 words = 1 + 2 + nenv + 1 + 2 * (sizeof auxv / sizeof auxv[0]);
 	sp -= words * 8;
 	sp &= ~15UL; /* RSP is 16-byte aligned at the entry point */
 	u64 *w = (u64 *)sp;
 	*w++ = 1;
 	*w++ = sargv[0];
 	*w++ = 0;
-	*w++ = senvp[0];
-	*w++ = senvp[1];
+	for (int i = 0; i < nenv; i++)
+		*w++ = senvp[i];
 	*w++ = 0;
 	memcpy(w, auxv, sizeof auxv);
 	return sp;
