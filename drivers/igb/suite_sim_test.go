@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/testhost"
+	"github.com/ether9/ether9/kernel/sim/m82576"
 	"github.com/ether9/ether9/kernel/sim/wire"
 )
 
@@ -21,5 +22,9 @@ func TestSimSuite(t *testing.T) {
 		},
 		RxRing:  256,
 		Stacked: 2,
+		IRQ:     true,
+		TxHost: func(t *testing.T, end *wire.End, tx testhost.TxMode) testhost.Rig {
+			return newHostWith(t, end, 1, true, m82576.Options{DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
+		},
 	}.Run(t)
 }

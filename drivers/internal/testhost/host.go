@@ -60,6 +60,8 @@ type Node struct {
 	NIC     nic.NIC
 	Stack   *netstack.Stack // set by Up
 
+	Addr pci.Addr // where the model sits
+
 	cpuSyncs    uint64 // the memory's syncs for the CPU when the driver had bound
 	nonCoherent bool   // what Options asked for, checked by Finish
 }
@@ -86,7 +88,7 @@ func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr)
 	if o.End != nil {
 		model.Attach(o.End)
 	}
-	h := &Host[M]{Node: Node{Machine: m, nonCoherent: o.NonCoherent}, Model: model}
+	h := &Host[M]{Node: Node{Machine: m, Addr: o.Addr, nonCoherent: o.NonCoherent}, Model: model}
 	if !o.Passthrough {
 		if h.Unit, err = iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock}); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/gsotest"
+	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
 )
@@ -45,6 +46,13 @@ type Suite struct {
 	Stacked int
 	// Stack is the endpoint options of those stacks.
 	Stack netstack.Options
+	// IRQ runs CheckIRQ on every variant, frame q for UDP port 9000+q,
+	// steered to queue q (the NIC is an xsk.Binder).
+	IRQ bool
+	// TxHost, if set, builds the host CheckTxNoMaps runs on, once for
+	// each of TxModes: a non-coherent one, the model's transmit work
+	// done as tx says.
+	TxHost func(t *testing.T, end *wire.End, tx TxMode) Rig
 }
 
 // Run runs the suite, one subtest a check and variant.
@@ -100,6 +108,47 @@ func (s Suite) Run(t *testing.T) {
 		}
 		h.Finish(t)
 	})
+	if s.IRQ {
+		// The legacy INTx path, every queue on the one line.
+		each("IRQ", func(t *testing.T, v Variant, w *wire.Wire) {
+			h := v.New(t, w.A(), 1)
+			n := h.node()
+			b, ok := n.NIC.(xsk.Binder)
+			if !ok {
+				t.Fatalf("%T steers no frames", n.NIC)
+			}
+			for q := range n.NIC.Queues() {
+				if _, err := b.Steer(xsk.Filter{UDPPort: uint16(9000 + q)}, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			CheckIRQ(t, IRQRig{
+				Machine: n.Machine, Addr: n.Addr, NIC: n.NIC,
+				Send: func(q int) { w.B().Send(UDPFrame(n.NIC.MAC(), uint16(9000+q), 64, 0)) },
+			})
+			h.Finish(t)
+		})
+	}
+	if s.TxHost != nil {
+		// Frames and TSO packets go out copied into the ring's bounce
+		// space, mapped once when the ring was made: no IOMMU map per
+		// packet, every frame on the wire with its own bytes, also when
+		// the model reads each descriptor's buffer only later
+		// (tx-deferred), so that a bounce slot reused before its
+		// descriptor is done shows.
+		t.Run("TxNoMaps", func(t *testing.T) {
+			for _, tx := range TxModes {
+				t.Run(tx.Name, func(t *testing.T) {
+					w := Wire(t, s.Wire)
+					peer := NewPeer(w.B())
+					h := s.TxHost(t, w.A(), tx)
+					n := h.node()
+					CheckTxNoMaps(t, n.NIC, n.NIC.Queues()[0], peer, "tso on", func() uint64 { return n.IOMMUStats().Maps })
+					h.Finish(t)
+				})
+			}
+		})
+	}
 	first := s.Variants[0]
 	// Frames whose data overlap in one chunk, all in flight at once
 	// (mapped, where a driver maps them), all reach the wire with their
