@@ -17,8 +17,8 @@ import (
 )
 
 // bootNS boots ./boot/init with the 9P port forwarded and waits for the
-// shell and the 9P server.
-func bootNS(t *testing.T, ctx context.Context, log io.Writer, extra ...string) (*qemu.VM, int) {
+// shell and the 9P server; it returns the forwarded 9P and HTTP ports.
+func bootNS(t *testing.T, ctx context.Context, log io.Writer, extra ...string) (vm *qemu.VM, ninePort, httpPort int) {
 	t.Helper()
 	o := testOptions("e1000e", "./boot/init")
 	var err error
@@ -37,7 +37,7 @@ func bootNS(t *testing.T, ctx context.Context, log io.Writer, extra ...string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := qemu.Start(c, log)
+	vm, err = qemu.Start(c, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func bootNS(t *testing.T, ctx context.Context, log io.Writer, extra ...string) (
 			t.Fatalf("%v\nconsole:\n%s", err, vm.Console.Tail(60))
 		}
 	}
-	return vm, o.ninePort
+	return vm, o.ninePort, o.port
 }
 
 // dial9P connects to the forwarded 9P port; QEMU accepts on the host at
@@ -92,7 +92,7 @@ func TestConsoleShellAnd9P(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			var log syncBuffer
-			vm, port := bootNS(t, ctx, &log, extra...)
+			vm, port, _ := bootNS(t, ctx, &log, extra...)
 
 			from := len(vm.Console.Lines())
 			if _, err := io.WriteString(vm.Input, "cat /net/ether0/stats\r"); err != nil {
