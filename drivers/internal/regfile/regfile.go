@@ -7,8 +7,10 @@
 package regfile
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -113,4 +115,16 @@ func (f *File) Check(t testing.TB, want map[uint32]uint32) {
 			t.Errorf("register %#x = %#x, want %#x", off, got, want[off])
 		}
 	}
+}
+
+// Snapshot renders every register, sorted by offset, read with no side
+// effect: two snapshots differ when a register changed between them.
+func (f *File) Snapshot() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	for _, off := range slices.Sorted(maps.Keys(f.r)) {
+		fmt.Fprintf(&b, "%#x=%#x\n", off, f.r[off])
+	}
+	return b.String()
 }
