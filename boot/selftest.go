@@ -46,6 +46,7 @@ type report struct {
 	http   time.Duration
 	dhcp   time.Duration
 	ping   time.Duration // 0: no reply line seen
+	phases []phase       // the boot's stages, as far as the console showed them
 	pull   transfer
 	push   transfer
 	faults string
@@ -122,6 +123,7 @@ func (r *report) print(w io.Writer) {
 	}{{lineIOMMU, r.iommu}, {lineHTTP, r.http}, {lineDHCP, r.dhcp}, {linePing, r.ping}} {
 		fmt.Fprintf(w, "selftest: %s to %q %s\n", r.origin, m.line.name, secs(m.at))
 	}
+	printPhases(w, r.origin, r.phases)
 	for _, t := range []struct {
 		dir, packets string
 		t            transfer
@@ -216,6 +218,7 @@ func (r *report) run(ctx context.Context, con *qemu.Console, base string, wait .
 
 // times fills in when each milestone line appeared, as far as it did.
 func (r *report) times(con *qemu.Console) {
+	r.phases = phasesOf(con.Lines())
 	for _, l := range con.Lines() {
 		for _, m := range []struct {
 			line milestone

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	"github.com/ether9/ether9/boot/qemu"
+)
+
+// bootPhases are the console lines that end each stage of a boot, in
+// order; a platform prints only some of them (the Linux kernel is quiet,
+// the shim's lines are the metal platform's). Each phase is the time
+// from the previous line seen to its own.
+var bootPhases = []struct {
+	name string // what the time up to the line went to
+	re   *regexp.Regexp
+}{
+	{"QEMU and firmware (SeaBIOS, pvh.bin)", regexp.MustCompile(`^metal: shim started`)},
+	{"shim: paging, ACPI, clocks, loading /init", regexp.MustCompile(`^metal: /init .*; starting`)},
+	{"Go runtime and package inits to main", regexp.MustCompile(`^ether9: booting`)},
+	{"PCI and VT-d: translation on", regexp.MustCompile(`^iommu: translation on`)},
+	{"NIC reset to link up", regexp.MustCompile(`^ether0: link up`)},
+	{"the stack and the NICs attached", regexp.MustCompile(`^ether9: up in`)},
+	{"DHCP lease", regexp.MustCompile(`^ether0: dhcp \d`)},
+	{"the HTTP server listening", lineHTTP.re},
+}
+
+// phase is one boot stage as a console showed it.
+type phase struct {
+	name      string
+	at, since time.Duration // from the origin, and from the stage before
+}
+
+// phasesOf finds bootPhases' lines on a console, each after the one
+// before it.
+func phasesOf(lines []qemu.Line) []phase {
+	var out []phase
+	var last time.Duration
+	i := 0
+	for _, p := range bootPhases {
+		for j := i; j < len(lines); j++ {
+			if p.re.MatchString(lines[j].Text) {
+				out = append(out, phase{p.name, lines[j].At, lines[j].At - last})
+				last, i = lines[j].At, j+1
+				break
+			}
+		}
+	}
+	return out
+}
+
+// printPhases prints the boot's stages as a table.
+func printPhases(w io.Writer, origin string, ps []phase) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "selftest: boot phases (from %s)      at    took\n", origin)
+	for _, p := range ps {
+		fmt.Fprintf(w, "selftest:   %-40s %6.3fs %6.3fs\n", p.name, p.at.Seconds(), p.since.Seconds())
+	}
+}
