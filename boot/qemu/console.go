@@ -16,6 +16,10 @@ import (
 type Line struct {
 	At   time.Duration
 	Text string
+	// CPU is QEMU's processor time when the line arrived (0 when the
+	// console has no process to read it from): on a busy host the wall
+	// clock stretches, the CPU time a stage took much less.
+	CPU time.Duration
 }
 
 // Console collects a serial console line by line, copies it to a writer,
@@ -23,6 +27,7 @@ type Line struct {
 type Console struct {
 	start time.Time
 	out   io.Writer
+	cpu   func() (time.Duration, error) // QEMU's CPU time; nil: none
 
 	mu      sync.Mutex
 	lines   []Line
@@ -66,9 +71,14 @@ func (c *Console) Read(r io.Reader, end func() error) {
 
 func (c *Console) add(s string) {
 	s = stripEscapes(strings.TrimRight(s, "\r\n"))
+	at := time.Since(c.start)
+	var cpu time.Duration
+	if c.cpu != nil {
+		cpu, _ = c.cpu() // a QEMU that just exited leaves it 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lines = append(c.lines, Line{At: time.Since(c.start), Text: s})
+	c.lines = append(c.lines, Line{At: at, Text: s, CPU: cpu})
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

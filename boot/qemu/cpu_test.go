@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -22,5 +23,31 @@ func TestParseStatCPU(t *testing.T) {
 		if (err != nil) != tc.bad || got != tc.want {
 			t.Errorf("parseStatCPU(%q) = %v, %v; want %v (error: %v)", tc.line, got, err, tc.want, tc.bad)
 		}
+	}
+}
+
+// TestThreadsCPU reads this test's own threads: their time grows while
+// it computes, and a process that is not there is an error.
+func TestThreadsCPU(t *testing.T) {
+	a, err := threadsCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for b := a; b-a < 20*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s of computing moved the threads' time from %v to %v", a, b)
+		}
+		for i := range 1_000_000 {
+			x += i
+		}
+		if b, err = threadsCPU(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = x
+	if _, err := threadsCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }

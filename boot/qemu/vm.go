@@ -71,6 +71,8 @@ func Start(c Config, echo io.Writer) (*VM, error) {
 		return nil, fmt.Errorf("qemu: starting %s: %w", c.binary(), err)
 	}
 	vm.Console = NewConsole(vm.Start, echo)
+	pid := cmd.Process.Pid
+	vm.Console.cpu = func() (time.Duration, error) { return threadsCPU(pid) }
 	go vm.Console.Read(out, func() error {
 		vm.err = cmd.Wait()
 		close(vm.done)
