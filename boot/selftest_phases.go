@@ -31,19 +31,25 @@ var bootPhases = []struct {
 type phase struct {
 	name      string
 	at, since time.Duration // from the origin, and from the stage before
+	cpu       time.Duration // QEMU's CPU time over the stage; 0: not measured
 }
 
 // phasesOf finds bootPhases' lines on a console, each after the one
 // before it.
 func phasesOf(lines []qemu.Line) []phase {
 	var out []phase
-	var last time.Duration
+	var last, lastCPU time.Duration
+	cpuKnown := true // QEMU's CPU time is 0 at the origin
 	i := 0
 	for _, p := range bootPhases {
 		for j := i; j < len(lines); j++ {
-			if p.re.MatchString(lines[j].Text) {
-				out = append(out, phase{p.name, lines[j].At, lines[j].At - last})
-				last, i = lines[j].At, j+1
+			if l := lines[j]; p.re.MatchString(l.Text) {
+				ph := phase{name: p.name, at: l.At, since: l.At - last}
+				if l.CPU > 0 && cpuKnown {
+					ph.cpu = l.CPU - lastCPU
+				}
+				out = append(out, ph)
+				last, lastCPU, cpuKnown, i = l.At, l.CPU, l.CPU > 0, j+1
 				break
 			}
 		}
@@ -56,8 +62,12 @@ func printPhases(w io.Writer, origin string, ps []phase) {
 	if len(ps) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "selftest: boot phases (from %s)      at    took\n", origin)
+	fmt.Fprintf(w, "selftest: boot phases (from %s)%*s at     took  qemu cpu\n", origin, 44-26-len(origin), "")
 	for _, p := range ps {
-		fmt.Fprintf(w, "selftest:   %-40s %6.3fs %6.3fs\n", p.name, p.at.Seconds(), p.since.Seconds())
+		cpu := "-"
+		if p.cpu > 0 {
+			cpu = fmt.Sprintf("%.3fs", p.cpu.Seconds())
+		}
+		fmt.Fprintf(w, "selftest:   %-42s %6.3fs %6.3fs %7s\n", p.name, p.at.Seconds(), p.since.Seconds(), cpu)
 	}
 }

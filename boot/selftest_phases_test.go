@@ -16,8 +16,8 @@ func TestPhasesOf(t *testing.T) {
 		{At: ms(130), Text: "metal: /init 14664 KiB at 493220 (loaded in 9 us), 975 MiB free, 30 us in the shim; starting"},
 		{At: ms(140), Text: "ether0: dhcp 10.0.2.15/24"}, // before its turn: not this phase's end
 		{At: ms(280), Text: "ether9: booting (kernel up 0.000s)"},
-		{At: ms(300), Text: "iommu: translation on, 4-level"},
-		{At: ms(360), Text: "ether0: link up 1000 Mb/s full duplex"},
+		{At: ms(300), Text: "iommu: translation on, 4-level", CPU: ms(250)},
+		{At: ms(360), Text: "ether0: link up 1000 Mb/s full duplex", CPU: ms(290)},
 		{At: ms(365), Text: "ether0: link up 1000 Mb/s full duplex"},
 		{At: ms(400), Text: "ether9: up in 0.120s"},
 		{At: ms(450), Text: "ether0: dhcp 10.0.2.15/24, no router offered"},
@@ -38,6 +38,9 @@ func TestPhasesOf(t *testing.T) {
 	ps = phasesOf(lines[4:])
 	if len(ps) != 6 || ps[0].since != ms(280) {
 		t.Errorf("without the shim's lines: %+v", ps)
+	}
+	if ps := phasesOf(lines); ps[4].cpu != ms(40) || ps[3].cpu != 0 || ps[2].cpu != 0 {
+		t.Errorf("cpu: link up %v (want 40ms), VT-d %v and main %v (want 0: not measured)", ps[4].cpu, ps[3].cpu, ps[2].cpu)
 	}
 	var b strings.Builder
 	printPhases(&b, "qemu start", phasesOf(lines))
