@@ -16,15 +16,18 @@ import (
 var bootPhases = []struct {
 	name string // what the time up to the line went to
 	re   *regexp.Regexp
+	// parallel stages run side by side after the last one that is not:
+	// each counts from it, in whichever order their lines come.
+	parallel bool
 }{
-	{"QEMU and firmware (SeaBIOS, pvh.bin)", regexp.MustCompile(`^metal: shim started`)},
-	{"shim: paging, ACPI, clocks, loading /init", regexp.MustCompile(`^metal: /init .*; starting`)},
-	{"Go runtime and package inits to main", regexp.MustCompile(`^ether9: booting`)},
-	{"PCI and VT-d: translation on", regexp.MustCompile(`^iommu: translation on`)},
-	{"NIC reset to link up", regexp.MustCompile(`^ether0: link up`)},
-	{"the stack and the NICs attached", regexp.MustCompile(`^ether9: up in`)},
-	{"DHCP lease", regexp.MustCompile(`^ether0: dhcp \d`)},
-	{"the HTTP server listening", lineHTTP.re},
+	{"QEMU and firmware (SeaBIOS, pvh.bin)", regexp.MustCompile(`^metal: shim started`), false},
+	{"shim: paging, ACPI, clocks, loading /init", regexp.MustCompile(`^metal: /init .*; starting`), false},
+	{"Go runtime and package inits to main", regexp.MustCompile(`^ether9: booting`), false},
+	{"PCI and VT-d: translation on", regexp.MustCompile(`^iommu: translation on`), false},
+	{"NIC reset to link up", regexp.MustCompile(`^ether0: link up`), false},
+	{"the stack and the NICs attached", regexp.MustCompile(`^ether9: up in`), false},
+	{"DHCP lease, from the stack up", regexp.MustCompile(`^ether0: dhcp \d`), true},
+	{"HTTP listening, from the stack up", lineHTTP.re, true},
 }
 
 // phase is one boot stage as a console showed it.
@@ -49,7 +52,9 @@ func phasesOf(lines []qemu.Line) []phase {
 					ph.cpu = l.CPU - lastCPU
 				}
 				out = append(out, ph)
-				last, lastCPU, cpuKnown, i = l.At, l.CPU, l.CPU > 0, j+1
+				if !p.parallel {
+					last, lastCPU, cpuKnown, i = l.At, l.CPU, l.CPU > 0, j+1
+				}
 				break
 			}
 		}
