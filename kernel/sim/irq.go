@@ -98,6 +98,16 @@ func (q *IRQ) Level() bool { return q.level.Load() }
 // level rose.
 func (q *IRQ) Raised() uint64 { return q.raised.Load() }
 
+// String names the line on the console, as the Linux platform's names
+// its uio interrupt: "sim INTx 00:03.0", or "sim line" for one of no
+// function.
+func (q *IRQ) String() string {
+	if q.bus == nil {
+		return "sim line"
+	}
+	return "sim INTx " + q.addr.String()
+}
+
 // Counts returns how many Waits the line ended and how many timed out.
 func (q *IRQ) Counts() (wakes, timeouts uint64) { return q.wakes.Load(), q.timeouts.Load() }
 

@@ -95,3 +95,15 @@ func TestINTxRiseWakesSleeper(t *testing.T) {
 		t.Fatalf("a rising level did not end the sleep (level %v raised %d)", q.Level(), q.Raised())
 	}
 }
+
+// A function's line names itself on the console as the Linux platform's
+// uio interrupt does, with the function it belongs to.
+func TestIRQString(t *testing.T) {
+	m := NewMachine(Config{VTd: vtd.QEMU()})
+	if got, want := m.IRQ(pci.Addr{Dev: 3}).String(), "sim INTx 00:03.0"; got != want {
+		t.Errorf("function's line %q, want %q", got, want)
+	}
+	if got, want := NewIRQ(m.Clock).String(), "sim line"; got != want {
+		t.Errorf("line of no function %q, want %q", got, want)
+	}
+}
