@@ -489,12 +489,14 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 	}
 }
 
-// TestTransmitFallsBackToBounceOnMapFailure: a buffer the platform cannot
-// map goes out through bounce space, byte for byte.
+// TestTransmitFallsBackToBounceOnMapFailure: with a copy limit below
+// the packet, a buffer the platform cannot map goes out through bounce
+// space, byte for byte.
 func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	p, _, _ := gsotest.Packet(false, 1000, 3*txCopyMax) // too large to be copied
+	d.txSplit.CopyMax = 256
+	p, _, _ := gsotest.Packet(false, 1000, 20000) // too large to be copied
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
 	r.DMA.FailAllMaps(true)
@@ -584,10 +586,10 @@ func TestCopybreakCtl(t *testing.T) {
 	}
 }
 
-// TestTransmitCopiesSmallTSO: a TSO payload up to txCopyMax is copied into
-// bounce slots, nothing mapped, the device reading it byte for byte with
-// EOP and RS on the last descriptor alone.
-func TestTransmitCopiesSmallTSO(t *testing.T) {
+// TestTransmitCopiesTSO: the largest TSO payload is copied into bounce
+// slots, nothing mapped, the device reading it byte for byte with EOP and
+// RS on the last descriptor alone.
+func TestTransmitCopiesTSO(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
 	p, _, _ := gsotest.Packet(false, 1000, txCopyMax-54)

@@ -113,12 +113,12 @@ func (d *Device) queueFrame(p *nic.TxPacket) error {
 }
 
 // queueData writes data descriptors for buf (from offset off), after an
-// optional header already placed: up to txCopyMax copied into bounce
-// space, the rest mapped (ring.TxRing.Data). The last descriptor gets EOP
-// and RS.
+// optional header already placed: copied into bounce space up to
+// txSplit.CopyMax, mapped beyond (ring.TxRing.Data). The last descriptor
+// gets EOP and RS.
 func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error {
 	dcmd |= TXD_CMD_IFCS
-	return d.tx.Data(buf, off, ring.TxSplit{CopyMax: txCopyMax, MaxPerDesc: maxPerTxd}, func(desc []byte, addr kernel.DMAAddr, n int, _, last bool) {
+	return d.tx.Data(buf, off, d.txSplit, func(desc []byte, addr kernel.DMAAddr, n int, _, last bool) {
 		cmd := dcmd
 		if last {
 			cmd |= TXD_CMD_EOP | TXD_CMD_RS
@@ -129,7 +129,7 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 
 // queueTSO hands a GSO packet to the hardware: a TSO context descriptor,
 // the headers (rewritten the way the hardware wants them) from bounce
-// space, then the payload mapped in place.
+// space, then the payload (queueData).
 func (d *Device) queueTSO(p *nic.TxPacket) error {
 	tx := d.tx
 	plan, err := gso.ForPacket(p, int(d.mtu.Load()), txBounceLen)
