@@ -4,7 +4,9 @@
 #
 #   QEMU >= 8 (igb needs it): qemu-system-x86 from bookworm-backports
 #   a Debian kernel: linux-image-6.1.0-NN-amd64, unpacked into the cache
-#     with two of its modules, uio and uio_pci_generic (the NICs' INTx)
+#     with six of its modules: uio and uio_pci_generic (the NICs' INTx),
+#     and Linux's own e1000e and igb drivers with what igb needs (dca,
+#     i2c-algo-bit), which the reference boot measures ether9 against
 #   ovmf (UEFI firmware for QEMU) and systemd-boot-efi (the EFI stub that
 #     ether9.img's boot program is made from)
 #   gcc (with binutils): builds the metal platform's ring-0 shim
@@ -89,15 +91,20 @@ e9_install_qemu() {
 		e9_die "qemu-system-x86_64 is still older than ${ETHER9_QEMU_MIN} after install (found: ${major:-none})"
 }
 
-# E9_MODULES are the only modules kept from the kernel package: they hand
-# a NIC's legacy interrupt to /init, which polls without them.
-E9_MODULES="uio uio_pci_generic"
+# E9_MODULES are the only modules kept from the kernel package, as paths
+# under lib/modules/VER/kernel without .ko: uio and uio_pci_generic hand a
+# NIC's legacy interrupt to /init, which polls without them; e1000e, igb
+# and igb's dependencies (modinfo depends) are what the reference boot
+# (go run ./boot -selftest -driver both) runs Linux's own drivers with.
+E9_MODULES="drivers/uio/uio drivers/uio/uio_pci_generic
+drivers/net/ethernet/intel/e1000e/e1000e drivers/net/ethernet/intel/igb/igb
+drivers/dca/dca drivers/i2c/algos/i2c-algo-bit"
 
 # e9_kernel_complete says whether kernel image $1 has E9_MODULES beside it.
 e9_kernel_complete() {
 	local ver dir m
 	ver="${1##*/vmlinuz-}"
-	dir="${1%/boot/*}/lib/modules/$ver/kernel/drivers/uio"
+	dir="${1%/boot/*}/lib/modules/$ver/kernel"
 	for m in $E9_MODULES; do
 		ls "$dir/$m".ko* >/dev/null 2>&1 || return 1
 	done
@@ -118,7 +125,7 @@ e9_keep_modules() {
 	local pkg="$1" keep m f rel
 	keep="$(mktemp -d)"
 	for m in $E9_MODULES; do
-		for f in "$pkg"/lib/modules/*/kernel/drivers/uio/"$m".ko*; do
+		for f in "$pkg"/lib/modules/*/kernel/"$m".ko*; do
 			[ -f "$f" ] || continue
 			rel="${f#"$pkg"/}"
 			mkdir -p "$keep/${rel%/*}"

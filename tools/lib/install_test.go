@@ -45,7 +45,12 @@ func kernelDeb(t *testing.T, dir string) string {
 		{"DEBIAN/control", "Package: linux-image-6.1.0-57-amd64\nVersion: 6.1.158-1\nArchitecture: amd64\nMaintainer: test <t@example.org>\nDescription: test kernel\n"},
 		{"boot/vmlinuz-6.1.0-57-amd64", "bzImage stand-in"},
 		{"boot/config-6.1.0-57-amd64", "CONFIG_PVH=y\n"},
-		{"lib/modules/6.1.0-57-amd64/kernel/drivers/net/e1000e.ko", "module"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/net/ethernet/intel/e1000e/e1000e.ko", "e1000e"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/net/ethernet/intel/igb/igb.ko", "igb"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/net/ethernet/intel/igc/igc.ko", "igc, not kept"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/dca/dca.ko", "dca"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/i2c/algos/i2c-algo-bit.ko", "i2c-algo-bit"},
+		{"lib/modules/6.1.0-57-amd64/kernel/drivers/i2c/algos/i2c-algo-pca.ko", "not kept"},
 		{"lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio.ko", "uio"},
 		{"lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pci_generic.ko", "uio_pci_generic"},
 		{"lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pdrv_genirq.ko", "other uio"},
@@ -86,8 +91,9 @@ esac
 	if b, err := os.ReadFile(filepath.Join(pkg, "boot", "vmlinuz-6.1.0-57-amd64")); err != nil || string(b) != "bzImage stand-in" {
 		t.Fatalf("kernel not unpacked into the cache: %q, %v", b, err)
 	}
-	// Of the module tree only uio and uio_pci_generic stay: they carry the
-	// NICs' legacy interrupt.
+	// Of the module tree only uio and uio_pci_generic (the NICs' legacy
+	// interrupt) and Linux's own e1000e and igb with igb's dependencies
+	// (the reference boot) stay.
 	var kept []string
 	filepath.Walk(filepath.Join(pkg, "lib"), func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
@@ -96,8 +102,12 @@ esac
 		}
 		return nil
 	})
-	want := "lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio.ko lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pci_generic.ko"
-	if got := strings.Join(kept, " "); got != want {
+	var want []string
+	for _, m := range []string{"dca/dca", "i2c/algos/i2c-algo-bit", "net/ethernet/intel/e1000e/e1000e",
+		"net/ethernet/intel/igb/igb", "uio/uio", "uio/uio_pci_generic"} {
+		want = append(want, "lib/modules/6.1.0-57-amd64/kernel/drivers/"+m+".ko")
+	}
+	if got := strings.Join(kept, " "); got != strings.Join(want, " ") {
 		t.Errorf("modules kept in the cache: %q, want %q", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(pkg, "usr")); !os.IsNotExist(err) {
@@ -129,6 +139,18 @@ esac
 	}
 	if _, err := os.Stat(filepath.Join(pkg, "lib/modules/6.1.0-57-amd64/kernel/drivers/uio/uio_pci_generic.ko")); err != nil {
 		t.Fatalf("refetch did not keep the modules: %v", err)
+	}
+
+	// A cache kept before Linux's NIC drivers were lacks igb: fetched again.
+	os.Remove(filepath.Join(pkg, "lib/modules/6.1.0-57-amd64/kernel/drivers/net/ethernet/intel/igb/igb.ko"))
+	if out, err := shell(t, bin, cache, "e9_kernel_cached"); err != nil || strings.TrimSpace(out) != "" {
+		t.Fatalf("e9_kernel_cached on a cache without igb = %q, %v; want nothing", out, err)
+	}
+	if out, err := shell(t, bin, cache, "e9_install_kernel"); err != nil {
+		t.Fatalf("e9_install_kernel over a cache without igb: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "lib/modules/6.1.0-57-amd64/kernel/drivers/net/ethernet/intel/igb/igb.ko")); err != nil {
+		t.Fatalf("refetch did not keep igb: %v", err)
 	}
 }
 
