@@ -39,15 +39,17 @@ func Handler(snapshot func() Snapshot, ctl func(cmd string) error) http.Handler 
 		w.Header().Set("Cache-Control", "no-store")
 		Write(w, snapshot())
 	})
-	mux.HandleFunc("GET /source", source)
-	mux.HandleFunc("POST /sink", sink)
+	mux.HandleFunc("GET /source", Source)
+	mux.HandleFunc("POST /sink", Sink)
 	if ctl != nil {
 		mux.HandleFunc("POST /ctl", func(w http.ResponseWriter, r *http.Request) { control(w, r, ctl) })
 	}
 	return mux
 }
 
-func source(w http.ResponseWriter, r *http.Request) {
+// Source serves GET /source?bytes=N: N bytes of Pattern, chunked, with
+// their SHA-256 in the X-Sha256 trailer.
+func Source(w http.ResponseWriter, r *http.Request) {
 	n, err := strconv.ParseInt(r.URL.Query().Get("bytes"), 10, 64)
 	if err != nil || n < 0 || n > MaxSource {
 		http.Error(w, fmt.Sprintf("source: bytes=%q: want an integer from 0 to %d", r.URL.Query().Get("bytes"), MaxSource), http.StatusBadRequest)
@@ -70,7 +72,9 @@ func source(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Sha256", hex.EncodeToString(h.Sum(nil)))
 }
 
-func sink(w http.ResponseWriter, r *http.Request) {
+// Sink serves POST /sink: it reads the body and answers with its SHA-256
+// in hex, its length in X-Bytes.
+func Sink(w http.ResponseWriter, r *http.Request) {
 	h := sha256.New()
 	n, err := io.Copy(h, r.Body)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ether9/ether9/boot/init/status"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -126,47 +127,25 @@ func Ping(ctx context.Context, s *stack.Stack, dst netip.Addr, interval time.Dur
 	}
 }
 
-// PingStats is what a series of echo requests measured.
-type PingStats struct {
-	Sent int
-	RTTs []time.Duration // of the answered requests, in ascending order
-}
-
-// Quantile is the round trip that fraction q (0 to 1) of the answered
-// requests did not exceed (nearest rank), 0 when none was answered.
-func (p PingStats) Quantile(q float64) time.Duration {
-	if len(p.RTTs) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(p.RTTs))+0.999999) - 1
-	return p.RTTs[min(max(i, 0), len(p.RTTs)-1)]
-}
-
-func (p PingStats) String() string {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return fmt.Sprintf("sent %d received %d median %.3fms p99 %.3fms max %.3fms",
-		p.Sent, len(p.RTTs), ms(p.Quantile(0.5)), ms(p.Quantile(0.99)), ms(p.Quantile(1)))
-}
-
 // PingSeries sends n echo requests to dst, each after the previous one's
 // reply or its timeout and then a pause of gap, and times each. The pause
 // is what shows how fast an idle link answers its first frame: a driver
 // that polls has gone to sleep by then, one with an interrupt has not
 // lost anything. Requests answered after their timeout count as lost.
-func PingSeries(ctx context.Context, s *stack.Stack, dst netip.Addr, n int, gap, timeout time.Duration) (PingStats, error) {
+func PingSeries(ctx context.Context, s *stack.Stack, dst netip.Addr, n int, gap, timeout time.Duration) (status.PingStats, error) {
 	p, err := newPinger(s, dst)
 	if err != nil {
-		return PingStats{}, err
+		return status.PingStats{}, err
 	}
 	defer p.close()
 	// The first request may wait for ARP: it is not timed.
 	if err := p.send(); err != nil {
-		return PingStats{}, fmt.Errorf("ping %v: %w", dst, err)
+		return status.PingStats{}, fmt.Errorf("ping %v: %w", dst, err)
 	}
 	if _, ok := p.reply(ctx, timeout, 0); !ok {
-		return PingStats{}, fmt.Errorf("ping %v: no reply to the first request in %v", dst, timeout)
+		return status.PingStats{}, fmt.Errorf("ping %v: no reply to the first request in %v", dst, timeout)
 	}
-	var st PingStats
+	var st status.PingStats
 	for st.Sent < n {
 		if err := sleepCtx(ctx, gap); err != nil {
 			return st, fmt.Errorf("ping %v: %w", dst, err)
