@@ -37,20 +37,17 @@ func (p *parts) remove() {
 // assemble builds /init and the initramfs, and finds and unpacks the
 // kernel. extra words go on the kernel command line after -append's.
 func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*parts, error) {
-	if o.platform == "metal" {
+	switch {
+	case o.platform == "metal":
 		return assembleMetal(ctx, o, log, extra...)
+	case o.driver == "linux":
+		return assembleLinux(ctx, o, log)
 	}
 	cmdline, err := image.Cmdline(append([]string{o.appendTo}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := image.CacheDir()
-	if err != nil {
-		return nil, err
-	}
-	kernel, err := image.FindKernel(image.KernelSearch{
-		Flag: o.kernel, Env: os.Getenv("ETHER9_KERNEL"), Cache: cache, Boot: "/boot",
-	})
+	cache, kernel, err := findKernel(o)
 	if err != nil {
 		return nil, err
 	}
@@ -64,15 +61,7 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 		p.remove()
 		return nil, err
 	}
-	t := time.Now()
-	boot, note, err := image.Bootable(kernel, cache)
-	if err != nil {
-		// The bzImage still boots, only slower: say why and go on.
-		fmt.Fprintf(log, "boot: booting the compressed kernel (slower under TCG): %v\n", err)
-		boot, note = kernel, "bzImage"
-	}
-	p.boot = boot
-	fmt.Fprintf(log, "boot: kernel %s: %s (%.1fs)\n", kernel, note, time.Since(t).Seconds())
+	p.boot = p.bootable(kernel, cache, log)
 	if o.disk {
 		if err := p.makeDisk(o, log); err != nil {
 			p.remove()
@@ -80,6 +69,32 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 		}
 	}
 	return p, nil
+}
+
+// findKernel returns the cache directory and the kernel to boot: -kernel,
+// ETHER9_KERNEL, the cache, /boot.
+func findKernel(o options) (cache, kernel string, err error) {
+	if cache, err = image.CacheDir(); err != nil {
+		return "", "", err
+	}
+	kernel, err = image.FindKernel(image.KernelSearch{
+		Flag: o.kernel, Env: os.Getenv("ETHER9_KERNEL"), Cache: cache, Boot: "/boot",
+	})
+	return cache, kernel, err
+}
+
+// bootable returns what QEMU boots for kernel: its cached vmlinux, or
+// the bzImage itself when that cannot be made.
+func (p *parts) bootable(kernel, cache string, log io.Writer) string {
+	t := time.Now()
+	boot, note, err := image.Bootable(kernel, cache)
+	if err != nil {
+		// The bzImage still boots, only slower: say why and go on.
+		fmt.Fprintf(log, "boot: booting the compressed kernel (slower under TCG): %v\n", err)
+		boot, note = kernel, "bzImage"
+	}
+	fmt.Fprintf(log, "boot: kernel %s: %s (%.1fs)\n", kernel, note, time.Since(t).Seconds())
+	return boot
 }
 
 func (p *parts) build(ctx context.Context, pkg string, log io.Writer) error {

@@ -43,13 +43,19 @@ type options struct {
 	xdp      bool
 	timeout  time.Duration
 	irq      string // on, off (ether9.irq=off) or both (-selftest, one boot each)
-	rounds   int    // of -irq both
+	rounds   int    // of -irq, -platform and -driver both
 	boot     string // kernel, disk or both (-selftest, one boot each)
 	disk     bool   // this boot is ether9.img's, through UEFI firmware
 	efiStub  string // systemd's EFI stub for ether9.img
 	diskMiB  int    // ether9.img's size; 0: as small as fits
 	platform string // linux (Linux boots /init), metal (the ring-0 shim does) or both (-selftest, one boot each)
 	app      string // the package built as /init
+	// driver says who drives the NIC: ether9, linux (the reference boot:
+	// Linux's own driver and stack) or both (-selftest, one boot each).
+	driver         string
+	linuxIOMMUFlag string   // -linuxiommu as given
+	linuxModes     []string // the reference boot's IOMMU modes, from it
+	mib            int      // MiB the self-test moves each way
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -69,12 +75,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
 	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
 	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off); both: -selftest boots once each way and compares")
-	fs.IntVar(&o.rounds, "rounds", 1, "with -irq both: how many rounds of one boot each way")
+	fs.IntVar(&o.rounds, "rounds", 1, "with -irq, -platform or -driver both: how many rounds of one boot each way")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up the self-test this long after QEMU starts")
 	fs.StringVar(&o.boot, "boot", "kernel", "kernel: QEMU loads the kernel itself; disk: boot ether9.img, the disk -o writes, as a USB stick under UEFI firmware (OVMF); both: -selftest boots once each way and compares")
 	fs.StringVar(&o.efiStub, "efistub", uki.DefaultStub, "systemd's EFI stub that ether9.img's boot program is made from (Debian's systemd-boot-efi)")
 	fs.IntVar(&o.diskMiB, "disksize", 0, "size of ether9.img in MiB (0: as small as fits)")
 	fs.StringVar(&o.platform, "platform", "linux", "linux: Linux boots /init; metal: /init runs in ring 0 on the shim in kernel/metal/shim, no Linux; both: -selftest boots once each way and compares")
+	fs.StringVar(&o.driver, "driver", "ether9", "who drives the NIC: ether9; linux: the reference boot, the same kernel with its own e1000e or igb driver and TCP/IP stack serving the self-test's endpoints; both: -selftest boots each way and compares")
+	fs.StringVar(&o.linuxIOMMUFlag, "linuxiommu", "", "the reference boot's VT-d: off (intel_iommu=off), strict (iommu.strict=1), lazy (a flush queue); with -driver both a comma list, one boot each per round (default off,strict; -driver linux: off)")
+	fs.IntVar(&o.mib, "mib", 16, "MiB the self-test pulls and pushes")
 	fs.StringVar(&o.app, "app", defaultApp, "the program built as /init: a package path, or a directory (of this module or of your own module requiring ether9)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
@@ -126,6 +135,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := checkPlatform(o); err != nil {
 		return o, err
 	}
+	if err := checkDriver(&o); err != nil {
+		return o, err
+	}
+	if o.mib < 1 || o.mib > 1024 {
+		return o, fmt.Errorf("-mib %d: want 1 to 1024", o.mib)
+	}
 	if o.rounds < 1 {
 		return o, fmt.Errorf("-rounds %d: want at least 1", o.rounds)
 	}
@@ -168,6 +183,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = compareBoot(ctx, o, stdout)
 		case o.platform == "both":
 			err = comparePlatforms(ctx, o, stdout)
+		case o.driver == "both":
+			err = compareDrivers(ctx, o, stdout)
 		default:
 			var r *report
 			r, err = selftest(ctx, o, stdout)

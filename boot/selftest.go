@@ -34,8 +34,9 @@ var (
 	linePing  = milestone{"ping: first reply", regexp.MustCompile(`ping: first reply`)}
 )
 
-// transferBytes is how much the self-test moves each way.
-const transferBytes = 16 << 20
+// defaultTransfer is how much the self-test moves each way unless told
+// (-mib).
+const defaultTransfer = 16 << 20
 
 // report is what the self-test measured. Durations count from QEMU's start.
 type report struct {
@@ -53,6 +54,11 @@ type report struct {
 	feel   feel
 	// cpu reads QEMU's CPU time; nil on the simulated machine.
 	cpu func() (time.Duration, error)
+	// bytes is how much moves each way (-mib).
+	bytes int64
+	// checkPage judges a status page: checkStatus (ether9's VT-d is
+	// translating, no faults), or the reference boot's own check.
+	checkPage func(page string) error
 }
 
 type transfer struct {
@@ -161,6 +167,16 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	if o.irq == "off" {
 		extra = append(extra, "ether9.irq=off")
 	}
+	wait := []milestone{lineHTTP, lineIOMMU, lineDHCP}
+	check := checkStatus
+	nic := o.nic
+	if o.driver == "linux" {
+		// Linux's driver: its /init prints no VT-d or DHCP line (the
+		// address is static) and its page has its own facts.
+		extra, wait = nil, []milestone{lineHTTP}
+		check = checkLinuxPage(o.nic, o.linuxModes[0])
+		nic = fmt.Sprintf("%s (Linux's driver, iommu %s)", o.nic, o.linuxModes[0])
+	}
 	p, c, err := prepare(ctx, o, console, extra...)
 	if err != nil {
 		return nil, err
@@ -175,8 +191,9 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 		return nil, err
 	}
 	defer vm.Stop()
-	r := &report{nic: o.nic, origin: "qemu start", cpu: vm.CPUTime, token: o.token}
-	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), lineHTTP, lineIOMMU, lineDHCP)
+	r := &report{nic: nic, origin: "qemu start", cpu: vm.CPUTime, token: o.token,
+		bytes: int64(o.mib) << 20, checkPage: check}
+	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), wait...)
 	if err != nil && o.platform == "metal" {
 		err = fmt.Errorf("%w\n%s", err, shimState(vm))
 	}
@@ -243,11 +260,17 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	if err != nil {
 		return err
 	}
-	if err := checkStatus(page); err != nil {
+	if r.checkPage == nil {
+		r.checkPage = checkStatus
+	}
+	if r.bytes == 0 {
+		r.bytes = defaultTransfer
+	}
+	if err := r.checkPage(page); err != nil {
 		return err
 	}
 
-	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, transferBytes) }); err != nil {
+	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, r.bytes) }); err != nil {
 		return err
 	}
 	after, err := getStatus(ctx, client, base)
@@ -255,7 +278,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 	r.pull.moved = movedCounters(page, after)
-	if r.push, err = r.timed(func() (transfer, error) { return push(ctx, client, base, transferBytes) }); err != nil {
+	if r.push, err = r.timed(func() (transfer, error) { return push(ctx, client, base, r.bytes) }); err != nil {
 		return err
 	}
 	before := after
@@ -272,7 +295,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 	r.push.moved = movedCounters(before, page)
-	if err := checkStatus(page); err != nil {
+	if err := r.checkPage(page); err != nil {
 		return err
 	}
 
@@ -283,7 +306,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 		return err
 	}
 	r.faults = faultLine(page)
-	return checkStatus(page)
+	return r.checkPage(page)
 }
 
 // timed runs a transfer and adds QEMU's CPU time over it, when there is
