@@ -17,7 +17,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -159,9 +158,6 @@ const (
 	httpBodyTime   = 2 * time.Minute
 	httpIdle       = time.Minute
 	httpHeaderSize = 16 << 10
-	maxPingSeries  = 1000
-	maxPingGap     = 10 * time.Second
-	pingTimeout    = 2 * time.Second
 )
 
 // handler serves the status page to anyone and, with the token as the
@@ -206,17 +202,12 @@ func serve(fs sysfs, c config) error {
 
 // servePing answers GET /debug/ping?n=N&gap=D as the status server does.
 func servePing(w http.ResponseWriter, r *http.Request, gw netip.Addr) {
-	n, err := strconv.Atoi(r.FormValue("n"))
-	if err != nil || n < 1 || n > maxPingSeries {
-		http.Error(w, fmt.Sprintf("n: want 1 to %d", maxPingSeries), http.StatusBadRequest)
+	n, gap, err := status.PingQuery(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	gap, err := time.ParseDuration(r.FormValue("gap"))
-	if err != nil || gap < 0 || gap > maxPingGap {
-		http.Error(w, fmt.Sprintf("gap: want a duration up to %v", maxPingGap), http.StatusBadRequest)
-		return
-	}
-	st, err := pingSeries(r.Context(), gw, n, gap, pingTimeout)
+	st, err := pingSeries(r.Context(), gw, n, gap, status.PingTimeout)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

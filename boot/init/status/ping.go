@@ -2,8 +2,31 @@ package status
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 )
+
+// Bounds of the ping series GET /debug/ping asks for, and how long each
+// request waits for its answer.
+const (
+	MaxPingSeries = 1000
+	MaxPingGap    = 10 * time.Second
+	PingTimeout   = 2 * time.Second
+)
+
+// PingQuery reads GET /debug/ping?n=N&gap=D: N echo requests, D apart.
+func PingQuery(r *http.Request) (n int, gap time.Duration, err error) {
+	n, err = strconv.Atoi(r.FormValue("n"))
+	if err != nil || n < 1 || n > MaxPingSeries {
+		return 0, 0, fmt.Errorf("n: want 1 to %d", MaxPingSeries)
+	}
+	gap, err = time.ParseDuration(r.FormValue("gap"))
+	if err != nil || gap < 0 || gap > MaxPingGap {
+		return 0, 0, fmt.Errorf("gap: want a duration up to %v", MaxPingGap)
+	}
+	return n, gap, nil
+}
 
 // PingStats is what a series of echo requests measured; its String is
 // the answer to GET /debug/ping that the self-test reads.

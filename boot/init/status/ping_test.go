@@ -1,6 +1,7 @@
 package status
 
 import (
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -32,6 +33,18 @@ func TestPingStatsQuantile(t *testing.T) {
 	} {
 		if got := (PingStats{RTTs: tc.rtts}).Quantile(tc.q); got != tc.want {
 			t.Errorf("Quantile(%v) of %d round trips = %v, want %v", tc.q, len(tc.rtts), got, tc.want)
+		}
+	}
+}
+
+func TestPingQuery(t *testing.T) {
+	r := httptest.NewRequest("GET", "/debug/ping?n=50&gap=100ms", nil)
+	if n, gap, err := PingQuery(r); err != nil || n != 50 || gap != 100*time.Millisecond {
+		t.Errorf("n %d gap %v, %v", n, gap, err)
+	}
+	for _, q := range []string{"n=0&gap=1s", "n=1001&gap=1s", "n=x&gap=1s", "n=5&gap=-1s", "n=5&gap=11s", "n=5"} {
+		if _, _, err := PingQuery(httptest.NewRequest("GET", "/debug/ping?"+q, nil)); err == nil {
+			t.Errorf("%q accepted", q)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,26 +162,14 @@ func (s *System) ServeStatus(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Bounds of a ping series the self-test asks for.
-const (
-	maxPingSeries = 1000
-	maxPingGap    = 10 * time.Second
-	pingTimeout   = 2 * time.Second
-)
-
 // servePingSeries answers GET /debug/ping?n=N&gap=D with the round trips
 // of N echo requests to the gateway, D apart: how fast the idle link
 // answers its first frame, measured inside the guest where the host's
 // user network adds nothing.
 func (s *System) servePingSeries(w http.ResponseWriter, r *http.Request) {
-	n, err := strconv.Atoi(r.FormValue("n"))
-	if err != nil || n < 1 || n > maxPingSeries {
-		http.Error(w, fmt.Sprintf("n: want 1 to %d", maxPingSeries), http.StatusBadRequest)
-		return
-	}
-	gap, err := time.ParseDuration(r.FormValue("gap"))
-	if err != nil || gap < 0 || gap > maxPingGap {
-		http.Error(w, fmt.Sprintf("gap: want a duration up to %v", maxPingGap), http.StatusBadRequest)
+	n, gap, err := status.PingQuery(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	gw := s.pingTarget()
@@ -190,7 +177,7 @@ func (s *System) servePingSeries(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no gateway to ping", http.StatusServiceUnavailable)
 		return
 	}
-	st, err := PingSeries(r.Context(), s.stack.Stack, gw, n, gap, pingTimeout)
+	st, err := PingSeries(r.Context(), s.stack.Stack, gw, n, gap, status.PingTimeout)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
