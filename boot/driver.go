@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -164,46 +163,18 @@ func checkLinuxPage(nic, mode string) func(page string) error {
 }
 
 // compareDrivers runs the self-test rounds times, each round once with
-// ether9 and once with Linux's own driver in each IOMMU mode (the order
-// reverses every other round, so the host's drift falls on both), and
-// prints every report and, per mode, ether9 and Linux side by side with
-// each round's ratio.
+// ether9 and once with Linux's own driver in each IOMMU mode, and prints
+// every report and, per mode, ether9 and Linux side by side with each
+// round's ratio.
 func compareDrivers(ctx context.Context, o options, out io.Writer) error {
-	var ours []*report
-	theirs := make(map[string][]*report)
-	var errs []error
-	for round := 1; round <= o.rounds; round++ {
-		order := append([]string{"ether9"}, o.linuxModes...)
-		if round%2 == 0 {
-			slices.Reverse(order)
-		}
-		for _, run := range order {
-			ro := o
-			ro.driver, ro.linuxModes = "ether9", nil
-			what := "-driver ether9"
-			if run != "ether9" {
-				ro.driver, ro.linuxModes = "linux", []string{run}
-				what = "-driver linux -linuxiommu " + run
-			}
-			fmt.Fprintf(out, "selftest: round %d of %d: %s\n", round, o.rounds, what)
-			r, err := selftest(ctx, ro, out)
-			if r != nil {
-				r.print(out)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("round %d %s: %w", round, what, err))
-				r = nil
-			}
-			if run == "ether9" {
-				ours = append(ours, r)
-			} else {
-				theirs[run] = append(theirs[run], r)
-			}
-		}
-	}
+	vs := []variant{{"-driver ether9", func(o *options) { o.driver, o.linuxModes = "ether9", nil }}}
 	for _, mode := range o.linuxModes {
-		printComparison(out, fmt.Sprintf("ether9 against Linux's own %s driver, %s", o.nic, linuxIOMMU[mode].words),
-			[2]string{"ether9", "linux"}, ours, theirs[mode])
+		vs = append(vs, variant{"-driver linux -linuxiommu " + mode, func(o *options) { o.driver, o.linuxModes = "linux", []string{mode} }})
 	}
-	return errors.Join(errs...)
+	rs, err := runRounds(ctx, o, out, vs)
+	for i, mode := range o.linuxModes {
+		printComparison(out, fmt.Sprintf("ether9 against Linux's own %s driver, %s", o.nic, linuxIOMMU[mode].words),
+			[2]string{"ether9", "linux"}, rs[0], rs[i+1])
+	}
+	return err
 }

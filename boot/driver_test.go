@@ -143,3 +143,31 @@ func TestReferenceBoot(t *testing.T) {
 	}
 	t.Logf("reference boot's page after 1 MiB:\n%s", strings.TrimSpace(after))
 }
+
+// Rounds run every variant once, the order reversing every other round;
+// a boot that fails leaves its slot empty and its error in the result.
+// (igc has no QEMU model: each self-test fails at once.)
+func TestRunRounds(t *testing.T) {
+	o := testOptions("igc", defaultApp)
+	o.rounds = 3
+	var seen []string
+	v := func(name string) variant {
+		return variant{name, func(o *options) { seen = append(seen, name) }}
+	}
+	var out strings.Builder
+	rs, err := runRounds(context.Background(), o, &out, []variant{v("a"), v("b"), v("c")})
+	if err == nil || !strings.Contains(err.Error(), "round 2 b") {
+		t.Errorf("err = %v, want every round's failure", err)
+	}
+	if got := strings.Join(seen, ""); got != "abccbaabc" {
+		t.Errorf("order %q, want abc cba abc", got)
+	}
+	for i, r := range rs {
+		if len(r) != 3 || r[0] != nil || r[2] != nil {
+			t.Errorf("variant %d: %v, want 3 empty rounds", i, r)
+		}
+	}
+	if !strings.Contains(out.String(), "selftest: round 2 of 3: c\n") {
+		t.Errorf("no round header:\n%s", out.String())
+	}
+}

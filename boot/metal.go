@@ -136,31 +136,10 @@ func checkPlatform(o options) error {
 // each platform (which goes first alternates), prints every report and
 // the two side by side with each round's ratio.
 func comparePlatforms(ctx context.Context, o options, out io.Writer) error {
-	var ring0, hosted []*report
-	var errs []error
-	for round := 1; round <= o.rounds; round++ {
-		order := []string{"metal", "linux"}
-		if round%2 == 0 {
-			order = []string{"linux", "metal"}
-		}
-		for _, plat := range order {
-			o.platform = plat
-			fmt.Fprintf(out, "selftest: round %d of %d: -platform %s\n", round, o.rounds, plat)
-			r, err := selftest(ctx, o, out)
-			if r != nil {
-				r.print(out)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("round %d -platform %s: %w", round, plat, err))
-				r = nil
-			}
-			if plat == "metal" {
-				ring0 = append(ring0, r)
-			} else {
-				hosted = append(hosted, r)
-			}
-		}
-	}
-	printComparison(out, "the ring-0 shim against Linux", [2]string{"metal", "linux"}, ring0, hosted)
-	return errors.Join(errs...)
+	rs, err := runRounds(ctx, o, out, []variant{
+		{"-platform metal", func(o *options) { o.platform = "metal" }},
+		{"-platform linux", func(o *options) { o.platform = "linux" }},
+	})
+	printComparison(out, "the ring-0 shim against Linux", [2]string{"metal", "linux"}, rs[0], rs[1])
+	return err
 }

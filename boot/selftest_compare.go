@@ -16,35 +16,54 @@ import (
 // side with each round's ratio: on a shared host only figures from one
 // round compare, and the rounds show how far they spread.
 func compareIRQ(ctx context.Context, o options, out io.Writer) error {
-	var irq, poll []*report
+	rs, err := runRounds(ctx, o, out, []variant{
+		{"-irq on", func(o *options) { o.irq = "on" }},
+		{"-irq off", func(o *options) { o.irq = "off" }},
+	})
+	printComparison(out, "interrupt against polling", [2]string{"irq", "polling"}, rs[0], rs[1])
+	return err
+}
+
+// variant is one way a round boots: its name for the round's header and
+// what it changes in the options.
+type variant struct {
+	name string
+	set  func(o *options)
+}
+
+// runRounds runs the self-test o.rounds times, each round once per
+// variant, the order reversing every other round so that what changes
+// with time on the host (its other load, a warming cache) falls on all
+// of them. It prints every report and returns each variant's reports by
+// round, nil for a boot that failed, and the failures.
+func runRounds(ctx context.Context, o options, out io.Writer, variants []variant) ([][]*report, error) {
+	rs := make([][]*report, len(variants))
 	var errs []error
 	for round := 1; round <= o.rounds; round++ {
-		// Which goes first alternates, so that what changes with time on
-		// the host (its other load, a warming cache) falls on both.
-		modes := []string{"on", "off"}
-		if round%2 == 0 {
-			modes = []string{"off", "on"}
+		order := make([]int, len(variants))
+		for i := range order {
+			order[i] = i
 		}
-		for _, mode := range modes {
-			o.irq = mode
-			fmt.Fprintf(out, "selftest: round %d of %d: -irq %s\n", round, o.rounds, mode)
-			r, err := selftest(ctx, o, out)
+		if round%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			v := variants[i]
+			vo := o
+			v.set(&vo)
+			fmt.Fprintf(out, "selftest: round %d of %d: %s\n", round, o.rounds, v.name)
+			r, err := selftest(ctx, vo, out)
 			if r != nil {
 				r.print(out)
 			}
 			if err != nil {
-				errs = append(errs, fmt.Errorf("round %d -irq %s: %w", round, mode, err))
+				errs = append(errs, fmt.Errorf("round %d %s: %w", round, v.name, err))
 				r = nil
 			}
-			if mode == "on" {
-				irq = append(irq, r)
-			} else {
-				poll = append(poll, r)
-			}
+			rs[i] = append(rs[i], r)
 		}
 	}
-	printComparison(out, "interrupt against polling", [2]string{"irq", "polling"}, irq, poll)
-	return errors.Join(errs...)
+	return rs, errors.Join(errs...)
 }
 
 // comparisonRows are the figures compared, read off each report.
