@@ -51,7 +51,7 @@ func TestLinuxCmdline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "console=ttyS0 panic=-1 quiet intel_iommu=on iommu.strict=1 ref.modules=dca,i2c-algo-bit,igb ether9.token=x igb.debug=2"
+	want := "console=ttyS0 panic=-1 quiet no_timer_check intel_iommu=on iommu.strict=1 ref.modules=dca,i2c-algo-bit,igb ether9.token=x igb.debug=2"
 	if got != want {
 		t.Errorf("cmdline\n%q, want\n%q", got, want)
 	}

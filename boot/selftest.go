@@ -42,6 +42,7 @@ const defaultTransfer = 16 << 20
 type report struct {
 	token  string // the machine's ether9.token
 	nic    string
+	driver string // who drives it, when not ether9
 	origin string // what the times count from
 	iommu  time.Duration
 	http   time.Duration
@@ -122,7 +123,11 @@ func (r *report) print(w io.Writer) {
 		}
 		return fmt.Sprintf("%.3fs", d.Seconds())
 	}
-	fmt.Fprintf(w, "selftest: nic %s\n", r.nic)
+	if r.driver != "" {
+		fmt.Fprintf(w, "selftest: nic %s (%s)\n", r.nic, r.driver)
+	} else {
+		fmt.Fprintf(w, "selftest: nic %s\n", r.nic)
+	}
 	for _, m := range []struct {
 		line milestone
 		at   time.Duration
@@ -169,13 +174,13 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	}
 	wait := []milestone{lineHTTP, lineIOMMU, lineDHCP}
 	check := checkStatus
-	nic := o.nic
+	var driver string
 	if o.driver == "linux" {
 		// Linux's driver: its /init prints no VT-d or DHCP line (the
 		// address is static) and its page has its own facts.
 		extra, wait = nil, []milestone{lineHTTP}
 		check = checkLinuxPage(o.nic, o.linuxModes[0])
-		nic = fmt.Sprintf("%s (Linux's driver, iommu %s)", o.nic, o.linuxModes[0])
+		driver = "Linux's own driver, iommu " + o.linuxModes[0]
 	}
 	p, c, err := prepare(ctx, o, console, extra...)
 	if err != nil {
@@ -191,7 +196,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 		return nil, err
 	}
 	defer vm.Stop()
-	r := &report{nic: nic, origin: "qemu start", cpu: vm.CPUTime, token: o.token,
+	r := &report{nic: o.nic, driver: driver, origin: "qemu start", cpu: vm.CPUTime, token: o.token,
 		bytes: int64(o.mib) << 20, checkPage: check}
 	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), wait...)
 	if err != nil && o.platform == "metal" {
