@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/internal/regfile"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim"
 )
@@ -39,8 +39,8 @@ func (dv *device) write(r map[uint32]uint32, off, v uint32) {
 	r[off] = v
 }
 
-func newMAC(dv *device, init map[uint32]uint32) (*MAC, *regfile.File) {
-	f := regfile.New(init, regfile.Effects{Write: dv.write})
+func newMAC(dv *device, init map[uint32]uint32) (*MAC, *fakedev.File) {
+	f := fakedev.NewFile(init, fakedev.Effects{Write: dv.write})
 	return &MAC{Regs: f, Clock: sim.NewClock(), Driver: "igx", Name: "eth9"}, f
 }
 
@@ -99,7 +99,7 @@ func TestMDIC(t *testing.T) {
 
 func TestStationAddress(t *testing.T) {
 	mac := [6]byte{0x00, 0x1b, 0x21, 0x0a, 0x0b, 0x0c}
-	ral, rah := regfile.ReceiveAddress(mac)
+	ral, rah := fakedev.ReceiveAddress(mac)
 	m, _ := newMAC(&device{}, map[uint32]uint32{RAL0: ral, RAH0: rah})
 	if a, ok, _, _ := m.StationAddress(); !ok || a != mac {
 		t.Fatalf("station address %x valid %v, want %x", a, ok, mac)

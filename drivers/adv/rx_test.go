@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 )
@@ -18,7 +18,7 @@ func writeBack(descs *ring.Descs, i int, stat uint32, n int) {
 }
 
 func TestCleanRxAdvanced(t *testing.T) {
-	descs, err := ring.NewDescs(fakedma.New(), 8, Size)
+	descs, err := ring.NewDescs(fakedev.NewDMA(), 8, Size)
 	if err != nil {
 		t.Fatal(err)
 	}

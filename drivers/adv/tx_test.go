@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
@@ -18,7 +18,7 @@ import (
 // copyMax bytes.
 func newWriter(t *testing.T, n, copyMax int) *Writer {
 	t.Helper()
-	tx, err := ring.NewTxRing(fakedma.New(), n, Size, 2048)
+	tx, err := ring.NewTxRing(fakedev.NewDMA(), n, Size, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestCopy(t *testing.T) {
 // out through bounce slots, byte for byte, with EOP and RS on the last
 // descriptor alone: never dropped.
 func TestMapFailureCopies(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	tx, err := ring.NewTxRing(dma, 16, Size, 2048)
 	if err != nil {
 		t.Fatal(err)

@@ -4,15 +4,15 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/regfile"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/nic"
 )
 
 const tdt = 0xe018
 
-func newQueue(t *testing.T) (*Queue, *regfile.File, *[]int) {
+func newQueue(t *testing.T) (*Queue, *fakedev.File, *[]int) {
 	t.Helper()
-	f := regfile.New(nil, regfile.Effects{})
+	f := fakedev.NewFile(nil, fakedev.Effects{})
 	var done []int
 	q := &Queue{Writer: *newWriter(t, 16, 256), Regs: f, TDT: tdt, Name: "igx eth9: queue 0", Complete: func(i int) { done = append(done, i) }}
 	return q, f, &done

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
@@ -48,7 +48,7 @@ func TestProbeBringsUp(t *testing.T) {
 
 func TestProbeRefusesUnknownAndBroken(t *testing.T) {
 	regs := newRegFile(status1000, testMAC)
-	_, err := Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10C9}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
+	_, err := Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10C9}, Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock()})
 	if err == nil || !strings.Contains(err.Error(), "8086:10c9") {
 		t.Errorf("igb id: %v", err)
 	}
@@ -57,12 +57,12 @@ func TestProbeRefusesUnknownAndBroken(t *testing.T) {
 		t.Errorf("device without windows: %v", err)
 	}
 	regs = newRegFile(0xffffffff, testMAC)
-	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock()})
 	if err == nil {
 		t.Error("probe of a device reading all ones succeeded")
 	}
 	regs = newRegFile(status1000, [6]byte{})
-	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedma.New(), Clock: sim.NewClock()})
+	_, err = Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10D3}, Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock()})
 	if err == nil || !strings.Contains(err.Error(), "MAC") {
 		t.Errorf("zero MAC: %v", err)
 	}
@@ -530,7 +530,7 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 // is Linux's 256 and nothing is measured. A later fixed value overrides
 // the measurement and copybreak auto measures again.
 func TestStartCopybreak(t *testing.T) {
-	translated := fakedma.New()
+	translated := fakedev.NewDMA()
 	untranslated := struct{ kernel.DMA }{translated} // hides DMAFaults
 	for _, c := range []struct {
 		name     string

@@ -5,9 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/kernel"
@@ -19,7 +18,7 @@ import (
 // resets it, ICR and the statistics clear on read, ICS sets causes in
 // ICR, and EERD answers from an NVM image.
 type regFile struct {
-	*regfile.File
+	*fakedev.File
 	nvm []uint16
 }
 
@@ -28,9 +27,9 @@ func newRegFile(status uint32, mac [6]byte) *regFile {
 	init := map[uint32]uint32{STATUS: status, EECD: EECD_AUTO_RD}
 	// Hardware loads the first receive address from the NVM at reset.
 	if mac != [6]byte{} {
-		init[RAL0], init[RAH0] = regfile.ReceiveAddress(mac)
+		init[RAL0], init[RAH0] = fakedev.ReceiveAddress(mac)
 	}
-	f.File = regfile.New(init, regfile.Effects{
+	f.File = fakedev.NewFile(init, fakedev.Effects{
 		ClearOnRead: func(off uint32) bool { return off == ICR || off >= nicstat.CRCERRS && off <= nicstat.TSCTFC },
 		Write:       f.write,
 	})
@@ -85,7 +84,7 @@ type rig struct {
 func newRig(t testing.TB, device uint16) *rig {
 	t.Helper()
 	regs := newRegFile(status1000, testMAC)
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	d, err := probe(&nic.Device{
 		Name:  "ether0",
 		Func:  &pci.Function{Vendor: VendorIntel, Device: device},

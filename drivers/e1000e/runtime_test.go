@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -52,7 +52,7 @@ func TestPromiscuousRCTL(t *testing.T) {
 }
 
 // failingAlloc refuses coherent allocations: a ring that cannot be built.
-type failingAlloc struct{ *fakedma.DMA }
+type failingAlloc struct{ *fakedev.DMA }
 
 func (failingAlloc) AllocCoherent(int) (kernel.Coherent, error) {
 	return kernel.Coherent{}, errors.New("out of coherent memory")

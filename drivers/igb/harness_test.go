@@ -5,9 +5,8 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
@@ -19,7 +18,7 @@ import (
 // self-clears, ICR and the statistics clear on read, and MDIC reaches PHY
 // registers that are plain storage, always ready.
 type regFile struct {
-	*regfile.File
+	*fakedev.File
 	phy [32]uint16
 }
 
@@ -28,9 +27,9 @@ func newRegFile(mac [6]byte) *regFile {
 		adv.STATUS: adv.STATUS_LU | adv.STATUS_FD | 2<<adv.STATUS_SPEED_SHIFT,
 		adv.EECD:   adv.EECD_AUTO_RD,
 	}
-	init[adv.RAL0], init[adv.RAH0] = regfile.ReceiveAddress(mac)
+	init[adv.RAL0], init[adv.RAH0] = fakedev.ReceiveAddress(mac)
 	f := &regFile{}
-	f.File = regfile.New(init, regfile.Effects{
+	f.File = fakedev.NewFile(init, fakedev.Effects{
 		ClearOnRead: func(off uint32) bool { return off == adv.ICR || off >= CRCERRS && off <= TSCTFC },
 		Write:       f.write,
 	})
@@ -65,7 +64,7 @@ type rig struct {
 }
 
 func newRig(t testing.TB) *rig {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r := newRigOn(t, dma, dma)
 	r.DMA = dma
 	return r

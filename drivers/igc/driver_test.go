@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/adv"
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -47,7 +47,7 @@ func TestIDs(t *testing.T) {
 }
 
 func TestProbeRefusesUnknownDevice(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	_, err := probeOn(newRegFile(status2500).withMAC(testMAC), dma, 0x1533) // an I210
 	if !errors.Is(err, ErrUnknownDevice) {
 		t.Fatalf("probe of 8086:1533: %v, want ErrUnknownDevice", err)
@@ -64,7 +64,7 @@ func TestBlankNVM(t *testing.T) {
 	}{{0x15fd, true}, {0x125f, true}, {0x15f3, false}, {0x125c, false}} {
 		t.Run(fmt.Sprintf("%04x", tc.dev), func(t *testing.T) {
 			regs := newRegFile(status2500) // no address in RAL/RAH, erased NVM
-			dma := fakedma.New()
+			dma := fakedev.NewDMA()
 			d, err := probeOn(regs, dma, tc.dev)
 			if !tc.blank {
 				if err == nil || !bytes.Contains([]byte(err.Error()), []byte("no valid MAC")) {
@@ -93,7 +93,7 @@ func TestBlankNVM(t *testing.T) {
 func TestMACFromNVM(t *testing.T) {
 	regs := newRegFile(status2500)
 	regs.nvm = []uint16{0x1100, 0x3322, 0x5544}
-	d, err := probeOn(regs, fakedma.New(), 0x125b)
+	d, err := probeOn(regs, fakedev.NewDMA(), 0x125b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func checkHeld(t *testing.T, held []buffer.Buffer, f []byte) {
 }
 
 func TestRxMapFailureRetries(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	regs := newRegFile(status2500).withMAC(testMAC)
 	dma.FailAllMaps(true)
 	if _, err := probeOn(regs, dma, 0x15f3); err != nil {
@@ -582,7 +582,7 @@ func TestHeaderLen(t *testing.T) {
 	}
 }
 
-var _ kernel.DMA = (*fakedma.DMA)(nil)
+var _ kernel.DMA = (*fakedev.DMA)(nil)
 
 func TestRSS(t *testing.T) {
 	r := newRig(t)
@@ -710,7 +710,7 @@ func TestBlankNVMSerial(t *testing.T) {
 	} {
 		f := &pci.Function{Addr: pci.Addr{Bus: 3}, Vendor: VendorIntel, Device: 0x125f,
 			Caps: []pci.Capability{{ID: pci.ExtCapDSN, Offset: 0x100, Extended: true}}}
-		d, err := probe(&nic.Device{Name: "ether0", Func: f, Config: dsnConfig{tc.serial}, Regs: newRegFile(status2500), DMA: fakedma.New(), Clock: sim.NewClock()})
+		d, err := probe(&nic.Device{Name: "ether0", Func: f, Config: dsnConfig{tc.serial}, Regs: newRegFile(status2500), DMA: fakedev.NewDMA(), Clock: sim.NewClock()})
 		if err != nil {
 			t.Fatal(err)
 		}

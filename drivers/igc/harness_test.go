@@ -6,9 +6,8 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/regfile"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
@@ -21,13 +20,13 @@ import (
 // self-clears, ICR and the statistics clear on read, MDIC is always
 // ready, and EERD answers from an NVM image (erased where it has none).
 type regFile struct {
-	*regfile.File
+	*fakedev.File
 	nvm []uint16
 }
 
 func newRegFile(status uint32) *regFile {
 	f := &regFile{}
-	f.File = regfile.New(map[uint32]uint32{adv.STATUS: status, adv.EECD: adv.EECD_AUTO_RD}, regfile.Effects{
+	f.File = fakedev.NewFile(map[uint32]uint32{adv.STATUS: status, adv.EECD: adv.EECD_AUTO_RD}, fakedev.Effects{
 		ClearOnRead: func(off uint32) bool { return off == adv.ICR || off >= nicstat.CRCERRS && off <= nicstat.TSCTC },
 		Write:       f.write,
 	})
@@ -36,7 +35,7 @@ func newRegFile(status uint32) *regFile {
 
 // withMAC loads m into RAL0/RAH0 as the hardware does from a good NVM.
 func (f *regFile) withMAC(m [6]byte) *regFile {
-	ral, rah := regfile.ReceiveAddress(m)
+	ral, rah := fakedev.ReceiveAddress(m)
 	f.Set(adv.RAL0, ral)
 	f.Set(adv.RAH0, rah)
 	return f
@@ -87,7 +86,7 @@ func probeOn(regs *regFile, dma kernel.DMA, device uint16) (*Device, error) {
 }
 
 func newRig(t testing.TB) *rig {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r := newRigOn(t, dma, dma)
 	r.DMA = dma
 	return r

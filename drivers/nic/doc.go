@@ -73,5 +73,5 @@
 // Of a DMA view (kernel.DMA), for the receive fault rule and debug
 // inject-unmapped-rx, which all three drivers have: ring.FaultCounter and
 // ring.Holer, both implemented by the IOMMU's domain (kernel/iommu) and
-// ring.FaultCounter by the test DMA (drivers/internal/fakedma).
+// ring.FaultCounter by the test DMA (drivers/internal/fakedev).
 package nic

@@ -3,7 +3,7 @@ package ring
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 )
 
 // regWrites records register writes in order.
@@ -15,7 +15,7 @@ func (w *regWrites) Read64(off uint32) uint64     { return 0 }
 func (w *regWrites) Write64(off uint32, v uint64) {}
 
 func TestDescsProgram(t *testing.T) {
-	d, err := NewDescs(fakedma.New(), 64, 16)
+	d, err := NewDescs(fakedev.NewDMA(), 64, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package ring
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -12,7 +12,7 @@ import (
 // a fault seen by an empty poll for the next frames, and passes frames
 // once the count is spent.
 func TestFaultGuard(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	dma.Fault() // before the guard: counts for nothing
 	var logged int
 	g := NewFaultGuard(dma, "ether0 q0", func(string, ...any) { logged++ })

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -40,7 +40,7 @@ func TestChunkRefsFollowClones(t *testing.T) {
 // while the stack still holds the first half gives the page up, and the
 // held frame stays intact.
 func TestPageRxRingFlipAndGiveUp(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, err := NewPageRxRing(dma, 8, 16)
 	if err != nil {
 		t.Fatal(err)

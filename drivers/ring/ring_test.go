@@ -5,14 +5,14 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
 const bufSize = 2048
 
-func newRx(t *testing.T, dma *fakedma.DMA, n int) (*RxRing, map[int]kernel.DMAAddr) {
+func newRx(t *testing.T, dma *fakedev.DMA, n int) (*RxRing, map[int]kernel.DMAAddr) {
 	t.Helper()
 	r, err := NewRxRing(dma, n, 16, bufSize)
 	if err != nil {
@@ -35,7 +35,7 @@ func warm(t *testing.T, r *RxRing, armed map[int]kernel.DMAAddr) {
 
 // deliver plays the device: it writes payload into the buffer armed at the
 // ring's clean index.
-func deliver(t *testing.T, dma *fakedma.DMA, addr kernel.DMAAddr, payload []byte) {
+func deliver(t *testing.T, dma *fakedev.DMA, addr kernel.DMAAddr, payload []byte) {
 	t.Helper()
 	if err := dma.DeviceWrite(addr, payload); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func pattern(n int, seed byte) []byte {
 }
 
 func TestNewDescsRejectsBadGeometry(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	for _, c := range []struct{ n, size int }{{0, 16}, {4, 16}, {9, 16}, {8, 0}} {
 		if _, err := NewDescs(dma, c.n, c.size); err == nil {
 			t.Errorf("NewDescs(%d, %d) accepted", c.n, c.size)
@@ -67,7 +67,7 @@ func TestNewDescsRejectsBadGeometry(t *testing.T) {
 }
 
 func TestRefillKeepsOneSlotEmpty(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, armed := newRx(t, dma, 16)
 	if len(armed) != 15 || r.Armed() != 15 || r.Tail() != 15 {
 		t.Fatalf("armed %d (ring says %d), tail %d; want 15", len(armed), r.Armed(), r.Tail())
@@ -87,7 +87,7 @@ func TestCopybreakBoundaries(t *testing.T) {
 				continue
 			}
 			for _, mode := range []Mode{SyncNoUnmap, UnmapAlways} {
-				dma := fakedma.New()
+				dma := fakedev.NewDMA()
 				r, armed := newRx(t, dma, 8)
 				warm(t, r, armed)
 				r.SetCopybreak(cb)
@@ -148,7 +148,7 @@ func TestCopybreakBoundaries(t *testing.T) {
 }
 
 func TestHandoffIsZeroCopy(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, armed := newRx(t, dma, 8)
 	deliver(t, dma, armed[0], pattern(1000, 3))
 	got, path, err := r.Receive(1000)
@@ -169,7 +169,7 @@ func TestHandoffIsZeroCopy(t *testing.T) {
 }
 
 func TestDropRecyclesWithoutUnmap(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, armed := newRx(t, dma, 8)
 	warm(t, r, armed)
 	a := armed[1]
@@ -203,7 +203,7 @@ func TestDropRecyclesWithoutUnmap(t *testing.T) {
 }
 
 func TestRefillSurvivesMapFailure(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, armed := newRx(t, dma, 8)
 	// Hand up three buffers, then fail every map: the ring must keep what
 	// it has, count the failures and fill up once maps work again.
@@ -244,7 +244,7 @@ func TestRefillSurvivesMapFailure(t *testing.T) {
 }
 
 func TestReceiveOnUnarmedSlot(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, err := NewRxRing(dma, 8, 16, bufSize)
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestReceiveOnUnarmedSlot(t *testing.T) {
 }
 
 func TestTxCommitReclaimAbort(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	tx, err := NewTxRing(dma, 8, 16, 256)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/kernel"
 )
 
@@ -36,7 +36,7 @@ func TestBreakEven(t *testing.T) {
 // slowUnmap is a DMA view whose unmaps cost what a strict IOTLB
 // invalidation costs on a slow IOMMU.
 type slowUnmap struct {
-	*fakedma.DMA
+	*fakedev.DMA
 	cost time.Duration
 }
 
@@ -47,7 +47,7 @@ func (d slowUnmap) Unmap(a kernel.DMAAddr, n int, dir kernel.Direction) error {
 }
 
 func TestMeasureCopybreak(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	// An unmap dearer than copying a whole buffer, however loaded the
 	// machine: every frame is copied.
 	c, err := MeasureCopybreak(slowUnmap{dma, 50 * time.Microsecond}, 2048)

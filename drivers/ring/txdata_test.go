@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -54,7 +54,7 @@ func views(t *testing.T, lens ...int) (*buffer.Buffer, []byte) {
 }
 
 // readBack is what the device would read from the descriptors, in order.
-func readBack(t *testing.T, dma *fakedma.DMA, got map[int]txDesc, order []int) []byte {
+func readBack(t *testing.T, dma *fakedev.DMA, got map[int]txDesc, order []int) []byte {
 	t.Helper()
 	var out []byte
 	for k, i := range order {
@@ -71,7 +71,7 @@ func readBack(t *testing.T, dma *fakedma.DMA, got map[int]txDesc, order []int) [
 	return out
 }
 
-func newTx(t *testing.T, dma *fakedma.DMA, n int) *TxRing {
+func newTx(t *testing.T, dma *fakedev.DMA, n int) *TxRing {
 	t.Helper()
 	r, err := NewTxRing(dma, n, 16, bufSize)
 	if err != nil {
@@ -84,7 +84,7 @@ func newTx(t *testing.T, dma *fakedma.DMA, n int) *TxRing {
 // TestTxDataCopies: data up to the copy limit is packed into bounce
 // slots across its views, nothing mapped, and the device reads it whole.
 func TestTxDataCopies(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r := newTx(t, dma, 64)
 	buf, want := views(t, 54, 1460, 3000, 7)
 	got, order, err := writeData(r, buf, TxSplit{CopyMax: 1 << 16, MaxPerDesc: 1 << 16})
@@ -106,7 +106,7 @@ func TestTxDataCopies(t *testing.T) {
 // TestTxDataMapsPerPage: data above the copy limit is mapped view by view,
 // no descriptor crossing a device page or carrying more than MaxPerDesc.
 func TestTxDataMapsPerPage(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r := newTx(t, dma, 64)
 	buf, want := views(t, 100, 9000, 5000)
 	got, order, err := writeData(r, buf, TxSplit{CopyMax: 256, MaxPerDesc: 3000})
@@ -133,7 +133,7 @@ func TestTxDataMapsPerPage(t *testing.T) {
 
 // failLen is a DMA whose maps of n bytes fail.
 type failLen struct {
-	*fakedma.DMA
+	*fakedev.DMA
 	n int
 }
 
@@ -147,7 +147,7 @@ func (f failLen) Map(b []byte, dir kernel.Direction) (kernel.DMAAddr, error) {
 // TestTxDataMapFailureCopies: a view that cannot be mapped goes through
 // bounce slots between mapped views, in order, byte for byte.
 func TestTxDataMapFailureCopies(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r, err := NewTxRing(failLen{dma, 5000}, 64, 16, bufSize)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestTxDataMapFailureCopies(t *testing.T) {
 // refused before anything is copied, as back-pressure; data that could
 // never fit the ring is an error.
 func TestTxDataFull(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	r := newTx(t, dma, 8)
 	s := TxSplit{CopyMax: 1 << 16, MaxPerDesc: 1 << 16}
 	r.Begin()

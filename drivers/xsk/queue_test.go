@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/xskapp"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/xsk"
@@ -18,7 +18,7 @@ import (
 // queued, and the test completes them.
 type fakeNIC struct {
 	t   *testing.T
-	dma *fakedma.DMA
+	dma *fakedev.DMA
 	x   *xsk.Queue
 
 	rx       []kernel.DMAAddr // armed buffer per RX descriptor
@@ -41,7 +41,7 @@ type txDesc struct {
 }
 
 func newFake(t *testing.T, rxN, txN int) *fakeNIC {
-	f := &fakeNIC{t: t, dma: fakedma.New(), rx: make([]kernel.DMAAddr, rxN), tx: make([]txDesc, txN), calls: map[string]int{}, rxOn: true, txOn: true}
+	f := &fakeNIC{t: t, dma: fakedev.NewDMA(), rx: make([]kernel.DMAAddr, rxN), tx: make([]txDesc, txN), calls: map[string]int{}, rxOn: true, txOn: true}
 	x, err := xsk.NewQueue(f, f.dma, xsk.QueueConfig{RxDescs: rxN, TxDescs: txN, MaxTx: 2048})
 	if err != nil {
 		t.Fatal(err)

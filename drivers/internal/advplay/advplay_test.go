@@ -7,24 +7,23 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/failtest"
-	"github.com/ether9/ether9/drivers/internal/fakedma"
-	"github.com/ether9/ether9/drivers/internal/regfile"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 )
 
-// bench is one queue pair of 8 descriptors over fakedma DMA, the test
+// bench is one queue pair of 8 descriptors over fakedev DMA, the test
 // being the driver that arms and posts them.
 type bench struct {
-	dma    *fakedma.DMA
-	regs   *regfile.File
+	dma    *fakedev.DMA
+	regs   *fakedev.File
 	rx, tx *ring.Descs
 	dev    *Device
 }
 
 func newBench(t *testing.T) *bench {
 	t.Helper()
-	b := &bench{dma: fakedma.New(), regs: regfile.New(nil, regfile.Effects{})}
+	b := &bench{dma: fakedev.NewDMA(), regs: fakedev.NewFile(nil, fakedev.Effects{})}
 	var err error
 	if b.rx, err = ring.NewDescs(b.dma, 8, 16); err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/adv"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
-	"github.com/ether9/ether9/drivers/internal/regfile"
 )
 
 // Waiter is a queue's idle sleep on the function's interrupt.
@@ -24,7 +24,7 @@ const queueCauses = adv.ICR_RXDW | adv.ICR_RXDMT0
 // masks them again, counting one timeout and no wake-up; and once the NIC
 // closes every cause is masked and a Wait reports no interrupt.
 // ims and imc are where the part decodes IMS and IMC.
-func CheckIdleArm[Q Waiter](t testing.TB, regs *regfile.File, u nictest.Unit, queues []Q, ims, imc uint32) {
+func CheckIdleArm[Q Waiter](t testing.TB, regs *fakedev.File, u nictest.Unit, queues []Q, ims, imc uint32) {
 	t.Helper()
 	for i, q := range queues {
 		eimsW, imsW := regs.Writes(adv.EIMS), regs.Writes(ims)

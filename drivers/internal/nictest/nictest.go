@@ -7,14 +7,14 @@ package nictest
 import (
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/nic"
 )
 
 // Unit is a NIC under test and the DMA it runs on.
 type Unit struct {
 	NIC nic.NIC
-	DMA *fakedma.DMA // nil when the NIC runs on other DMA
+	DMA *fakedev.DMA // nil when the NIC runs on other DMA
 }
 
 // Stat is the NIC's statistic called name.

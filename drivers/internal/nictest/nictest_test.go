@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/failtest"
-	"github.com/ether9/ether9/drivers/internal/fakedma"
+	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel"
 )
@@ -30,7 +30,7 @@ func TestStat(t *testing.T) {
 }
 
 func TestCloseFindsLeftMappings(t *testing.T) {
-	dma := fakedma.New()
+	dma := fakedev.NewDMA()
 	n := &fakeNIC{}
 	u := Unit{NIC: n, DMA: dma}
 	u.Close(t)

@@ -1,4 +1,4 @@
-package regfile
+package fakedev
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 func TestEffects(t *testing.T) {
 	const icr, ctrl, rst, plain = 0xc0, 0x0, 1 << 26, 0x100
-	f := New(map[uint32]uint32{icr: 5}, Effects{
+	f := NewFile(map[uint32]uint32{icr: 5}, Effects{
 		ClearOnRead: func(off uint32) bool { return off == icr },
 		Write: func(r map[uint32]uint32, off, v uint32) {
 			if off == ctrl {
@@ -48,7 +48,7 @@ func TestReceiveAddress(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	f := New(map[uint32]uint32{0x10: 1, 0x20: 2}, Effects{})
+	f := NewFile(map[uint32]uint32{0x10: 1, 0x20: 2}, Effects{})
 	errs := failtest.Run(func(tb testing.TB) { f.Check(tb, map[uint32]uint32{0x10: 1, 0x20: 3, 0x30: 0}) })
 	if len(errs) != 1 || errs[0] != "register 0x20 = 0x2, want 0x3" {
 		t.Errorf("Check reported %q, want register 0x20 alone", errs)

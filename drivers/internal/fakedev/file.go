@@ -1,10 +1,14 @@
-// Package regfile is a register file for the drivers' unit tests: a
-// kernel.Regs whose registers are plain storage, each write counted, with
-// the few side effects a device's bring-up depends on (a self-clearing
-// reset bit, clear-on-read causes and statistics, an NVM or PHY answering
-// through its access register) supplied by the device's tests. It moves
-// no packets; the tests play the device through the descriptor rings.
-package regfile
+// Package fakedev is the device a driver's unit test plays: a register
+// file (File) whose registers are plain storage, each write counted, with
+// the few side effects a bring-up depends on (a self-clearing reset bit,
+// clear-on-read causes and statistics, an NVM or PHY answering through
+// its access register) supplied by the device's tests, and an in-memory
+// kernel.DMA (DMA) through whose device addresses the test reads and
+// writes what the device would, which counts every operation, catches
+// double unmaps and use of unmapped addresses, and fails maps on demand.
+// It moves no packets; the tests play the device through the descriptor
+// rings.
+package fakedev
 
 import (
 	"fmt"
@@ -33,8 +37,8 @@ type File struct {
 	fx     Effects
 }
 
-// New is a file holding init, acting as fx says.
-func New(init map[uint32]uint32, fx Effects) *File {
+// NewFile is a file holding init, acting as fx says.
+func NewFile(init map[uint32]uint32, fx Effects) *File {
 	r := make(map[uint32]uint32, len(init))
 	for off, v := range init {
 		r[off] = v

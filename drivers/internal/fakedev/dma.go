@@ -1,8 +1,4 @@
-// Package fakedma is an in-memory kernel.DMA for driver unit tests:
-// it hands out device addresses, lets a test play the device (read and
-// write through those addresses), counts every operation, catches
-// double unmaps and use of unmapped addresses, and fails maps on demand.
-package fakedma
+package fakedev
 
 import (
 	"fmt"
@@ -17,7 +13,7 @@ type mapping struct {
 	coherent bool
 }
 
-// DMA is a fake device DMA view. The zero value is not usable; call New.
+// DMA is a fake device DMA view. The zero value is not usable; call NewDMA.
 type DMA struct {
 	mu       sync.Mutex
 	next     kernel.DMAAddr
@@ -45,8 +41,8 @@ func (d *DMA) DMAFaults() uint64 {
 	return d.faults
 }
 
-// New returns an empty DMA whose addresses start at 1 MiB.
-func New() *DMA {
+// NewDMA returns an empty DMA whose addresses start at 1 MiB.
+func NewDMA() *DMA {
 	return &DMA{next: 1 << 20, live: make(map[kernel.DMAAddr]*mapping)}
 }
 
