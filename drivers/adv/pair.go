@@ -50,21 +50,35 @@ type Hw interface {
 	xsk.Hw
 }
 
-// PairConfig is what a Pair is made of.
+// Geometry is a family's queue pair as its rings and registers are set
+// up, never changed: the rings' sizes in descriptors, the TX bounce bytes
+// per descriptor (the longest frame a socket sends, too), and the
+// descriptor thresholds (RXDCTL, TXDCTL).
+type Geometry struct {
+	RxDescs, TxDescs int
+	TxBounceLen      int
+	Rx, Tx           Thresholds
+}
+
+// RxSide is a queue's RX ring, made by the driver, as the Pair reaches
+// it.
+type RxSide struct {
+	Descs *ring.Descs
+	Stats *ring.RxStats
+	Ring  OwnRx        // as Receive drives it
+	Close func() error // frees it
+	Frame Frame        // the driver's step for a good frame in it
+}
+
+// PairConfig is what a Pair is made of (Port.PairConfig).
 type PairConfig struct {
-	MAC          *MAC
-	Idx          int
-	DMA          kernel.DMA
-	Closed       *atomic.Bool
-	RxDescs      *ring.Descs // the RX ring's, made by the driver
-	Rx           OwnRx       // the RX ring, as Receive drives it
-	Frame        Frame
-	RxStats      *ring.RxStats
-	CloseRx      func() error // frees the RX ring
-	TxDescs      int          // the TX ring's size
-	TxBounceLen  int          // the TX ring's bounce bytes per descriptor, the longest socket frame
-	TxThresholds Thresholds
-	Writer       Writer // but its Ring, the TX ring made here
+	MAC    *MAC
+	Idx    int
+	DMA    kernel.DMA
+	Closed *atomic.Bool
+	Geo    Geometry
+	Rx     RxSide
+	Writer Writer // but its Ring, the TX ring made here
 	// Hw is the queue that embeds the Pair: the stack and the socket
 	// side drive it.
 	Hw Hw
@@ -73,12 +87,12 @@ type PairConfig struct {
 // Init makes the TX ring and the socket side and sets p up over them;
 // on an error the RX ring is freed too.
 func (p *Pair) Init(c PairConfig) error {
-	m := c.MAC
-	tx, err := ring.NewTxRing(c.DMA, c.TxDescs, Size, c.TxBounceLen)
+	m, g := c.MAC, c.Geo
+	tx, err := ring.NewTxRing(c.DMA, g.TxDescs, Size, g.TxBounceLen)
 	if err != nil {
-		return errors.Join(err, c.CloseRx())
+		return errors.Join(err, c.Rx.Close())
 	}
-	*p = Pair{M: m, Idx: c.Idx, RxDescs: c.RxDescs, RxStats: c.RxStats, closeRx: c.CloseRx, hw: c.Hw, rx: c.Rx, frame: c.Frame, Closed: c.Closed, Tx: tx, TxThresholds: c.TxThresholds}
+	*p = Pair{M: m, Idx: c.Idx, RxDescs: c.Rx.Descs, RxStats: c.Rx.Stats, closeRx: c.Rx.Close, hw: c.Hw, rx: c.Rx.Ring, frame: c.Rx.Frame, Closed: c.Closed, Tx: tx, TxThresholds: g.Tx}
 	p.Guard = ring.NewFaultGuard(c.DMA, fmt.Sprintf("%s q%d", m.Name, c.Idx), m.Logf)
 	p.Txq = Queue{
 		Writer: c.Writer,
@@ -86,9 +100,9 @@ func (p *Pair) Init(c PairConfig) error {
 		Name: fmt.Sprintf("%s %s: queue %d", m.Driver, m.Name, c.Idx), Logf: m.Logf,
 	}
 	p.Txq.Ring = tx
-	x, err := xsk.NewQueue(c.Hw, c.DMA, xsk.QueueConfig{RxDescs: c.RxDescs.Len(), TxDescs: c.TxDescs, MaxTx: c.TxBounceLen})
+	x, err := xsk.NewQueue(c.Hw, c.DMA, xsk.QueueConfig{RxDescs: c.Rx.Descs.Len(), TxDescs: g.TxDescs, MaxTx: g.TxBounceLen})
 	if err != nil {
-		return errors.Join(err, tx.Close(), c.CloseRx())
+		return errors.Join(err, tx.Close(), c.Rx.Close())
 	}
 	p.X = x
 	p.Txq.Complete = x.Complete

@@ -26,6 +26,7 @@ type Port struct {
 	IRQ     Legacy     // the causes as the line programs them
 	Line    *intr.Line // the device's INTx, shared by the queues' poll loops
 	Station [6]byte    // the MAC address in use
+	Geo     Geometry   // every queue pair's
 
 	Pairs     []*Pair
 	Mtu       atomic.Int32
@@ -45,29 +46,41 @@ type Port struct {
 	Relayout func(i int) error
 }
 
-// socketFrameExtra is what the longest frame a socket's buffer receives
-// adds to the MTU: the Ethernet header and one VLAN tag (RCTL.SECRC
-// strips the FCS before it reaches memory).
-const socketFrameExtra = 14 + 4
+// The sizes a frame adds to the MTU: its Ethernet header, one VLAN tag,
+// the FCS. RLPML, the longest frame received, counts all three; what
+// reaches memory has no FCS (RCTL.SECRC strips it).
+const (
+	EthHdrLen  = 14
+	VLANTagLen = 4
+	FCSLen     = 4
+	FrameExtra = EthHdrLen + VLANTagLen + FCSLen // RLPML less the MTU
+
+	socketFrameExtra = EthHdrLen + VLANTagLen // the longest frame in a socket's buffer, less the MTU
+)
 
 var _ nic.MulticastFilter = (*Port)(nil)
 
 // Open sets p up over dev for driver: the MAC steps over its registers
-// and clock with causes, its DMA, the MTU, TSO on. The driver resets the
-// MAC and reads its address next, then adds the queues (AddQueues).
-func (p *Port) Open(dev *nic.Device, driver string, causes CauseRegs, mtu int) {
+// and clock with causes, its DMA, its queue pairs' geometry, the MTU,
+// TSO on. The driver resets the MAC and reads its address next, then
+// adds the queues (AddQueues).
+func (p *Port) Open(dev *nic.Device, driver string, causes CauseRegs, geo Geometry, mtu int) {
 	p.Core = MAC{Regs: dev.Regs, Clock: dev.Clock, Driver: driver, Name: dev.Name, Logf: dev.Log(), Causes: causes}
-	p.DMA = dev.DMA
+	p.DMA, p.Geo = dev.DMA, geo
 	p.Mtu.Store(int32(mtu))
 	p.TSO.Store(true)
 }
 
-// AddQueues makes n queue pairs, in order, with newQueue (which keeps
-// its queue and returns the Pair it embeds); on an error the ones made
-// are freed.
-func (p *Port) AddQueues(n int, newQueue func(i int) (*Pair, error)) error {
+// AddQueues makes n queue pairs, in order: newQueue makes queue i's RX
+// ring and the queue around it, keeps the queue and returns the Pair it
+// embeds with what the Pair is made of (PairConfig); the Pair's TX ring
+// and socket side are made here. On an error the ones made are freed.
+func (p *Port) AddQueues(n int, newQueue func(i int) (*Pair, PairConfig, error)) error {
 	for i := range n {
-		q, err := newQueue(i)
+		q, c, err := newQueue(i)
+		if err == nil {
+			err = q.Init(c)
+		}
 		if err != nil {
 			p.Free()
 			return p.errorf("queue %d: %w", i, err)
@@ -165,12 +178,13 @@ func (p *Port) Pair(i int, what string) (*Pair, error) {
 	return p.Pairs[i], nil
 }
 
-// PairConfig is what every queue pair of the device is made with; the
-// driver adds its rings' sizes, thresholds and TX policy.
-func (p *Port) PairConfig(i int, hw Hw) PairConfig {
+// PairConfig is what queue pair i of the device is made of: hw, the
+// queue that embeds it, and rx, its RX ring. Every packet is copied into
+// the TX ring's bounce space (CopyMax).
+func (p *Port) PairConfig(i int, hw Hw, rx RxSide) PairConfig {
 	return PairConfig{
-		MAC: &p.Core, Idx: i, DMA: p.DMA, Closed: &p.Closed, Hw: hw,
-		Writer: Writer{MTU: p.MTU, TSO: &p.TSO},
+		MAC: &p.Core, Idx: i, DMA: p.DMA, Closed: &p.Closed, Geo: p.Geo, Rx: rx, Hw: hw,
+		Writer: Writer{CopyMax: CopyMax, MTU: p.MTU, TSO: &p.TSO},
 	}
 }
 

@@ -17,21 +17,19 @@ import (
 
 // Ring geometry and sizes.
 const (
-	rxDescs      = 256
-	txDescs      = 256
-	txBounceLen  = 2048 // per TX descriptor: headers, small frames, copies
+	rxDescs      = 256 // and as many TX descriptors
 	defaultMTU   = 1500
-	ethHdrLen    = 14
-	vlanTagLen   = 4
-	fcsLen       = 4
-	frameExtra   = ethHdrLen + vlanTagLen + fcsLen // what a max frame adds to the MTU
-	maxQueues    = 4                               // queue pairs brought up, at most the MAC's
+	maxQueues    = 4 // queue pairs brought up, at most the MAC's
 	txBatchDescs = 64
 
 	// DefaultCopybreak: frames shorter than this are copied and their
 	// half-page stays armed.
 	DefaultCopybreak = 256
 )
+
+// geometry is every queue pair's: rxDescs descriptors a ring, 2 KiB of
+// bounce space a TX descriptor (headers, small frames, copies).
+var geometry = adv.Geometry{RxDescs: rxDescs, TxDescs: rxDescs, TxBounceLen: 2048, Rx: adv.Thresholds{P: 8, H: 8, W: 1}, Tx: adv.Thresholds{P: 8, H: 1, W: 1}}
 
 // Device is a running igb controller.
 type Device struct {
@@ -61,7 +59,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		return nil, fmt.Errorf("%s at %v: %w", dev.Name, dev.Func.Addr, err)
 	}
 	d := &Device{id: id, info: info, fn: dev.Func.Addr.Fn}
-	d.Open(dev, "igb", adv.CauseRegs{ICR: ICR, IMS: IMS, IMC: IMC}, defaultMTU)
+	d.Open(dev, "igb", adv.CauseRegs{ICR: ICR, IMS: IMS, IMC: IMC}, geometry, defaultMTU)
 	if err := d.reset(); err != nil {
 		return nil, err
 	}
@@ -76,7 +74,7 @@ func probe(dev *nic.Device) (*Device, error) {
 		return nil, err
 	}
 	d.InitStats()
-	if err := d.Up(dev.IRQ, d.queueBits(), d.MTU()+frameExtra, tipgCopper, d.steps()); err != nil {
+	if err := d.Up(dev.IRQ, d.queueBits(), d.MTU()+adv.FrameExtra, tipgCopper, d.steps()); err != nil {
 		return nil, err
 	}
 	d.Core.Logf("%s: %s (%s) %04x:%04x mac %x, %d queues, link %v", d.Name(), id.Name, info.Type, VendorIntel, id.Device, d.Station, n, d.LinkState.Load())
@@ -101,7 +99,7 @@ func (d *Device) steps() adv.Steps {
 func (d *Device) Type() MACType { return d.info.Type }
 
 // MaxMTU is the largest MTU a half-page receive buffer holds.
-func (d *Device) MaxMTU() int { return ring.HalfPage - ethHdrLen - vlanTagLen }
+func (d *Device) MaxMTU() int { return ring.HalfPage - adv.EthHdrLen - adv.VLANTagLen }
 
 // SetMTU implements nic.NIC.
 func (d *Device) SetMTU(mtu int) error {
@@ -109,7 +107,7 @@ func (d *Device) SetMTU(mtu int) error {
 		return fmt.Errorf("igb %s: mtu %d outside 68..%d (one %d-byte buffer per frame)", d.Name(), mtu, d.MaxMTU(), ring.HalfPage)
 	}
 	d.Mtu.Store(int32(mtu))
-	d.Core.SetMaxFrame(mtu + frameExtra)
+	d.Core.SetMaxFrame(mtu + adv.FrameExtra)
 	return nil
 }
 

@@ -2,15 +2,7 @@ package igb
 
 import (
 	"github.com/ether9/ether9/drivers/adv"
-	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/ring"
-	"github.com/ether9/ether9/drivers/xsk"
-)
-
-// Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
-var (
-	rxThresholds = adv.Thresholds{P: 8, H: 8, W: 1}
-	txThresholds = adv.Thresholds{P: 8, H: 1, W: 1}
 )
 
 // queue is one RX/TX queue pair (adv.Pair). The RX side receives into
@@ -23,27 +15,17 @@ type queue struct {
 	rx *ring.PageRxRing
 }
 
-var (
-	_ nic.Queue = (*queue)(nil)
-	_ xsk.Hw    = (*queue)(nil)
-)
+var _ adv.Hw = (*queue)(nil) // nic.Queue and xsk.Hw
 
-func (d *Device) newQueue(idx int) (*adv.Pair, error) {
-	rx, err := ring.NewPageRxRing(d.DMA, rxDescs, adv.Size)
+func (d *Device) newQueue(idx int) (*adv.Pair, adv.PairConfig, error) {
+	rx, err := ring.NewPageRxRing(d.DMA, geometry.RxDescs, adv.Size)
 	if err != nil {
-		return nil, err
+		return nil, adv.PairConfig{}, err
 	}
 	rx.SetCopybreak(DefaultCopybreak)
 	q := &queue{d: d, rx: rx}
-	c := d.PairConfig(idx, q)
-	c.RxDescs, c.RxStats, c.CloseRx, c.Rx, c.Frame = rx.Descs, &rx.Stats, rx.Close, rx, q.frame
-	c.TxDescs, c.TxBounceLen, c.TxThresholds = txDescs, txBounceLen, txThresholds
-	c.Writer.CopyMax = adv.CopyMax
-	if err := q.Init(c); err != nil {
-		return nil, err
-	}
 	d.queues = append(d.queues, q)
-	return &q.Pair, nil
+	return &q.Pair, d.PairConfig(idx, q, adv.RxSide{Descs: rx.Descs, Stats: &rx.Stats, Ring: rx, Close: rx.Close, Frame: q.frame}), nil
 }
 
 // StartRx implements xsk.Hw: it programs and enables the RX queue and
@@ -51,9 +33,9 @@ func (d *Device) newQueue(idx int) (*adv.Pair, error) {
 // RxMu need not be held: the queue is not polled before it starts.
 func (q *queue) StartRx() error {
 	if q.X.ZeroCopy() {
-		return q.StartRxZC(rxThresholds)
+		return q.StartRxZC(geometry.Rx)
 	}
-	if err := q.M.StartRxQueue(q.Idx, q.rx.Descs, ring.HalfPage, rxThresholds); err != nil {
+	if err := q.M.StartRxQueue(q.Idx, q.rx.Descs, ring.HalfPage, geometry.Rx); err != nil {
 		return err
 	}
 	q.Discard = false

@@ -150,7 +150,7 @@ func TestChooseLayout(t *testing.T) {
 	if MaxFrameBuild != 1648 {
 		t.Fatalf("MaxFrameBuild %d, want 1648 (2048 - 64 headroom - 320 - 16)", MaxFrameBuild)
 	}
-	threshold := MaxFrameBuild - frameExtra
+	threshold := MaxFrameBuild - adv.FrameExtra
 	for _, tc := range []struct {
 		build, prog bool
 		mtu         int
@@ -180,7 +180,7 @@ func TestBringUp(t *testing.T) {
 	if v := regs.Get(adv.TCTL); v&adv.TCTL_EN == 0 {
 		t.Errorf("TCTL %#x", v)
 	}
-	if v := regs.Get(adv.RLPML); v != 1500+frameExtra {
+	if v := regs.Get(adv.RLPML); v != 1500+adv.FrameExtra {
 		t.Errorf("RLPML %d", v)
 	}
 	if v := regs.Get(adv.MRQC); v&adv.MRQC_ENABLE_RSS == 0 {
@@ -301,7 +301,7 @@ func TestBuildIsZeroCopy(t *testing.T) {
 }
 
 func TestThreshold(t *testing.T) {
-	threshold := MaxFrameBuild - frameExtra
+	threshold := MaxFrameBuild - adv.FrameExtra
 	for _, tc := range []struct {
 		mtu  int
 		want Layout
@@ -318,7 +318,7 @@ func TestThreshold(t *testing.T) {
 			if v := r.regs.Get(adv.RLPML); int(v) != maxFrame(tc.mtu) {
 				t.Fatalf("RLPML %d, want %d", v, maxFrame(tc.mtu))
 			}
-			f := udpFrame(maxFrame(tc.mtu)-fcsLen, 3) // the longest frame after FCS strip
+			f := udpFrame(maxFrame(tc.mtu)-adv.FCSLen, 3) // the longest frame after FCS strip
 			got := r.receive(t, f)
 			if len(got) != 1 || !bytes.Equal(got[0], f) {
 				t.Fatalf("%d-byte frame not received intact", len(f))
@@ -330,7 +330,7 @@ func TestThreshold(t *testing.T) {
 func TestMTUChangeAtRunTime(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)
-	threshold := MaxFrameBuild - frameExtra
+	threshold := MaxFrameBuild - adv.FrameExtra
 	small := udpFrame(100, 9)
 	steps := []struct {
 		ctl  string

@@ -20,18 +20,17 @@ import (
 
 // Ring geometry and sizes.
 const (
-	rxDescs     = 256
-	txDescs     = 256
-	txBounceLen = 2048 // per TX descriptor: headers, small frames, software segments
-	defaultMTU  = 1500
-	minMTU      = 68
-	ethHdrLen   = 14
-	vlanTagLen  = 4
-	fcsLen      = 4
-	frameExtra  = ethHdrLen + fcsLen + vlanTagLen // what a max frame adds to the MTU
-	maxQueues   = 4                               // the I225 has four queue pairs
-	maxMTU      = ring.HalfPage - frameExtra      // one 2 KiB buffer per frame
+	rxDescs    = 256 // and as many TX descriptors
+	defaultMTU = 1500
+	minMTU     = 68
+	maxQueues  = 4                              // the I225 has four queue pairs
+	maxMTU     = ring.HalfPage - adv.FrameExtra // one 2 KiB buffer per frame
 )
+
+// geometry is every queue pair's: rxDescs descriptors a ring, 2 KiB of
+// bounce space a TX descriptor (headers, small frames, software
+// segments).
+var geometry = adv.Geometry{RxDescs: rxDescs, TxDescs: rxDescs, TxBounceLen: 2048, Rx: adv.Thresholds{P: 8, H: 8, W: 4}, Tx: adv.Thresholds{P: 8, H: 1, W: 16}}
 
 // Device is a running igc controller.
 type Device struct {
@@ -65,7 +64,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	}
 	a := dev.Func.Addr
 	d := &Device{id: id, loc: [3]uint8{a.Bus, a.Dev, a.Fn}}
-	d.Open(dev, "igc", adv.CauseRegs{}, defaultMTU)
+	d.Open(dev, "igc", adv.CauseRegs{}, geometry, defaultMTU)
 	d.serial = readSerial(dev)
 	d.build.Store(true)
 	d.rss.Store(true)

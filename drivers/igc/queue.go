@@ -5,14 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ether9/ether9/drivers/adv"
-	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/drivers/xsk"
-)
-
-// Descriptor thresholds of every queue (RXDCTL, TXDCTL); never changed.
-var (
-	rxThresholds = adv.Thresholds{P: 8, H: 8, W: 4}
-	txThresholds = adv.Thresholds{P: 8, H: 1, W: 16}
 )
 
 // queue is one RX/TX queue pair (adv.Pair) with the ring that builds or
@@ -26,26 +18,17 @@ type queue struct {
 	relayouts   atomic.Uint64
 }
 
-var (
-	_ nic.Queue = (*queue)(nil)
-	_ xsk.Hw    = (*queue)(nil)
-)
+var _ adv.Hw = (*queue)(nil) // nic.Queue and xsk.Hw
 
-func (d *Device) newQueue(idx int) (*adv.Pair, error) {
-	rx, err := newRxRing(d.DMA, rxDescs, adv.Size)
+func (d *Device) newQueue(idx int) (*adv.Pair, adv.PairConfig, error) {
+	rx, err := newRxRing(d.DMA, geometry.RxDescs, adv.Size)
 	if err != nil {
-		return nil, err
+		return nil, adv.PairConfig{}, err
 	}
 	q := &queue{d: d, rx: rx}
-	c := d.PairConfig(idx, q)
-	c.RxDescs, c.RxStats, c.CloseRx, c.Rx, c.Frame = rx.Descs, &rx.Stats, rx.close, ownRx{rx, q}, q.frame
-	c.TxDescs, c.TxBounceLen, c.TxThresholds = txDescs, txBounceLen, txThresholds
-	c.Writer.CopyMax = adv.CopyMax
-	if err := q.Init(c); err != nil {
-		return nil, err
-	}
 	d.queues = append(d.queues, q)
-	return &q.Pair, nil
+	own := ownRx{rx, q}
+	return &q.Pair, d.PairConfig(idx, q, adv.RxSide{Descs: rx.Descs, Stats: &rx.Stats, Ring: own, Close: rx.close, Frame: q.frame}), nil
 }
 
 // layout is what the ring should use now.
@@ -58,14 +41,14 @@ func (q *queue) layout() Layout {
 // the queue not yet polled.
 func (q *queue) StartRx() error {
 	if q.X.ZeroCopy() {
-		return q.StartRxZC(rxThresholds)
+		return q.StartRxZC(geometry.Rx)
 	}
 	if err := q.rx.reset(q.layout()); err != nil {
 		return fmt.Errorf("igc: rx queue %d: %w", q.Idx, err)
 	}
 	// The buffer is 2 KiB; with the build layout the frame starts
 	// rxHeadroom in, and RLPML keeps it inside the half.
-	if err := q.M.StartRxQueue(q.Idx, q.rx.Descs, rxBufLen, rxThresholds); err != nil {
+	if err := q.M.StartRxQueue(q.Idx, q.rx.Descs, rxBufLen, geometry.Rx); err != nil {
 		return err
 	}
 	q.Discard = false

@@ -91,10 +91,10 @@ func headerLen(b []byte) int {
 	if len(b) <= rxHeaderCopy {
 		return len(b)
 	}
-	n, et := ethHdrLen, binary.BigEndian.Uint16(b[12:])
-	for (et == etherTypeVLAN || et == etherTypeQinQ) && n+vlanTagLen <= len(b) {
+	n, et := adv.EthHdrLen, binary.BigEndian.Uint16(b[12:])
+	for (et == etherTypeVLAN || et == etherTypeQinQ) && n+adv.VLANTagLen <= len(b) {
 		et = binary.BigEndian.Uint16(b[n+2:])
-		n += vlanTagLen
+		n += adv.VLANTagLen
 	}
 	var proto byte
 	switch et {

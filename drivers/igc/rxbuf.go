@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -26,7 +27,7 @@ const (
 )
 
 // maxFrame is the longest frame an MTU admits, FCS and one VLAN tag in.
-func maxFrame(mtu int) int { return mtu + frameExtra }
+func maxFrame(mtu int) int { return mtu + adv.FrameExtra }
 
 // Layout is how a ring turns a received buffer into a packet.
 type Layout uint8
