@@ -193,37 +193,33 @@ e9_install_uefi() {
 	[ -f "$ETHER9_EFI_STUB" ] || e9_die "systemd-boot-efi is installed but $ETHER9_EFI_STUB is missing"
 }
 
-# The compiler the metal platform's shim (kernel/metal/shim) is built with.
+# e9_install_tool installs Debian package $2 unless command $1 is on PATH;
+# $3 says what it is for.
+e9_install_tool() {
+	local cmd="$1" pkg="$2" why="$3"
+	command -v "$cmd" >/dev/null 2>&1 && return 0
+	command -v apt-get >/dev/null 2>&1 ||
+		e9_die "$cmd is missing and there is no apt-get: install $pkg with your package manager"
+	e9_apt_update
+	e9_log "installing $pkg ($why)"
+	e9_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends "$pkg" >&2 ||
+		e9_die "apt-get install $pkg failed"
+	command -v "$cmd" >/dev/null 2>&1 || e9_die "$pkg is installed but $cmd is not on PATH"
+}
+
+# The compiler the metal platform's shim (kernel/metal/shim) is built with
+# (gcc brings binutils).
 ETHER9_GCC="${ETHER9_GCC:-gcc}"
 
-e9_install_gcc() {
-	command -v "$ETHER9_GCC" >/dev/null 2>&1 && return 0
-	command -v apt-get >/dev/null 2>&1 ||
-		e9_die "$ETHER9_GCC is missing and there is no apt-get: install gcc and binutils with your package manager"
-	e9_apt_update
-	e9_log "installing gcc (the metal shim's compiler)"
-	e9_root env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends gcc >&2 ||
-		e9_die "apt-get install gcc failed"
-	command -v "$ETHER9_GCC" >/dev/null 2>&1 || e9_die "gcc is installed but $ETHER9_GCC is not on PATH"
-}
+e9_install_gcc() { e9_install_tool "$ETHER9_GCC" gcc "the metal shim's compiler"; }
 
 # The packet dissector the capture test reads /net/etherN/capture with.
+# Noninteractive: wireshark-common asks whether non-root users may
+# capture; the default (no) is what a test machine wants.
 ETHER9_TSHARK="${ETHER9_TSHARK:-tshark}"
 
-e9_install_tshark() {
-	command -v "$ETHER9_TSHARK" >/dev/null 2>&1 && return 0
-	command -v apt-get >/dev/null 2>&1 ||
-		e9_die "$ETHER9_TSHARK is missing and there is no apt-get: install tshark with your package manager"
-	e9_apt_update
-	e9_log "installing tshark (the capture test's pcap reader)"
-	# Noninteractive: wireshark-common asks whether non-root users may
-	# capture; the default (no) is what a test machine wants.
-	e9_root env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends tshark >&2 ||
-		e9_die "apt-get install tshark failed"
-	command -v "$ETHER9_TSHARK" >/dev/null 2>&1 || e9_die "tshark is installed but $ETHER9_TSHARK is not on PATH"
-}
+e9_install_tshark() { e9_install_tool "$ETHER9_TSHARK" tshark "the capture test's pcap reader"; }
 
 e9_check_go() {
 	command -v go >/dev/null 2>&1 ||
