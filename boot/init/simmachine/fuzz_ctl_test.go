@@ -17,25 +17,9 @@ func FuzzSystemCtl(f *testing.F) {
 		"ether0 gro off", "ether0 mtu 1500", "ether0 mtu 1", "ether1 tso off", "", "frob x y", "ether0", "ether0 reset"} {
 		f.Add(s)
 	}
-	con := &console{}
-	cfg := testConfig(con)
-	cfg.Listen = ""
-	h, err := Start(context.Background(), cfg)
-	if err != nil {
-		f.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
+	h := startQuiet(f)
 	defer h.Close()
-	state := func(t *testing.T) string {
-		var b strings.Builder
-		for _, p := range []string{"/dev/iommu/ctl", "/net/ether0/ctl", "/net/ether0/link"} {
-			s, err := h.System.Namespace().ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(s)
-		}
-		return b.String()
-	}
+	state := func(t *testing.T) string { return controlState(t, h) }
 	f.Fuzz(func(t *testing.T, cmd string) {
 		before := state(t)
 		err := h.System.Ctl(cmd)
@@ -49,4 +33,32 @@ func FuzzSystemCtl(f *testing.F) {
 			t.Fatalf("refused ctl %q (%v) changed the state:\n%s\nwas:\n%s", cmd, err, after, before)
 		}
 	})
+}
+
+// startQuiet starts the test machine with no forward, for targets that
+// call it directly.
+func startQuiet(f *testing.F) *Host {
+	con := &console{}
+	cfg := testConfig(con)
+	cfg.Listen = ""
+	h, err := Start(context.Background(), cfg)
+	if err != nil {
+		f.Fatalf("start: %v\nconsole:\n%s", err, con.text())
+	}
+	return h
+}
+
+// controlState is what the namespace shows of the IOMMU and the NIC: what
+// a refused control request must leave as it was.
+func controlState(t testing.TB, h *Host) string {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range []string{"/dev/iommu/ctl", "/net/ether0/ctl", "/net/ether0/link"} {
+		s, err := h.System.Namespace().ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }

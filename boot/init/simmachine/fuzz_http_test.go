@@ -1,7 +1,6 @@
 package simmachine
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,26 +19,10 @@ func FuzzControlRequest(f *testing.F) {
 		f.Add(s, false, false)
 		f.Add(s, true, true)
 	}
-	con := &console{}
-	cfg := testConfig(con)
-	cfg.Listen = ""
-	h, err := Start(context.Background(), cfg)
-	if err != nil {
-		f.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
+	h := startQuiet(f)
 	defer h.Close()
 	handler := h.System.Handler()
-	state := func(t *testing.T) string {
-		var b strings.Builder
-		for _, p := range []string{"/dev/iommu/ctl", "/net/ether0/ctl", "/net/ether0/link"} {
-			s, err := h.System.Namespace().ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(s)
-		}
-		return b.String()
-	}
+	state := func(t *testing.T) string { return controlState(t, h) }
 	refused := func(t *testing.T) string {
 		s, err := h.System.Namespace().ReadFile("/dev/admin/refused")
 		if err != nil {
