@@ -72,7 +72,12 @@ func (n *Namespace) stream(w http.ResponseWriter, r *http.Request, p string) {
 	}
 	rc, err := n.Open(p, ParseConn(local, r.RemoteAddr))
 	if err != nil {
-		httpError(w, err)
+		if errors.Is(err, ErrPermission) || errors.Is(err, ErrNotExist) {
+			httpError(w, err)
+		} else {
+			// The stream cannot open now (a capture that is off).
+			http.Error(w, err.Error(), http.StatusConflict)
+		}
 		return
 	}
 	defer rc.Close()

@@ -42,8 +42,8 @@ func TestCaptureStream(t *testing.T) {
 	if code, body := send(t, "GET", capURL, "", ""); code != http.StatusUnauthorized {
 		t.Fatalf("capture without the token: %d %q, want 401", code, body)
 	}
-	if code, body := send(t, "GET", capURL, "Bearer "+testToken, ""); code == http.StatusOK || !strings.Contains(body, "capture is off") {
-		t.Fatalf("capture while off: %d %q, want a refusal saying it is off", code, body)
+	if code, body := send(t, "GET", capURL, "Bearer "+testToken, ""); code != http.StatusConflict || !strings.Contains(body, "capture is off") {
+		t.Fatalf("capture while off: %d %q, want 409 saying it is off", code, body)
 	}
 	// 16 slots of 64 KiB: a reader that stops is soon a ring behind.
 	for _, cmd := range []string{"ether0 capture snaplen 65536", "ether0 capture on"} {
