@@ -43,8 +43,9 @@ type Device struct {
 }
 
 var (
-	_ nic.NIC    = (*Device)(nil)
-	_ xsk.Binder = (*Device)(nil)
+	_ nic.NIC             = (*Device)(nil)
+	_ nic.MulticastFilter = (*Device)(nil) // adv.Port's
+	_ xsk.Binder          = (*Device)(nil)
 )
 
 // Probe resets the controller described by dev and brings it up.

@@ -44,8 +44,9 @@ type Device struct {
 }
 
 var (
-	_ nic.NIC    = (*Device)(nil)
-	_ xsk.Binder = (*Device)(nil)
+	_ nic.NIC             = (*Device)(nil)
+	_ nic.MulticastFilter = (*Device)(nil) // adv.Port's
+	_ xsk.Binder          = (*Device)(nil)
 )
 
 // absentCounters are the statistics registers the I225 does not have.

@@ -62,7 +62,8 @@
 // # Optional capabilities
 //
 // Declared beside the interface they extend; each driver asserts at
-// compile time the ones it has.
+// compile time the ones it has (igb's and igc's MulticastFilter is
+// adv.Port's, asserted there and on each Device).
 //
 //	capability        extends   e1000e  igb  igc
 //	MulticastFilter   NIC       yes     yes  yes
@@ -72,6 +73,8 @@
 //
 // Of a DMA view (kernel.DMA), for the receive fault rule and debug
 // inject-unmapped-rx, which all three drivers have: ring.FaultCounter and
-// ring.Holer, both implemented by the IOMMU's domain (kernel/iommu) and
-// ring.FaultCounter by the test DMA (drivers/internal/fakedev).
+// ring.Holer, both implemented by the IOMMU's domain (kernel/iommu,
+// asserted in drivers/probe, which hands domains to the drivers) and
+// ring.FaultCounter by the test DMA (drivers/internal/fakedev, asserted
+// in ring's tests).
 package nic

@@ -13,9 +13,18 @@ import (
 	"github.com/ether9/ether9/drivers/igb"
 	"github.com/ether9/ether9/drivers/igc"
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/pci"
+)
+
+// A domain is the DMA view probe hands a driver behind VT-d: its fault
+// count drives the receive fault rule and its holes debug
+// inject-unmapped-rx (drivers/nic's capability list).
+var (
+	_ ring.FaultCounter = (*iommu.Domain)(nil)
+	_ ring.Holer        = (*iommu.Domain)(nil)
 )
 
 // Driver is one NIC driver: the ids it claims and its probe.

@@ -8,6 +8,10 @@ import (
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
+// The test DMA counts faults as a domain does (drivers/nic's capability
+// list).
+var _ FaultCounter = (*fakedev.DMA)(nil)
+
 // The guard drops every frame of a poll the fault count moved in, keeps
 // a fault seen by an empty poll for the next frames, and passes frames
 // once the count is spent.
