@@ -395,5 +395,10 @@ func TestSimSuite(t *testing.T) {
 		},
 		RxRing:  256,
 		Stacked: 2,
+		TxHost: func(t *testing.T, end *wire.End, tx testhost.TxMode) testhost.Rig {
+			return testhost.New(t, testhost.Options{Addr: machineAddr, NonCoherent: true, End: end}, func(m *sim.Machine, a pci.Addr) (*m82574.NIC, error) {
+				return m82574.Plug(m, a, m82574.Options{MAC: [6]byte{0x02, 0, 0, 0, 0, 1}, DeferTx: tx.Defer, TxPerTouch: tx.PerTouch})
+			})
+		},
 	}.Run(t)
 }
