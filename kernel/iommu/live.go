@@ -27,9 +27,13 @@ func (m *mapping) holds(addr kernel.DMAAddr) bool {
 	return addr >= m.addr && uint64(addr-m.addr) < uint64(m.size)
 }
 
-// hitSlots sizes a liveMaps' cache, a power of two: a receive ring's
-// buffers, mapped in a row, each keep a slot of their own.
-const hitSlots = 512
+// hitSlots sizes a liveMaps' cache, a power of two: a device's live
+// mappings, mapped first-fit into a run of pages, each keep a slot of
+// their own. An igc queue in the build layout keeps up to 512 RX chunks
+// mapped beside its TX buffers and its rings; with 512 slots those
+// pages shared slots and 38% of its syncs missed (TestSyncIndexHoldsABuildRing).
+// 2048 slots cost 16 KiB per device.
+const hitSlots = 2048
 
 // liveMaps indexes one device's live mappings by DMA address. Every frame
 // syncs its buffer, so finding the mapping must cost neither the unit's
