@@ -16,9 +16,9 @@ import (
 // the state the receive loop keeps under it, the socket side, the
 // DMA-fault rule and its debug injection, and the TX ring with its
 // writer. A driver's queue embeds it beside its own RX ring, so that the
-// socket side's register programming (xsk.Hw) is written once: the
-// driver adds ReleaseRx, StartRx, Receive and Wait. Lock order: RxMu,
-// Txq.Mu.
+// receive loop (Receive) and the socket side's register programming
+// (xsk.Hw) are written once: the driver adds its Frame step, ReleaseRx,
+// StartRx and Wait. Lock order: RxMu, Txq.Mu.
 type Pair struct {
 	M   *MAC
 	Idx int
@@ -32,15 +32,15 @@ type Pair struct {
 	frame   Frame         // the driver's step for a good frame in rx
 	Discard bool          // inside a frame that spans buffers
 	X       *xsk.Queue    // the socket side: program, bound socket, zero-copy frames
-	Prog    xsk.Program   // X's program, cached for the RX loop; nil: none
-	Guard   ring.FaultGuard
-	Inject  ring.RxInject // debug inject-unmapped-rx
+	prog    xsk.Program   // X's program, cached for the RX loop; nil: none
+	guard   ring.FaultGuard
+	inject  ring.RxInject // debug inject-unmapped-rx
 	Stopped bool          // closed: no more polling, binding or TX
 	Closed  *atomic.Bool  // the device's: closed
 
 	Tx           *ring.TxRing
 	Txq          Queue // the writer over Tx, its doorbell and the TX lock
-	TxThresholds Thresholds
+	txThresholds Thresholds
 }
 
 // Hw is a driver's queue: the stack's (nic.Queue) and the socket side's
@@ -92,8 +92,8 @@ func (p *Pair) Init(c PairConfig) error {
 	if err != nil {
 		return errors.Join(err, c.Rx.Close())
 	}
-	*p = Pair{M: m, Idx: c.Idx, RxDescs: c.Rx.Descs, RxStats: c.Rx.Stats, closeRx: c.Rx.Close, hw: c.Hw, rx: c.Rx.Ring, frame: c.Rx.Frame, Closed: c.Closed, Tx: tx, TxThresholds: g.Tx}
-	p.Guard = ring.NewFaultGuard(c.DMA, fmt.Sprintf("%s q%d", m.Name, c.Idx), m.Logf)
+	*p = Pair{M: m, Idx: c.Idx, RxDescs: c.Rx.Descs, RxStats: c.Rx.Stats, closeRx: c.Rx.Close, hw: c.Hw, rx: c.Rx.Ring, frame: c.Rx.Frame, Closed: c.Closed, Tx: tx, txThresholds: g.Tx}
+	p.guard = ring.NewFaultGuard(c.DMA, fmt.Sprintf("%s q%d", m.Name, c.Idx), m.Logf)
 	p.Txq = Queue{
 		Writer: c.Writer,
 		Regs:   m.Regs, TDT: QueueReg(TDT, c.Idx),
@@ -145,7 +145,7 @@ func (p *Pair) Receive(pkts []nic.RxPacket) (n, taken int) {
 	if p.X.ZeroCopy() {
 		n, taken = p.cleanZC(pkts)
 	} else {
-		r, prog, frame := p.rx, p.Prog, p.frame
+		r, prog, frame := p.rx, p.prog, p.frame
 		start := r.Clean()
 		taken = ring.CleanRx(p.RxDescs, r, FrameErrors, len(pkts), &p.Discard, r.Drop, func(desc []byte) {
 			if frame(DecodeRx(desc), prog, &pkts[n]) {
@@ -176,10 +176,10 @@ func (p *Pair) OpenTx() error {
 // from start arms them with: WriteRx, or while an injection waits for its
 // descriptor, the hole in its place. RxMu is held.
 func (p *Pair) RxWriter(start, taken int) func(i int, addr kernel.DMAAddr) {
-	return p.Inject.Writer(start, taken, p.RxDescs.Len(), p.WriteRx, p.armRx)
+	return p.inject.Writer(start, taken, p.RxDescs.Len(), p.WriteRx, p.armRx)
 }
 
-func (p *Pair) armRx(i int, addr kernel.DMAAddr) { p.WriteRx(i, p.Inject.Arm(i, addr)) }
+func (p *Pair) armRx(i int, addr kernel.DMAAddr) { p.WriteRx(i, p.inject.Arm(i, addr)) }
 
 // endPoll ends a poll that filled pkts[:n]: the frames are judged against
 // the DMA fault count (a device marks a descriptor done even when its
@@ -187,7 +187,7 @@ func (p *Pair) armRx(i int, addr kernel.DMAAddr) { p.WriteRx(i, p.Inject.Arm(i, 
 // doorbell rung. It returns how many frames the caller gets; RxMu is
 // held.
 func (p *Pair) endPoll(pkts []nic.RxPacket, n int) int {
-	n = p.Guard.Check(pkts[:n], p.RxStats)
+	n = p.guard.Check(pkts[:n], p.RxStats)
 	p.Txq.Mu.Lock()
 	if p.X.Socket() != nil && !p.Txq.Closed {
 		p.X.Send(len(pkts))
@@ -214,7 +214,7 @@ func (p *Pair) DebugCtl(arg string, dma kernel.DMA) error {
 	p.RxMu.Lock()
 	defer p.RxMu.Unlock()
 	busy := p.Closed.Load() || p.Stopped || p.X.ZeroCopy()
-	return p.Inject.Ctl(arg, busy, dma, kernel.PageSize, p.M.Driver, p.M.Name, p.M.Logf)
+	return p.inject.Ctl(arg, busy, dma, kernel.PageSize, p.M.Driver, p.M.Name, p.M.Logf)
 }
 
 // Close releases everything after the device stopped: a bound socket
@@ -227,7 +227,7 @@ func (p *Pair) Close() error {
 	defer p.Txq.Mu.Unlock()
 	err := p.X.Unbind(false)
 	p.Stopped, p.Txq.Closed = true, true
-	return errors.Join(err, p.Inject.Close(), p.closeRx(), p.Tx.Close())
+	return errors.Join(err, p.inject.Close(), p.closeRx(), p.Tx.Close())
 }
 
 // Free frees the rings of a queue that never started.

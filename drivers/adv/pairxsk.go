@@ -24,7 +24,7 @@ func (p *Pair) StartTx() error {
 	if err := p.Txq.Reset(); err != nil {
 		return err
 	}
-	return p.M.StartTxQueue(p.Idx, p.Tx.Descs, p.TxThresholds)
+	return p.M.StartTxQueue(p.Idx, p.Tx.Descs, p.txThresholds)
 }
 
 // WriteRx implements xsk.Hw: descriptor i armed with the buffer at addr.
@@ -58,7 +58,7 @@ func (p *Pair) Bind(s *xsk.Socket, m xsk.Mode, maxFrame int) error {
 		return xsk.ErrClosed
 	}
 	err := p.X.Bind(s, m, maxFrame)
-	p.Prog = p.X.Program()
+	p.prog = p.X.Program()
 	return err
 }
 
@@ -72,7 +72,7 @@ func (p *Pair) Unbind() error {
 		return errors.New("no socket bound")
 	}
 	err := p.X.Unbind(!p.Closed.Load() && !p.Stopped)
-	p.Prog = p.X.Program()
+	p.prog = p.X.Program()
 	return err
 }
 
@@ -81,5 +81,5 @@ func (p *Pair) SetProgram(prog xsk.Program) {
 	p.RxMu.Lock()
 	defer p.RxMu.Unlock()
 	p.X.SetProgram(prog)
-	p.Prog = p.X.Program()
+	p.prog = p.X.Program()
 }

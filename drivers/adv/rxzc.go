@@ -86,7 +86,7 @@ func (p *Pair) StartRxZC(t Thresholds) error {
 // held.
 func (p *Pair) cleanZC(pkts []nic.RxPacket) (n, taken int) {
 	z := ZeroCopy{X: p.X, Stats: p.RxStats, Tx: &p.Txq}
-	n, taken, moved := z.Clean(p.RxDescs, pkts, &p.Discard, p.Prog)
+	n, taken, moved := z.Clean(p.RxDescs, pkts, &p.Discard, p.prog)
 	if moved {
 		p.M.SetRxTail(p.Idx, p.X.Tail())
 	}
