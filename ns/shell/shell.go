@@ -11,6 +11,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ether9/ether9/ns"
@@ -37,6 +38,9 @@ type Shell struct {
 // Run reads lines from in and answers on out until in ends or ctx is
 // done. A ^C abandons the line being typed, or stops the running command.
 func (s *Shell) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	// A running command writes from its own goroutine while the editor
+	// echoes keys (a ^C): one write at a time.
+	out = &syncWriter{w: out}
 	keys := make(chan byte, 64)
 	readErr := make(chan error, 1)
 	go func() {
@@ -137,6 +141,18 @@ func (s *Shell) runLine(ctx context.Context, line string, out io.Writer, keys <-
 			ahead = append(ahead, c)
 		}
 	}
+}
+
+// syncWriter serialises the writes of the editor and of the command.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // crlf turns "\n" into "\r\n" for a raw-mode terminal.

@@ -153,3 +153,39 @@ func TestInterruptPing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A ^C while a command runs: the editor echoes it while the command,
+// cancelled, prints its error, each from its own goroutine, into one
+// terminal (found by FuzzLineEditing under -race).
+func TestCtrlCWhileCommandPrints(t *testing.T) {
+	s, _ := newShell(t)
+	started := make(chan struct{})
+	s.Ping = func(ctx context.Context, host string) (time.Duration, error) {
+		close(started)
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	inR, inW := io.Pipe()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), inR, &out) }()
+	inW.Write([]byte("ping 10.0.2.2\r"))
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ping never started")
+	}
+	inW.Write([]byte{ctrlC})
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shell did not end")
+	}
+	if got := out.String(); !strings.Contains(got, "^C") || !strings.Contains(got, "context canceled") {
+		t.Fatalf("output %q: want the ^C and the cancelled ping", got)
+	}
+}
