@@ -12,7 +12,9 @@ import (
 // bootPhases are the console lines that end each stage of a boot, in
 // order; a platform prints only some of them (the Linux kernel is quiet,
 // the shim's lines are the metal platform's). Each phase is the time
-// from the previous line seen to its own.
+// from the previous line seen to its own. The lines are not anchored: a
+// firmware's last words may lack their newline ("Booting from
+// ROM..ether9: booting").
 var bootPhases = []struct {
 	name string // what the time up to the line went to
 	re   *regexp.Regexp
@@ -20,13 +22,13 @@ var bootPhases = []struct {
 	// each counts from it, in whichever order their lines come.
 	parallel bool
 }{
-	{"QEMU and firmware (SeaBIOS, pvh.bin)", regexp.MustCompile(`^metal: shim started`), false},
-	{"shim: paging, ACPI, clocks, loading /init", regexp.MustCompile(`^metal: /init .*; starting`), false},
-	{"Go runtime and package inits to main", regexp.MustCompile(`^ether9: booting`), false},
-	{"PCI and VT-d: translation on", regexp.MustCompile(`^iommu: translation on`), false},
-	{"NIC reset to link up", regexp.MustCompile(`^ether0: link up`), false},
-	{"the stack and the NICs attached", regexp.MustCompile(`^ether9: up in`), false},
-	{"DHCP lease, from the stack up", regexp.MustCompile(`^ether0: dhcp \d`), true},
+	{"QEMU and firmware (SeaBIOS, pvh.bin)", regexp.MustCompile(`metal: shim started`), false},
+	{"shim: paging, ACPI, clocks, loading /init", regexp.MustCompile(`metal: /init .*; starting`), false},
+	{"Go runtime and package inits to main", regexp.MustCompile(`ether9: booting`), false},
+	{"PCI and VT-d: translation on", regexp.MustCompile(`iommu: translation on`), false},
+	{"NIC link up, from VT-d on", regexp.MustCompile(`ether0: link up`), true},
+	{"NICs reset, the stack up", regexp.MustCompile(`ether9: up in`), false},
+	{"DHCP lease, from the stack up", regexp.MustCompile(`ether0: dhcp \d`), true},
 	{"HTTP listening, from the stack up", lineHTTP.re, true},
 }
 

@@ -15,7 +15,7 @@ func TestPhasesOf(t *testing.T) {
 		{At: ms(100), Text: "metal: shim started"},
 		{At: ms(130), Text: "metal: /init 14664 KiB at 493220 (loaded in 9 us), 975 MiB free, 30 us in the shim; starting"},
 		{At: ms(140), Text: "ether0: dhcp 10.0.2.15/24"}, // before its turn: not this phase's end
-		{At: ms(280), Text: "ether9: booting (kernel up 0.000s)"},
+		{At: ms(280), Text: "Booting from ROM..ether9: booting (kernel up 0.000s)"},
 		{At: ms(300), Text: "iommu: translation on, 4-level", CPU: ms(250)},
 		{At: ms(360), Text: "ether0: link up 1000 Mb/s full duplex", CPU: ms(290)},
 		{At: ms(365), Text: "ether0: link up 1000 Mb/s full duplex"},
@@ -24,7 +24,7 @@ func TestPhasesOf(t *testing.T) {
 		{At: ms(450), Text: "ether0: dhcp 10.0.2.15/24, no router offered"},
 	}
 	ps := phasesOf(lines)
-	want := []struct{ at, since int }{{100, 100}, {130, 30}, {280, 150}, {300, 20}, {360, 60}, {400, 40}, {450, 50}, {420, 20}}
+	want := []struct{ at, since int }{{100, 100}, {130, 30}, {280, 150}, {300, 20}, {360, 60}, {400, 100}, {450, 50}, {420, 20}}
 	if len(ps) != len(want) {
 		t.Fatalf("%d phases, want %d: %+v", len(ps), len(want), ps)
 	}
@@ -41,6 +41,13 @@ func TestPhasesOf(t *testing.T) {
 	}
 	if ps := phasesOf(lines); ps[4].cpu != ms(40) || ps[3].cpu != 0 || ps[2].cpu != 0 {
 		t.Errorf("cpu: link up %v (want 40ms), VT-d %v and main %v (want 0: not measured)", ps[4].cpu, ps[3].cpu, ps[2].cpu)
+	}
+	// igb's link comes up after the stack and the HTTP server: the
+	// stages after VT-d are still found.
+	igb := append([]qemu.Line{}, lines[:6]...)
+	igb = append(igb, lines[8], lines[9], lines[10], lines[6])
+	if ps := phasesOf(igb); len(ps) != 8 || ps[4].at != ms(360) || ps[5].since != ms(100) {
+		t.Errorf("link up last: %+v", ps)
 	}
 	var b strings.Builder
 	printPhases(&b, "qemu start", phasesOf(lines))
