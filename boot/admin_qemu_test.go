@@ -72,10 +72,17 @@ func TestControlNeedsTokenQEMU(t *testing.T) {
 			}
 			fmt.Fprintf(&b, "%s:\n%s", p, body)
 		}
+		// The copybreak, from among the counters.
+		_, stats := do(anon, "GET", "/ns/net/ether0/stats", "")
+		for _, l := range strings.Split(stats, "\n") {
+			if strings.HasPrefix(l, "copybreak: ") {
+				fmt.Fprintf(&b, "%s\n", l)
+			}
+		}
 		return b.String()
 	}
 	before := state()
-	if !strings.Contains(before, "strict") || !strings.Contains(before, "tso: on") {
+	if !strings.Contains(before, "strict") || !strings.Contains(before, "tso: on") || !strings.Contains(before, "copybreak: ") || strings.Contains(before, "copybreak: 0\n") {
 		t.Fatalf("unexpected starting state:\n%s", before)
 	}
 
@@ -134,7 +141,7 @@ func TestControlNeedsTokenQEMU(t *testing.T) {
 		}
 	}
 	after := state()
-	for _, want := range []string{"deferred 16", "tso: off", "capture on"} {
+	for _, want := range []string{"deferred 16", "tso: off", "capture on", "copybreak: 0\n"} {
 		if !strings.Contains(after, want) {
 			t.Errorf("state after the commands lacks %q:\n%s", want, after)
 		}

@@ -60,5 +60,14 @@ func controlState(t testing.TB, h *Host) string {
 		}
 		b.WriteString(s)
 	}
+	stats, err := h.System.Namespace().ReadFile("/net/ether0/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(stats, "\n") {
+		if strings.HasPrefix(l, "copybreak: ") {
+			b.WriteString(l + "\n") // a setting, among the counters
+		}
+	}
 	return b.String()
 }
