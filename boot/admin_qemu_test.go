@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -194,15 +192,11 @@ func TestControlNeedsTokenQEMU(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("the capture did not end at capture off; %d bytes", raw.Len())
 	}
-	tshark := pcaptest.Tshark(t)
-	file := filepath.Join(t.TempDir(), "capture.pcap")
-	if err := os.WriteFile(file, raw.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if n := pcaptest.TsharkCount(t, tshark, file, `http.request.uri contains "capture-marker"`); n != marked {
+	ts := pcaptest.NewTsharkFile(t, raw.Bytes())
+	if n := ts.Count(t, `http.request.uri contains "capture-marker"`); n != marked {
 		t.Errorf("tshark finds %d marked requests in %d bytes of capture, want %d", n, raw.Len(), marked)
 	}
-	if n := pcaptest.TsharkCount(t, tshark, file, "tcp.srcport == 80"); n < marked {
+	if n := ts.Count(t, "tcp.srcport == 80"); n < marked {
 		t.Errorf("tshark finds %d frames from port 80, want at least %d answers", n, marked)
 	}
 

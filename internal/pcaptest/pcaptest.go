@@ -1,6 +1,6 @@
 // Package pcaptest is test support for packet captures: a pcap stream
 // parsed into TCP frames (with gopacket's reader and decoders), and the
-// count of frames Debian's tshark finds in a capture file.
+// count of frames Debian's tshark finds in a capture.
 package pcaptest
 
 import (
@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +72,33 @@ func Tshark(t testing.TB) string {
 	return p
 }
 
-// TsharkCount is how many frames of the capture file pcap tshark shows
+// TsharkFile is a capture's bytes in a file, for tshark to read as a
+// user would (curl ... | tshark -r -).
+type TsharkFile struct {
+	tshark, file string
+}
+
+// NewTsharkFile writes capture where tshark reads it; without tshark it
+// skips the test (Tshark).
+func NewTsharkFile(t testing.TB, capture []byte) TsharkFile {
+	t.Helper()
+	tshark := Tshark(t)
+	file := filepath.Join(t.TempDir(), "capture.pcap")
+	if err := os.WriteFile(file, capture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return TsharkFile{tshark: tshark, file: file}
+}
+
+// Count is how many frames tshark shows under the display filter.
+func (f TsharkFile) Count(t testing.TB, filter string) int {
+	t.Helper()
+	return tsharkCount(t, f.tshark, f.file, filter)
+}
+
+// tsharkCount is how many frames of the capture file pcap tshark shows
 // under the display filter.
-func TsharkCount(t testing.TB, tshark, pcap, filter string) int {
+func tsharkCount(t testing.TB, tshark, pcap, filter string) int {
 	t.Helper()
 	cmd := exec.Command(tshark, "-n", "-r", pcap, "-Y", filter, "-T", "fields", "-e", "frame.number")
 	// tshark wants a home for its profile; a test gives it a fresh one.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,12 +143,8 @@ func TestCaptureStream(t *testing.T) {
 	}
 
 	// tshark reads the same bytes and finds the requests.
-	tshark := pcaptest.Tshark(t)
-	file := filepath.Join(t.TempDir(), "capture.pcap")
-	if err := os.WriteFile(file, raw.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if n := pcaptest.TsharkCount(t, tshark, file, `http.request.uri contains "capture-marker"`); n != requests {
+	ts := pcaptest.NewTsharkFile(t, raw.Bytes())
+	if n := ts.Count(t, `http.request.uri contains "capture-marker"`); n != requests {
 		t.Fatalf("tshark sees %d marked requests, want %d", n, requests)
 	}
 }
