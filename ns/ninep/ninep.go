@@ -36,10 +36,11 @@ type Server struct {
 	guard    *admin.Guard
 }
 
-// New serves n read-only; with writable, a client that attaches with the
-// guard's token ("token=SECRET" as the aname, or as the first element of a
-// walk from the root) may write the files that take commands. Writes
-// refused for lack of it are counted by the guard.
+// New serves n read-only. A client that attaches with the guard's token
+// ("token=SECRET" as the aname, or as the first element of a walk from
+// the root) may also read the streams (a capture shows traffic) and,
+// with writable, write the files that take commands. Writes refused for
+// lack of either are counted by the guard.
 func New(n *ns.Namespace, writable bool, g *admin.Guard) *Server {
 	return &Server{all: n, ro: n.ReadOnly(), writable: writable, guard: g}
 }
@@ -169,10 +170,6 @@ func (f *file) Walk(names []string) ([]p9.QID, p9.File, error) {
 			if !f.srv.guard.Admit(f.conn.local, f.conn.remote, "9p attach") {
 				return nil, nil, linux.EACCES
 			}
-			if !f.srv.writable {
-				f.srv.guard.Refuse(admin.ReadOnly, f.source, "9p attach")
-				return nil, nil, linux.EACCES
-			}
 			if !f.srv.guard.Allow(tok, f.source, "9p attach") {
 				return nil, nil, linux.EACCES
 			}
@@ -229,7 +226,7 @@ func (f *file) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 		}
 		return q, 0, nil
 	}
-	if mode.Mode() != p9.ReadOnly && !e.Writable {
+	if mode.Mode() != p9.ReadOnly && (!e.Writable || !f.srv.writable) {
 		f.refuseWrite()
 		return p9.QID{}, 0, linux.EROFS
 	}
@@ -249,7 +246,7 @@ func (f *file) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 // refuseWrite counts a write refused for want of the token: one to a
 // file that would take it from a client attached with the token.
 func (f *file) refuseWrite() {
-	if f.n == f.srv.all {
+	if f.n == f.srv.all && f.srv.writable {
 		return
 	}
 	if e, err := f.srv.all.Stat(f.path); err != nil || !e.Writable {

@@ -112,8 +112,16 @@ func TestWriteNeedsToken(t *testing.T) {
 			t.Errorf("attach with %q: %v, want EACCES; refusals:\n%s", bad, err, g.Stats())
 		}
 	}
-	if _, _, _, g, err := serveToken(t, false, token); !errors.Is(err, linux.EACCES) || g.Refused(admin.ReadOnly) != 1 {
-		t.Errorf("attach with the token to a read-only server: %v, want EACCES; refusals:\n%s", err, g.Stats())
+	// The token opens a read-only server's streams, not its ctl files.
+	ro, ctl, _, g, err := serveToken(t, false, token)
+	if err != nil {
+		t.Fatalf("attach with the token to a read-only server: %v", err)
+	}
+	if err := ro.Write("/dev/iommu/ctl", "deferred 32"); !errors.Is(err, linux.EROFS) {
+		t.Errorf("write with the token on a read-only server: %v, want EROFS", err)
+	}
+	if ctl.mode.Load() != "strict" || g.Refused(admin.ReadOnly) != 1 {
+		t.Errorf("mode %q, refusals:\n%s", ctl.mode.Load(), g.Stats())
 	}
 }
 

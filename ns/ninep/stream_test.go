@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -39,8 +40,15 @@ func (s *pipeStream) open(ns.Conn) (io.ReadCloser, error) {
 // TestStreamNeedsToken: a stream (a capture shows traffic) opens only for
 // a client attached with the token; its reads follow the writes; a
 // connection that ends while a read waits on a quiet stream closes the
-// reader and the server's connection ends.
+// reader and the server's connection ends. Reading is no write: the same
+// holds on a read-only server.
 func TestStreamNeedsToken(t *testing.T) {
+	for _, writable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("writable=%v", writable), func(t *testing.T) { streamNeedsToken(t, writable) })
+	}
+}
+
+func streamNeedsToken(t *testing.T, writable bool) {
 	n := ns.New()
 	st := &pipeStream{w: make(chan *io.PipeWriter, 1), closed: make(chan struct{})}
 	if err := n.Add("/net/ether0/capture", ns.StreamFunc(st.open)); err != nil {
@@ -48,7 +56,7 @@ func TestStreamNeedsToken(t *testing.T) {
 	}
 	secret, _ := admin.ParseToken(token)
 	g := admin.NewGuard(secret, t.Logf)
-	srv := New(n, true, g)
+	srv := New(n, writable, g)
 	dial := func(tok string) (*Client, chan error) {
 		cs, cc := net.Pipe()
 		done := make(chan error, 1)
