@@ -123,8 +123,8 @@ pvh_start:
 	/*
 	 * SSE must work before the first Go instruction: CR4.OSFXSR (bit 9)
 	 * and OSXMMEXCPT (bit 10), SDM 13.1.3; CR4.PAE (bit 5) for long mode
-	 * (SDM 9.8.5). CR4.OSXSAVE stays off, so Go sees no AVX and never
-	 * uses state FXSAVE does not cover.
+	 * (SDM 9.8.5). CR4.OSXSAVE and XCR0, for AVX, come later in C
+	 * (fpu_init, thread.c), before the first Go instruction.
 	 */
 	movl %cr4, %eax
 	orl $(1 << 5) | (1 << 9) | (1 << 10), %eax

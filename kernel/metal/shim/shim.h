@@ -141,6 +141,8 @@ __attribute__((noreturn)) void acpi_reset(void);
 
 /* thread.c: threads, the scheduler, futexes and the other waits. */
 enum { T_FREE, T_RUNNABLE, T_BLOCKED, T_DEAD };
+#define FPU_AREA 1024 /* x87, SSE and AVX state take 832 bytes in XSAVE's standard form */
+extern u64 fpu_size;  /* bytes of FPU state that fx_save writes: 512, or XSAVE's size */
 enum { W_NONE, W_FUTEX, W_SLEEP, W_EPOLL, W_CONSOLE };
 struct thread {
 	int tid;
@@ -157,7 +159,7 @@ struct thread {
 	u64 clear_tid;            /* CLONE_CHILD_CLEARTID */
 	u64 last_nr;              /* the last system call, for debug_dump */
 	u64 blocked_at, woken_at, wakes; /* ns since boot, and how many wakes */
-	u8 fx[512] __attribute__((aligned(16))); /* FXSAVE area, SDM vol 1 10.5.1 */
+	u8 fx[FPU_AREA] __attribute__((aligned(64))); /* XSAVE (or FXSAVE) area, SDM vol 1 13.4 */
 };
 static inline struct regs *frame_of(struct thread *t) { return (struct regs *)(t->kstack_top - sizeof(struct regs)); }
 void threads_init(void);
@@ -172,8 +174,9 @@ i64 sys_clone(struct regs *r);
 void thread_exit(struct thread *t);
 i64 futex_wait(struct thread *t, u64 addr, u32 val, u64 deadline);
 i64 futex_wake(u64 addr, int n);
+void fpu_init(void);
 void fx_save(u8 *area);
-void fx_restore(const u8 *area);
+int fx_restore(u8 *area); /* -1: not a state this CPU can load */
 struct thread *threads_table(int *n);
 
 /* signal.c */

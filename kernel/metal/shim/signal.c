@@ -150,7 +150,7 @@ static int build_frame(struct thread *t, struct regs *r, int sig, struct siginfo
 	u64 sp = r->rsp - 128; /* the red zone of the interrupted code */
 	if ((a->flags & SA_ONSTACK) && t->ss_size && !on_altstack(t, r->rsp))
 		sp = t->ss_sp + t->ss_size;
-	u64 fp = (sp - 512) & ~63UL;
+	u64 fp = (sp - fpu_size) & ~63UL;
 	u64 fa = ((fp - sizeof(struct rt_sigframe)) & ~15UL) - 8;
 	if (user_ok(fa, sp - fa, 1))
 		return -EFAULT;
@@ -263,13 +263,7 @@ i64 sys_rt_sigreturn(struct thread *t, struct regs *r)
 	r->cs = KCODE;
 	r->ss = KDATA;
 	t->blocked = f->uc.sigmask & ~UNBLOCKABLE;
-	if (m->fpstate) {
-		if (user_ok(m->fpstate, 512, 1) || (m->fpstate & 15))
-			die(r, SIGSEGV);
-		/* FXRSTOR faults on reserved MXCSR bits (SDM vol 1 10.5.1.2). */
-		u32 *mxcsr = (u32 *)(m->fpstate + 24), mask = *(u32 *)(m->fpstate + 28);
-		*mxcsr &= mask ? mask : 0xffbf;
-		fx_restore((u8 *)m->fpstate);
-	}
+	if (m->fpstate && (user_ok(m->fpstate, fpu_size, 1) || fx_restore((u8 *)m->fpstate)))
+		die(r, SIGSEGV);
 	return r->rax;
 }
