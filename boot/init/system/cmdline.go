@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ether9/ether9/netstack/dhcp"
 	"github.com/ether9/ether9/ns/admin"
@@ -24,6 +25,10 @@ type Options struct {
 	NineP    string       // ether9.9p=rw|ro: serve the namespace over 9P
 	Ping     bool         // ether9.ping=off: do not ping the gateway at start
 	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
+	// ether9.spin=200us: how long a NIC on its interrupt keeps polling
+	// after its last frame before it sleeps (0: it sleeps at once);
+	// at most maxSpin.
+	Spin time.Duration
 	// ether9.token=SECRET: what control over the network needs; empty:
 	// one is drawn at boot and printed on the serial console.
 	Token admin.Token
@@ -55,7 +60,7 @@ const maxNICs = 64
 
 // DefaultOptions is what an empty command line means.
 func DefaultOptions() Options {
-	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true, IRQ: true}
+	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true, IRQ: true, Spin: defaultSpin}
 }
 
 // ParseCmdline reads the ether9.* parameters out of a kernel command line.
@@ -130,6 +135,12 @@ func (o *Options) set(name, val string, hasVal bool) error {
 			return err
 		}
 		o.IRQ = b
+	case "spin":
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 0 || d > maxSpin {
+			return fmt.Errorf("want a duration from 0 to %v", maxSpin)
+		}
+		o.Spin = d
 	case "ntp":
 		var out []netip.AddrPort
 		for _, f := range strings.Split(val, ",") {

@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/ns/admin"
 )
 
@@ -24,6 +26,11 @@ func TestParseCmdline(t *testing.T) {
 		{"ether9.dhcp=off ether9.iommu=deferred ether9.http=8080 ether9.9p=rw ether9.ping=0 ether9.irq=off", func(o *Options) {
 			o.DHCP, o.IOMMU, o.HTTPPort, o.NineP, o.Ping, o.IRQ = false, "deferred", 8080, "rw", false, false
 		}, ""},
+		{"ether9.spin=200us", func(o *Options) { o.Spin = 200 * time.Microsecond }, ""},
+		{"ether9.spin=0", func(o *Options) { o.Spin = 0 }, ""},
+		{"ether9.spin=-1ms ether9.ping=off", func(o *Options) { o.Ping = false }, "ether9.spin=-1ms"},
+		{"ether9.spin=2s", func(*Options) {}, "ether9.spin=2s"},
+		{"ether9.spin", func(*Options) {}, "ether9.spin"},
 		{"ether9.ip=10.0.2.15 ether9.gw=10.0.2.2", func(o *Options) {
 			o.Gateway = netip.MustParseAddr("10.0.2.2") // the bad ip is reported, the gateway still applies
 		}, "ether9.ip=10.0.2.15"},
@@ -84,4 +91,20 @@ func FuzzParseCmdline(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIRQPacing: ether9.spin=0 must reach netstack as no spin at all (its
+// zero Spin means the 1 ms default) and an idle threshold that the first
+// empty poll passes; a spin is the loop's whole busy time before it
+// sleeps on the interrupt.
+func TestIRQPacing(t *testing.T) {
+	var o netstack.Options
+	irqPacing(&o, 0)
+	if o.Spin >= 0 || o.IdleAfter <= 0 || o.IdleAfter >= 20*time.Microsecond || o.IdleWait != idleWaitIRQ {
+		t.Errorf("spin 0: Spin %v IdleAfter %v IdleWait %v, want no spin and an idle threshold under one poll", o.Spin, o.IdleAfter, o.IdleWait)
+	}
+	irqPacing(&o, 200*time.Microsecond)
+	if o.Spin != 200*time.Microsecond || o.IdleAfter != o.Spin || o.IdleWait != idleWaitIRQ {
+		t.Errorf("spin 200us: Spin %v IdleAfter %v IdleWait %v", o.Spin, o.IdleAfter, o.IdleWait)
+	}
 }

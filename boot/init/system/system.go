@@ -201,19 +201,41 @@ func (s *System) bind() error {
 			p.Domain, p.IOMMU = dom, base
 		}
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
-		s.logf("%s irq: %s", b.NIC.Name(), irqString(p.IRQ))
+		if p.IRQ != nil {
+			s.logf("%s irq: %s, spin %v", b.NIC.Name(), irqString(p.IRQ), s.opt.Spin)
+		} else {
+			s.logf("%s irq: %s", b.NIC.Name(), irqString(p.IRQ))
+		}
 		s.ports = append(s.ports, p)
 	}
 	return nil
 }
 
-// idleAfterIRQ and idleWaitIRQ are netstack.Options.IdleAfter and
-// IdleWait for a NIC with an interrupt: the spin's length (netstack's
-// default Spin), then sleeps of a second.
+// A NIC with an interrupt polls for Options.Spin after its last frame
+// (defaultSpin unless ether9.spin says otherwise), then sleeps on the
+// interrupt for up to idleWaitIRQ: the spin saves the interrupt's round
+// trip between the frames of a burst, and costs the CPU it spins for
+// after the last one. maxSpin bounds the knob at netstack's default
+// idle threshold, past which a loop's waits would stop being the
+// interrupt's.
 const (
-	idleAfterIRQ = time.Millisecond
-	idleWaitIRQ  = time.Second
+	defaultSpin = time.Millisecond
+	maxSpin     = time.Second
+	idleWaitIRQ = time.Second
 )
+
+// irqPacing sets the poll pacing of a NIC on its interrupt: spin, then
+// sleep until the interrupt or the next idle tick.
+func irqPacing(o *netstack.Options, spin time.Duration) {
+	if spin > 0 {
+		o.Spin, o.IdleAfter = spin, spin
+	} else {
+		// No spin at all: the first empty poll sleeps (netstack's
+		// zero values mean its defaults).
+		o.Spin, o.IdleAfter = -1, time.Nanosecond
+	}
+	o.IdleWait = idleWaitIRQ
+}
 
 // irqString says how a driver waits: the interrupt's name, or polling.
 func irqString(w kernel.Waiter) string {
@@ -267,8 +289,7 @@ func (s *System) startStack() error {
 			// machine (500 times in the second after each request,
 			// measured), and an idle one need not wake more than once a
 			// second.
-			ifc.Endpoint.IdleAfter = idleAfterIRQ
-			ifc.Endpoint.IdleWait = idleWaitIRQ
+			irqPacing(&ifc.Endpoint, s.opt.Spin)
 		}
 		// ether9.ip and ether9.gw belong to the first NIC.
 		if len(ifs) == 0 {
