@@ -44,6 +44,12 @@ type Options struct {
 	// a poll loop to notice. Defaults 1 s and 20 ms; IdleWait is at least
 	// MaxWait.
 	IdleAfter, IdleWait time.Duration
+	// IdleEpoch is when the idle waits' ticks count from: an idle loop
+	// waits until the next multiple of IdleWait after it (IdleTick).
+	// Endpoints and the other periodic work of one machine given the
+	// same epoch wake it together. Zero: the Attach that started the
+	// loops.
+	IdleEpoch time.Time
 	// TxTimeout is how long WritePackets keeps retrying a full ring before
 	// it drops the rest of the batch. Default 50 ms.
 	TxTimeout time.Duration
@@ -153,7 +159,7 @@ type loopSet struct {
 	stop  chan struct{} // closed to ask the loops to end
 	done  chan struct{} // closed when they all have
 	wg    sync.WaitGroup
-	epoch time.Time // the loops' shared clock starts here (pacer.idle)
+	epoch time.Time // the loops' shared clock starts here (Options.IdleEpoch)
 }
 
 type dispatcherRef struct{ d stack.NetworkDispatcher }
@@ -321,7 +327,11 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 	if e.closed || e.loops != nil || e.opt.Manual {
 		return
 	}
-	ls := &loopSet{stop: make(chan struct{}), done: make(chan struct{}), epoch: time.Now()}
+	epoch := e.opt.IdleEpoch
+	if epoch.IsZero() {
+		epoch = time.Now()
+	}
+	ls := &loopSet{stop: make(chan struct{}), done: make(chan struct{}), epoch: epoch}
 	prev := e.done
 	ls.wg.Add(len(e.queues))
 	for _, q := range e.queues {
@@ -554,11 +564,7 @@ func (p *pacer) idle(now time.Duration) time.Duration {
 // second for all of them instead of once for each (four times for an
 // igb). A wait shorter than MinWait runs on to the tick after.
 func (p *pacer) toIdleTick(now time.Duration) time.Duration {
-	w := p.idleWait - now%p.idleWait
-	if w < p.minWait {
-		w += p.idleWait
-	}
-	return w
+	return untilTick(now, p.idleWait, p.minWait)
 }
 
 // spinning reports whether traffic at now is recent enough to poll on.

@@ -47,6 +47,9 @@ type Options struct {
 	// DHCPTiming is the DHCP client's retransmission and back-off (not
 	// on the command line: tests shorten it); zero: the defaults.
 	DHCPTiming dhcp.Config
+	// IdleEpoch is when the idle tick counts from (System.idleTick; not
+	// on the command line: tests move its phase); zero: Start.
+	IdleEpoch time.Time
 }
 
 // NICOptions are one interface's own parameters.

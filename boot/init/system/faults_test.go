@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ether9/ether9/netstack"
 )
 
 // TestWatchFaultsPace counts the fault watcher's reads: an idle machine
@@ -24,7 +26,7 @@ func TestWatchFaultsPace(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, make(chan struct{}), idle, afterWork)
+			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, make(chan struct{}), netstack.IdleTick{Epoch: time.Now(), Period: idle}, afterWork)
 			close(done)
 		}()
 		start := time.Now()
@@ -41,7 +43,7 @@ func TestWatchFaultsPace(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, work, time.Hour, afterWork)
+			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, work, netstack.IdleTick{Epoch: time.Now(), Period: time.Hour}, afterWork)
 			close(done)
 		}()
 		start := time.Now()

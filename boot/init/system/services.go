@@ -19,15 +19,12 @@ import (
 	"github.com/ether9/ether9/ns"
 )
 
-// faultPoll is how often the fault recording registers are read on an
-// idle machine. A NIC may mark a descriptor done even when its DMA
-// faulted, so faults are looked for, not waited for: after polls that
-// found frames, at most every faultAfterWork, and else every faultPoll,
-// so that an idle machine wakes at most once a second.
-const (
-	faultPoll      = time.Second
-	faultAfterWork = 10 * time.Millisecond
-)
+// A NIC may mark a descriptor done even when its DMA faulted, so faults
+// are looked for, not waited for: after polls that found frames, at most
+// every faultAfterWork, and else at every idle tick (System.idleTick),
+// when the idle NIC loops wake too, so that an idle machine wakes at
+// most once a second.
+const faultAfterWork = 10 * time.Millisecond
 
 func (s *System) startServices(ctx context.Context) {
 	if len(s.IOMMUs()) > 0 {
@@ -202,15 +199,15 @@ func (s *System) Logf(format string, args ...any) { s.logf(format, args...) }
 
 // watchFaults prints each new fault record as it is found.
 func (s *System) watchFaults(ctx context.Context) error {
-	watchFaults(ctx, s.remap.ReportFaults, s.work, faultPoll, faultAfterWork)
+	watchFaults(ctx, s.remap.ReportFaults, s.work, s.idleTick(), faultAfterWork)
 	return nil
 }
 
-// watchFaults calls report every idle, and after a signal on work once
+// watchFaults calls report at every tick, and after a signal on work once
 // afterWork has passed, until ctx ends: an idle machine wakes once per
-// idle, a busy one at most once per afterWork, however many polls signal.
-func watchFaults(ctx context.Context, report func() uint64, work <-chan struct{}, idle, afterWork time.Duration) {
-	t := time.NewTicker(idle)
+// tick, a busy one at most once per afterWork, however many polls signal.
+func watchFaults(ctx context.Context, report func() uint64, work <-chan struct{}, tick netstack.IdleTick, afterWork time.Duration) {
+	t := time.NewTimer(tick.Until(time.Now(), afterWork))
 	defer t.Stop()
 	for {
 		report()
@@ -218,6 +215,7 @@ func watchFaults(ctx context.Context, report func() uint64, work <-chan struct{}
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(tick.Until(time.Now(), afterWork))
 		case <-work:
 			// Traffic: look again soon, but not at every poll.
 			select {

@@ -64,6 +64,7 @@ type System struct {
 	opt   Options
 	logf  func(format string, args ...any)
 	boot  time.Duration // Clock.Now at Start
+	epoch time.Time     // the idle tick counts from here (idleTick)
 	sup   *services.Supervisor
 	funcs []*pci.Function
 	// The DMAR table's units; each is brought up when the first NIC it
@@ -105,10 +106,14 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		opt:   opt,
 		logf:  logf,
 		boot:  p.Clock.Now(),
+		epoch: opt.IdleEpoch,
 		sup:   services.New(logf, 100*time.Millisecond, 5*time.Second),
 		kmesg: kmesg,
 		remap: NewRemapper(p, opt.IOMMU, logf),
 		work:  make(chan struct{}, 1),
+	}
+	if s.epoch.IsZero() {
+		s.epoch = time.Now()
 	}
 	tok := opt.Token
 	if !tok.Valid() {
@@ -221,8 +226,19 @@ func (s *System) bind() error {
 const (
 	defaultSpin = time.Millisecond
 	maxSpin     = time.Second
-	idleWaitIRQ = time.Second
+	idleWaitIRQ = idleTickPeriod
 )
+
+// idleTickPeriod is how often an idle machine wakes: the NIC loops on
+// their interrupt time out and the VT-d fault registers are read at the
+// same instants, every second from Start (polling loops wait for a
+// divisor of it, netstack's IdleWait of 20 ms, on the same clock).
+const idleTickPeriod = time.Second
+
+// idleTick is the clock every periodic wait of an idle machine ends on.
+func (s *System) idleTick() netstack.IdleTick {
+	return netstack.IdleTick{Epoch: s.epoch, Period: idleTickPeriod}
+}
 
 // irqPacing sets the poll pacing of a NIC on its interrupt: spin, then
 // sleep until the interrupt or the next idle tick.
@@ -275,7 +291,7 @@ func (s *System) startStack() error {
 			DHCP:  s.opt.DHCP && !own.NoDHCP,
 			// The endpoint names the NIC in its lines and reports link
 			// changes after this first state.
-			Endpoint: netstack.Options{Logf: s.logf, OnWork: s.worked},
+			Endpoint: netstack.Options{Logf: s.logf, OnWork: s.worked, IdleEpoch: s.epoch},
 			// Senders queue and one goroutine per driver queue hands
 			// their packets over in batches: one TX tail write per batch
 			// instead of per packet, which under emulation is the cost
