@@ -137,6 +137,10 @@ type Endpoint struct {
 	// pcap readers (ctl capture on); off, each batch pays one load.
 	capture *capture.Capture
 
+	// fwd is the Stack's, set before Attach; the receive path releases
+	// what forwarding held of a packet (forwardHold).
+	fwd *forwardHold
+
 	dispatcher atomic.Pointer[dispatcherRef]
 	link       atomic.Pointer[nic.Link]
 	linkAddr   atomic.Pointer[tcpip.LinkAddress] // read per frame

@@ -74,13 +74,15 @@ func (r *rxPath) end() {
 // stackOut is the stack as the GRO engine sees it: a dispatcher that
 // counts the packets it is given.
 type stackOut struct {
-	d stack.NetworkDispatcher // the dispatcher of the frame last delivered
-	n *atomic.Uint64
+	d   stack.NetworkDispatcher // the dispatcher of the frame last delivered
+	n   *atomic.Uint64
+	fwd *forwardHold
 }
 
 func (o *stackOut) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
 	o.n.Add(1)
 	o.d.DeliverNetworkPacket(proto, pkt)
+	o.fwd.release(pkt)
 }
 
 func (o *stackOut) DeliverLinkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
@@ -169,9 +171,11 @@ func (r *rxPath) toStack(p *nic.RxPacket) {
 	if !r.coalesce || pkt.PktType != tcpip.PacketHost {
 		e.stats.rxDelivered.Add(1)
 		ref.d.DeliverNetworkPacket(proto, pkt)
+		e.fwd.release(pkt)
 		return
 	}
 	r.out.d = ref.d
+	r.out.fwd = e.fwd
 	e.stats.rxGRO.Add(1)
 	r.gro.Enqueue(pkt)
 }

@@ -98,6 +98,9 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 		ndp:     ndp,
 	}
 	h.s = s
+	fwd := &forwardHold{ours: func(id tcpip.NICID) bool { return id >= NICID(0) && id <= NICID(len(ifs)-1) }}
+	s.SetNFTables(forwardHook{fwd})
+	s.SetNFTablesConfigured(true)
 	var ctx context.Context
 	ctx, s.cancel = context.WithCancel(context.Background())
 	// Large transfers want windows bigger than gVisor's defaults.
@@ -134,6 +137,7 @@ func NewStack(opt StackOptions, ifs ...Interface) (*Stack, error) {
 		if err != nil {
 			return fail(fmt.Errorf("netstack: interface %d: %w", i, err))
 		}
+		ep.fwd = fwd
 		s.Endpoints = append(s.Endpoints, ep)
 		id := NICID(i)
 		nopt := stack.NICOptions{Name: ifc.NIC.Name()}
