@@ -1,6 +1,0 @@
-//go:build race
-
-package main
-
-// raceOn: the test binary has the race detector.
-const raceOn = true
