@@ -63,13 +63,15 @@ func (c *Console) WaitFor(t testing.TB, want string) {
 }
 
 // Run starts p with cfg on a simulated machine with the NIC families
-// given (one e1000e by default), each cabled to a peer. The machine stops
-// at the test's end, within Wait or the test fails with every goroutine's
-// stack; the console is logged when the test failed.
+// given (one e1000e by default), each cabled to a peer. The memory tracks
+// DMA ownership: a buffer the CPU holds written by a device, or a bad
+// sync, fails the test. The machine stops at the test's end, within Wait
+// or the test fails with every goroutine's stack; the console is logged
+// when the test failed.
 func Run(t testing.TB, cfg ether9.Config, p ether9.Program, nics ...string) (*simmachine.Host, *Console) {
 	t.Helper()
 	con := &Console{}
-	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: nics, Logf: con.Logf})
+	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: nics, Logf: con.Logf, CheckOwnership: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,9 @@ func Run(t testing.TB, cfg ether9.Config, p ether9.Program, nics ...string) (*si
 		case <-time.After(Wait):
 			buf := make([]byte, 1<<20)
 			t.Errorf("the machine did not stop within %v:\n%s", Wait, buf[:runtime.Stack(buf, true)])
+		}
+		if errs := h.Machine.Mem.Errors(); len(errs) > 0 {
+			t.Errorf("%d DMA ownership misuses, the first: %v", len(errs), errs[0])
 		}
 		if t.Failed() {
 			t.Logf("console:\n%s", con)

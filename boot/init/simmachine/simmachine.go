@@ -66,6 +66,9 @@ type Config struct {
 	Options *system.Options
 	// VTd configures the VT-d model; the zero value is QEMU's unit.
 	VTd vtd.Config
+	// CheckOwnership makes the memory track who owns each DMA byte
+	// (sim.Config.CheckOwnership): misuses are in Machine.Mem.Errors.
+	CheckOwnership bool
 	// NICs are the families of the machine's NICs (Families), each on
 	// its own wire with its own peer; empty means one e1000e.
 	NICs []string
@@ -131,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if len(cfg.NICs) == 0 {
 		cfg.NICs = []string{"e1000e"}
 	}
-	m, err := sim.New(sim.Config{VTd: cfg.VTd})
+	m, err := sim.New(sim.Config{VTd: cfg.VTd, CheckOwnership: cfg.CheckOwnership})
 	if err != nil {
 		return nil, fmt.Errorf("simmachine: %w", err)
 	}
