@@ -14,6 +14,21 @@ import (
 const testToken = "sim-test-token-0123456789"
 
 // testConfig is the default machine with testToken.
+// serving starts the machine with testConfig and waits for its HTTP
+// server; it returns the machine, its console and the forward's base
+// URL, and the machine closes when the test ends.
+func serving(t *testing.T) (*Host, *console, string) {
+	t.Helper()
+	con := &console{}
+	h, err := Start(context.Background(), testConfig(con))
+	if err != nil {
+		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
+	}
+	t.Cleanup(func() { h.Close() })
+	con.waitFor(t, "http: listening :80")
+	return h, con, "http://" + h.Forward.Addr().String()
+}
+
 func testConfig(con *console) Config {
 	opt := Options(1)
 	tok, err := admin.ParseToken(testToken)
@@ -72,14 +87,7 @@ func authPost(url, contentType string, body io.Reader) (*http.Response, error) {
 // cross-origin POST is refused even with the token; with it, control
 // works.
 func TestControlNeedsToken(t *testing.T) {
-	con := &console{}
-	h, err := Start(context.Background(), testConfig(con))
-	if err != nil {
-		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
-	defer h.Close()
-	con.waitFor(t, "http: listening :80")
-	base := "http://" + h.Forward.Addr().String()
+	h, con, base := serving(t)
 	state := func() string {
 		t.Helper()
 		var b strings.Builder

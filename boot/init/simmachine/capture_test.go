@@ -2,7 +2,6 @@ package simmachine
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,14 +19,7 @@ import (
 // NIC's stats and /metrics, while a bulk transfer goes on unhindered;
 // capture off ends the streams. tshark reads the stream too.
 func TestCaptureStream(t *testing.T) {
-	con := &console{}
-	h, err := Start(context.Background(), testConfig(con))
-	if err != nil {
-		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
-	defer h.Close()
-	con.waitFor(t, "http: listening :80")
-	base := "http://" + h.Forward.Addr().String()
+	h, _, base := serving(t)
 	capURL := base + "/ns/net/ether0/capture"
 	stats := func() string {
 		s, err := h.System.Namespace().ReadFile("/net/ether0/stats")

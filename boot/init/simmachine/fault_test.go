@@ -1,7 +1,6 @@
 package simmachine
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -10,14 +9,7 @@ import (
 // VT-d model, printed on the console as it is found, counted on the status
 // page, and the machine keeps serving.
 func TestFaultIsReportedAndServiceGoesOn(t *testing.T) {
-	con := &console{}
-	h, err := Start(context.Background(), testConfig(con))
-	if err != nil {
-		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
-	defer h.Close()
-	con.waitFor(t, "http: listening :80")
-	base := "http://" + h.Forward.Addr().String()
+	h, con, base := serving(t)
 
 	// The NIC writes where nothing is mapped, as a device with a stale
 	// descriptor would.

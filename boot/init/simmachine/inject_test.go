@@ -2,7 +2,6 @@ package simmachine
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -23,14 +22,7 @@ var armedRe = regexp.MustCompile(`ether0: debug: rx descriptor (\d+) armed with 
 // NIC's source id and that IOVA, the driver drops the frame, TCP sends it
 // again, and both directions still carry data intact.
 func TestInjectedUnmappedRxBuffer(t *testing.T) {
-	con := &console{}
-	h, err := Start(context.Background(), testConfig(con))
-	if err != nil {
-		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
-	defer h.Close()
-	con.waitFor(t, "http: listening :80")
-	base := "http://" + h.Forward.Addr().String()
+	_, con, base := serving(t)
 
 	for cmd, code := range map[string]int{"ether0 debug": 400, "ether0 debug inject-unmapped": 400, "ether0 debug inject-unmapped-rx": 200} {
 		if got := postCtl(t, base, cmd); got != code {

@@ -1,7 +1,6 @@
 package simmachine
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,14 +14,7 @@ import (
 // text format and has a metric for every counter of /net/ether0/stats,
 // /dev/iommu/stats and /dev/admin/refused, agreeing with the files.
 func TestMetrics(t *testing.T) {
-	con := &console{}
-	h, err := Start(context.Background(), testConfig(con))
-	if err != nil {
-		t.Fatalf("start: %v\nconsole:\n%s", err, con.text())
-	}
-	defer h.Close()
-	con.waitFor(t, "http: listening :80")
-	base := "http://" + h.Forward.Addr().String()
+	h, _, base := serving(t)
 	send(t, "POST", base+"/ctl", "", "iommu deferred 16") // one refusal to count
 
 	files := []string{"/net/ether0/stats", "/dev/iommu/stats"}
