@@ -87,7 +87,16 @@ func (c *Capture) Add(b *buffer.Buffer) {
 	s.when, s.orig = when, uint32(min(size, 1<<32-1))
 	c.head++
 	c.frames++
+	n := uint64(len(c.slots))
 	for _, r := range c.readers {
+		// A reader the ring has lapped loses its oldest frame now, not
+		// when it next reads: one blocked on a full connection may not
+		// read for a long time, and its losses must show meanwhile.
+		if r.gen == c.gen && c.head-r.next > n {
+			r.next = c.head - n
+			r.dropped++
+			c.dropped++
+		}
 		select {
 		case r.wake <- struct{}{}:
 		default: // already told
@@ -278,12 +287,7 @@ func (r *Reader) fill() (bool, error) {
 		}
 		return false, nil
 	}
-	n := uint64(len(c.slots))
-	if lost := c.head - r.next; lost > n {
-		r.dropped += lost - n
-		c.dropped += lost - n
-		r.next = c.head - n
-	}
+	n := uint64(len(c.slots)) // Add keeps r.next within the ring
 	b := r.buf[:0]
 	for r.next < c.head {
 		s := &c.slots[r.next%n]

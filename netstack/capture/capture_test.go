@@ -112,9 +112,14 @@ func TestSlowReaderDropsCounted(t *testing.T) {
 	for i := range sent {
 		add(c, frame(i, 64))
 	}
+	slots := max(capture.MinSlots, capture.RingBytes/capture.MaxSnaplen)
+	// Counted as they happen, before the reader reads again: a reader
+	// stuck on a full connection must not hide its losses.
+	if _, d, _ := c.Stats(); d != sent-uint64(slots) {
+		t.Fatalf("capture dropped %d before the reader read, want %d", d, sent-slots)
+	}
 	c.Stop()
 	frames, _ := readAll(t, r)
-	slots := max(capture.MinSlots, capture.RingBytes/capture.MaxSnaplen)
 	if len(frames) != slots {
 		t.Fatalf("read %d frames, want the ring's %d", len(frames), slots)
 	}
