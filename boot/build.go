@@ -28,6 +28,17 @@ type parts struct {
 	firmware qemu.Firmware
 }
 
+// newParts makes the scratch directory ether9-KIND-* that /init and the
+// initramfs are built in, for kernel booted with cmdline.
+func newParts(kind, kernel, cmdline string) (*parts, error) {
+	dir, err := os.MkdirTemp("", "ether9-"+kind+"-")
+	if err != nil {
+		return nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	return &parts{dir: dir, kernel: kernel, cmdline: cmdline,
+		init: filepath.Join(dir, "init"), initrd: filepath.Join(dir, "initramfs.cpio")}, nil
+}
+
 func (p *parts) remove() {
 	if p != nil && p.dir != "" {
 		os.RemoveAll(p.dir)
@@ -51,12 +62,10 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ether9-boot-")
+	p, err := newParts("boot", kernel, cmdline)
 	if err != nil {
-		return nil, fmt.Errorf("scratch directory: %w", err)
+		return nil, err
 	}
-	p := &parts{dir: dir, kernel: kernel, cmdline: cmdline,
-		init: filepath.Join(dir, "init"), initrd: filepath.Join(dir, "initramfs.cpio")}
 	if err := p.build(ctx, o.app, log); err != nil {
 		p.remove()
 		return nil, err

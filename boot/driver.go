@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -121,12 +120,10 @@ func assembleLinux(ctx context.Context, o options, log io.Writer) (*parts, error
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ether9-linuxref-")
+	p, err := newParts("linuxref", kernel, cmdline)
 	if err != nil {
-		return nil, fmt.Errorf("scratch directory: %w", err)
+		return nil, err
 	}
-	p := &parts{dir: dir, kernel: kernel, cmdline: cmdline,
-		init: filepath.Join(dir, "init"), initrd: filepath.Join(dir, "initramfs.cpio")}
 	t := time.Now()
 	if err := buildApp(ctx, linuxRefApp, p.init); err != nil {
 		p.remove()

@@ -87,11 +87,12 @@ func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...strin
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ether9-metal-")
+	p, err := newParts("metal", "", cmdline)
 	if err != nil {
-		return nil, fmt.Errorf("scratch directory: %w", err)
+		return nil, err
 	}
-	p := &parts{dir: dir, cmdline: cmdline, init: filepath.Join(dir, "init"), kernel: filepath.Join(dir, "shim.elf")}
+	// The shim is the kernel; /init is its module, with no initramfs.
+	p.kernel = filepath.Join(p.dir, "shim.elf")
 	p.boot, p.initrd = p.kernel, p.init
 	t := time.Now()
 	if err := buildShim(ctx, root, p.kernel); err != nil {
