@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/boot/image"
-	"github.com/ether9/ether9/boot/qemu"
 )
 
 // boxMain is a program of a module of its own.
@@ -154,16 +153,7 @@ func TestBootHelloExample(t *testing.T) {
 	var log syncBuffer
 	o := testOptions("e1000e", "./examples/hello")
 	o.port = 0
-	p, c, err := prepare(ctx, o, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.remove()
-	vm, err := qemu.Start(c, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Stop()
+	vm, c := startVM(t, ctx, o, &log)
 	for _, want := range []string{"iommu: translation on", "hello: listening"} {
 		if _, err := vm.Console.WaitFor(ctx, want); err != nil {
 			t.Fatalf("%v\nconsole:\n%s", err, vm.Console.Tail(60))

@@ -168,16 +168,7 @@ func TestBootLockdown(t *testing.T) {
 	defer cancel()
 	var log syncBuffer
 	o := testOptions("e1000e", "./boot/init")
-	p, c, err := prepare(ctx, o, &log, "lockdown=integrity")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.remove()
-	vm, err := qemu.Start(c, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Stop()
+	vm, _ := startVM(t, ctx, o, &log, "lockdown=integrity")
 	// The platform's first failure, whatever it says, ends the wait: the
 	// console stays up after it and says nothing more.
 	l, err := vm.Console.WaitMatch(ctx, regexp.MustCompile(`ether9: .*iopl`))

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ether9/ether9/boot/qemu"
 )
 
 func TestDriverFlag(t *testing.T) {
@@ -99,16 +97,7 @@ func TestReferenceBoot(t *testing.T) {
 	if o, err = withToken(o); err != nil {
 		t.Fatal(err)
 	}
-	p, c, err := prepare(ctx, o, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.remove()
-	vm, err := qemu.Start(c, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Stop()
+	vm, c := startVM(t, ctx, o, &log)
 	if _, err := vm.Console.WaitMatch(ctx, lineHTTP.re); err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, log.String())
 	}

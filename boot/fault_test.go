@@ -53,16 +53,7 @@ func bootFaultVM(t *testing.T, pcap string) *faultVM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, c, err := prepare(ctx, o, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.remove)
-	vm, err := qemu.Start(c, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { vm.Stop() })
+	vm, c := startVM(t, ctx, o, &log)
 	f := &faultVM{ctx: ctx, con: vm.Console, client: &http.Client{Timeout: time.Minute, Transport: bearer{token: o.token}}, base: fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host)}
 	f.fail = func(format string, args ...any) {
 		t.Helper()

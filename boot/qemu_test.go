@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -246,4 +247,21 @@ func TestSelftestSim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startVM prepares o's boot and starts QEMU on it; both are undone when
+// the test ends.
+func startVM(t *testing.T, ctx context.Context, o options, log io.Writer, extra ...string) (*qemu.VM, qemu.Config) {
+	t.Helper()
+	p, c, err := prepare(ctx, o, log, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.remove)
+	vm, err := qemu.Start(c, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vm.Stop() })
+	return vm, c
 }
