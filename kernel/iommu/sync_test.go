@@ -377,11 +377,17 @@ func TestConcurrentSync(t *testing.T) {
 					}
 				})
 			}
+			// An unmapped IOVA may be mapped again at once by the other
+			// mapper, which would make the sync after Unmap rightly
+			// succeed: remap keeps Map out from Unmap to that check.
+			var remap sync.Mutex
 			for range 2 {
 				wg.Go(func() {
 					for i := range 300 {
 						buf := make([]byte, 100+i*13%(3*kernel.PageSize))
+						remap.Lock()
 						addr, err := dma.Map(buf, kernel.ToDevice)
+						remap.Unlock()
 						if err != nil {
 							errs <- err
 							return
@@ -390,11 +396,15 @@ func TestConcurrentSync(t *testing.T) {
 							errs <- err
 							return
 						}
-						if err := dma.Unmap(addr, len(buf), kernel.ToDevice); err != nil {
+						remap.Lock()
+						err = dma.Unmap(addr, len(buf), kernel.ToDevice)
+						gone := dma.SyncForDevice(addr, len(buf), kernel.ToDevice)
+						remap.Unlock()
+						if err != nil {
 							errs <- err
 							return
 						}
-						if err := dma.SyncForDevice(addr, len(buf), kernel.ToDevice); err == nil {
+						if gone == nil {
 							errs <- errors.New("sync of an unmapped buffer accepted")
 							return
 						}
