@@ -276,7 +276,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	}
 
 	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, r.bytes) }); err != nil {
-		return err
+		return fmt.Errorf("%w\n%s", err, diagnose(ctx, r.token, base, page))
 	}
 	after, err := getStatus(ctx, client, base)
 	if err != nil {
@@ -284,7 +284,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	}
 	r.pull.moved = movedCounters(page, after)
 	if r.push, err = r.timed(func() (transfer, error) { return push(ctx, client, base, r.bytes) }); err != nil {
-		return err
+		return fmt.Errorf("%w\n%s", err, diagnose(ctx, r.token, base, after))
 	}
 	before := after
 
@@ -438,20 +438,25 @@ func pull(ctx context.Context, client *http.Client, base string, n int64) (trans
 	if err != nil {
 		return transfer{}, err
 	}
+	p := &progress{}
+	ctx, stop := watchStall(ctx, p, stallLimit)
+	defer stop()
+	req = req.WithContext(ctx)
 	t := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return transfer{}, fmt.Errorf("GET /source: %w", err)
+		return transfer{}, stallCause(ctx, fmt.Errorf("GET /source: %w", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return transfer{}, fmt.Errorf("GET /source: %s", resp.Status)
 	}
 	got := sha256.New()
-	m, err := io.Copy(got, resp.Body)
+	p.r = resp.Body
+	m, err := io.Copy(got, p)
 	took := time.Since(t)
 	if err != nil {
-		return transfer{}, fmt.Errorf("GET /source: after %d bytes: %w", m, err)
+		return transfer{}, stallCause(ctx, fmt.Errorf("GET /source: after %d bytes: %w", m, err))
 	}
 	if m != n {
 		return transfer{}, fmt.Errorf("GET /source: %d bytes, want %d", m, n)
@@ -485,21 +490,27 @@ func push(ctx context.Context, client *http.Client, base string, n int64) (trans
 	rng := rand.NewChaCha8([32]byte{'e', 't', 'h', 'e', 'r', '9'})
 	rng.Read(data)
 	want := sha256.Sum256(data)
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/sink", bytes.NewReader(data))
+	// The watch counts what the transport takes of the body; once it has
+	// all, the answer is due within the same limit.
+	p := &progress{r: bytes.NewReader(data)}
+	ctx, stop := watchStall(ctx, p, stallLimit)
+	defer stop()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/sink", p)
 	if err != nil {
 		return transfer{}, err
 	}
+	req.ContentLength = n
 	req.Header.Set("Content-Type", "application/octet-stream")
 	t := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return transfer{}, fmt.Errorf("POST /sink: %w", err)
+		return transfer{}, stallCause(ctx, fmt.Errorf("POST /sink: %w", err))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	took := time.Since(t)
 	if err != nil {
-		return transfer{}, fmt.Errorf("POST /sink: reading the answer: %w", err)
+		return transfer{}, stallCause(ctx, fmt.Errorf("POST /sink: reading the answer: %w", err))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return transfer{}, fmt.Errorf("POST /sink: %s: %s", resp.Status, strings.TrimSpace(string(body)))
