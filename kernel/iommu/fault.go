@@ -66,6 +66,38 @@ func (u *Unit) ClearFaults() {
 	u.faultLog = u.faultLog[:0]
 }
 
+// SignalFaults has the unit announce faults with an interrupt message,
+// data written to addr (an MSI to a local APIC). The unit sends it when it
+// records a fault while none was pending, or overflows (VT-d spec 7.3.1);
+// pollFaults clears the records, so the next fault is announced again.
+func (u *Unit) SignalFaults(addr uint64, data uint32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.regs.Write32(regFECTL, fectlIM)
+	u.regs.Write32(regFEDATA, data)
+	u.regs.Write32(regFEADDR, uint32(addr))
+	u.regs.Write32(regFEUADDR, uint32(addr>>32))
+	u.regs.Write32(regFECTL, 0)
+	u.signals = true
+}
+
+// FaultEvent is a fault event's handling: it counts the interrupt and
+// moves the fault records into the log, which clears them so the unit
+// can announce the next one.
+func (u *Unit) FaultEvent() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stats.FaultEvents++
+	u.pollFaults()
+}
+
+// SignalsFaults reports whether SignalFaults set an interrupt message.
+func (u *Unit) SignalsFaults() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.signals
+}
+
 // pollFaults moves every valid fault record into the log: read the record,
 // write 1 to its F bit, then clear the overflow flag in FSTS. It returns
 // how many records it found.

@@ -170,3 +170,44 @@ func TestEnableClearsStaleRecords(t *testing.T) {
 		t.Errorf("domain counts %d faults, want 1", n)
 	}
 }
+
+// TestSignalFaults: a unit told to signal faults sends its message for a
+// fault recorded while none was pending and for an overflow, and nothing
+// while both stay set (QEMU's unit has one record); FaultEvent counts the
+// event and clears the record and the overflow, after which the next
+// fault is announced again.
+func TestSignalFaults(t *testing.T) {
+	r := qemuRig(t)
+	var sent int
+	r.m.VTd.SetFaultNotify(func() { sent++ })
+	r.domain(devA)
+	r.mustFault(devA, 0x1000, true, "before SignalFaults")
+	if sent != 0 {
+		t.Fatalf("a masked unit sent %d fault events", sent)
+	}
+	r.u.FaultEvent() // clears the record; the unit resets masked
+
+	const addr, data = 0xfee01000, 0x51
+	r.u.SignalFaults(addr, data)
+	if !r.u.SignalsFaults() {
+		t.Error("SignalsFaults false after SignalFaults")
+	}
+	if a, d := uint64(r.m.VTd.Read32(vtd.FEUADDR))<<32|uint64(r.m.VTd.Read32(vtd.FEADDR)), r.m.VTd.Read32(vtd.FEDATA); a != addr || d != data {
+		t.Errorf("message: %#x to %#x, want %#x to %#x", d, a, data, addr)
+	}
+	for i, want := range []int{1, 2, 2} { // recorded, overflowed, lost
+		r.mustFault(devA, uint64(0x2000+i*0x1000), true, "while unhandled")
+		if sent != want {
+			t.Fatalf("fault %d unhandled: %d events in all, want %d", i+1, sent, want)
+		}
+	}
+	r.u.FaultEvent()
+	r.mustFault(devA, 0x8000, true, "after the event was handled")
+	if sent != 3 {
+		t.Errorf("a fault after FaultEvent: %d events in all, want 3", sent)
+	}
+	r.u.FaultEvent()
+	if s := r.u.Stats(); s.FaultEvents != 3 || s.Faults != 3 || s.FaultOverflows != 1 {
+		t.Errorf("stats: %d events, %d faults, %d overflows; want 3, 3, 1", s.FaultEvents, s.Faults, s.FaultOverflows)
+	}
+}

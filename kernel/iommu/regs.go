@@ -10,7 +10,16 @@ const (
 	regRTADDR = 0x20 // root table address, 64
 	regCCMD   = 0x28 // context command, 64
 	regFSTS   = 0x34 // fault status, 32
+	// The fault event: its control (FECTL.IM masks it) and the interrupt
+	// message it sends, data to an address (VT-d spec 10.4.10-10.4.13).
+	regFECTL   = 0x38
+	regFEDATA  = 0x3c
+	regFEADDR  = 0x40
+	regFEUADDR = 0x44
 )
+
+// fectlIM masks the fault event; the unit resets with it set.
+const fectlIM = 1 << 31
 
 // GCMD command bits and the GSTS status bits that acknowledge them.
 const (

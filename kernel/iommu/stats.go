@@ -18,6 +18,7 @@ type Stats struct {
 
 	Faults         uint64 // fault records read
 	FaultOverflows uint64 // times FSTS.PFO said records were lost
+	FaultEvents    uint64 // fault event interrupts handled (SignalFaults)
 
 	Domains      int
 	TablePages   int64 // root, context and page-table pages
@@ -59,6 +60,7 @@ func (s Stats) String() string {
 	line("inv-refused", s.RefusedInvalidations)
 	line("faults", s.Faults)
 	line("fault-overflows", s.FaultOverflows)
+	line("fault-events", s.FaultEvents)
 	line("domains", s.Domains)
 	line("table-pages", s.TablePages)
 	line("mapped-pages", s.MappedPages)
