@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ether9/ether9/internal/stall"
 )
 
 // stallLimit is how long a transfer may move no byte before the self-test
@@ -32,47 +34,25 @@ func (p *progress) Read(b []byte) (int, error) {
 // errStalled is the cause a stalled transfer's context is cancelled with.
 type errStalled struct {
 	moved int64
-	quiet time.Duration
+	limit time.Duration
 }
 
 func (e errStalled) Error() string {
-	return fmt.Sprintf("stalled: no byte moved for %v after %d bytes", e.quiet, e.moved)
+	return fmt.Sprintf("stalled: no byte moved for %v after %d bytes", e.limit, e.moved)
 }
 
 // watchStall returns a context cancelled, with errStalled as its cause,
 // once p has moved no byte for limit; stop ends the watch.
 func watchStall(ctx context.Context, p *progress, limit time.Duration) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(limit / 10)
-		defer tick.Stop()
-		last, since := p.n.Load(), time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				if n := p.n.Load(); n != last {
-					last, since = n, now
-				} else if quiet := now.Sub(since); quiet >= limit {
-					cancel(errStalled{moved: n, quiet: quiet.Round(time.Second)})
-					return
-				}
-			}
-		}
-	}()
-	return ctx, func() { close(done); cancel(nil) }
+	w := stall.Watch(limit, p.n.Load, func() { cancel(errStalled{moved: p.n.Load(), limit: limit}) })
+	return ctx, func() { w.Stop(); cancel(nil) }
 }
 
 // stallCause names a stall as the reason of err, when the watch fired.
 func stallCause(ctx context.Context, err error) error {
-	if c := context.Cause(ctx); c != nil {
-		if s, ok := c.(errStalled); ok {
-			return fmt.Errorf("%w (%v)", err, s)
-		}
+	if s, ok := context.Cause(ctx).(errStalled); ok {
+		return fmt.Errorf("%w (%v)", err, s)
 	}
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/internal/stall"
 	"github.com/ether9/ether9/netstack"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -93,7 +94,7 @@ func TCP(client, server *netstack.Stack, dst netip.Addr, n int, opt Options) err
 			c.Close()
 		}
 	})
-	defer w.stop()
+	defer w.Stop()
 	keep := func(c io.Closer) {
 		mu.Lock()
 		conns = append(conns, c)
@@ -209,11 +210,8 @@ func (c counter) Write(b []byte) (int, error) {
 
 // watchdog aborts a transfer whose progress count stops moving.
 type watchdog struct {
-	opt     Options
-	done    chan struct{}
-	exited  chan struct{}
-	stalled atomic.Bool
-	idle    time.Duration // how long nothing had moved when it fired
+	opt Options
+	*stall.Watchdog
 }
 
 func watch(opt Options, progress func() int64, abort func()) *watchdog {
@@ -221,48 +219,14 @@ func watch(opt Options, progress func() int64, abort func()) *watchdog {
 	if limit <= 0 {
 		limit = StallAfter
 	}
-	w := &watchdog{opt: opt, done: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(w.exited)
-		tick := time.NewTicker(limit / 100)
-		defer tick.Stop()
-		last, since := progress(), time.Now()
-		for {
-			select {
-			case <-w.done:
-				return
-			case now := <-tick.C:
-				if p := progress(); p != last {
-					last, since = p, now
-					continue
-				}
-				if now.Sub(since) >= limit {
-					w.idle = now.Sub(since)
-					w.stalled.Store(true)
-					abort()
-					return
-				}
-			}
-		}
-	}()
-	return w
-}
-
-func (w *watchdog) stop() {
-	select {
-	case <-w.done:
-	default:
-		close(w.done)
-	}
-	<-w.exited
+	return &watchdog{opt: opt, Watchdog: stall.Watch(limit, progress, abort)}
 }
 
 // explain turns the error of an aborted transfer into a stall report;
 // other errors pass with the counters added.
 func (w *watchdog) explain(err error, a, b *netstack.Stack) error {
-	w.stop()
-	if w.stalled.Load() {
-		return fmt.Errorf("%w: no byte moved for %v (%v)\n%s", ErrStalled, w.idle.Round(time.Millisecond), err, Report(w.opt.Diag, a, b))
+	if fired, idle := w.Fired(); fired {
+		return fmt.Errorf("%w: no byte moved for %v (%v)\n%s", ErrStalled, idle.Round(time.Millisecond), err, Report(w.opt.Diag, a, b))
 	}
 	return fmt.Errorf("%w\n%s", err, Report(w.opt.Diag, a, b))
 }
