@@ -132,6 +132,16 @@ type Waiter interface {
 	Wait(timeout time.Duration) bool
 }
 
+// MSI is an interrupt a device raises by writing a message: data to an
+// address of the local APIC. The platform hands it out; the device is
+// programmed with the message, and a loop waits on it.
+type MSI interface {
+	Waiter
+	MSIAddress() uint64
+	MSIData() uint16
+	Close() error
+}
+
 // Errors shared by all platforms; wrap them with context.
 var (
 	ErrNoMemory    = errors.New("out of memory")

@@ -26,7 +26,7 @@ func TestWatchFaultsPace(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, make(chan struct{}), netstack.IdleTick{Epoch: time.Now(), Period: idle}, afterWork)
+			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, make(chan struct{}), nil, netstack.IdleTick{Epoch: time.Now(), Period: idle}, afterWork)
 			close(done)
 		}()
 		start := time.Now()
@@ -43,7 +43,7 @@ func TestWatchFaultsPace(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, work, netstack.IdleTick{Epoch: time.Now(), Period: time.Hour}, afterWork)
+			watchFaults(ctx, func() uint64 { reads.Add(1); return 0 }, work, nil, netstack.IdleTick{Epoch: time.Now(), Period: time.Hour}, afterWork)
 			close(done)
 		}()
 		start := time.Now()

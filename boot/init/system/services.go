@@ -20,10 +20,11 @@ import (
 )
 
 // A NIC may mark a descriptor done even when its DMA faulted, so faults
-// are looked for, not waited for: after polls that found frames, at most
-// every faultAfterWork, and else at every idle tick (System.idleTick),
-// when the idle NIC loops wake too, so that an idle machine wakes at
-// most once a second.
+// are looked for: after polls that found frames, at most every
+// faultAfterWork, and else at every idle tick (System.idleTick), when the
+// idle NIC loops wake too, so that an idle machine wakes at most once a
+// second. Where the platform has a vector for it, the units also
+// announce each fault with an interrupt, which is reported at once.
 const faultAfterWork = 10 * time.Millisecond
 
 func (s *System) startServices(ctx context.Context) {
@@ -199,14 +200,51 @@ func (s *System) Logf(format string, args ...any) { s.logf(format, args...) }
 
 // watchFaults prints each new fault record as it is found.
 func (s *System) watchFaults(ctx context.Context) error {
-	watchFaults(ctx, s.remap.ReportFaults, s.work, s.idleTick(), faultAfterWork)
+	watchFaults(ctx, s.remap.ReportFaults, s.work, s.faultEvents(ctx), s.idleTick(), faultAfterWork)
 	return nil
 }
 
-// watchFaults calls report at every tick, and after a signal on work once
-// afterWork has passed, until ctx ends: an idle machine wakes once per
-// tick, a busy one at most once per afterWork, however many polls signal.
-func watchFaults(ctx context.Context, report func() uint64, work <-chan struct{}, tick netstack.IdleTick, afterWork time.Duration) {
+// faultEvents points every unit's fault event at one vector of the
+// platform and returns a channel that has a value after each interrupt,
+// its records cleared; nil (no events) where the platform has no vector.
+func (s *System) faultEvents(ctx context.Context) <-chan struct{} {
+	if s.plat.MSI == nil {
+		return nil
+	}
+	q, err := s.plat.MSI()
+	if err != nil {
+		s.logf("iommu: fault events: %v; faults are looked for", err)
+		return nil
+	}
+	units := s.IOMMUs()
+	for _, u := range units {
+		u.Unit.SignalFaults(q.MSIAddress(), uint32(q.MSIData()))
+	}
+	s.logf("iommu: fault events on MSI %#x data %#x", q.MSIAddress(), q.MSIData())
+	ev := make(chan struct{}, 1)
+	go func() {
+		defer q.Close()
+		for ctx.Err() == nil {
+			if !q.Wait(time.Minute) { // rarely: the interrupt is what wakes it
+				continue
+			}
+			for _, u := range units {
+				u.Unit.FaultEvent()
+			}
+			select {
+			case ev <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ev
+}
+
+// watchFaults calls report at every tick, at once after a fault event,
+// and after a signal on work once afterWork has passed, until ctx ends: an
+// idle machine wakes once per tick, a busy one at most once per
+// afterWork, however many polls signal.
+func watchFaults(ctx context.Context, report func() uint64, work, events <-chan struct{}, tick netstack.IdleTick, afterWork time.Duration) {
 	t := time.NewTimer(tick.Until(time.Now(), afterWork))
 	defer t.Stop()
 	for {
@@ -216,6 +254,7 @@ func watchFaults(ctx context.Context, report func() uint64, work <-chan struct{}
 			return
 		case <-t.C:
 			t.Reset(tick.Until(time.Now(), afterWork))
+		case <-events:
 		case <-work:
 			// Traffic: look again soon, but not at every poll.
 			select {

@@ -40,6 +40,10 @@ type Platform struct {
 	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
 	// IRQ is how a function's driver waits for work.
 	IRQ func(a pci.Addr) kernel.Waiter
+	// MSI hands out an interrupt vector for a device of the platform's
+	// own that signals with a message, the VT-d unit's fault event; nil
+	// where there is none to have (the faults are then looked for).
+	MSI func() (kernel.MSI, error)
 	// SetClock sets the wall clock; nil where the platform's clock is
 	// not ours to set (the time is then kept as an offset).
 	SetClock func(time.Time) error
