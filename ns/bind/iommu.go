@@ -141,6 +141,7 @@ func addStats(a, b iommu.Stats) iommu.Stats {
 	a.RefusedInvalidations += b.RefusedInvalidations
 	a.Faults += b.Faults
 	a.FaultOverflows += b.FaultOverflows
+	a.FaultEvents += b.FaultEvents
 	a.Domains += b.Domains
 	a.TablePages += b.TablePages
 	a.MappedPages += b.MappedPages
