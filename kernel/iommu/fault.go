@@ -78,24 +78,16 @@ func (u *Unit) SignalFaults(addr uint64, data uint32) {
 	u.regs.Write32(regFEADDR, uint32(addr))
 	u.regs.Write32(regFEUADDR, uint32(addr>>32))
 	u.regs.Write32(regFECTL, 0)
-	u.signals = true
 }
 
-// FaultEvent is a fault event's handling: it counts the interrupt and
-// moves the fault records into the log, which clears them so the unit
-// can announce the next one.
+// FaultEvent is the handling of this unit's fault event: it counts the
+// interrupt and moves the fault records into the log, which clears them
+// so the unit can announce the next one.
 func (u *Unit) FaultEvent() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.stats.FaultEvents++
 	u.pollFaults()
-}
-
-// SignalsFaults reports whether SignalFaults set an interrupt message.
-func (u *Unit) SignalsFaults() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.signals
 }
 
 // pollFaults moves every valid fault record into the log: read the record,

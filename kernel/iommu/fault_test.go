@@ -189,9 +189,6 @@ func TestSignalFaults(t *testing.T) {
 
 	const addr, data = 0xfee01000, 0x51
 	r.u.SignalFaults(addr, data)
-	if !r.u.SignalsFaults() {
-		t.Error("SignalsFaults false after SignalFaults")
-	}
 	if a, d := uint64(r.m.VTd.Read32(vtd.FEUADDR))<<32|uint64(r.m.VTd.Read32(vtd.FEADDR)), r.m.VTd.Read32(vtd.FEDATA); a != addr || d != data {
 		t.Errorf("message: %#x to %#x, want %#x to %#x", d, a, data, addr)
 	}

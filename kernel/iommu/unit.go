@@ -47,7 +47,6 @@ type Unit struct {
 
 	inv      invalidator
 	faultLog []Fault
-	signals  bool // SignalFaults set the fault event's message
 	stats    Stats
 }
 
