@@ -269,7 +269,7 @@ func postCtl(ctx context.Context, client *http.Client, base, cmd string) (int, e
 func TestFaultEventMetal(t *testing.T) {
 	f := bootFaultVM(t, "", "metal")
 	wctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
-	_, err := f.con.WaitFor(wctx, "iommu: fault events on MSI ")
+	_, err := f.con.WaitFor(wctx, ": fault events on MSI ")
 	cancel()
 	if err != nil {
 		f.fail("no fault events: %v", err)

@@ -204,39 +204,37 @@ func (s *System) watchFaults(ctx context.Context) error {
 	return nil
 }
 
-// faultEvents points every unit's fault event at one vector of the
-// platform and returns a channel that has a value after each interrupt,
-// its records cleared; nil (no events) where the platform has no vector.
+// faultEvents gives every unit a vector of the platform for its fault
+// event, one each, so that an interrupt names its unit, and returns a
+// channel that has a value after each interrupt, the unit's records
+// cleared; nil (no events) where the platform has no vector.
 func (s *System) faultEvents(ctx context.Context) <-chan struct{} {
 	if s.plat.MSI == nil {
 		return nil
 	}
-	q, err := s.plat.MSI()
-	if err != nil {
-		s.logf("iommu: fault events: %v; faults are looked for", err)
-		return nil
-	}
-	units := s.IOMMUs()
-	for _, u := range units {
-		u.Unit.SignalFaults(q.MSIAddress(), uint32(q.MSIData()))
-	}
-	s.logf("iommu: fault events on MSI %#x data %#x", q.MSIAddress(), q.MSIData())
 	ev := make(chan struct{}, 1)
-	go func() {
-		defer q.Close()
-		for ctx.Err() == nil {
-			if !q.Wait(time.Minute) { // rarely: the interrupt is what wakes it
-				continue
-			}
-			for _, u := range units {
-				u.Unit.FaultEvent()
-			}
-			select {
-			case ev <- struct{}{}:
-			default:
-			}
+	for _, u := range s.IOMMUs() {
+		q, err := s.plat.MSI()
+		if err != nil {
+			s.logf("iommu: unit %#x: fault events: %v; its faults are looked for", u.Base, err)
+			continue
 		}
-	}()
+		u.Unit.SignalFaults(q.MSIAddress(), uint32(q.MSIData()))
+		s.logf("iommu: unit %#x: fault events on MSI %#x data %#x", u.Base, q.MSIAddress(), q.MSIData())
+		go func() {
+			defer q.Close()
+			for ctx.Err() == nil {
+				if !q.Wait(time.Minute) { // rarely: the interrupt is what wakes it
+					continue
+				}
+				u.Unit.FaultEvent()
+				select {
+				case ev <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
 	return ev
 }
 
