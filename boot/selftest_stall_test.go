@@ -37,13 +37,10 @@ func TestWatchStall(t *testing.T) {
 		}
 		return stallCause(ctx, err)
 	}
-	t0 := time.Now()
-	err := send("/stall", 300*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "stalled: no byte moved") {
+	// The client gives up after 10 s with an error of its own; only the
+	// watch names a stall.
+	if err := send("/stall", 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "stalled: no byte moved") {
 		t.Fatalf("stalled transfer: err %v, want a stall", err)
-	}
-	if took := time.Since(t0); took > 10*time.Second {
-		t.Errorf("the stall was noticed after %v", took)
 	}
 	if err := send("/", 2*time.Second); err != nil {
 		t.Errorf("a moving transfer: %v", err)
