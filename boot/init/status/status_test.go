@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,19 @@ func TestStatusPageUnits(t *testing.T) {
 	}
 	if strings.Count(b.String(), "iommu faults ") != 1 {
 		t.Errorf("the unit lines repeat the machine's fault line:\n%s", b.String())
+	}
+}
+
+// BenchmarkSource is GET /source's cost in the handler, for the 0-byte
+// requests the self-test counts and a 64 KiB one.
+func BenchmarkSource(b *testing.B) {
+	for _, n := range []int{0, 64 << 10} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			r := httptest.NewRequest("GET", "/source?bytes="+strconv.Itoa(n), nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				Source(httptest.NewRecorder(), r)
+			}
+		})
 	}
 }
