@@ -67,7 +67,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.Station, err = d.readMAC(); err != nil {
 		return nil, err
 	}
-	n := min(info.Queues, maxQueues)
+	n := dev.QueuePairs(min(info.Queues, maxQueues))
 	if info.Flags&FlagNoRSS != 0 {
 		n = 1
 	}

@@ -75,7 +75,8 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.Station, err = d.readMAC(); err != nil {
 		return nil, err
 	}
-	if err := d.AddQueues(maxQueues, d.newQueue); err != nil {
+	n := dev.QueuePairs(maxQueues)
+	if err := d.AddQueues(n, d.newQueue); err != nil {
 		return nil, err
 	}
 	d.InitStats(absentCounters...)
@@ -83,7 +84,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	// RCTL.LPE on: RLPML, the current maximum frame, is the length
 	// limit, so a build-layout buffer never receives past its half page.
 	steps := adv.Steps{RSS: d.setupRSS, PHY: d.setupPHY, Interrupts: d.setupInterrupts, Link: d.updateLink}
-	if err := d.Up(dev.IRQ, adv.QueueBits(maxQueues), maxFrame(d.MTU()), tipgIPGT, steps); err != nil {
+	if err := d.Up(dev.IRQ, adv.QueueBits(n), maxFrame(d.MTU()), tipgIPGT, steps); err != nil {
 		return nil, err
 	}
 	d.Core.Logf("%s: %s (%v) %04x:%04x mac %x, %d queues, link %+v", d.Name(), id.Name, id.Type, VendorIntel, id.Device, d.Station, len(d.queues), d.LinkState.Load())

@@ -19,6 +19,19 @@ type Device struct {
 	Clock  kernel.Clock
 	IRQ    kernel.Waiter
 	Logf   func(format string, args ...any)
+	// Queues bounds the queue pairs a multi-queue driver brings up; 0
+	// leaves it to the driver (as many as the part has, up to its own
+	// limit).
+	Queues int
+}
+
+// QueuePairs is how many of a part's n queue pairs a driver brings up:
+// n, or fewer if the platform asked for fewer; never less than one.
+func (dev *Device) QueuePairs(n int) int {
+	if dev.Queues > 0 {
+		n = min(n, dev.Queues)
+	}
+	return max(n, 1)
 }
 
 // Check is the first step of every driver's probe: a device without its

@@ -73,8 +73,11 @@ type Platform struct {
 	Memory   kernel.Memory
 	Clock    kernel.Clock
 	// IRQ returns how to wait for f's interrupts; nil means polling.
-	IRQ  func(f *pci.Function) kernel.Waiter
-	Logf func(format string, args ...any)
+	IRQ func(f *pci.Function) kernel.Waiter
+	// Queues bounds each NIC's queue pairs (nic.Device.Queues); 0: as
+	// many as its driver brings up.
+	Queues int
+	Logf   func(format string, args ...any)
 	// Enum controls enumeration.
 	Enum pci.Options
 	// Drivers to bind; nil means Drivers().
@@ -221,7 +224,7 @@ func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(strin
 	}
 	dev := &nic.Device{
 		Name: name, Func: f, Config: p.Config, Regs: regs, DMA: dma,
-		Clock: p.Clock, IRQ: irq, Logf: logf,
+		Clock: p.Clock, IRQ: irq, Logf: logf, Queues: p.Queues,
 	}
 	n, err := d.Probe(dev)
 	if err != nil {
