@@ -155,15 +155,18 @@ func TestSelftestE1000e(t *testing.T) {
 }
 
 // TestSelftestIGB runs the self-test once on QEMU's igb (82576): its
-// queues share one legacy interrupt, which must wake the small requests
-// and let the idle machine sleep, as on e1000e.
+// four queues (asked for: one CPU would give one) share one legacy
+// interrupt, which must wake the small requests and let the idle machine
+// sleep, as on e1000e.
 func TestSelftestIGB(t *testing.T) {
 	needMachine(t, "igb")
 	if !isMain(t, "./boot/init") {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
 	var log syncBuffer
-	r, err := selftest(context.Background(), testOptions("igb", "./boot/init"), &log)
+	o := testOptions("igb", "./boot/init")
+	o.appendTo = "ether9.queues=4"
+	r, err := selftest(context.Background(), o, &log)
 	var out bytes.Buffer
 	if r != nil {
 		r.print(&out)
@@ -172,6 +175,9 @@ func TestSelftestIGB(t *testing.T) {
 		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
 	}
 	t.Logf("\n%s", out.String())
+	if !strings.Contains(log.String(), ", 4 queues,") {
+		t.Errorf("console lacks the four queues ether9.queues=4 asked for")
+	}
 	checkIRQ(t, r, log.String())
 }
 

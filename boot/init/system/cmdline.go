@@ -29,6 +29,9 @@ type Options struct {
 	// after its last frame before it sleeps (0: it sleeps at once);
 	// at most maxSpin.
 	Spin time.Duration
+	// ether9.queues=2: the queue pairs each multi-queue NIC brings up,
+	// at most maxQueuePairs; 0: one per CPU (queuePairs).
+	Queues int
 	// ether9.token=SECRET: what control over the network needs; empty:
 	// one is drawn at boot and printed on the serial console.
 	Token admin.Token
@@ -144,6 +147,12 @@ func (o *Options) set(name, val string, hasVal bool) error {
 			return fmt.Errorf("want a duration from 0 to %v", maxSpin)
 		}
 		o.Spin = d
+	case "queues":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 1 || n > maxQueuePairs {
+			return fmt.Errorf("want a count from 1 to %d", maxQueuePairs)
+		}
+		o.Queues = n
 	case "ntp":
 		var out []netip.AddrPort
 		for _, f := range strings.Split(val, ",") {

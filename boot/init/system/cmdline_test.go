@@ -3,6 +3,7 @@ package system
 import (
 	"net/netip"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,10 @@ func TestParseCmdline(t *testing.T) {
 		{"ether9.spin=0", func(o *Options) { o.Spin = 0 }, ""},
 		{"ether9.spin=-1ms ether9.ping=off", func(o *Options) { o.Ping = false }, "ether9.spin=-1ms"},
 		{"ether9.spin=2s", func(*Options) {}, "ether9.spin=2s"},
+		{"ether9.queues=2", func(o *Options) { o.Queues = 2 }, ""},
+		{"ether9.queues=0", func(*Options) {}, "ether9.queues=0"},
+		{"ether9.queues=65", func(*Options) {}, "ether9.queues=65"},
+		{"ether9.queues=x", func(*Options) {}, "ether9.queues=x"},
 		{"ether9.spin", func(*Options) {}, "ether9.spin"},
 		{"ether9.ip=10.0.2.15 ether9.gw=10.0.2.2", func(o *Options) {
 			o.Gateway = netip.MustParseAddr("10.0.2.2") // the bad ip is reported, the gateway still applies
@@ -106,5 +111,16 @@ func TestIRQPacing(t *testing.T) {
 	irqPacing(&o, 200*time.Microsecond)
 	if o.Spin != 200*time.Microsecond || o.IdleAfter != o.Spin || o.IdleWait != idleWaitIRQ {
 		t.Errorf("spin 200us: Spin %v IdleAfter %v IdleWait %v", o.Spin, o.IdleAfter, o.IdleWait)
+	}
+}
+
+// TestQueuePairs: without ether9.queues a NIC gets a queue pair per CPU
+// the runtime schedules on; with it, what it says.
+func TestQueuePairs(t *testing.T) {
+	if got, want := queuePairs(0), runtime.GOMAXPROCS(0); got != want {
+		t.Errorf("default: %d pairs, want one per CPU (%d)", got, want)
+	}
+	if got := queuePairs(3); got != 3 {
+		t.Errorf("ether9.queues=3: %d pairs", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/ether9/ether9/boot/init/services"
@@ -175,6 +176,7 @@ func (s *System) bind() error {
 		IOMMUFor: s.remap.UnitFor,
 		Memory:   s.plat.Memory,
 		Clock:    s.plat.Clock,
+		Queues:   queuePairs(s.opt.Queues),
 		Logf:     s.logf,
 	}
 	irqs := map[pci.Addr]kernel.Waiter{}
@@ -235,6 +237,24 @@ const (
 	maxSpin     = time.Second
 	idleWaitIRQ = idleTickPeriod
 )
+
+// queuePairs is how many queue pairs each multi-queue NIC brings up:
+// ether9.queues if set, else one per CPU the Go runtime schedules on, as
+// Linux's igb sizes its RSS queues. With more queues than CPUs nothing
+// runs in parallel, and a flow is received on the queue RSS picks and
+// sent on the one its hash picks, two poll loops where one would do: on
+// one CPU, an igb with four queues cost QEMU 36.4 ms per MB pushed
+// against 32.2 with one (medians of three alternated boots).
+func queuePairs(asked int) int {
+	if asked > 0 {
+		return asked
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// maxQueuePairs bounds ether9.queues: more than any part has (the
+// drivers bring up at most their own limit).
+const maxQueuePairs = 64
 
 // idleTickPeriod is how often an idle machine wakes: the NIC loops on
 // their interrupt time out and the VT-d fault registers are read at the
