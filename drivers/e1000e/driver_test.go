@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/fakedev"
-	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -242,8 +241,8 @@ func TestTransmitTSO(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		from := d.tx.Tail()
 		doorbells := r.regs.Writes(TDT)
-		p1, _, _ := gsotest.Packet(v6, 1000, 10000)
-		p2, _, _ := gsotest.Packet(v6, 1000, 3000)
+		p1, _, _ := nictest.GSOPacket(v6, 1000, 10000)
+		p2, _, _ := nictest.GSOPacket(v6, 1000, 3000)
 		n, err := d.Transmit([]*nic.TxPacket{p1, p2})
 		if n != 2 || err != nil {
 			t.Fatalf("transmit: %d %v", n, err)
@@ -302,7 +301,7 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 	}
 	for _, v6 := range []bool{false, true} {
 		from := d.tx.Tail()
-		p, _, _ := gsotest.Packet(v6, 1000, 10000)
+		p, _, _ := nictest.GSOPacket(v6, 1000, 10000)
 		if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 			t.Fatalf("transmit %d %v", n, err)
 		}
@@ -322,7 +321,7 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 			}
 			frames = append(frames, frame)
 		}
-		gsotest.CheckSegments(t, frames, v6, 1000, 10000)
+		nictest.CheckGSO(t, frames, v6, 1000, 10000)
 	}
 	if d.tx.Stats.SoftGSO.Load() != 2 {
 		t.Errorf("soft GSO counter %d", d.tx.Stats.SoftGSO.Load())
@@ -352,7 +351,7 @@ func TestPCHSPTNeverTSO(t *testing.T) {
 		t.Fatal("pch_spt uses TSO when forced")
 	}
 	from := d.tx.Tail()
-	p, _, _ := gsotest.Packet(false, 1000, 5000)
+	p, _, _ := nictest.GSOPacket(false, 1000, 5000)
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatal(n, err)
 	}
@@ -497,7 +496,7 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
 	d.txSplit.CopyMax = 256
-	p, _, _ := gsotest.Packet(false, 1000, 20000) // too large to be copied
+	p, _, _ := nictest.GSOPacket(false, 1000, 20000) // too large to be copied
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
 	r.DMA.FailAllMaps(true)
@@ -593,7 +592,7 @@ func TestCopybreakCtl(t *testing.T) {
 func TestTransmitCopiesTSO(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	p, _, _ := gsotest.Packet(false, 1000, txCopyMax-54)
+	p, _, _ := nictest.GSOPacket(false, 1000, txCopyMax-54)
 	want := p.Data.Flatten()
 	from := d.tx.Tail()
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/gsotest"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/iommu"
@@ -148,7 +148,7 @@ func TestSimInjectUnmappedTxTSO(t *testing.T) {
 		t.Fatal(err)
 	}
 	const payload = 40000
-	p, _, _ := gsotest.Packet(false, 1000, payload)
+	p, _, _ := nictest.GSOPacket(false, 1000, payload)
 	maps := mc.IOMMUStats().Maps
 	mc.send(t, p)
 	if n := mc.IOMMUStats().Maps - maps; n != 0 {
@@ -157,7 +157,7 @@ func TestSimInjectUnmappedTxTSO(t *testing.T) {
 	_, hole := txArmed(t, log)
 	checkOneReadFault(t, mc.Unit, iommu.SourceID(machineAddr.Bus, machineAddr.Dev, machineAddr.Fn), hole)
 	mc.q.Reclaim()
-	gsotest.CheckSegments(t, mc.peer.Frames(), false, 1000, payload)
+	nictest.CheckGSO(t, mc.peer.Frames(), false, 1000, payload)
 	if got := mc.Stat(t, "tx_dma_resent"); got != 1 {
 		t.Errorf("tx_dma_resent %d", got)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/internal/fakedev"
-	"github.com/ether9/ether9/drivers/internal/gsotest"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/kernel"
@@ -274,7 +274,7 @@ func TestSoftGSOLargerThanRing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, _, _ := gsotest.Packet(false, 1000, 60000)
+	p, _, _ := nictest.GSOPacket(false, 1000, 60000)
 	p.MSS = 536 // 112 segments
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil || !strings.Contains(err.Error(), "64-descriptor ring") {
 		t.Errorf("took %d, err %v", n, err)
@@ -284,7 +284,7 @@ func TestSoftGSOLargerThanRing(t *testing.T) {
 		t.Errorf("full %d drops %d in flight %d", d.tx.Stats.Full.Load(), d.tx.Stats.Drops.Load(), d.tx.InFlight())
 	}
 	// At the full MSS it fits and goes.
-	p, _, _ = gsotest.Packet(false, 1000, 60000)
+	p, _, _ = nictest.GSOPacket(false, 1000, 60000)
 	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Errorf("42 segments in a 64-descriptor ring: took %d, err %v", n, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/e1000e"
-	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/internal/testhost"
 	"github.com/ether9/ether9/drivers/nic"
@@ -244,24 +243,24 @@ func testTSOQuirk(t *testing.T, o rigOpt) {
 		mc.wire.SetLink(true, 1000)
 		mc.poll()
 		tso0 := mc.Model.Counters().TxTSO
-		p, _, _ := gsotest.Packet(v6, 5000, 20000)
+		p, _, _ := nictest.GSOPacket(v6, 5000, 20000)
 		mc.send(t, p)
 		if mc.Model.Counters().TxTSO != tso0+1 {
 			t.Fatalf("v6 %v: the device segmented %d packets, want 1; model %+v", v6, mc.Model.Counters().TxTSO-tso0, mc.Model.Counters().TxCounters)
 		}
-		gsotest.CheckSegments(t, mc.peer.Frames(), v6, 5000, 20000)
+		nictest.CheckGSO(t, mc.peer.Frames(), v6, 5000, 20000)
 
 		mc.wire.SetLink(true, 100)
 		mc.poll()
 		if l := mc.NIC.Link(); l.SpeedMbps != 100 || mc.NIC.Features().TSOv4 {
 			t.Fatalf("at 100 Mb/s: link %+v features %+v", l, mc.NIC.Features())
 		}
-		p, _, _ = gsotest.Packet(v6, 25000, 20000)
+		p, _, _ = nictest.GSOPacket(v6, 25000, 20000)
 		mc.send(t, p)
 		if mc.Model.Counters().TxTSO != tso0+1 {
 			t.Fatal("the device segmented at 100 Mb/s")
 		}
-		gsotest.CheckSegments(t, mc.peer.Frames(), v6, 25000, 20000)
+		nictest.CheckGSO(t, mc.peer.Frames(), v6, 25000, 20000)
 	}
 	if mc.Stat(t, "tx_soft_gso") != 2 || mc.Stat(t, "tx_tso") != 2 {
 		t.Errorf("tx_soft_gso %d tx_tso %d", mc.Stat(t, "tx_soft_gso"), mc.Stat(t, "tx_tso"))
@@ -293,9 +292,9 @@ func testPCHSPTNeverTSO(t *testing.T, tx testhost.TxMode) {
 		if f := mc.NIC.Features(); f.TSOv4 || f.TSOv6 {
 			t.Fatalf("pch_spt at %d Mb/s: %+v", speed, f)
 		}
-		p, _, _ := gsotest.Packet(false, 1, 9000)
+		p, _, _ := nictest.GSOPacket(false, 1, 9000)
 		mc.send(t, p)
-		gsotest.CheckSegments(t, mc.peer.Frames(), false, 1, 9000)
+		nictest.CheckGSO(t, mc.peer.Frames(), false, 1, 9000)
 	}
 	if mc.Model.Counters().TxTSO != 0 {
 		t.Errorf("the I219 segmented %d packets", mc.Model.Counters().TxTSO)

@@ -1,7 +1,9 @@
-// Package nictest holds what every driver's unit tests ask of the NIC
-// they probed: a statistic by name, a close that leaves no DMA mapping
-// behind, and received packets that keep their bytes while the stack
-// holds them and the ring keeps receiving.
+// Package nictest holds the checks every driver's unit tests share: a
+// statistic by name, a close that leaves no DMA mapping behind, a ctl
+// fuzzed from common seeds, received packets that keep their bytes while
+// the stack holds them and the ring keeps receiving, and the GSO packets
+// a stack hands a driver with the checks of the segments that reach the
+// wire, whether the device or the driver cut them.
 package nictest
 
 import (

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/gsotest"
+	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel/sim/wire"
 	"github.com/ether9/ether9/netstack"
@@ -100,7 +100,7 @@ func (s Suite) Run(t *testing.T) {
 					t.Fatalf("%s on a part with TSO %v: features %+v", ctl, !v.NoTSO, f)
 				}
 				before := n.Stat(t, stat)
-				gsotest.Transmit(t, q, peer, v6, 5000, 20000)
+				nictest.TransmitGSO(t, q, peer, v6, 5000, 20000)
 				if got := n.Stat(t, stat) - before; got != 1 {
 					t.Errorf("%s, v6 %v, features %+v: %s moved by %d, want 1", ctl, v6, f, stat, got)
 				}

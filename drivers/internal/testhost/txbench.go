@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/kernel/sim/wire"
@@ -40,9 +39,9 @@ func BenchTx(b *testing.B, n nic.NIC, peer *wire.End, tso string) {
 		})
 	}
 	b.Run("tso64000", func(b *testing.B) {
-		p, _, _ := gsotest.Packet(false, 1, 64000)
+		p, _, _ := nictest.GSOPacket(false, 1, 64000)
 		defer p.Data.Release()
-		benchTx(b, n, q, &frames, (64000+gsotest.MSS(false)-1)/gsotest.MSS(false), func() *nic.TxPacket {
+		benchTx(b, n, q, &frames, (64000+nictest.GSOMSS(false)-1)/nictest.GSOMSS(false), func() *nic.TxPacket {
 			c := *p
 			c.Data = p.Data.Clone()
 			return &c

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ether9/ether9/drivers/internal/gsotest"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -101,12 +100,12 @@ func CheckTxNoMaps(t testing.TB, n nic.NIC, q nic.Queue, peer *Peer, tso string,
 	}
 }
 
-// sendTSO sends gsotest.Packet(v6, 7, payload) on q once the ring has
+// sendTSO sends nictest.GSOPacket(v6, 7, payload) on q once the ring has
 // room, waits for its segments on peer and checks them.
 func sendTSO(t testing.TB, q nic.Queue, peer *Peer, v6 bool, payload int) {
 	t.Helper()
 	peer.Reset()
-	p, _, _ := gsotest.Packet(v6, 7, payload)
+	p, _, _ := nictest.GSOPacket(v6, 7, payload)
 	for touches := 0; ; touches++ {
 		took, err := q.Transmit([]*nic.TxPacket{p})
 		if err != nil {
@@ -123,12 +122,12 @@ func sendTSO(t testing.TB, q nic.Queue, peer *Peer, v6 bool, payload int) {
 			idle(q)
 		}
 	}
-	segs := (payload + gsotest.MSS(v6) - 1) / gsotest.MSS(v6)
+	segs := (payload + nictest.GSOMSS(v6) - 1) / nictest.GSOMSS(v6)
 	for touches := 0; peer.Len() < segs && touches < maxIdle; touches++ {
 		if q.Reclaim() == 0 {
 			idle(q)
 		}
 	}
 	q.Reclaim()
-	gsotest.CheckSegments(t, peer.Frames(), v6, 7, payload)
+	nictest.CheckGSO(t, peer.Frames(), v6, 7, payload)
 }

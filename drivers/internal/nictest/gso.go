@@ -1,8 +1,4 @@
-// Package gsotest builds the TCP packets a stack hands a driver to
-// segment, and checks the segments that reach the wire, whether the
-// device or the driver cut them: each within the MTU and cut at the MSS,
-// its checksums right, the IPv4 IDs counting up, the byte stream whole.
-package gsotest
+package nictest
 
 import (
 	"testing"
@@ -14,15 +10,15 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// ID is the IPv4 identification of a packet Packet builds.
-const ID = 100
+// GSOID is the IPv4 identification of a packet GSOPacket builds.
+const GSOID = 100
 
-// Packet is one GSO TCP packet as the stack hands it over: Ethernet,
-// IPv4 (don't fragment, ID, checksummed) or IPv6, and TCP whose checksum
-// field holds the pseudo-header sum, with payload bytes counting up from
-// seq; MSS 1460 over IPv4, 1440 over IPv6. It returns the addresses the
-// TCP checksum covers too.
-func Packet(v6 bool, seq uint32, payload int) (p *nic.TxPacket, src, dst tcpip.Address) {
+// GSOPacket is one GSO TCP packet as the stack hands it over: Ethernet,
+// IPv4 (don't fragment, ID GSOID, checksummed) or IPv6, and TCP whose
+// checksum field holds the pseudo-header sum, with payload bytes
+// counting up from seq; MSS 1460 over IPv4, 1440 over IPv6. It returns
+// the addresses the TCP checksum covers too.
+func GSOPacket(v6 bool, seq uint32, payload int) (p *nic.TxPacket, src, dst tcpip.Address) {
 	l3, et := header.IPv4MinimumSize, header.IPv4ProtocolNumber
 	if v6 {
 		l3, et = header.IPv6MinimumSize, header.IPv6ProtocolNumber
@@ -36,7 +32,7 @@ func Packet(v6 bool, seq uint32, payload int) (p *nic.TxPacket, src, dst tcpip.A
 		header.IPv6(ip).Encode(&header.IPv6Fields{PayloadLength: uint16(l4 + payload), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64, SrcAddr: src, DstAddr: dst})
 	} else {
 		src, dst = tcpip.AddrFrom4([4]byte{10, 0, 0, 1}), tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-		header.IPv4(ip).Encode(&header.IPv4Fields{TotalLength: uint16(l3 + l4 + payload), ID: ID, Flags: header.IPv4FlagDontFragment, TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dst})
+		header.IPv4(ip).Encode(&header.IPv4Fields{TotalLength: uint16(l3 + l4 + payload), ID: GSOID, Flags: header.IPv4FlagDontFragment, TTL: 64, Protocol: uint8(header.TCPProtocolNumber), SrcAddr: src, DstAddr: dst})
 		header.IPv4(ip).SetChecksum(^header.IPv4(ip).CalculateChecksum())
 	}
 	tcp := header.TCP(ip[l3:])
@@ -50,29 +46,29 @@ func Packet(v6 bool, seq uint32, payload int) (p *nic.TxPacket, src, dst tcpip.A
 		typ = nic.GSOTCPv6
 	}
 	p = &nic.TxPacket{Data: buffer.MakeWithData(b), NeedsCsum: true, CsumStart: uint16(header.EthernetMinimumSize + l3), CsumOffset: 16,
-		GSO: typ, MSS: uint16(MSS(v6)), L3Len: uint16(l3), L4Len: l4}
+		GSO: typ, MSS: uint16(GSOMSS(v6)), L3Len: uint16(l3), L4Len: l4}
 	return p, src, dst
 }
 
-// MSS is the segment size Packet asks for: what fills a 1500-byte IP
-// packet after the IP and TCP headers.
-func MSS(v6 bool) int {
+// GSOMSS is the segment size GSOPacket asks for: what fills a 1500-byte
+// IP packet after the IP and TCP headers.
+func GSOMSS(v6 bool) int {
 	if v6 {
 		return 1440
 	}
 	return 1460
 }
 
-// CheckSegments checks the frames one Packet(v6, seq0, total) became:
+// CheckGSO checks the frames one GSOPacket(v6, seq0, total) became:
 // none above 1514 bytes, IPv4 header checksums right and IDs counting
-// from ID, every TCP checksum right, sequence numbers continuous from
-// seq0, every segment but the last carrying exactly MSS(v6) payload
+// from GSOID, every TCP checksum right, sequence numbers continuous from
+// seq0, every segment but the last carrying exactly GSOMSS(v6) payload
 // bytes and the last the rest, so ceil(total/MSS) of them (a device or
 // driver cutting short of the MSS sends more packets than the stack
 // asked for), and the payload the packet's, total bytes of it.
-func CheckSegments(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total int) {
+func CheckGSO(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total int) {
 	t.Helper()
-	mss := MSS(v6)
+	mss := GSOMSS(v6)
 	segs := (total + mss - 1) / mss
 	var stream []byte
 	for i, f := range frames {
@@ -86,7 +82,7 @@ func CheckSegments(t testing.TB, frames [][]byte, v6 bool, seq0 uint32, total in
 			tcp, src, dst = header.TCP(ip.Payload()), ip.SourceAddress(), ip.DestinationAddress()
 		} else {
 			ip := header.IPv4(f[header.EthernetMinimumSize:])
-			if !ip.IsChecksumValid() || ip.ID() != uint16(ID+i) {
+			if !ip.IsChecksumValid() || ip.ID() != uint16(GSOID+i) {
 				t.Fatalf("frame %d: IPv4 checksum valid %v, id %d", i, ip.IsChecksumValid(), ip.ID())
 			}
 			tcp, src, dst = header.TCP(ip.Payload()), ip.SourceAddress(), ip.DestinationAddress()
@@ -124,23 +120,23 @@ type Wire interface {
 	Reset()
 }
 
-// maxTouches bounds the reclaims Transmit makes while waiting for the
+// maxTouches bounds the reclaims TransmitGSO makes while waiting for the
 // segments: a model that defers its transmit work does a few
 // descriptors per touch of the queue.
 const maxTouches = 10000
 
-// Transmit sends Packet(v6, seq0, total) on q, reclaims until the
+// TransmitGSO sends GSOPacket(v6, seq0, total) on q, reclaims until the
 // segments it should become have reached w (each reclaim touches the
 // queue, which lets a deferring model go on), and checks them with
-// CheckSegments.
-func Transmit(t testing.TB, q nic.Queue, w Wire, v6 bool, seq0 uint32, total int) {
+// CheckGSO.
+func TransmitGSO(t testing.TB, q nic.Queue, w Wire, v6 bool, seq0 uint32, total int) {
 	t.Helper()
 	w.Reset()
-	p, _, _ := Packet(v6, seq0, total)
+	p, _, _ := GSOPacket(v6, seq0, total)
 	if n, err := q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatalf("transmit a GSO packet of %d payload bytes: took %d, %v", total, n, err)
 	}
-	segs := (total + MSS(v6) - 1) / MSS(v6)
+	segs := (total + GSOMSS(v6) - 1) / GSOMSS(v6)
 	touches := 0
 	for ; w.Len() < segs && touches < maxTouches; touches++ {
 		q.Reclaim()
@@ -149,5 +145,5 @@ func Transmit(t testing.TB, q nic.Queue, w Wire, v6 bool, seq0 uint32, total int
 		t.Fatalf("%d of %d segments on the wire after %d reclaims", w.Len(), segs, touches)
 	}
 	q.Reclaim()
-	CheckSegments(t, w.Frames(), v6, seq0, total)
+	CheckGSO(t, w.Frames(), v6, seq0, total)
 }

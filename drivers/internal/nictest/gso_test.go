@@ -1,4 +1,4 @@
-package gsotest
+package nictest
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // finished as a device would.
 func whole(t *testing.T, v6 bool, seq uint32, n int) []byte {
 	t.Helper()
-	p, _, _ := Packet(v6, seq, n)
+	p, _, _ := GSOPacket(v6, seq, n)
 	f := p.Data.Flatten()
 	if err := gso.InsertChecksum(f, int(p.CsumStart), int(p.CsumOffset)); err != nil {
 		t.Fatal(err)
@@ -23,11 +23,11 @@ func whole(t *testing.T, v6 bool, seq uint32, n int) []byte {
 	return f
 }
 
-func TestCheckSegments(t *testing.T) {
+func TestCheckGSO(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("v6=%v", v6), func(t *testing.T) {
 			f := whole(t, v6, 7, 1000)
-			CheckSegments(t, [][]byte{f}, v6, 7, 1000)
+			CheckGSO(t, [][]byte{f}, v6, 7, 1000)
 			for _, tc := range []struct {
 				name, want string
 				frames     [][]byte
@@ -39,27 +39,27 @@ func TestCheckSegments(t *testing.T) {
 				{"short", "payload bytes", [][]byte{f}, 7, 1001},
 				{"too long", "bytes on the wire", [][]byte{make([]byte, 1515)}, 7, 1000},
 			} {
-				if msg := failtest.First(func(tb testing.TB) { CheckSegments(tb, tc.frames, v6, tc.seq, tc.total) }); !strings.Contains(msg, tc.want) {
+				if msg := failtest.First(func(tb testing.TB) { CheckGSO(tb, tc.frames, v6, tc.seq, tc.total) }); !strings.Contains(msg, tc.want) {
 					t.Errorf("%s: %q, want it to say %q", tc.name, msg, tc.want)
 				}
 			}
 		})
 	}
 	// Two IPv4 segments must count their IDs up.
-	two := cut(t, false, 7, 2*MSS(false), MSS(false))
+	two := cut(t, false, 7, 2*GSOMSS(false), GSOMSS(false))
 	ip := header.IPv4(two[1][header.EthernetMinimumSize:])
-	ip.SetID(ID)
+	ip.SetID(GSOID)
 	ip.SetChecksum(0)
 	ip.SetChecksum(^ip.CalculateChecksum())
-	if msg := failtest.First(func(tb testing.TB) { CheckSegments(tb, two, false, 7, 2*MSS(false)) }); !strings.Contains(msg, "id 100") {
+	if msg := failtest.First(func(tb testing.TB) { CheckGSO(tb, two, false, 7, 2*GSOMSS(false)) }); !strings.Contains(msg, "id 100") {
 		t.Errorf("a repeated IPv4 ID: %q", msg)
 	}
 }
 
-// cut segments Packet(v6, seq, total) at mss as software GSO does.
+// cut segments GSOPacket(v6, seq, total) at mss as software GSO does.
 func cut(t *testing.T, v6 bool, seq uint32, total, mss int) [][]byte {
 	t.Helper()
-	p, _, _ := Packet(v6, seq, total)
+	p, _, _ := GSOPacket(v6, seq, total)
 	plan, err := gso.NewPlan(&p.Data, p.GSO, mss, int(p.L3Len), int(p.L4Len))
 	if err != nil {
 		t.Fatal(err)
@@ -75,13 +75,13 @@ func cut(t *testing.T, v6 bool, seq uint32, total, mss int) [][]byte {
 	return frames
 }
 
-// TestCheckSegmentsAtMSS: segments cut at the packet's MSS pass, the
+// TestCheckGSOAtMSS: segments cut at the packet's MSS pass, the
 // last carrying the rest; cut shorter, or one missing, they fail.
-func TestCheckSegmentsAtMSS(t *testing.T) {
+func TestCheckGSOAtMSS(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		mss := MSS(v6)
+		mss := GSOMSS(v6)
 		for _, total := range []int{1, mss, 2 * mss, 5*mss + 7} {
-			CheckSegments(t, cut(t, v6, 9, total, mss), v6, 9, total)
+			CheckGSO(t, cut(t, v6, 9, total, mss), v6, 9, total)
 		}
 		for _, tc := range []struct {
 			name, want string
@@ -91,7 +91,7 @@ func TestCheckSegmentsAtMSS(t *testing.T) {
 			{"mss-8", fmt.Sprintf("carries %d payload bytes", mss-8), cut(t, v6, 9, 5*mss+7, mss-8)},
 			{"last missing", "5 segments on the wire, want 6", cut(t, v6, 9, 5*mss+7, mss)[:5]},
 		} {
-			if msg := failtest.First(func(tb testing.TB) { CheckSegments(tb, tc.frames, v6, 9, 5*mss+7) }); !strings.Contains(msg, tc.want) {
+			if msg := failtest.First(func(tb testing.TB) { CheckGSO(tb, tc.frames, v6, 9, 5*mss+7) }); !strings.Contains(msg, tc.want) {
 				t.Errorf("v6=%v %s: %q, want it to say %q", v6, tc.name, msg, tc.want)
 			}
 		}
@@ -104,14 +104,15 @@ type cutter struct {
 	nic.Queue
 	mss     int
 	pending [][]byte
-	wire    frames
+	wire    fakeWire
 }
 
-type frames struct{ got [][]byte }
+// fakeWire keeps the frames that reach it, as testhost.Peer does.
+type fakeWire struct{ got [][]byte }
 
-func (f *frames) Frames() [][]byte { return f.got }
-func (f *frames) Len() int         { return len(f.got) }
-func (f *frames) Reset()           { f.got = nil }
+func (f *fakeWire) Frames() [][]byte { return f.got }
+func (f *fakeWire) Len() int         { return len(f.got) }
+func (f *fakeWire) Reset()           { f.got = nil }
 
 func (c *cutter) Transmit(pkts []*nic.TxPacket) (int, error) {
 	for _, p := range pkts {
@@ -139,15 +140,15 @@ func (c *cutter) Reclaim() int {
 	return 1
 }
 
-func TestTransmit(t *testing.T) {
-	c := &cutter{mss: MSS(false)}
-	Transmit(t, c, &c.wire, false, 3, 20000)
+func TestTransmitGSO(t *testing.T) {
+	c := &cutter{mss: GSOMSS(false)}
+	TransmitGSO(t, c, &c.wire, false, 3, 20000)
 	c.mss--
-	if msg := failtest.First(func(tb testing.TB) { Transmit(tb, c, &c.wire, false, 3, 20000) }); !strings.Contains(msg, "carries 1459 payload bytes, want 1460") {
+	if msg := failtest.First(func(tb testing.TB) { TransmitGSO(tb, c, &c.wire, false, 3, 20000) }); !strings.Contains(msg, "carries 1459 payload bytes, want 1460") {
 		t.Errorf("a queue cutting at MSS-1: %q", msg)
 	}
-	stuck := &cutter{mss: MSS(true)}
-	if msg := failtest.First(func(tb testing.TB) { Transmit(tb, &stuckQueue{stuck}, &stuck.wire, true, 3, 20000) }); !strings.Contains(msg, "0 of 14 segments on the wire") {
+	stuck := &cutter{mss: GSOMSS(true)}
+	if msg := failtest.First(func(tb testing.TB) { TransmitGSO(tb, &stuckQueue{stuck}, &stuck.wire, true, 3, 20000) }); !strings.Contains(msg, "0 of 14 segments on the wire") {
 		t.Errorf("a queue that sends nothing: %q", msg)
 	}
 }
