@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/drivers/adv"
+	"github.com/ether9/ether9/drivers/internal/advplay"
 	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
@@ -724,33 +725,12 @@ func TestBlankNVMSerial(t *testing.T) {
 // TestProbeQueuePairs: a platform that asks for fewer queue pairs gets
 // that many, and RSS spreads over those alone (off for one).
 func TestProbeQueuePairs(t *testing.T) {
-	for _, want := range []int{1, 2} {
+	advplay.CheckQueuePairs(t, maxQueues, func(pairs int) (advplay.Regs, nic.NIC, error) {
 		regs := newRegFile(status2500).withMAC(testMAC)
 		d, err := probe(&nic.Device{
 			Name: "ether0", Func: &pci.Function{Addr: pci.Addr{Bus: 3}, Vendor: VendorIntel, Device: 0x15f3},
-			Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock(), Queues: want,
+			Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock(), Queues: pairs,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := len(d.Queues()); n != want {
-			t.Errorf("asked for %d queue pairs, got %d", want, n)
-		}
-		for q := range maxQueues {
-			on := regs.Get(adv.QueueReg(adv.RXDCTL, q))&adv.XDCTL_ENABLE != 0
-			if on != (q < want) {
-				t.Errorf("%d pairs: queue %d RX enabled %v", want, q, on)
-			}
-		}
-		if rss := regs.Get(adv.MRQC)&adv.MRQC_ENABLE_RSS != 0; rss != (want > 1) {
-			t.Errorf("%d pairs: MRQC %#x", want, regs.Get(adv.MRQC))
-		}
-		for i := range adv.RETAEntries {
-			if e := regs.Get(adv.RETA+uint32(i/4*4)) >> (8 * (i % 4)) & 0xff; int(e) >= want {
-				t.Errorf("%d pairs: RETA entry %d names queue %d", want, i, e)
-				break
-			}
-		}
-		d.Close()
-	}
+		return regs, d, err
+	})
 }
