@@ -25,23 +25,23 @@ func TestConcurrentQueueAndControl(t *testing.T) {
 		defer wg.Done()
 		frame := bytes.Repeat([]byte{5}, 300)
 		for k := 0; k < rounds; k++ {
-			r.complete(t, d.rx.Clean(), frame, RXD_STAT_DD|RXD_STAT_EOP, len(frame))
-			nictest.Receive(d, 8, func(p *nic.RxPacket) { p.Data.Release() })
+			r.complete(t, d.q.rx.Clean(), frame, RXD_STAT_DD|RXD_STAT_EOP, len(frame))
+			nictest.Receive(&d.q, 8, func(p *nic.RxPacket) { p.Data.Release() })
 		}
 	}()
 	go func() { // TX: send, complete everything in flight, reclaim
 		defer wg.Done()
 		for k := 0; k < rounds; k++ {
 			p := &nic.TxPacket{Data: buffer.MakeWithData(bytes.Repeat([]byte{6}, 600+k%700))}
-			if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+			if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 				p.Data.Release()
 			}
-			d.txMu.Lock()
-			for i := 0; i < d.tx.Descs.Len(); i++ {
-				d.tx.Descs.At(i)[12] |= TXD_STAT_DD
+			d.q.txMu.Lock()
+			for i := 0; i < d.q.tx.Descs.Len(); i++ {
+				d.q.tx.Descs.At(i)[12] |= TXD_STAT_DD
 			}
-			d.txMu.Unlock()
-			d.Reclaim()
+			d.q.txMu.Unlock()
+			d.q.Reclaim()
 		}
 	}()
 	go func() { // control and statistics
@@ -56,8 +56,8 @@ func TestConcurrentQueueAndControl(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	if d.rx.Stats.Frames.Load() != rounds {
-		t.Errorf("received %d of %d", d.rx.Stats.Frames.Load(), rounds)
+	if d.q.rx.Stats.Frames.Load() != rounds {
+		t.Errorf("received %d of %d", d.q.rx.Stats.Frames.Load(), rounds)
 	}
 	r.Close(t)
 }

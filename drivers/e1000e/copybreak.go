@@ -12,24 +12,25 @@ import (
 // the answer depends on the IOMMU's invalidation cost and the platform's
 // cost of pinning memory; with untranslated DMA Linux's 256 stands. On a
 // failed measurement the translated default (copy every frame) is kept.
-// rxMu is held.
+// The queue's rxMu is held.
 func (d *Device) copybreakAuto() error {
 	c, err := ring.MeasureCopybreak(d.dma, rxBufSize)
 	if err != nil {
-		d.rx.SetCopybreak(TranslatedCopybreak)
+		d.q.rx.SetCopybreak(TranslatedCopybreak)
 		return fmt.Errorf("e1000e %s: copybreak auto: %w", d.name, err)
 	}
 	d.cbCosts.Store(&c)
-	d.rx.SetCopybreak(min(c.Copybreak, maxCopybreak))
+	d.q.rx.SetCopybreak(min(c.Copybreak, maxCopybreak))
 	return nil
 }
 
 // startCopybreak sets the copybreak a device starts with: auto behind an
 // IOMMU (a DMA view that counts faults is a translated one), else
-// DefaultCopybreak. rxMu is held, or the device is not yet running.
+// DefaultCopybreak. The queue's rxMu is held, or the device is not yet
+// running.
 func (d *Device) startCopybreak() {
 	if _, ok := d.dma.(ring.FaultCounter); !ok {
-		d.rx.SetCopybreak(DefaultCopybreak)
+		d.q.rx.SetCopybreak(DefaultCopybreak)
 		return
 	}
 	if err := d.copybreakAuto(); err != nil {

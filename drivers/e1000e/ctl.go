@@ -40,25 +40,25 @@ func (d *Device) Ctl(cmd string) error {
 	switch f[0] {
 	case "copybreak":
 		if f[1] == "auto" {
-			d.rxMu.Lock()
-			defer d.rxMu.Unlock()
+			d.q.rxMu.Lock()
+			defer d.q.rxMu.Unlock()
 			return d.copybreakAuto()
 		}
 		n, err := strconv.Atoi(f[1])
 		if err != nil || n < 0 || n > maxCopybreak {
 			return fmt.Errorf("e1000e %s: copybreak %q: want auto or 0..%d", d.name, f[1], maxCopybreak)
 		}
-		d.rxMu.Lock()
-		d.rx.SetCopybreak(n)
-		d.rxMu.Unlock()
+		d.q.rxMu.Lock()
+		d.q.rx.SetCopybreak(n)
+		d.q.rxMu.Unlock()
 	case "copybreak-mode":
 		m, err := ring.ParseMode(f[1])
 		if err != nil {
 			return fmt.Errorf("e1000e %s: %w", d.name, err)
 		}
-		d.rxMu.Lock()
-		d.rx.SetMode(m)
-		d.rxMu.Unlock()
+		d.q.rxMu.Lock()
+		d.q.rx.SetMode(m)
+		d.q.rxMu.Unlock()
 	case "tso":
 		m, err := ParseTSOMode(f[1])
 		if err != nil {

@@ -32,11 +32,11 @@ func (d *Device) debugCtl(arg string) error {
 }
 
 func (d *Device) injectUnmappedRx() error {
-	d.rxMu.Lock()
-	defer d.rxMu.Unlock()
+	d.q.rxMu.Lock()
+	defer d.q.rxMu.Unlock()
 	err := errors.New("device closed")
 	if !d.closed.Load() {
-		err = d.inject.Start(d.dma, rxBufSize, d.name, d.logf)
+		err = d.q.inject.Start(d.dma, rxBufSize, d.name, d.logf)
 	}
 	if err != nil {
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-rx: %w", d.name, err)
@@ -46,7 +46,7 @@ func (d *Device) injectUnmappedRx() error {
 
 // armRx is writeRx for a refill while an injection waits for its
 // descriptor. rxMu is held.
-func (d *Device) armRx(i int, addr kernel.DMAAddr) { d.writeRx(i, d.inject.Arm(i, addr)) }
+func (q *queue) armRx(i int, addr kernel.DMAAddr) { q.writeRx(i, q.inject.Arm(i, addr)) }
 
 // txInject is the state of one debug inject-unmapped-tx. Guarded by txMu,
 // but for the atomics, which the receive path and Stats read.
@@ -72,12 +72,12 @@ func (d *Device) injectUnmappedTx() error {
 	if !ok || !counts {
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-tx: the DMA view has no IOMMU holes or fault count (translation off?)", d.name)
 	}
-	d.txMu.Lock()
-	defer d.txMu.Unlock()
+	d.q.txMu.Lock()
+	defer d.q.txMu.Unlock()
 	if d.closed.Load() {
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-tx: device closed", d.name)
 	}
-	inj := &d.txInj
+	inj := &d.q.txInj
 	if inj.hole != 0 || inj.resend != nil {
 		return fmt.Errorf("e1000e %s: debug inject-unmapped-tx: one is already in flight", d.name)
 	}
@@ -95,8 +95,8 @@ func (d *Device) injectUnmappedTx() error {
 // pending injection, nil otherwise. A packet segmented in software is
 // passed over: it is several frames, and sending it again would repeat
 // the ones that went out. txMu is held.
-func (d *Device) txInjectCopy(p *nic.TxPacket) *nic.TxPacket {
-	if !d.txInj.pending || p.GSO != nic.GSONone && !d.tso.Load() {
+func (q *queue) txInjectCopy(p *nic.TxPacket) *nic.TxPacket {
+	if !q.txInj.pending || p.GSO != nic.GSONone && !q.d.tso.Load() {
 		return nil
 	}
 	c := *p
@@ -108,8 +108,8 @@ func (d *Device) txInjectCopy(p *nic.TxPacket) *nic.TxPacket {
 // descriptors [start, Tail) at the hole and keeps the driver's copy of the
 // packet. The descriptor's own buffer stays with its slot and is released
 // with it. txMu is held.
-func (d *Device) armTx(start int, keep *nic.TxPacket) {
-	tx, inj := d.tx, &d.txInj
+func (q *queue) armTx(start int, keep *nic.TxPacket) {
+	d, tx, inj := q.d, q.tx, &q.txInj
 	end := tx.Tail()
 	for i := start; i != end; i = tx.Descs.Next(i) {
 		desc := tx.Descs.At(i)
@@ -142,20 +142,20 @@ func isTxData(d []byte) bool {
 // as it was queued, so the driver sends its copy again; the fault count
 // moving while the packet was in flight is what tells a DMA fault from a
 // packet that went out. txMu is held.
-func (d *Device) settleTx() {
-	inj := &d.txInj
-	if !inj.armed || !txDone(d.tx.Descs.At(inj.eop)) {
+func (q *queue) settleTx() {
+	inj := &q.txInj
+	if !inj.armed || !txDone(q.tx.Descs.At(inj.eop)) {
 		return
 	}
 	inj.resend, inj.pkt = inj.pkt, nil
-	d.endTxInject("sending the packet again")
+	q.endTxInject("sending the packet again")
 }
 
 // endTxInject accounts for the fault of the injection in flight and gives
 // the hole back: the device is done with it (its packet was written back,
 // or the transmitter is stopped). txMu is held.
-func (d *Device) endTxInject(then string) {
-	inj := &d.txInj
+func (q *queue) endTxInject(then string) {
+	d, inj := q.d, &q.txInj
 	// Read after the write-back: the fault is recorded before it.
 	faults := d.dma.(ring.FaultCounter).DMAFaults()
 	if faults > inj.faults {
@@ -177,45 +177,45 @@ func (d *Device) endTxInject(then string) {
 // resendTx queues the copy of a faulted packet again, after a reclaim
 // made room; with the ring still full it waits for the next one. txMu is
 // held.
-func (d *Device) resendTx() {
-	inj := &d.txInj
+func (q *queue) resendTx() {
+	d, inj := q.d, &q.txInj
 	p := inj.resend
 	if p == nil {
 		return
 	}
-	err := d.queue(p)
+	err := q.queuePacket(p)
 	if errors.Is(err, ring.ErrTxFull) {
 		return
 	}
 	inj.resend = nil
 	if err != nil {
 		p.Data.Release()
-		d.tx.Stats.Drops.Add(1)
+		q.tx.Stats.Drops.Add(1)
 		d.logf("%s: tx: sending the faulted packet again: %v", d.name, err)
 		return
 	}
-	d.regs.Write32(TDT, uint32(d.tx.Tail()))
-	d.tx.Stats.Doorbells.Add(1)
+	d.regs.Write32(TDT, uint32(q.tx.Tail()))
+	q.tx.Stats.Doorbells.Add(1)
 	inj.resent.Add(1)
 }
 
 // resetTxInject is told the transmit ring is being reset with the
 // transmitter stopped: an armed packet is dropped with the rest of the
 // ring, its fault accounted for and the hole given back. txMu is held.
-func (d *Device) resetTxInject() {
-	inj := &d.txInj
+func (q *queue) resetTxInject() {
+	inj := &q.txInj
 	if !inj.armed {
 		return
 	}
 	inj.pkt.Data.Release()
 	inj.pkt = nil
-	d.endTxInject("dropped with the ring")
+	q.endTxInject("dropped with the ring")
 }
 
 // closeTxInject releases what an injection still holds when the device
 // stops. txMu is held.
-func (d *Device) closeTxInject() error {
-	inj := &d.txInj
+func (q *queue) closeTxInject() error {
+	inj := &q.txInj
 	for _, p := range []*nic.TxPacket{inj.pkt, inj.resend} {
 		if p != nil {
 			p.Data.Release()
@@ -224,7 +224,7 @@ func (d *Device) closeTxInject() error {
 	hole := inj.hole
 	inj.pkt, inj.resend, inj.hole, inj.pending, inj.armed = nil, nil, 0, false, false
 	inj.inFlight.Store(false)
-	if h, ok := d.dma.(ring.Holer); ok && hole != 0 {
+	if h, ok := q.d.dma.(ring.Holer); ok && hole != 0 {
 		return h.ReleaseHole(hole)
 	}
 	return nil
@@ -236,14 +236,14 @@ func (d *Device) closeTxInject() error {
 // fault is not taken for the receive path's; a race the other way only
 // costs the receive path a needless drop. rxMu is held (rxMu before txMu,
 // as everywhere).
-func (d *Device) rxFaultCount(fc ring.FaultCounter) uint64 {
-	if d.txInj.inFlight.Load() {
-		d.txMu.Lock()
-		if !d.closed.Load() {
-			d.settleTx()
+func (q *queue) rxFaultCount(fc ring.FaultCounter) uint64 {
+	if q.txInj.inFlight.Load() {
+		q.txMu.Lock()
+		if !q.d.closed.Load() {
+			q.settleTx()
 		}
-		d.txMu.Unlock()
+		q.txMu.Unlock()
 	}
-	owned := d.txInj.owned.Load() // before the count: never above it
+	owned := q.txInj.owned.Load() // before the count: never above it
 	return fc.DMAFaults() - owned
 }

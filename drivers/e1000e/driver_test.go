@@ -78,10 +78,10 @@ func TestPollCopybreak(t *testing.T) {
 			if n < 60 || n > rxBufSize {
 				continue
 			}
-			i := r.d.rx.Clean()
+			i := r.d.q.rx.Clean()
 			want := bytes.Repeat([]byte{byte(n)}, n)
 			r.complete(t, i, want, RXD_STAT_DD|RXD_STAT_EOP|RXD_STAT_TCPCS, n)
-			copies0, hand0 := r.d.rx.Stats.Copybreak.Load(), r.d.rx.Stats.Handoffs.Load()
+			copies0, hand0 := r.d.q.rx.Stats.Copybreak.Load(), r.d.q.rx.Stats.Handoffs.Load()
 			maps0, unmaps0, _ := r.DMA.Counts()
 			got := r.poll()
 			maps, unmaps, _ := r.DMA.Counts()
@@ -89,8 +89,8 @@ func TestPollCopybreak(t *testing.T) {
 				t.Fatalf("cb %d n %d: %d packets", cb, n, len(got))
 			}
 			got[0].Data.Release()
-			copied := r.d.rx.Stats.Copybreak.Load() - copies0
-			handed := r.d.rx.Stats.Handoffs.Load() - hand0
+			copied := r.d.q.rx.Stats.Copybreak.Load() - copies0
+			handed := r.d.q.rx.Stats.Handoffs.Load() - hand0
 			if n < cb {
 				if copied != 1 || unmaps != unmaps0 {
 					t.Errorf("cb %d n %d: copied %d, %d unmaps", cb, n, copied, unmaps-unmaps0)
@@ -124,8 +124,8 @@ func TestPollBadInput(t *testing.T) {
 	if got := r.poll(); len(got) != 0 {
 		t.Fatalf("delivered %d bad frames", len(got))
 	}
-	if d.rx.Clean() != 5 {
-		t.Fatalf("cleaned up to %d, want 5", d.rx.Clean())
+	if d.q.rx.Clean() != 5 {
+		t.Fatalf("cleaned up to %d, want 5", d.q.rx.Clean())
 	}
 	r.complete(t, 5, good, RXD_STAT_DD|RXD_STAT_EOP, 100)
 	got := r.poll()
@@ -138,12 +138,12 @@ func TestPollBadInput(t *testing.T) {
 		}
 		p.Data.Release()
 	}
-	s := &d.rx.Stats
+	s := &d.q.rx.Stats
 	if s.Drops[ring.DropErrorBits].Load() != 1 || s.Drops[ring.DropLength].Load() != 2 || s.Drops[ring.DropMulti].Load() != 2 {
 		t.Errorf("drops: error %d length %d multi %d", s.Drops[ring.DropErrorBits].Load(), s.Drops[ring.DropLength].Load(), s.Drops[ring.DropMulti].Load())
 	}
-	if d.rx.Armed() != rxDescs-1 {
-		t.Errorf("ring not refilled: %d armed", d.rx.Armed())
+	if d.q.rx.Armed() != rxDescs-1 {
+		t.Errorf("ring not refilled: %d armed", d.q.rx.Armed())
 	}
 	r.Close(t)
 }
@@ -154,8 +154,8 @@ func TestPollSurvivesMapFailure(t *testing.T) {
 	r.DMA.FailAllMaps(true)
 	big := bytes.Repeat([]byte{1}, 1000)
 	for k := 0; k < 300; k++ {
-		i := r.d.rx.Clean()
-		if r.d.rx.Armed() == 0 {
+		i := r.d.q.rx.Clean()
+		if r.d.q.rx.Armed() == 0 {
 			break
 		}
 		r.complete(t, i, big, RXD_STAT_DD|RXD_STAT_EOP, len(big))
@@ -163,13 +163,13 @@ func TestPollSurvivesMapFailure(t *testing.T) {
 			p.Data.Release()
 		}
 	}
-	if r.d.rx.Armed() != 0 || r.d.rx.Stats.MapFailures.Load() == 0 {
-		t.Fatalf("armed %d map failures %d", r.d.rx.Armed(), r.d.rx.Stats.MapFailures.Load())
+	if r.d.q.rx.Armed() != 0 || r.d.q.rx.Stats.MapFailures.Load() == 0 {
+		t.Fatalf("armed %d map failures %d", r.d.q.rx.Armed(), r.d.q.rx.Stats.MapFailures.Load())
 	}
 	r.DMA.FailAllMaps(false)
 	r.poll()
-	if r.d.rx.Armed() != rxDescs-1 || int(r.regs.Get(RDT)) != r.d.rx.Tail() {
-		t.Fatalf("after recovery armed %d RDT %d tail %d", r.d.rx.Armed(), r.regs.Get(RDT), r.d.rx.Tail())
+	if r.d.q.rx.Armed() != rxDescs-1 || int(r.regs.Get(RDT)) != r.d.q.rx.Tail() {
+		t.Fatalf("after recovery armed %d RDT %d tail %d", r.d.q.rx.Armed(), r.regs.Get(RDT), r.d.q.rx.Tail())
 	}
 	r.Close(t)
 }
@@ -177,13 +177,13 @@ func TestPollSurvivesMapFailure(t *testing.T) {
 func TestCtl(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	start := d.rx.Copybreak()
+	start := d.q.rx.Copybreak()
 	for _, bad := range []string{"", "copybreak", "copybreak -1", "copybreak automatic", "copybreak 4097", "copybreak x", "copybreak-mode fast", "tso maybe", "mtu 9000", "mtu 10", "frob 1", "tso on off"} {
 		if err := d.Ctl(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if d.rx.Copybreak() != start || d.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
+	if d.q.rx.Copybreak() != start || d.q.rx.Mode() != ring.SyncNoUnmap || !d.Features().TSOv4 || d.MTU() != 1500 {
 		t.Error("a bad command changed state")
 	}
 	for _, good := range []string{"copybreak 2048", "copybreak-mode unmap", "tso off", "mtu 2000"} {
@@ -191,7 +191,7 @@ func TestCtl(t *testing.T) {
 			t.Errorf("%q: %v", good, err)
 		}
 	}
-	if d.rx.Copybreak() != 2048 || d.rx.Mode() != ring.UnmapAlways || d.Features().TSOv4 || d.MTU() != 2000 || r.regs.Get(RCTL)&RCTL_LPE == 0 {
+	if d.q.rx.Copybreak() != 2048 || d.q.rx.Mode() != ring.UnmapAlways || d.Features().TSOv4 || d.MTU() != 2000 || r.regs.Get(RCTL)&RCTL_LPE == 0 {
 		t.Error("good commands did not apply")
 	}
 	r.Close(t)
@@ -229,8 +229,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // txDescs returns the descriptors written since index from, up to the tail.
 func txDescsFrom(d *Device, from int) [][]byte {
 	var out [][]byte
-	for i := from; i != d.tx.Tail(); i = d.tx.Descs.Next(i) {
-		out = append(out, d.tx.Descs.At(i))
+	for i := from; i != d.q.tx.Tail(); i = d.q.tx.Descs.Next(i) {
+		out = append(out, d.q.tx.Descs.At(i))
 	}
 	return out
 }
@@ -239,15 +239,15 @@ func TestTransmitTSO(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
 	for _, v6 := range []bool{false, true} {
-		from := d.tx.Tail()
+		from := d.q.tx.Tail()
 		doorbells := r.regs.Writes(TDT)
 		p1, _, _ := nictest.GSOPacket(v6, 1000, 10000)
 		p2, _, _ := nictest.GSOPacket(v6, 1000, 3000)
-		n, err := d.Transmit([]*nic.TxPacket{p1, p2})
+		n, err := d.q.Transmit([]*nic.TxPacket{p1, p2})
 		if n != 2 || err != nil {
 			t.Fatalf("transmit: %d %v", n, err)
 		}
-		if r.regs.Writes(TDT) != doorbells+1 || int(r.regs.Get(TDT)) != d.tx.Tail() {
+		if r.regs.Writes(TDT) != doorbells+1 || int(r.regs.Get(TDT)) != d.q.tx.Tail() {
 			t.Errorf("doorbells %d for one batch", r.regs.Writes(TDT)-doorbells)
 		}
 		descs := txDescsFrom(d, from)
@@ -263,7 +263,7 @@ func TestTransmitTSO(t *testing.T) {
 		if (!v6 && mss != 1460) || (v6 && mss != 1440) {
 			t.Errorf("mss %d", mss)
 		}
-		if d.tx.Stats.TSO.Load() == 0 {
+		if d.q.tx.Stats.TSO.Load() == 0 {
 			t.Error("TSO counter not counted")
 		}
 		for k, desc := range descs {
@@ -275,11 +275,11 @@ func TestTransmitTSO(t *testing.T) {
 		}
 	}
 	// The device completes everything: reclaim unmaps all.
-	for i := 0; i < d.tx.Descs.Len(); i++ {
-		d.tx.Descs.At(i)[12] |= TXD_STAT_DD
+	for i := 0; i < d.q.tx.Descs.Len(); i++ {
+		d.q.tx.Descs.At(i)[12] |= TXD_STAT_DD
 	}
-	if n := d.Reclaim(); n == 0 || d.tx.InFlight() != 0 || d.tx.Mapped() != 0 {
-		t.Errorf("reclaimed %d, in flight %d, mapped %d", n, d.tx.InFlight(), d.tx.Mapped())
+	if n := d.q.Reclaim(); n == 0 || d.q.tx.InFlight() != 0 || d.q.tx.Mapped() != 0 {
+		t.Errorf("reclaimed %d, in flight %d, mapped %d", n, d.q.tx.InFlight(), d.q.tx.Mapped())
 	}
 	r.Close(t)
 }
@@ -300,9 +300,9 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 		t.Fatalf("after drop to 100: link %+v features %+v", d.Link(), d.Features())
 	}
 	for _, v6 := range []bool{false, true} {
-		from := d.tx.Tail()
+		from := d.q.tx.Tail()
 		p, _, _ := nictest.GSOPacket(v6, 1000, 10000)
-		if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+		if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 			t.Fatalf("transmit %d %v", n, err)
 		}
 		var frames [][]byte
@@ -323,8 +323,8 @@ func TestTSOFallsBackOnLinkDrop(t *testing.T) {
 		}
 		nictest.CheckGSO(t, frames, v6, 1000, 10000)
 	}
-	if d.tx.Stats.SoftGSO.Load() != 2 {
-		t.Errorf("soft GSO counter %d", d.tx.Stats.SoftGSO.Load())
+	if d.q.tx.Stats.SoftGSO.Load() != 2 {
+		t.Errorf("soft GSO counter %d", d.q.tx.Stats.SoftGSO.Load())
 	}
 	// Back at 1000 TSO returns; "tso on" forces it at 100.
 	r.regs.Set(STATUS, status1000)
@@ -350,9 +350,9 @@ func TestPCHSPTNeverTSO(t *testing.T) {
 	if d.Features().TSOv4 || d.Features().TSOv6 {
 		t.Fatal("pch_spt uses TSO when forced")
 	}
-	from := d.tx.Tail()
+	from := d.q.tx.Tail()
 	p, _, _ := nictest.GSOPacket(false, 1000, 5000)
-	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+	if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatal(n, err)
 	}
 	for _, desc := range txDescsFrom(d, from) {
@@ -370,23 +370,23 @@ func TestTransmitBackPressureAndBadPackets(t *testing.T) {
 	for range 300 {
 		pkts = append(pkts, &nic.TxPacket{Data: buffer.MakeWithData(bytes.Repeat([]byte{9}, 1000))})
 	}
-	n, err := d.Transmit(pkts)
+	n, err := d.q.Transmit(pkts)
 	if err != nil || n != txDescs-1 {
 		t.Fatalf("took %d (%v), want %d", n, err, txDescs-1)
 	}
 	// Frames that fit a bounce slot are copied there, never mapped.
-	if d.tx.Stats.Full.Load() != 1 || d.tx.Mapped() != 0 || d.tx.Stats.Bounced.Load() != uint64(n) {
-		t.Errorf("full %d mapped %d bounced %d", d.tx.Stats.Full.Load(), d.tx.Mapped(), d.tx.Stats.Bounced.Load())
+	if d.q.tx.Stats.Full.Load() != 1 || d.q.tx.Mapped() != 0 || d.q.tx.Stats.Bounced.Load() != uint64(n) {
+		t.Errorf("full %d mapped %d bounced %d", d.q.tx.Stats.Full.Load(), d.q.tx.Mapped(), d.q.tx.Stats.Bounced.Load())
 	}
 	// Completion out of order: a later descriptor done first frees nothing.
-	d.tx.Descs.At(10)[12] |= TXD_STAT_DD
-	if got := d.Reclaim(); got != 0 {
+	d.q.tx.Descs.At(10)[12] |= TXD_STAT_DD
+	if got := d.q.Reclaim(); got != 0 {
 		t.Fatalf("reclaimed %d behind an unfinished descriptor", got)
 	}
 	for i := 0; i < 5; i++ {
-		d.tx.Descs.At(i)[12] |= TXD_STAT_DD
+		d.q.tx.Descs.At(i)[12] |= TXD_STAT_DD
 	}
-	if got := d.Reclaim(); got != 5 {
+	if got := d.q.Reclaim(); got != 5 {
 		t.Fatalf("reclaimed %d, want 5", got)
 	}
 	for _, p := range pkts[n:] {
@@ -399,7 +399,7 @@ func TestTransmitBackPressureAndBadPackets(t *testing.T) {
 		{Data: buffer.MakeWithData(make([]byte, 3000)), GSO: nic.GSOTCPv4, MSS: 1000, L3Len: 20, L4Len: 20},
 	}
 	for k, p := range bad {
-		if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil {
+		if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil {
 			t.Errorf("bad packet %d: took %d, err %v", k, n, err)
 		}
 		p.Data.Release()
@@ -418,17 +418,17 @@ func FuzzRxWriteback(f *testing.F) {
 		r := newRig(t, 0x10D3)
 		r.d.Ctl("copybreak " + itoa(int(cb)%2049))
 		for round := 0; round < 3; round++ {
-			i := r.d.rx.Clean()
+			i := r.d.q.rx.Clean()
 			r.complete(t, i, nil, st1, int(len1))
-			r.complete(t, r.d.rx.Descs.Next(i), nil, st2, int(len2))
+			r.complete(t, r.d.q.rx.Descs.Next(i), nil, st2, int(len2))
 			for _, p := range r.poll() {
 				if n := p.Data.Size(); n <= 0 || n > rxBufSize {
 					t.Fatalf("delivered a %d-byte frame", n)
 				}
 				p.Data.Release()
 			}
-			if r.d.rx.Armed() != rxDescs-1 {
-				t.Fatalf("ring not refilled: %d", r.d.rx.Armed())
+			if r.d.q.rx.Armed() != rxDescs-1 {
+				t.Fatalf("ring not refilled: %d", r.d.q.rx.Armed())
 			}
 		}
 		r.Close(t)
@@ -439,15 +439,15 @@ func TestUseAfterClose(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	r.Close(t)
 	d := r.d
-	if n := nictest.Receive(d, 64, func(*nic.RxPacket) { t.Error("delivered after close") }); n != 0 {
+	if n := nictest.Receive(&d.q, 64, func(*nic.RxPacket) { t.Error("delivered after close") }); n != 0 {
 		t.Errorf("poll after close: %d", n)
 	}
 	p := &nic.TxPacket{Data: buffer.MakeWithData(make([]byte, 100))}
-	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil {
+	if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil {
 		t.Errorf("transmit after close: %d %v", n, err)
 	}
 	p.Data.Release()
-	if d.Reclaim() != 0 || d.Close() != nil || len(d.Stats()) == 0 {
+	if d.q.Reclaim() != 0 || d.Close() != nil || len(d.Stats()) == 0 {
 		t.Error("reclaim, second close or stats after close misbehaved")
 	}
 }
@@ -479,7 +479,7 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 			if got := r.poll(); len(got) != 0 {
 				t.Fatalf("%d frames delivered across a DMA fault", len(got))
 			}
-			if n := r.d.rx.Stats.Drops[ring.DropDMA].Load(); n != uint64(drops) {
+			if n := r.d.q.rx.Stats.Drops[ring.DropDMA].Load(); n != uint64(drops) {
 				t.Errorf("rx_drop_dma %d, want %d", n, drops)
 			}
 			r.complete(t, drops, frame, done, len(frame))
@@ -495,12 +495,12 @@ func TestPollDropsFramesOnDMAFault(t *testing.T) {
 func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
-	d.txSplit.CopyMax = 256
+	d.q.txSplit.CopyMax = 256
 	p, _, _ := nictest.GSOPacket(false, 1000, 20000) // too large to be copied
 	want := p.Data.Flatten()
-	from := d.tx.Tail()
+	from := d.q.tx.Tail()
 	r.DMA.FailAllMaps(true)
-	n, err := d.Transmit([]*nic.TxPacket{p})
+	n, err := d.q.Transmit([]*nic.TxPacket{p})
 	r.DMA.FailAllMaps(false)
 	if n != 1 || err != nil {
 		t.Fatalf("transmit with maps failing: %d %v", n, err)
@@ -519,8 +519,8 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 	if len(got) != len(want) || !bytes.Equal(got[hl:], want[hl:]) {
 		t.Fatalf("device would read %d bytes of %d, or the payload differs", len(got), len(want))
 	}
-	if d.tx.Mapped() != 0 || d.tx.Stats.Bounced.Load() == 0 || d.tx.Stats.MapFailures.Load() == 0 {
-		t.Errorf("mapped %d bounced %d map failures %d", d.tx.Mapped(), d.tx.Stats.Bounced.Load(), d.tx.Stats.MapFailures.Load())
+	if d.q.tx.Mapped() != 0 || d.q.tx.Stats.Bounced.Load() == 0 || d.q.tx.Stats.MapFailures.Load() == 0 {
+		t.Errorf("mapped %d bounced %d map failures %d", d.q.tx.Mapped(), d.q.tx.Stats.Bounced.Load(), d.q.tx.Stats.MapFailures.Load())
 	}
 	r.Close(t)
 }
@@ -539,20 +539,20 @@ func TestStartCopybreak(t *testing.T) {
 	}{{"translated", translated, true}, {"untranslated", untranslated, false}} {
 		d := &Device{name: "ether0", dma: c.dma, logf: t.Logf}
 		var err error
-		if d.rx, err = ring.NewRxRing(c.dma, 8, descSize, rxBufSize); err != nil {
+		if d.q.rx, err = ring.NewRxRing(c.dma, 8, descSize, rxBufSize); err != nil {
 			t.Fatal(err)
 		}
 		d.startCopybreak()
 		costs := d.cbCosts.Load()
 		switch {
 		case c.measured && costs == nil:
-			t.Errorf("%s: copybreak %d not measured", c.name, d.rx.Copybreak())
-		case c.measured && d.rx.Copybreak() != min(costs.Copybreak, maxCopybreak):
-			t.Errorf("%s: copybreak %d, measured %d", c.name, d.rx.Copybreak(), costs.Copybreak)
-		case !c.measured && (costs != nil || d.rx.Copybreak() != DefaultCopybreak):
-			t.Errorf("%s: copybreak %d (costs %v), want %d unmeasured", c.name, d.rx.Copybreak(), costs, DefaultCopybreak)
+			t.Errorf("%s: copybreak %d not measured", c.name, d.q.rx.Copybreak())
+		case c.measured && d.q.rx.Copybreak() != min(costs.Copybreak, maxCopybreak):
+			t.Errorf("%s: copybreak %d, measured %d", c.name, d.q.rx.Copybreak(), costs.Copybreak)
+		case !c.measured && (costs != nil || d.q.rx.Copybreak() != DefaultCopybreak):
+			t.Errorf("%s: copybreak %d (costs %v), want %d unmeasured", c.name, d.q.rx.Copybreak(), costs, DefaultCopybreak)
 		}
-		d.rx.Close()
+		d.q.rx.Close()
 	}
 	if n := translated.Live(); n != 0 {
 		t.Errorf("%d mappings left", n)
@@ -562,15 +562,15 @@ func TestStartCopybreak(t *testing.T) {
 func TestCopybreakCtl(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	defer r.Close(t)
-	if err := r.d.Ctl("copybreak 100"); err != nil || r.d.rx.Copybreak() != 100 {
-		t.Fatalf("copybreak 100: %v, copybreak %d", err, r.d.rx.Copybreak())
+	if err := r.d.Ctl("copybreak 100"); err != nil || r.d.q.rx.Copybreak() != 100 {
+		t.Fatalf("copybreak 100: %v, copybreak %d", err, r.d.q.rx.Copybreak())
 	}
 	if err := r.d.Ctl("copybreak auto"); err != nil {
 		t.Fatal(err)
 	}
 	c := r.d.cbCosts.Load()
-	if c == nil || r.d.rx.Copybreak() != min(c.Copybreak, maxCopybreak) {
-		t.Fatalf("copybreak auto: copybreak %d, costs %+v", r.d.rx.Copybreak(), c)
+	if c == nil || r.d.q.rx.Copybreak() != min(c.Copybreak, maxCopybreak) {
+		t.Fatalf("copybreak auto: copybreak %d, costs %+v", r.d.q.rx.Copybreak(), c)
 	}
 	stats := map[string]uint64{}
 	for _, s := range r.d.Stats() {
@@ -581,8 +581,8 @@ func TestCopybreakCtl(t *testing.T) {
 			t.Errorf("stats lack %s: %v", name, stats)
 		}
 	}
-	if stats["copybreak"] != uint64(r.d.rx.Copybreak()) {
-		t.Errorf("copybreak stat %d, copybreak %d", stats["copybreak"], r.d.rx.Copybreak())
+	if stats["copybreak"] != uint64(r.d.q.rx.Copybreak()) {
+		t.Errorf("copybreak stat %d, copybreak %d", stats["copybreak"], r.d.q.rx.Copybreak())
 	}
 }
 
@@ -594,8 +594,8 @@ func TestTransmitCopiesTSO(t *testing.T) {
 	d := r.d
 	p, _, _ := nictest.GSOPacket(false, 1000, txCopyMax-54)
 	want := p.Data.Flatten()
-	from := d.tx.Tail()
-	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+	from := d.q.tx.Tail()
+	if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Fatalf("transmit: %d %v", n, err)
 	}
 	descs := txDescsFrom(d, from)[1:] // after the TSO context descriptor
@@ -615,8 +615,8 @@ func TestTransmitCopiesTSO(t *testing.T) {
 	if len(got) != len(want) || !bytes.Equal(got[hl:], want[hl:]) {
 		t.Fatalf("device would read %d bytes of %d, or the payload differs", len(got), len(want))
 	}
-	if d.tx.Mapped() != 0 || d.tx.Stats.Maps.Load() != 0 || d.tx.Stats.TSO.Load() != 1 {
-		t.Errorf("mapped %d maps %d tso %d", d.tx.Mapped(), d.tx.Stats.Maps.Load(), d.tx.Stats.TSO.Load())
+	if d.q.tx.Mapped() != 0 || d.q.tx.Stats.Maps.Load() != 0 || d.q.tx.Stats.TSO.Load() != 1 {
+		t.Errorf("mapped %d maps %d tso %d", d.q.tx.Mapped(), d.q.tx.Stats.Maps.Load(), d.q.tx.Stats.TSO.Load())
 	}
 	r.Close(t)
 }
@@ -627,16 +627,16 @@ func TestRxReady(t *testing.T) {
 	r := newRig(t, 0x10D3)
 	d := r.d
 	r.regs.Set(ICR, ICR_LSC) // a read would clear it
-	if d.RxReady() {
+	if d.q.RxReady() {
 		t.Fatal("ready with nothing written back")
 	}
-	next := d.rx.Clean()
-	r.complete(t, d.rx.Descs.Next(next), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
-	if d.RxReady() {
+	next := d.q.rx.Clean()
+	r.complete(t, d.q.rx.Descs.Next(next), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
+	if d.q.RxReady() {
 		t.Fatal("ready on a descriptor past the next one")
 	}
 	r.complete(t, next, make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
-	if !d.RxReady() {
+	if !d.q.RxReady() {
 		t.Fatal("not ready with the next descriptor written back")
 	}
 	if r.regs.Get(ICR) != ICR_LSC {
@@ -645,12 +645,12 @@ func TestRxReady(t *testing.T) {
 	for _, p := range r.poll() {
 		p.Data.Release()
 	}
-	if d.RxReady() {
+	if d.q.RxReady() {
 		t.Fatal("still ready after the poll took both frames")
 	}
-	r.complete(t, d.rx.Clean(), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
+	r.complete(t, d.q.rx.Clean(), make([]byte, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
 	r.Close(t)
-	if d.RxReady() {
+	if d.q.RxReady() {
 		t.Fatal("a closed device is ready")
 	}
 }
@@ -662,6 +662,6 @@ func FuzzCtl(f *testing.F) {
 	d := r.d
 	nictest.FuzzCtl(f, d, "e1000e ether0", func() string {
 		return fmt.Sprintf("mtu %d features %+v copybreak %d mode %v rx %d tx %d tso %d\n%s",
-			d.MTU(), d.Features(), d.rx.Copybreak(), d.rx.Mode(), d.rx.Descs.Len(), d.tx.Descs.Len(), d.tsoMode.Load(), r.regs.Snapshot())
+			d.MTU(), d.Features(), d.q.rx.Copybreak(), d.q.rx.Mode(), d.q.rx.Descs.Len(), d.q.tx.Descs.Len(), d.tsoMode.Load(), r.regs.Snapshot())
 	})
 }

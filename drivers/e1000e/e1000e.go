@@ -5,13 +5,11 @@
 package e1000e
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
 	"github.com/ether9/ether9/drivers/ring"
@@ -49,7 +47,8 @@ const (
 	TranslatedCopybreak = rxBufSize
 )
 
-// Device is a running e1000e controller. It is its own single queue.
+// Device is a running e1000e controller: the function (reset, link,
+// filters, statistics, ctl) and its one queue pair, q.
 type Device struct {
 	name  string
 	id    ID
@@ -59,43 +58,27 @@ type Device struct {
 	clock kernel.Clock
 	irq   kernel.Waiter
 	logf  func(string, ...any)
+	mac   [6]byte
 
-	irqStats intr.QueueStats // the queue's sleeps by how they ended
-	mac      [6]byte
-
-	rx        *ring.RxRing
-	cbCosts   atomic.Pointer[ring.CopybreakCosts] // as copybreak auto last measured them
-	rxDiscard bool                                // inside a frame that spans buffers
-	rxGuard   ring.FaultGuard
-	inject    ring.RxInject // debug inject-unmapped-rx
-	rxMu      sync.Mutex    // the RX ring, its pointer and rxRetired
-	rxRetired retired
-	// rxReconfigDrops counts frames lost to a ring change or reset.
-	rxReconfigDrops atomic.Uint64
-	tx              *ring.TxRing
-	txMu            sync.Mutex // the TX ring, its pointer and txRetired
-	txRetired       retired
-	txInj           txInject     // debug inject-unmapped-tx
-	txSplit         ring.TxSplit // how data is cut: copied up to txCopyMax
-	mtu             atomic.Int32
-	rctl            uint32     // RCTL as programmed, without LPE, UPE and MPE
-	filterMu        sync.Mutex // serialises RCTL and MTA writes after probe
-	rxStopped       bool       // RCTL.EN held off while the RX ring is rebuilt; filterMu
-	mc              multicast
-	linkMu          sync.Mutex
-	link            atomic.Pointer[nic.Link]
-	tsoMode         atomic.Uint32
-	tso             atomic.Bool
-	tsoWhy          atomic.Pointer[string]
-	linkChanges     atomic.Uint64
-	hw              nicstat.Hardware
-	closed          atomic.Bool
+	q           queue
+	cbCosts     atomic.Pointer[ring.CopybreakCosts] // as copybreak auto last measured them
+	mtu         atomic.Int32
+	rctl        uint32     // RCTL as programmed, without LPE, UPE and MPE
+	filterMu    sync.Mutex // serialises RCTL and MTA writes after probe
+	rxStopped   bool       // RCTL.EN held off while the RX ring is rebuilt; filterMu
+	mc          multicast
+	linkMu      sync.Mutex
+	link        atomic.Pointer[nic.Link]
+	tsoMode     atomic.Uint32
+	tso         atomic.Bool
+	tsoWhy      atomic.Pointer[string]
+	linkChanges atomic.Uint64
+	hw          nicstat.Hardware
+	closed      atomic.Bool
 }
 
 var _ nic.NIC = (*Device)(nil)
-var _ nic.Queue = (*Device)(nil)
 var _ nic.MulticastFilter = (*Device)(nil)
-var _ nic.RxReadier = (*Device)(nil)
 
 // Probe resets the controller described by dev and brings it up.
 func Probe(dev *nic.Device) (nic.NIC, error) { return nic.AsNIC(probe(dev)) }
@@ -111,7 +94,6 @@ func probe(dev *nic.Device) (*Device, error) {
 	d := &Device{
 		name: dev.Name, id: id, info: info,
 		regs: dev.Regs, dma: dev.DMA, clock: dev.Clock, irq: dev.IRQ, logf: dev.Log(),
-		txSplit: ring.TxSplit{CopyMax: txCopyMax, MaxPerDesc: maxPerTxd},
 	}
 	if d.irq == nil {
 		d.irq = kernel.PollWaiter{}
@@ -124,36 +106,29 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.mac, err = d.readMAC(dev.Func.Addr.Fn); err != nil {
 		return nil, err
 	}
-	d.rx, err = ring.NewRxRing(d.dma, rxDescs, descSize, rxBufSize)
-	if err != nil {
-		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
+	if err := d.openQueue(); err != nil {
+		return nil, err
 	}
-	d.startCopybreak()
-	d.tx, err = ring.NewTxRing(d.dma, txDescs, descSize, txBounceLen)
-	if err != nil {
-		d.rx.Close()
-		return nil, fmt.Errorf("e1000e %s: %w", d.name, err)
-	}
-	d.rxGuard = ring.NewFaultGuard(d.dma, d.name, d.logf)
 	d.hw.Init(nicstat.Table())
-	d.rxMu.Lock()
-	d.txMu.Lock()
+	q := &d.q
+	q.rxMu.Lock()
+	q.txMu.Lock()
 	d.up()
-	d.txMu.Unlock()
-	d.rxMu.Unlock()
+	q.txMu.Unlock()
+	q.rxMu.Unlock()
 	d.logf("%s: %s (%s) %04x:%04x mac %x link %v", d.name, id.Name, info.Type, VendorIntel, id.Device, d.mac, *d.link.Load())
 	return d, nil
 }
 
-// up programs the rings, filters and link and enables RX and TX. rxMu and
-// txMu are held.
+// up programs the rings, filters and link and enables RX and TX. The
+// queue's rxMu and txMu are held.
 func (d *Device) up() {
 	r := d.regs
 	d.filterMu.Lock()
 	d.writeMTALocked()
 	d.filterMu.Unlock()
-	d.setupTx()
-	d.setupRx()
+	d.q.setupTx()
+	d.q.setupRx()
 	ctrl := r.Read32(CTRL)
 	ctrl |= CTRL_SLU | CTRL_ASDE
 	ctrl &^= CTRL_FRCSPD | CTRL_FRCDPX | CTRL_LRST | CTRL_PHY_RST
@@ -161,27 +136,6 @@ func (d *Device) up() {
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)|CTRL_EXT_DRV_LOAD)
 	d.enableIRQ()
 	d.updateLink()
-}
-
-// setupRx programs and arms the RX ring; rxMu is held.
-func (d *Device) setupRx() {
-	r := d.regs
-	r.Write32(RCTL, 0)
-	d.rx.Descs.Program(r, RDBAL)
-	r.Write32(RDTR, 0)
-	r.Write32(RADV, 0)
-	r.Write32(RFCTL, r.Read32(RFCTL)|RFCTL_EXSTEN)
-	r.Write32(RXCSUM, RXCSUM_IPOFL|RXCSUM_TUOFL)
-	d.rx.Reset()
-	d.rxDiscard = false
-	d.rx.Refill(d.writeRx)
-	tail := d.rx.Tail()
-	d.filterMu.Lock()
-	d.rxStopped = false
-	d.rctl = RCTL_EN | RCTL_BAM | RCTL_SECRC | RCTL_SZ_2048 | RCTL_RDMTS_HF | RCTL_MO_47_36
-	r.Write32(RCTL, d.rctlFor(int(d.mtu.Load())))
-	d.filterMu.Unlock()
-	r.Write32(RDT, uint32(tail))
 }
 
 // rctlFor is RCTL for mtu with the current filter modes: the one place
@@ -202,22 +156,6 @@ func (d *Device) rctlFor(mtu int) uint32 {
 		v &^= RCTL_EN
 	}
 	return v
-}
-
-// setupTx programs the TX ring, dropping whatever it held; txMu is held.
-func (d *Device) setupTx() {
-	r := d.regs
-	r.Write32(TCTL, 0)
-	d.tx.Descs.Program(r, TDBAL)
-	r.Write32(TIPG, tipgCopper)
-	r.Write32(TIDV, 0)
-	r.Write32(TADV, 0)
-	r.Write32(TXDCTL, TXDCTL_GRAN|TXDCTL_WTHRESH_1|TXDCTL_COUNT_DESC)
-	d.resetTxInject()
-	if err := d.tx.Reset(); err != nil {
-		d.logf("%s: tx ring reset: %v", d.name, err)
-	}
-	r.Write32(TCTL, TCTL_EN|TCTL_PSP|tctlCT<<TCTL_CT_SHIFT|tctlCOLD<<TCTL_COLD_SHIFT|TCTL_RTLC|TCTL_MULR)
 }
 
 // Name implements nic.NIC.
@@ -262,16 +200,8 @@ func (d *Device) Features() nic.Features {
 	return f
 }
 
-// Queues implements nic.NIC.
-func (d *Device) Queues() []nic.Queue { return []nic.Queue{d} }
-
-// Wait implements nic.Queue.
-func (d *Device) Wait(timeout time.Duration) bool {
-	if d.closed.Load() {
-		return false
-	}
-	return d.waitIRQ(timeout)
-}
+// Queues implements nic.NIC: the one queue pair.
+func (d *Device) Queues() []nic.Queue { return []nic.Queue{&d.q} }
 
 // Close stops the controller and frees its rings; nothing stays mapped.
 func (d *Device) Close() error {
@@ -284,13 +214,7 @@ func (d *Device) Close() error {
 	r.Write32(TCTL, 0)
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
 	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
-	d.rxMu.Lock()
-	errRx := errors.Join(d.rx.Close(), d.inject.Close())
-	d.rxMu.Unlock()
-	d.txMu.Lock()
-	errTx := errors.Join(d.tx.Close(), d.closeTxInject())
-	d.txMu.Unlock()
-	if err := errors.Join(errRx, errTx); err != nil {
+	if err := d.q.close(); err != nil {
 		return fmt.Errorf("e1000e %s: close: %w", d.name, err)
 	}
 	return nil

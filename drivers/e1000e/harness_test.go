@@ -100,7 +100,7 @@ func newRig(t testing.TB, device uint16) *rig {
 
 // rxAddr reads the buffer address armed in RX descriptor i.
 func (r *rig) rxAddr(i int) kernel.DMAAddr {
-	return kernel.DMAAddr(binary.LittleEndian.Uint64(r.d.rx.Descs.At(i)))
+	return kernel.DMAAddr(binary.LittleEndian.Uint64(r.d.q.rx.Descs.At(i)))
 }
 
 // complete plays the device: writes payload into descriptor i's buffer and
@@ -112,14 +112,14 @@ func (r *rig) complete(t testing.TB, i int, payload []byte, staterr uint32, leng
 			t.Fatal(err)
 		}
 	}
-	d := r.d.rx.Descs.At(i)
+	d := r.d.q.rx.Descs.At(i)
 	binary.LittleEndian.PutUint32(d[8:], staterr)
 	binary.LittleEndian.PutUint16(d[12:], uint16(length))
 }
 
 func (r *rig) poll() []*nic.RxPacket {
 	var got []*nic.RxPacket
-	nictest.Receive(r.d, 64, func(p *nic.RxPacket) { got = append(got, p) })
+	nictest.Receive(&r.d.q, 64, func(p *nic.RxPacket) { got = append(got, p) })
 	return got
 }
 

@@ -31,11 +31,11 @@ func TestHeldPacketsUnchanged(t *testing.T) {
 						return false
 					}
 					r.complete(t, head, f, RXD_STAT_DD|RXD_STAT_EOP, len(f))
-					head = r.d.rx.Descs.Next(head)
+					head = r.d.q.rx.Descs.Next(head)
 					return true
 				},
 				Receive: func(_ testing.TB, budget int, got func(nictest.Packet)) int {
-					return nictest.Receive(r.d, budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
+					return nictest.Receive(&r.d.q, budget, func(p *nic.RxPacket) { got(nictest.RxPacket(p)) })
 				},
 				Frame: heldFrame,
 				Close: func(t testing.TB) {

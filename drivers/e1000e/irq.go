@@ -17,28 +17,33 @@ const irqCauses = ICR_RXT0 | ICR_RXO | ICR_RXDMT0 | ICR_LSC
 const itrInterval = 195
 
 // enableIRQ programs the throttle, clears stale causes and enables the
-// causes, as the device comes up. rxMu and txMu are held.
+// causes, as the device comes up. The queue's rxMu and txMu are held.
 func (d *Device) enableIRQ() {
 	d.regs.Write32(ITR, itrInterval)
 	d.regs.Read32(ICR)
 	d.regs.Write32(IMS, irqCauses)
 }
 
-// waitIRQ is the poll loop's sleep, NAPI-style: the causes are enabled
-// only while it sleeps and disabled again when it wakes, so a loop
-// polling with its budget takes no interrupts. The loop sleeps after a
-// poll found the ring empty; that poll read ICR, which cleared the causes
-// latched before it, and a frame that lands after it latches RXT0 while
-// the causes are disabled: the write of IMS then asserts the interrupt at
-// once (ICR & IMS is not zero), so that frame does not wait for the next.
-func (d *Device) waitIRQ(timeout time.Duration) bool {
+// Wait implements nic.Queue: the poll loop's sleep, NAPI-style. The
+// causes are enabled only while it sleeps and disabled again when it
+// wakes, so a loop polling with its budget takes no interrupts. The loop
+// sleeps after a poll found the ring empty; that poll read ICR, which
+// cleared the causes latched before it, and a frame that lands after it
+// latches RXT0 while the causes are disabled: the write of IMS then
+// asserts the interrupt at once (ICR & IMS is not zero), so that frame
+// does not wait for the next.
+func (q *queue) Wait(timeout time.Duration) bool {
+	d := q.d
+	if d.closed.Load() {
+		return false
+	}
 	d.regs.Write32(IMS, irqCauses)
 	woken := d.irq.Wait(timeout)
 	if woken {
 		d.regs.Write32(IMC, irqCauses)
-		d.irqStats.Wakes.Add(1)
+		q.irqStats.Wakes.Add(1)
 	} else {
-		d.irqStats.Timeouts.Add(1)
+		q.irqStats.Timeouts.Add(1)
 	}
 	return woken
 }

@@ -51,29 +51,30 @@ func (d *Device) SetRxRing(n int) error {
 	if err := d.checkRingLen("rxring", n); err != nil {
 		return err
 	}
-	d.rxMu.Lock()
-	defer d.rxMu.Unlock()
+	q := &d.q
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
 	if d.closed.Load() {
 		return fmt.Errorf("e1000e %s: rxring: device closed", d.name)
 	}
-	if n == d.rx.Descs.Len() {
+	if n == q.rx.Descs.Len() {
 		return nil
 	}
 	rx, err := ring.NewRxRing(d.dma, n, descSize, rxBufSize)
 	if err != nil {
 		return fmt.Errorf("e1000e %s: rxring %d: %w", d.name, n, err)
 	}
-	rx.SetCopybreak(d.rx.Copybreak())
-	rx.SetMode(d.rx.Mode())
+	rx.SetCopybreak(q.rx.Copybreak())
+	rx.SetMode(q.rx.Mode())
 
 	d.stopRx()
 	d.clock.Sleep(dmaSettle)
-	d.dropUnpolled()
-	old := d.rx
-	old.Stats.Each(d.rxRetired.add)
-	errOld := errors.Join(old.Close(), d.inject.Close())
-	d.rx = rx
-	d.setupRx()
+	q.dropUnpolled()
+	old := q.rx
+	old.Stats.Each(q.rxRetired.add)
+	errOld := errors.Join(old.Close(), q.inject.Close())
+	q.rx = rx
+	q.setupRx()
 	d.logf("%s: rx ring %d -> %d descriptors", d.name, old.Descs.Len(), n)
 	if errOld != nil {
 		return fmt.Errorf("e1000e %s: rxring %d: freeing the old ring: %w", d.name, n, errOld)
@@ -89,12 +90,13 @@ func (d *Device) SetTxRing(n int) error {
 	if err := d.checkRingLen("txring", n); err != nil {
 		return err
 	}
-	d.txMu.Lock()
-	defer d.txMu.Unlock()
+	q := &d.q
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
 	if d.closed.Load() {
 		return fmt.Errorf("e1000e %s: txring: device closed", d.name)
 	}
-	if n == d.tx.Descs.Len() {
+	if n == q.tx.Descs.Len() {
 		return nil
 	}
 	tx, err := ring.NewTxRing(d.dma, n, descSize, txBounceLen)
@@ -103,16 +105,16 @@ func (d *Device) SetTxRing(n int) error {
 	}
 	r := d.regs
 	if !d.waitFor(txDrainTimeout, func() bool { return r.Read32(TDH) == r.Read32(TDT) }) {
-		d.logf("%s: txring: %d descriptors still queued, dropped", d.name, d.tx.InFlight())
+		d.logf("%s: txring: %d descriptors still queued, dropped", d.name, q.tx.InFlight())
 	}
 	r.Write32(TCTL, r.Read32(TCTL)&^TCTL_EN)
 	r.Read32(STATUS)
 	d.clock.Sleep(dmaSettle)
-	old := d.tx
-	old.Stats.Each(d.txRetired.add)
+	old := q.tx
+	old.Stats.Each(q.txRetired.add)
 	errOld := old.Close()
-	d.tx = tx
-	d.setupTx()
+	q.tx = tx
+	q.setupTx()
 	d.logf("%s: tx ring %d -> %d descriptors", d.name, old.Descs.Len(), n)
 	if errOld != nil {
 		return fmt.Errorf("e1000e %s: txring %d: freeing the old ring: %w", d.name, n, errOld)
@@ -126,20 +128,21 @@ func (d *Device) SetTxRing(n int) error {
 // in flight are dropped; the device's counters are gathered first, as the
 // reset clears them.
 func (d *Device) Reset() error {
-	d.rxMu.Lock()
-	defer d.rxMu.Unlock()
-	d.txMu.Lock()
-	defer d.txMu.Unlock()
+	q := &d.q
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
 	if d.closed.Load() {
 		return fmt.Errorf("e1000e %s: reset: device closed", d.name)
 	}
 	d.hw.Gather(d.regs)
 	err := d.reset() // stops RX and TX and lets their DMA land first
-	d.dropUnpolled()
+	q.dropUnpolled()
 	if err != nil {
 		return fmt.Errorf("reset: %w", err) // err names the device
 	}
-	if err := d.inject.Close(); err != nil {
+	if err := q.inject.Close(); err != nil {
 		d.logf("%s: reset: %v", d.name, err)
 	}
 	d.writeRAR0(d.mac)
@@ -163,8 +166,8 @@ func (r *retired) add(name string, v uint64) {
 // dropUnpolled counts the frames the device wrote back that no poll took
 // before the ring was torn down or reset. rxMu is held and the receiver
 // is stopped.
-func (d *Device) dropUnpolled() {
-	rx := d.rx
+func (q *queue) dropUnpolled() {
+	rx := q.rx
 	n := 0
 	for i, k := rx.Clean(), 0; k < rx.Armed(); i, k = rx.Descs.Next(i), k+1 {
 		if rxDone(rx.Descs.At(i)) {
@@ -172,7 +175,7 @@ func (d *Device) dropUnpolled() {
 		}
 	}
 	if n > 0 {
-		d.rxReconfigDrops.Add(uint64(n))
-		d.logf("%s: rx: %d frames not yet polled dropped with the ring", d.name, n)
+		q.rxReconfigDrops.Add(uint64(n))
+		q.d.logf("%s: rx: %d frames not yet polled dropped with the ring", q.d.name, n)
 	}
 }

@@ -66,7 +66,7 @@ func TestRingResize(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(TDLEN) != txDescs*descSize || d.rx.Descs.Len() != rxDescs || d.tx.Descs.Len() != txDescs {
+	if r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(TDLEN) != txDescs*descSize || d.q.rx.Descs.Len() != rxDescs || d.q.tx.Descs.Len() != txDescs {
 		t.Fatalf("bad commands changed the rings: RDLEN %d TDLEN %d", r.regs.Get(RDLEN), r.regs.Get(TDLEN))
 	}
 
@@ -92,12 +92,12 @@ func TestRingResize(t *testing.T) {
 	}
 	// A mapped frame in flight on the old TX ring: the device never
 	// finishes it, so the resize drops it and must unmap it.
-	if n, err := d.Transmit([]*nic.TxPacket{{Data: buffer.MakeWithData(bytes.Repeat([]byte{9}, 1000))}}); n != 1 || err != nil {
+	if n, err := d.q.Transmit([]*nic.TxPacket{{Data: buffer.MakeWithData(bytes.Repeat([]byte{9}, 1000))}}); n != 1 || err != nil {
 		t.Fatalf("transmit: %d %v", n, err)
 	}
 	d.Ctl("promiscuous on")
 	// Written back but not polled when the ring goes: counted as lost.
-	r.complete(t, d.rx.Clean(), bytes.Repeat([]byte{8}, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
+	r.complete(t, d.q.rx.Clean(), bytes.Repeat([]byte{8}, 60), RXD_STAT_DD|RXD_STAT_EOP, 60)
 	packets := func() uint64 {
 		for _, s := range d.Stats() {
 			if s.Name == "rx_frames" {
@@ -130,7 +130,7 @@ func TestRingResize(t *testing.T) {
 	if got := packets(); got != before {
 		t.Errorf("rx_frames %d after resize, was %d", got, before)
 	}
-	if got := d.rxReconfigDrops.Load(); got != 1 {
+	if got := d.q.rxReconfigDrops.Load(); got != 1 {
 		t.Errorf("rx_drop_reconfig %d, want 1", got)
 	}
 	// The new ring receives, at its last descriptor too.
@@ -198,8 +198,8 @@ func TestResetKeepsSettings(t *testing.T) {
 	if r.regs.Get(TCTL)&TCTL_EN == 0 || r.regs.Get(RDLEN) != rxDescs*descSize || r.regs.Get(RDT) != rxDescs-1 || r.regs.Get(IMS)&ICR_RXT0 == 0 {
 		t.Errorf("not brought up: TCTL %#x RDLEN %d RDT %d IMS %#x", r.regs.Get(TCTL), r.regs.Get(RDLEN), r.regs.Get(RDT), r.regs.Get(IMS))
 	}
-	if d.MTU() != 2000 || d.rx.Copybreak() != 1024 || d.rx.Mode().String() != "unmap" || d.Features().TSOv4 || d.TSOReason() == "" {
-		t.Errorf("settings lost: mtu %d copybreak %d mode %v features %+v", d.MTU(), d.rx.Copybreak(), d.rx.Mode(), d.Features())
+	if d.MTU() != 2000 || d.q.rx.Copybreak() != 1024 || d.q.rx.Mode().String() != "unmap" || d.Features().TSOv4 || d.TSOReason() == "" {
+		t.Errorf("settings lost: mtu %d copybreak %d mode %v features %+v", d.MTU(), d.q.rx.Copybreak(), d.q.rx.Mode(), d.Features())
 	}
 	if !d.Link().Up {
 		t.Error("link down after reset")
@@ -276,16 +276,16 @@ func TestSoftGSOLargerThanRing(t *testing.T) {
 	}
 	p, _, _ := nictest.GSOPacket(false, 1000, 60000)
 	p.MSS = 536 // 112 segments
-	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil || !strings.Contains(err.Error(), "64-descriptor ring") {
+	if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 0 || err == nil || !strings.Contains(err.Error(), "64-descriptor ring") {
 		t.Errorf("took %d, err %v", n, err)
 	}
 	p.Data.Release()
-	if d.tx.Stats.Full.Load() != 0 || d.tx.Stats.Drops.Load() != 1 || d.tx.InFlight() != 0 {
-		t.Errorf("full %d drops %d in flight %d", d.tx.Stats.Full.Load(), d.tx.Stats.Drops.Load(), d.tx.InFlight())
+	if d.q.tx.Stats.Full.Load() != 0 || d.q.tx.Stats.Drops.Load() != 1 || d.q.tx.InFlight() != 0 {
+		t.Errorf("full %d drops %d in flight %d", d.q.tx.Stats.Full.Load(), d.q.tx.Stats.Drops.Load(), d.q.tx.InFlight())
 	}
 	// At the full MSS it fits and goes.
 	p, _, _ = nictest.GSOPacket(false, 1000, 60000)
-	if n, err := d.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
+	if n, err := d.q.Transmit([]*nic.TxPacket{p}); n != 1 || err != nil {
 		t.Errorf("42 segments in a 64-descriptor ring: took %d, err %v", n, err)
 	}
 	r.Close(t)

@@ -6,20 +6,21 @@ import (
 	"github.com/ether9/ether9/kernel"
 )
 
-func (d *Device) writeRx(i int, addr kernel.DMAAddr) {
-	encodeRxRead(d.rx.Descs.At(i), uint64(addr))
+func (q *queue) writeRx(i int, addr kernel.DMAAddr) {
+	encodeRxRead(q.rx.Descs.At(i), uint64(addr))
 }
 
 // Receive implements nic.Queue: it looks at the interrupt causes (a link
 // change re-reads the link), cleans up to len(pkts) completed
 // descriptors into pkts, re-arms the ring, and drops the frames if the
 // device's DMA faulted meanwhile.
-func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
+func (q *queue) Receive(pkts []nic.RxPacket) (n, taken int) {
+	d := q.d
 	if d.closed.Load() {
 		return 0, 0
 	}
-	d.rxMu.Lock()
-	defer d.rxMu.Unlock()
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
 	if d.closed.Load() {
 		return 0, 0 // closed while we waited for the ring
 	}
@@ -28,9 +29,9 @@ func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 	if icr := d.regs.Read32(ICR); icr&ICR_LSC != 0 {
 		d.updateLink()
 	}
-	rx := d.rx
+	rx := q.rx
 	start := rx.Clean()
-	taken = ring.CleanRx(rx.Descs, rx, rxFrameErrors, len(pkts), &d.rxDiscard, rx.Drop, func(desc []byte) {
+	taken = ring.CleanRx(rx.Descs, rx, rxFrameErrors, len(pkts), &q.rxDiscard, rx.Drop, func(desc []byte) {
 		wb := decodeRx(desc)
 		if buf, _, err := rx.Receive(wb.length); err == nil {
 			pkts[n] = nic.RxPacket{Data: buf, CsumOK: wb.csumOK()}
@@ -39,10 +40,10 @@ func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 	})
 	// The frames are judged by the fault count read now, less what the
 	// transmit injection took as its own.
-	if fc := d.rxGuard.Counter(); fc != nil {
-		n = d.rxGuard.Judge(d.rxFaultCount(fc), pkts[:n], &rx.Stats)
+	if fc := q.rxGuard.Counter(); fc != nil {
+		n = q.rxGuard.Judge(q.rxFaultCount(fc), pkts[:n], &rx.Stats)
 	}
-	if rx.Refill(d.inject.Writer(start, taken, rx.Descs.Len(), d.writeRx, d.armRx)) {
+	if rx.Refill(q.inject.Writer(start, taken, rx.Descs.Len(), q.writeRx, q.armRx)) {
 		d.regs.Write32(RDT, uint32(rx.Tail()))
 	}
 	return n, taken
@@ -52,15 +53,16 @@ func (d *Device) Receive(pkts []nic.RxPacket) (n, taken int) {
 // descriptor, from the ring in memory alone: no register is touched, so a
 // poll loop that spins between bursts asks this instead of polling, and
 // under emulation never holds up the device model with register reads.
-func (d *Device) RxReady() bool {
+func (q *queue) RxReady() bool {
+	d := q.d
 	if d.closed.Load() {
 		return false
 	}
-	d.rxMu.Lock()
-	defer d.rxMu.Unlock()
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
 	if d.closed.Load() {
 		return false
 	}
-	rx := d.rx
+	rx := q.rx
 	return rx.Armed() > 0 && rxDone(rx.Descs.At(rx.Clean()))
 }

@@ -21,7 +21,7 @@ func BenchmarkPollDriverOnly(b *testing.B) {
 				defer r.d.Close()
 				r.d.Ctl(fmt.Sprintf("copybreak %d", cb))
 				const batch = 128
-				rx := r.d.rx
+				rx := r.d.q.rx
 				deliver := func(p *nic.RxPacket) { p.Data.Release() }
 				var rxb nictest.Batch
 				b.ResetTimer()
@@ -33,7 +33,7 @@ func BenchmarkPollDriverOnly(b *testing.B) {
 						binary.LittleEndian.PutUint16(d[12:], uint16(size))
 					}
 					b.StartTimer()
-					rxb.Receive(r.d, batch, deliver)
+					rxb.Receive(&r.d.q, batch, deliver)
 				}
 			})
 		}

@@ -7,19 +7,20 @@ import "github.com/ether9/ether9/drivers/nic"
 func (d *Device) Stats() []nic.Stat {
 	var out []nic.Stat
 	add := func(name string, v uint64) { out = append(out, nic.Stat{Name: name, Value: v}) }
-	d.rxMu.Lock()
-	d.rx.Stats.Each(func(name string, v uint64) { add(name, v+d.rxRetired[name]) })
-	copybreak := d.rx.Copybreak()
-	d.rxMu.Unlock()
-	d.txMu.Lock()
-	d.tx.Stats.Each(func(name string, v uint64) { add(name, v+d.txRetired[name]) })
-	d.txMu.Unlock()
-	add("tx_dma_faults", d.txInj.faulted.Load())
-	add("tx_dma_resent", d.txInj.resent.Load())
-	add("rx_drop_reconfig", d.rxReconfigDrops.Load())
+	q := &d.q
+	q.rxMu.Lock()
+	q.rx.Stats.Each(func(name string, v uint64) { add(name, v+q.rxRetired[name]) })
+	copybreak := q.rx.Copybreak()
+	q.rxMu.Unlock()
+	q.txMu.Lock()
+	q.tx.Stats.Each(func(name string, v uint64) { add(name, v+q.txRetired[name]) })
+	q.txMu.Unlock()
+	add("tx_dma_faults", q.txInj.faulted.Load())
+	add("tx_dma_resent", q.txInj.resent.Load())
+	add("rx_drop_reconfig", q.rxReconfigDrops.Load())
 	add("link_changes", d.linkChanges.Load())
-	add("irq_wakes", d.irqStats.Wakes.Load())
-	add("irq_timeouts", d.irqStats.Timeouts.Load())
+	add("irq_wakes", q.irqStats.Wakes.Load())
+	add("irq_timeouts", q.irqStats.Timeouts.Load())
 	add("copybreak", uint64(copybreak))
 	d.copybreakStats(add)
 	d.deviceStats(add)
@@ -35,14 +36,14 @@ func (d *Device) DeviceStats() []nic.Stat {
 	return out
 }
 
-// deviceStats gathers the registers under rxMu, so never while Reset has
-// the device in CTRL.RST.
+// deviceStats gathers the registers under the queue's rxMu, so never
+// while Reset has the device in CTRL.RST.
 func (d *Device) deviceStats(add func(string, uint64)) {
-	d.rxMu.Lock()
+	d.q.rxMu.Lock()
 	if !d.closed.Load() {
 		d.hw.Gather(d.regs)
 	}
-	d.rxMu.Unlock()
+	d.q.rxMu.Unlock()
 	d.hw.Each(add)
 }
 

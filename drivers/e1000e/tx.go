@@ -14,22 +14,23 @@ import (
 // Transmit implements nic.Queue. Packets are queued in order until the
 // ring is full; the tail register is written once for the whole batch. A
 // malformed packet stops the batch with an error and is not taken.
-func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
+func (q *queue) Transmit(pkts []*nic.TxPacket) (int, error) {
+	d := q.d
 	if d.closed.Load() {
 		return 0, fmt.Errorf("e1000e %s: transmit on a closed device", d.name)
 	}
-	d.txMu.Lock()
-	defer d.txMu.Unlock()
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
 	if d.closed.Load() {
 		return 0, fmt.Errorf("e1000e %s: transmit on a closed device", d.name)
 	}
-	tx := d.tx
+	tx := q.tx
 	taken := 0
 	var err error
 	for _, p := range pkts {
 		start := tx.Tail()
-		keep := d.txInjectCopy(p)
-		if e := d.queue(p); e != nil {
+		keep := q.txInjectCopy(p)
+		if e := q.queuePacket(p); e != nil {
 			if keep != nil {
 				keep.Data.Release()
 			}
@@ -42,7 +43,7 @@ func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
 			break
 		}
 		if keep != nil {
-			d.armTx(start, keep)
+			q.armTx(start, keep)
 		}
 		taken++
 	}
@@ -53,10 +54,10 @@ func (d *Device) Transmit(pkts []*nic.TxPacket) (int, error) {
 	return taken, err
 }
 
-// queue writes one packet's descriptors; on any error nothing of it stays
-// in the ring.
-func (d *Device) queue(p *nic.TxPacket) error {
-	tx := d.tx
+// queuePacket writes one packet's descriptors; on any error nothing of it
+// stays in the ring.
+func (q *queue) queuePacket(p *nic.TxPacket) error {
+	d, tx := q.d, q.tx
 	size := int(p.Data.Size())
 	if size < ethHdrLen {
 		return fmt.Errorf("frame of %d bytes", size)
@@ -65,14 +66,14 @@ func (d *Device) queue(p *nic.TxPacket) error {
 	var err error
 	switch {
 	case p.GSO != nic.GSONone && d.tso.Load():
-		err = d.queueTSO(p)
+		err = q.queueTSO(p)
 	case p.GSO != nic.GSONone:
-		err = d.queueSoftGSO(p)
+		err = q.queueSoftGSO(p)
 	default:
 		if size > int(d.mtu.Load())+ethHdrLen+vlanTagLen {
 			return fmt.Errorf("frame of %d bytes above mtu %d and not GSO", size, d.mtu.Load())
 		}
-		err = d.queueFrame(p)
+		err = q.queueFrame(p)
 	}
 	if err != nil {
 		tx.Abort()
@@ -83,12 +84,12 @@ func (d *Device) queue(p *nic.TxPacket) error {
 	return nil
 }
 
-func (d *Device) claim() (int, error) { return d.tx.ClaimDesc() }
+func (q *queue) claim() (int, error) { return q.tx.ClaimDesc() }
 
 // queueFrame sends one frame of at most MTU size, with checksum insertion
 // when asked, copied into bounce space (queueData).
-func (d *Device) queueFrame(p *nic.TxPacket) error {
-	tx := d.tx
+func (q *queue) queueFrame(p *nic.TxPacket) error {
+	tx := q.tx
 	var popts uint8
 	if p.NeedsCsum {
 		size := int(p.Data.Size())
@@ -96,7 +97,7 @@ func (d *Device) queueFrame(p *nic.TxPacket) error {
 		if start < ethHdrLen || at+2 > size || start > 255 || at > 255 {
 			return fmt.Errorf("checksum at %d+%d in a %d-byte frame", p.CsumStart, p.CsumOffset, size)
 		}
-		i, err := d.claim()
+		i, err := q.claim()
 		if err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func (d *Device) queueFrame(p *nic.TxPacket) error {
 		popts = TXD_POPTS_TXSM
 		tx.Stats.Csum.Add(1)
 	}
-	if err := d.queueData(&p.Data, 0, 0, popts); err != nil {
+	if err := q.queueData(&p.Data, 0, 0, popts); err != nil {
 		return err
 	}
 	tx.Stats.Frames.Add(1)
@@ -116,9 +117,9 @@ func (d *Device) queueFrame(p *nic.TxPacket) error {
 // optional header already placed: copied into bounce space up to
 // txSplit.CopyMax, mapped beyond (ring.TxRing.Data). The last descriptor
 // gets EOP and RS.
-func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error {
+func (q *queue) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error {
 	dcmd |= TXD_CMD_IFCS
-	return d.tx.Data(buf, off, d.txSplit, func(desc []byte, addr kernel.DMAAddr, n int, _, last bool) {
+	return q.tx.Data(buf, off, q.txSplit, func(desc []byte, addr kernel.DMAAddr, n int, _, last bool) {
 		cmd := dcmd
 		if last {
 			cmd |= TXD_CMD_EOP | TXD_CMD_RS
@@ -130,9 +131,9 @@ func (d *Device) queueData(buf *buffer.Buffer, off int, dcmd, popts uint8) error
 // queueTSO hands a GSO packet to the hardware: a TSO context descriptor,
 // the headers (rewritten the way the hardware wants them) from bounce
 // space, then the payload (queueData).
-func (d *Device) queueTSO(p *nic.TxPacket) error {
-	tx := d.tx
-	plan, err := gso.ForPacket(p, int(d.mtu.Load()), txBounceLen)
+func (q *queue) queueTSO(p *nic.TxPacket) error {
+	tx := q.tx
+	plan, err := gso.ForPacket(p, int(q.d.mtu.Load()), txBounceLen)
 	if err != nil {
 		return err
 	}
@@ -155,18 +156,18 @@ func (d *Device) queueTSO(p *nic.TxPacket) error {
 		ctx.ipcss = uint8(plan.L2Len)
 	}
 
-	i, err := d.claim()
+	i, err := q.claim()
 	if err != nil {
 		return err
 	}
 	ctx.encode(tx.Descs.At(i))
-	if i, err = d.claim(); err != nil {
+	if i, err = q.claim(); err != nil {
 		return err
 	}
 	b, addr := tx.Bounce(i)
 	copy(b, plan.TSOHeader())
 	encodeTxData(tx.Descs.At(i), uint64(addr), hl, TXD_CMD_TSE|TXD_CMD_IFCS, popts)
-	if err := d.queueData(&p.Data, hl, TXD_CMD_TSE, popts); err != nil {
+	if err := q.queueData(&p.Data, hl, TXD_CMD_TSE, popts); err != nil {
 		return err
 	}
 	tx.Stats.TSO.Add(1)
@@ -177,12 +178,12 @@ func (d *Device) queueTSO(p *nic.TxPacket) error {
 
 // queueSoftGSO segments a GSO packet in software, one MTU frame per
 // bounce slot, checksums and all: TSO went off after the stack chose GSO.
-func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
-	plan, err := gso.ForPacket(p, int(d.mtu.Load()), txBounceLen)
+func (q *queue) queueSoftGSO(p *nic.TxPacket) error {
+	plan, err := gso.ForPacket(p, int(q.d.mtu.Load()), txBounceLen)
 	if err != nil {
 		return err
 	}
-	return d.tx.SoftGSO(plan, p, func(desc []byte, addr kernel.DMAAddr, n int, last bool) {
+	return q.tx.SoftGSO(plan, p, func(desc []byte, addr kernel.DMAAddr, n int, last bool) {
 		dcmd := uint8(TXD_CMD_IFCS | TXD_CMD_EOP)
 		if last {
 			dcmd |= TXD_CMD_RS
@@ -192,17 +193,18 @@ func (d *Device) queueSoftGSO(p *nic.TxPacket) error {
 }
 
 // Reclaim implements nic.Queue.
-func (d *Device) Reclaim() int {
-	d.txMu.Lock()
-	defer d.txMu.Unlock()
+func (q *queue) Reclaim() int {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	d := q.d
 	if d.closed.Load() {
 		return 0
 	}
-	d.settleTx()
-	n, err := d.tx.Reclaim(func(i int) bool { return txDone(d.tx.Descs.At(i)) })
+	q.settleTx()
+	n, err := q.tx.Reclaim(func(i int) bool { return txDone(q.tx.Descs.At(i)) })
 	if err != nil {
 		d.logf("%s: tx reclaim: %v", d.name, err)
 	}
-	d.resendTx()
+	q.resendTx()
 	return n
 }

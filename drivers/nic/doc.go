@@ -19,11 +19,11 @@
 //
 //  1. ring.CleanRx (drivers/ring/clean.go) reads the descriptor's DD,
 //     EOP and error bits
-//  2. the frame closure of e1000e Device.Receive (drivers/e1000e/rx.go)
+//  2. the frame closure of e1000e queue.Receive (drivers/e1000e/rx.go)
 //     decodes the extended write-back (decodeRx, drivers/e1000e/desc.go)
 //     and takes the buffer with ring.RxRing.Receive (drivers/ring/rx.go)
 //     into pkts[n]
-//  3. e1000e Device.Receive (drivers/e1000e/rx.go), on return: judges
+//  3. e1000e queue.Receive (drivers/e1000e/rx.go), on return: judges
 //     the batch by the fault count with ring.FaultGuard.Judge
 //     (drivers/ring/fault.go), then refills
 //  4. netstack rxPath.receive (netstack/rx.go), the poll loop's step
