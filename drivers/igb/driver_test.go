@@ -7,11 +7,8 @@ import (
 
 	"github.com/ether9/ether9/drivers/adv"
 	"github.com/ether9/ether9/drivers/internal/advplay"
-	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
-	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 )
 
@@ -308,11 +305,7 @@ func TestTxChecksumAndTSODescriptors(t *testing.T) {
 // that many, and RSS spreads over those alone (off for one).
 func TestProbeQueuePairs(t *testing.T) {
 	advplay.CheckQueuePairs(t, maxQueues, func(pairs int) (advplay.Regs, nic.NIC, error) {
-		regs := newRegFile(testMAC)
-		d, err := probe(&nic.Device{
-			Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10c9},
-			Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock(), Queues: pairs,
-		})
+		regs, d, err := probePairs(pairs)
 		return regs, d, err
 	})
 }

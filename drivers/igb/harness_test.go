@@ -70,17 +70,32 @@ func newRig(t testing.TB) *rig {
 	return r
 }
 
+// probeOn probes an 82576 at regs over dma, asking for at most queues
+// queue pairs (0: the driver's count).
+func probeOn(regs *regFile, dma kernel.DMA, queues int) (*Device, error) {
+	return probe(&nic.Device{
+		Name:   "ether0",
+		Func:   &pci.Function{Vendor: VendorIntel, Device: 0x10c9},
+		Regs:   regs,
+		DMA:    dma,
+		Clock:  sim.NewClock(),
+		Queues: queues,
+	})
+}
+
+// probePairs probes an 82576 over fresh registers and DMA, asking for at
+// most pairs queue pairs.
+func probePairs(pairs int) (*regFile, *Device, error) {
+	regs := newRegFile(testMAC)
+	d, err := probeOn(regs, fakedev.NewDMA(), pairs)
+	return regs, d, err
+}
+
 // newRigOn probes over any DMA, mem being its device side.
 func newRigOn(t testing.TB, dma kernel.DMA, mem advplay.Mem) *rig {
 	t.Helper()
 	regs := newRegFile(testMAC)
-	d, err := probe(&nic.Device{
-		Name:  "ether0",
-		Func:  &pci.Function{Vendor: VendorIntel, Device: 0x10c9},
-		Regs:  regs,
-		DMA:   dma,
-		Clock: sim.NewClock(),
-	})
+	d, err := probeOn(regs, dma, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
