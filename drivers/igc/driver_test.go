@@ -624,44 +624,32 @@ func TestConcurrentControl(t *testing.T) {
 	defer r.Close(t)
 	stop := make(chan struct{})
 	done := make(chan struct{}, 3)
-	go func() {
+	// loop runs step until stop is closed.
+	loop := func(step func()) {
 		for {
 			select {
 			case <-stop:
 				done <- struct{}{}
 				return
 			default:
-				for _, q := range r.d.queues {
-					nictest.Receive(q, 64, func(p *nic.RxPacket) { p.Data.Release() })
-				}
+				step()
 			}
 		}
-	}()
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- struct{}{}
-				return
-			default:
-				p := &nic.TxPacket{Data: buffer.MakeWithData(udpFrame(100, 1))}
-				r.d.queues[1].Transmit([]*nic.TxPacket{p})
-				r.d.queues[1].Reclaim()
-			}
+	}
+	go loop(func() {
+		for _, q := range r.d.queues {
+			nictest.Receive(q, 64, func(p *nic.RxPacket) { p.Data.Release() })
 		}
-	}()
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- struct{}{}
-				return
-			default:
-				r.d.Stats()
-				r.d.Layout(0)
-			}
-		}
-	}()
+	})
+	go loop(func() {
+		p := &nic.TxPacket{Data: buffer.MakeWithData(udpFrame(100, 1))}
+		r.d.queues[1].Transmit([]*nic.TxPacket{p})
+		r.d.queues[1].Reclaim()
+	})
+	go loop(func() {
+		r.d.Stats()
+		r.d.Layout(0)
+	})
 	for i := 0; i < 50; i++ {
 		for _, c := range []string{"mtu 1700", "build off", "build auto", "mtu 1500", "rss off", "rss on", "tso off", "tso on"} {
 			if err := r.d.Ctl(c); err != nil {
