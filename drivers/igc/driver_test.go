@@ -715,10 +715,9 @@ func TestBlankNVMSerial(t *testing.T) {
 func TestProbeQueuePairs(t *testing.T) {
 	advplay.CheckQueuePairs(t, maxQueues, func(pairs int) (advplay.Regs, nic.NIC, error) {
 		regs := newRegFile(status2500).withMAC(testMAC)
-		d, err := probe(&nic.Device{
-			Name: "ether0", Func: &pci.Function{Addr: pci.Addr{Bus: 3}, Vendor: VendorIntel, Device: 0x15f3},
-			Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock(), Queues: pairs,
-		})
+		dev := deviceOn(regs, fakedev.NewDMA(), 0x15f3)
+		dev.Queues = pairs
+		d, err := probe(dev)
 		return regs, d, err
 	})
 }

@@ -76,13 +76,18 @@ type rig struct {
 }
 
 func probeOn(regs *regFile, dma kernel.DMA, device uint16) (*Device, error) {
-	return probe(&nic.Device{
+	return probe(deviceOn(regs, dma, device))
+}
+
+// deviceOn is what a probe of device id device at regs over dma gets.
+func deviceOn(regs *regFile, dma kernel.DMA, device uint16) *nic.Device {
+	return &nic.Device{
 		Name:  "ether0",
 		Func:  &pci.Function{Addr: pci.Addr{Bus: 3, Dev: 0, Fn: 0}, Vendor: VendorIntel, Device: device},
 		Regs:  regs,
 		DMA:   dma,
 		Clock: sim.NewClock(),
-	})
+	}
 }
 
 func newRig(t testing.TB) *rig {
