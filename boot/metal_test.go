@@ -164,13 +164,15 @@ func lineAt(vm *qemu.VM, substr string) time.Duration {
 // preemption (SIGURG as a signal frame) can interrupt, kernel/metal
 // reaching PCI, VT-d, ACPI and DMA memory, epoll's level- and
 // edge-triggered reports, and a machine that halts while every goroutine
-// sleeps with the console in the netpoller. Each check must pass, with no
+// sleeps with the console in the netpoller, and /init's own image (data
+// mapped where the module lies, the zero tail filled on first touch, even
+// by a system call). Each check must pass, with no
 // more than 30 s between console lines.
 func TestBootMetalRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal", "METAL_TEST=env")
-	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform", "msi", "epoll", "sleeps", "avx"}
+	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "clock", "platform", "msi", "epoll", "sleeps", "avx", "image"}
 	from := 0
 	for _, want := range append(checks, "done") {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)

@@ -5,7 +5,8 @@
 // signal) can take the CPU from. Each check prints "metal-test: ok NAME"
 // or "metal-test: FAIL NAME: why"; the last line is "metal-test: done"
 // and the machine powers off. The last checks drive the machine through
-// kernel/metal, the Go side of the platform.
+// kernel/metal, the Go side of the platform, and look at how the shim
+// loaded this program.
 package main
 
 import (
@@ -41,6 +42,7 @@ func main() {
 	check("epoll", epoll)
 	check("sleeps", sleeps)
 	check("avx", avx)
+	check("image", image)
 	fmt.Println("metal-test: done")
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
 		fmt.Println("metal-test: power off:", err)

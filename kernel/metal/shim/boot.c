@@ -76,15 +76,50 @@ static struct elf64_ehdr *check_elf(u64 mod, u64 size, struct hvm_memmap_entry *
 	return e;
 }
 
-static void load_elf(u64 mod, struct elf64_ehdr *e)
+/* shares_pages reports whether a segment other than the one at va has
+ * bytes in the pages [s, e). */
+static int shares_pages(u64 s, u64 e, u64 va)
+{
+	for (int i = 0; i < nloads; i++)
+		if (loads[i].start != va && overlaps(loads[i].start & ~(PAGE - 1), loads[i].end, s, e))
+			return 1;
+	return 0;
+}
+
+/*
+ * load_elf puts /init's segments at their link addresses. The pages a
+ * segment's file bytes fill whole are mapped where the module lies (the
+ * Go linker keeps offset and address congruent modulo the page, as the
+ * gABI asks of PT_LOAD); only a segment's partial first and last pages
+ * and its zero-filled tail are written at the link address. It returns
+ * the end of the module's bytes still in use, in bytes from its start.
+ */
+static u64 load_elf(u64 mod, struct elf64_ehdr *e, u64 *mapped)
 {
 	struct elf64_phdr *ph = (struct elf64_phdr *)(mod + e->phoff);
+	u64 used = 0;
 	for (int i = 0; i < e->phnum; i++) {
 		if (ph[i].type != PT_LOAD || !ph[i].memsz)
 			continue;
-		memcpy((void *)ph[i].vaddr, (void *)(mod + ph[i].offset), ph[i].filesz);
-		memset((void *)(ph[i].vaddr + ph[i].filesz), 0, ph[i].memsz - ph[i].filesz);
+		u64 va = ph[i].vaddr, fend = va + ph[i].filesz, src = mod + ph[i].offset;
+		u64 first = (va + PAGE - 1) & ~(PAGE - 1), last = fend & ~(PAGE - 1);
+		if (((src ^ va) & (PAGE - 1)) || first >= last)
+			first = last = fend; /* nothing whole to map: copy it all */
+		else {
+			mm_map_image(first, src + (first - va), last - first);
+			*mapped += last - first;
+			if (ph[i].offset + (last - va) > used)
+				used = ph[i].offset + (last - va);
+		}
+		memcpy((void *)va, (void *)src, first - va);
+		memcpy((void *)last, (void *)(src + (last - va)), fend - last);
+		u64 end = va + ph[i].memsz, zs = (fend + PAGE - 1) & ~(PAGE - 1), ze = (end + PAGE - 1) & ~(PAGE - 1);
+		if (zs >= end || shares_pages(zs, ze, va) || mm_zero_lazily(zs, ze - zs))
+			zs = end;
+		memset((void *)fend, 0, zs - fend);
 	}
+	mm_flush_tlb();
+	return used;
 }
 
 /*
@@ -228,10 +263,10 @@ void boot_main(u32 info_pa)
 	ioapic_init();
 	fs_init();
 
-	u64 t1 = rdtsc();
-	load_elf(mod.paddr, e);
+	u64 t1 = rdtsc(), mapped = 0;
+	u64 used = load_elf(mod.paddr, e, &mapped);
 	u64 load_us = tsc_ns(rdtsc() - t1) / 1000;
-	mm_add_ram(mod.paddr, mod.paddr + mod.size); /* the module is spent */
+	mm_add_ram(mod.paddr + used, mod.paddr + mod.size); /* what no segment maps is spent */
 	threads_init();
 	struct thread *t = thread_new();
 	struct regs *f = frame_of(t);
@@ -242,7 +277,7 @@ void boot_main(u32 info_pa)
 	f->rsp = initial_stack(mm_main_stack(), e);
 	f->ss = KDATA;
 	thread_start(t);
-	kprintf("metal: /init %lu KiB at %lx (loaded in %lu us), %lu MiB free, %lu us in the shim; starting\n",
-		mod.size >> 10, e->entry, load_us, mm_free_bytes() >> 20, tsc_ns(rdtsc() - t0) / 1000);
+	kprintf("metal: /init %lu KiB at %lx (%lu KiB mapped in place, loaded in %lu us), %lu MiB free, %lu us in the shim; starting\n",
+		mod.size >> 10, e->entry, mapped >> 10, load_us, mm_free_bytes() >> 20, tsc_ns(rdtsc() - t0) / 1000);
 	enter_frame(f);
 }

@@ -4,7 +4,9 @@
  * Physical memory is identity mapped from 64 KiB to ident_top (at least
  * 4 GiB, so MMIO, ECAM and the LAPIC are reachable at their physical
  * addresses, and a DMA address is the pointer the Go code holds). The
- * Go binary is loaded at its link address inside that map. Everything
+ * Go binary runs at its link address inside that map, its file-backed
+ * pages pointed at the module where the loader left it and its zero tail
+ * filled on first touch (mm_map_image, mm_zero_lazily). Everything
  * Go asks for with mmap lives above ident_top and is demand paged: a VMA
  * records what was asked for, and the first touch of a page maps a
  * zeroed physical page (so reserving 512 MiB costs nothing, as on Linux).
@@ -175,6 +177,111 @@ static u64 *pte(u64 va, int create)
 		t = (u64 *)(*e & PTE_ADDR);
 	}
 	return &t[(va >> 12) & 511];
+}
+
+/* /init's zero-filled tail that is zeroed on first touch: mm_zero_lazily. */
+static u64 lazy_start, lazy_end;
+
+/*
+ * ident_pte returns the 4 KiB page-table entry of va inside the identity
+ * map, splitting its 2 MiB page into 512 small ones of the same mapping
+ * first (SDM 4.5.4: a PDE without PS points at a page table).
+ */
+static u64 *ident_pte(u64 va)
+{
+	u64 *t = boot_pml4, *e = NULL;
+	for (int shift = 39; shift >= 21; shift -= 9) {
+		e = &t[(va >> shift) & 511];
+		if (!(*e & PTE_P) && shift == 21 && va >= lazy_start && va < lazy_end)
+			*e = page_alloc() | PTE_P | PTE_W; /* a lazy 2 MiB: all absent */
+		if (!(*e & PTE_P))
+			panic("%lx is outside the identity map", va);
+		if (*e & PTE_PS)
+			break;
+		t = (u64 *)(*e & PTE_ADDR);
+	}
+	if (*e & PTE_PS) {
+		u64 base = *e & PTE_ADDR & ~((1UL << 21) - 1);
+		u64 *pt = (u64 *)page_alloc();
+		for (int i = 0; i < 512; i++)
+			pt[i] = (base + ((u64)i << 12)) | PTE_P | PTE_W;
+		*e = (u64)pt | PTE_P | PTE_W; /* the same translations: no flush needed yet */
+		return &pt[(va >> 12) & 511];
+	}
+	return &((u64 *)(*e & PTE_ADDR))[(va >> 12) & 511];
+}
+
+/*
+ * mm_map_image points the identity-mapped virtual pages [va, va + len)
+ * at the physical pages from pa on: /init's file-backed pages are used
+ * where the loader left the module instead of being copied to their link
+ * address. The physical pages at va stay reserved and unused; mm_phys
+ * walks the table.
+ */
+void mm_map_image(u64 va, u64 pa, u64 len)
+{
+	for (u64 end = va + len; va < end; va += PAGE, pa += PAGE)
+		*ident_pte(va) = pa | PTE_P | PTE_W;
+}
+
+/* mm_flush_tlb drops every cached translation (CR4.PGE is off), once
+ * mm_map_image and mm_zero_lazily are done: one flush, not one invlpg
+ * per page, which cost 17 ms for /init's 3,500 pages under TCG. */
+void mm_flush_tlb(void)
+{
+	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::: "rax", "memory");
+}
+
+/*
+ * The whole pages of /init's zero-filled tail (Go's .bss and .noptrbss:
+ * 34 MiB, 32 of them crypto/internal/fips140/drbg's buffer that nothing
+ * touches outside FIPS mode) are zeroed on first touch, as Linux maps
+ * them, rather than up front: that memset took 127 ms under TCG. Each
+ * stays at its identity address.
+ */
+int mm_zero_lazily(u64 va, u64 len)
+{
+	if (lazy_end || (va & (PAGE - 1)) || (len & (PAGE - 1)))
+		return -1; /* one range, whole pages: the caller zeroes the rest */
+	u64 end = va + len;
+	for (u64 p = va; p < end;) {
+		u64 big = p & ~((1UL << 21) - 1);
+		if (big == p && p + (1UL << 21) <= end) { /* a whole 2 MiB page: its PDE goes */
+			u64 *pdpt = (u64 *)(boot_pml4[(p >> 39) & 511] & PTE_ADDR);
+			u64 *pd = (u64 *)(pdpt[(p >> 30) & 511] & PTE_ADDR);
+			pd[(p >> 21) & 511] = 0;
+			p += 1UL << 21;
+		} else {
+			*ident_pte(p) = 0;
+			p += PAGE;
+		}
+	}
+	lazy_start = va;
+	lazy_end = end;
+	return 0;
+}
+
+/* lazy_fault maps and zeroes the block of FAULT_AROUND pages around va's
+ * that are still absent, within the lazy range; 1 when va is not in it. */
+#define FAULT_AROUND (16 * PAGE)
+
+static int lazy_fault(u64 va)
+{
+	if (va < lazy_start || va >= lazy_end)
+		return 1;
+	u64 start = va & ~(FAULT_AROUND - 1), end = start + FAULT_AROUND;
+	if (start < lazy_start)
+		start = lazy_start;
+	if (end > lazy_end)
+		end = lazy_end;
+	for (u64 p = start; p < end; p += PAGE) {
+		u64 *e = ident_pte(p);
+		if (*e & PTE_P)
+			continue;
+		*e = p | PTE_P | PTE_W; /* never cached while absent: no invlpg */
+		memset((void *)p, 0, PAGE);
+	}
+	return 0;
 }
 
 /* free_pages drops every page mapped in [start, end), skipping absent
@@ -385,8 +492,6 @@ i64 sys_madvise(u64 addr, u64 len, u64 advice)
  * microseconds, so taking sixteen pages per fault cut /init's start.
  * The block never crosses a page table (2 MiB), so one lookup serves.
  */
-#define FAULT_AROUND (16 * PAGE)
-
 static void fault_around(struct vma *v, u64 va)
 {
 	u64 start = va & ~(FAULT_AROUND - 1), end = start + FAULT_AROUND;
@@ -402,8 +507,8 @@ static void fault_around(struct vma *v, u64 va)
 
 int page_fault(u64 addr, u64 err)
 {
-	if (addr < ident_top)
-		return 1; /* SEGV_MAPERR: [0, 64 KiB), a nil dereference */
+	if (addr < ident_top) /* /init's lazy tail, else [0, 64 KiB): a nil dereference */
+		return (err & 1) ? 2 : lazy_fault(addr & ~(PAGE - 1));
 	struct vma *v = vma_find(addr);
 	if (!v)
 		return 1;
@@ -426,8 +531,11 @@ int user_ok(u64 addr, u64 len, int write)
 	if (addr + len < addr || addr < IDENT_MIN || addr + len > USER_TOP)
 		return -EFAULT;
 	for (u64 va = addr & ~(PAGE - 1); va < addr + len; va += PAGE) {
-		if (va < ident_top)
+		if (va < ident_top) {
+			if (va >= lazy_start && va < lazy_end)
+				lazy_fault(va);
 			continue;
+		}
 		u64 *e = pte(va, 0);
 		if (e && (*e & PTE_P))
 			continue;
@@ -453,8 +561,12 @@ u64 mm_phys(u64 va)
 {
 	if (va < IDENT_MIN)
 		return 0;
-	if (va < ident_top)
-		return va;
+	if (va < ident_top) { /* identity, but for mm_map_image's pages */
+		if (va >= lazy_start && va < lazy_end)
+			lazy_fault(va & ~(PAGE - 1));
+		u64 *e = pte(va & ~(PAGE - 1), 0);
+		return e && (*e & PTE_P) ? (*e & PTE_ADDR) | (va & (PAGE - 1)) : va;
+	}
 	if (user_ok(va, 1, 0))
 		return 0;
 	u64 *e = pte(va & ~(PAGE - 1), 0);

@@ -109,6 +109,9 @@ u64 contig_alloc(u64 bytes, u64 align); /* physically contiguous, zeroed; 0 when
 u64 mm_phys(u64 va);
 void mm_init_paging(u64 ram_top);
 void mm_unmap_low(void);
+void mm_map_image(u64 va, u64 pa, u64 len); /* va's pages onto pa's, not identity */
+int mm_zero_lazily(u64 va, u64 len);         /* whole pages zeroed on first touch; 0 when taken */
+void mm_flush_tlb(void);                     /* after the two above */
 u64 mm_free_bytes(void);
 #define PROT_READ 1
 #define PROT_WRITE 2
