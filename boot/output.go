@@ -102,12 +102,12 @@ port (ttyS0, 115200 8N1).
     }
 
   in QEMU, as go run ./boot does:
-    qemu-system-x86_64 -machine q35 -cpu max -m 1G -nographic -no-reboot -vga none \
+    qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
       -kernel %[1]s/%[4]s -initrd %[1]s/initramfs.cpio -append "$(cat %[1]s/cmdline)" \
       -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
   in QEMU, from the USB stick under UEFI firmware, as go run ./boot -boot disk does:
-    qemu-system-x86_64 -machine q35 -cpu max -m 1G -nographic -no-reboot -vga none \
+    qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
       -drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
       -drive if=pflash,format=raw,unit=1,snapshot=on,file=/usr/share/OVMF/OVMF_VARS_4M.fd \
       -drive if=none,id=stick,format=raw,readonly=on,file=%[1]s/%[5]s \

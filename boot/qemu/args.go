@@ -108,7 +108,7 @@ func (c Config) Args() ([]string, error) {
 		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
 	}
 	a := []string{
-		"-machine", "q35",
+		"-machine", Machine,
 		"-cpu", "max",
 		"-smp", strconv.Itoa(c.SMP),
 		"-m", strconv.Itoa(c.MemMiB),
@@ -129,6 +129,14 @@ func (c Config) Args() ([]string, error) {
 	}
 	return a, nil
 }
+
+// Machine is q35 without the chipset's devices ether9 never uses: the
+// SATA controller (whose empty DVD drive SeaBIOS probes three times), the
+// SMBus, the PS/2 controller and VMware's I/O port. Firmware and the
+// enumeration of the guest's PCI functions behind VT-d shrink with them:
+// QEMU start to the shim went from 0.215-0.244 s to 0.180-0.207 s, and
+// to VT-d on by 40 ms more, three boots each alternated.
+const Machine = "q35,sata=off,smbus=off,i8042=off,vmport=off"
 
 var versionRE = regexp.MustCompile(`QEMU emulator version (\d+)\.(\d+)`)
 

@@ -36,7 +36,7 @@ func TestArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for flag, want := range map[string]string{
-		"-machine": "q35",
+		"-machine": "q35,sata=off,smbus=off,i8042=off,vmport=off",
 		"-cpu":     "max",
 		"-smp":     "2",
 		"-m":       "1024",
