@@ -1,9 +1,13 @@
 /*
- * boot.c: from PVH's start_info to the first instruction of /init.
+ * boot.c: from the boot protocol's information to the first instruction
+ * of /init.
  *
- * The Go binary arrives as the first PVH module (QEMU's -initrd): the
- * shim is built once and any /init boots on it unchanged, the way Linux
- * gets its initramfs, and the command line comes the same way (-append).
+ * The Go binary arrives as the first module (QEMU's -initrd through PVH,
+ * GRUB's module2 through Multiboot2): the shim is built once and any
+ * /init boots on it unchanged, the way Linux gets its initramfs, and the
+ * command line comes the same way (-append, multiboot2's arguments).
+ * pvh.c and multiboot.c read their protocol into a struct bootinfo;
+ * nothing below depends on which one it was.
  */
 #include "shim.h"
 
@@ -11,17 +15,6 @@ extern char __shim_start[], __shim_end[], idle_loop[], vdso_start[];
 void enter_frame(struct regs *r) __attribute__((noreturn));
 
 char boot_cmdline[4096];
-
-/* Xen's public/arch-x86/hvm/start_info.h, version 1. */
-struct hvm_start_info {
-	u32 magic, version, flags, nr_modules;
-	u64 modlist_paddr, cmdline_paddr, rsdp_paddr;
-	u64 memmap_paddr;
-	u32 memmap_entries, reserved;
-};
-struct hvm_modlist_entry { u64 paddr, size, cmdline_paddr, reserved; };
-struct hvm_memmap_entry { u64 addr, size; u32 type, reserved; };
-#define HVM_START_MAGIC 0x336ec578
 
 /* ELF64 (the System V gABI). */
 struct elf64_ehdr {
@@ -42,7 +35,7 @@ static int overlaps(u64 a, u64 b, u64 c, u64 d) { return a < d && c < b; }
 
 /* check_elf validates the module as a static x86-64 executable whose
  * segments fit in RAM that is neither the shim's nor the module's. */
-static struct elf64_ehdr *check_elf(u64 mod, u64 size, struct hvm_memmap_entry *mm, u32 nmm)
+static struct elf64_ehdr *check_elf(u64 mod, u64 size, const struct boot_mem *mm, u32 nmm)
 {
 	struct elf64_ehdr *e = (struct elf64_ehdr *)mod;
 	if (size < sizeof *e || memcmp(e->ident, "\177ELF", 4) || e->ident[4] != 2 || e->ident[5] != 1)
@@ -212,45 +205,53 @@ static u64 initial_stack(u64 top, struct elf64_ehdr *e)
 	return sp;
 }
 
-void boot_main(u32 info_pa)
+/* boot_main: from entry.S, with the protocol that started the shim
+ * (BOOT_PVH or BOOT_MULTIBOOT2), its information's physical address and,
+ * for Multiboot2, EAX as the loader left it. */
+void boot_main(u32 proto, u32 info_pa, u32 magic)
 {
 	u64 t0 = rdtsc();
 	serial_init();
 	kprintf("\nmetal: shim started\n"); /* after the firmware's last words */
-	struct hvm_start_info *si = (struct hvm_start_info *)(u64)info_pa;
-	if (si->magic != HVM_START_MAGIC)
-		panic("no PVH start info (magic %x): boot with a PVH loader such as QEMU -kernel", si->magic);
-	if (si->version < 1 || !si->memmap_entries)
-		panic("the PVH start info has no memory map (version %u)", si->version);
-	if (si->cmdline_paddr) {
-		const char *c = (const char *)si->cmdline_paddr;
-		u64 n = strlen(c);
+	/* Exceptions print the registers from here on, whatever the
+	 * firmware left in the IDT. */
+	trap_init();
+
+	/* Copy what lives in the loader's memory before any page is handed
+	 * out or [0, 64 KiB) is unmapped. */
+	static struct bootinfo bi;
+	if (proto == BOOT_MULTIBOOT2)
+		multiboot2_parse(magic, info_pa, &bi);
+	else
+		pvh_parse(info_pa, &bi);
+	if (bi.cmdline) {
+		u64 n = strlen(bi.cmdline);
 		if (n >= sizeof boot_cmdline)
 			n = sizeof boot_cmdline - 1;
-		memcpy(boot_cmdline, c, n);
+		memcpy(boot_cmdline, bi.cmdline, n);
+		bi.cmdline = NULL;
 	}
 	for (const char *c = boot_cmdline; *c; c++)
 		if (!memcmp(c, "metal.strace", 12))
 			strace = 1;
-	if (si->nr_modules < 1)
-		panic("no /init: pass the Go binary as the first module (QEMU -initrd)");
+	const struct boot_mem *mm = bi.mem;
+	u32 nmm = bi.nmem;
+	struct { u64 paddr, size; } mod = {bi.mod_start, bi.mod_size};
+	u64 rsdp = bi.rsdp;
 
-	/* Copy what lives in low memory before [0, 64 KiB) is unmapped. */
-	static struct hvm_memmap_entry mm[64];
-	u32 nmm = si->memmap_entries < 64 ? si->memmap_entries : 64;
-	memcpy(mm, (void *)si->memmap_paddr, nmm * sizeof mm[0]);
-	struct hvm_modlist_entry mod = *(struct hvm_modlist_entry *)si->modlist_paddr;
-	u64 rsdp = si->rsdp_paddr;
-
-	trap_init();
-	u64 ram_top = 0;
+	u64 ram_top = 0, ram = 0;
 	for (u32 i = 0; i < nmm; i++) {
 		if (mm[i].type != 1)
 			continue;
 		mm_add_ram(mm[i].addr, mm[i].addr + mm[i].size);
+		ram += mm[i].size;
 		if (mm[i].addr + mm[i].size > ram_top)
 			ram_top = mm[i].addr + mm[i].size;
 	}
+	if (!ram)
+		panic("the %s memory map's %u entries hold no RAM (type 1)", bi.loader, nmm);
+	kprintf("metal: booted through %s: %lu MiB of RAM in a map of %u entries, /init %lu KiB at %lx\n",
+		bi.loader, ram >> 20, nmm, mod.size >> 10, mod.paddr);
 	struct elf64_ehdr *e = check_elf(mod.paddr, mod.size, mm, nmm);
 	mm_reserve((u64)__shim_start, (u64)__shim_end);
 	mm_reserve(mod.paddr, mod.paddr + mod.size);

@@ -1,6 +1,7 @@
 /*
- * entry.S: from the PVH entry point to C, and every way into and out of
- * the shim after that (interrupts, exceptions, SYSCALL).
+ * entry.S: from the PVH entry point (or multiboot.S's) to C, and every
+ * way into and out of the shim after that (interrupts, exceptions,
+ * SYSCALL).
  */
 #define KCODE 0x08
 #define KDATA 0x10
@@ -23,8 +24,9 @@
 
 	.section .data
 	.p2align 3
-	.globl pvh_info
-pvh_info: .quad 0
+boot_proto: .long 0 /* BOOT_PVH or BOOT_MULTIBOOT2 (shim.h) */
+boot_info:  .long 0 /* the protocol's information, a physical address */
+boot_magic: .long 0 /* EAX at a Multiboot2 entry */
 
 /*
  * The GDT (SDM 3.4.5, 5.2.1): a 64-bit ring-0 code segment (L=1), a data
@@ -67,9 +69,18 @@ boot_stack_top:
 	.globl pvh_start
 pvh_start:
 	cli
-	cld
+	movl $1, %ebp            /* BOOT_PVH */
 	movl %ebx, %esi
 
+/*
+ * start32: both protocols' common path, in the machine state they share
+ * (above); EBP = the protocol, ESI = its information, EDX = EAX at a
+ * Multiboot2 entry. Nothing the firmware or the loader set up is used:
+ * the shim brings its own GDT, page tables, control registers and stack.
+ */
+	.globl start32
+start32:
+	cld
 	/* Zero the BSS: the page tables below assume it. */
 	movl $__bss_start, %edi
 	movl $__bss_end, %ecx
@@ -77,7 +88,9 @@ pvh_start:
 	shrl $2, %ecx
 	xorl %eax, %eax
 	rep stosl
-	movl %esi, pvh_info
+	movl %ebp, boot_proto
+	movl %esi, boot_info
+	movl %edx, boot_magic
 	movl $boot_stack_top, %esp
 
 	/*
@@ -126,8 +139,7 @@ pvh_start:
 	 * (SDM 9.8.5). CR4.OSXSAVE and XCR0, for AVX, come later in C
 	 * (fpu_init, thread.c), before the first Go instruction.
 	 */
-	movl %cr4, %eax
-	orl $(1 << 5) | (1 << 9) | (1 << 10), %eax
+	movl $(1 << 5) | (1 << 9) | (1 << 10), %eax /* and nothing a loader left on */
 	movl %eax, %cr4
 	movl $boot_pml4, %eax
 	movl %eax, %cr3
@@ -140,11 +152,12 @@ pvh_start:
 
 	/*
 	 * CR0: PG (31) turns on IA-32e mode (SDM 9.8.5), MP (1) with EM (2)
-	 * clear lets SSE run, NE (5) reports x87 errors natively.
+	 * clear lets SSE run, NE (5) reports x87 errors natively. The rest
+	 * is set outright, not or-ed in: TS (3) left on by a loader would
+	 * make the first SSE instruction fault, CD (30) and NW (29) would
+	 * leave the caches off.
 	 */
-	movl %cr0, %eax
-	orl $(1 << 31) | (1 << 5) | (1 << 1), %eax
-	andl $~(1 << 2), %eax
+	movl $(1 << 31) | (1 << 5) | (1 << 4) | (1 << 1) | (1 << 0), %eax
 	movl %eax, %cr0
 
 	lgdt gdt_ptr
@@ -160,7 +173,9 @@ long_mode:
 	movl %eax, %fs
 	movl %eax, %gs
 	movq $boot_stack_top, %rsp
-	movl pvh_info, %edi
+	movl boot_proto, %edi
+	movl boot_info, %esi
+	movl boot_magic, %edx
 	call boot_main
 4:	hlt
 	jmp 4b

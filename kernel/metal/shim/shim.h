@@ -98,6 +98,28 @@ static inline volatile u32 *mmio32(u64 pa) { return (volatile u32 *)pa; }
 /* boot.c */
 extern char boot_cmdline[];
 
+/*
+ * What a boot protocol hands over, filled by pvh.c or multiboot.c from
+ * the loader's own structures so that boot_main does not care which one
+ * started the shim. Everything is copied into the shim (the loader's
+ * structures live in memory that becomes free RAM) except the module,
+ * which boot_main reserves.
+ */
+#define BOOT_PVH 1       /* Xen's PVH start_info: QEMU -kernel */
+#define BOOT_MULTIBOOT2 2 /* Multiboot2: GRUB's multiboot2 and module2 */
+#define BOOT_MAXMEM 128
+struct boot_mem { u64 addr, size; u32 type, reserved; }; /* type 1: RAM (E820, ACPI 15) */
+struct bootinfo {
+	const char *loader;     /* what started the shim, for messages */
+	const char *cmdline;    /* in the loader's memory: boot_main copies it first */
+	u64 mod_start, mod_size; /* the first module: /init */
+	u64 rsdp;               /* the ACPI RSDP's physical address; 0: look for it */
+	u32 nmem;
+	struct boot_mem mem[BOOT_MAXMEM];
+};
+void pvh_parse(u32 info_pa, struct bootinfo *bi);
+void multiboot2_parse(u32 magic, u32 info_pa, struct bootinfo *bi);
+
 /* mm.c: physical pages, the page tables, the Go process's mappings. */
 #define IDENT_MIN (64UL << 10)   /* [0, 64 KiB) stays unmapped: nil dereferences fault */
 extern u64 ident_top;            /* physical memory is identity mapped below this */
