@@ -33,6 +33,22 @@ static int nloads;
 
 static int overlaps(u64 a, u64 b, u64 c, u64 d) { return a < d && c < b; }
 
+/* in_ram reports whether [s, e) is RAM, in one or more neighbouring
+ * entries of the memory map. */
+static int in_ram(u64 s, u64 e, const struct boot_mem *mm, u32 nmm)
+{
+	while (s < e) {
+		u64 next = s;
+		for (u32 j = 0; j < nmm; j++)
+			if (mm[j].type == 1 && s >= mm[j].addr && s < mm[j].addr + mm[j].size)
+				next = mm[j].addr + mm[j].size;
+		if (next == s)
+			return 0;
+		s = next;
+	}
+	return 1;
+}
+
 /* check_elf validates the module as a static x86-64 executable whose
  * segments fit in RAM that is neither the shim's nor the module's. */
 static struct elf64_ehdr *check_elf(u64 mod, u64 size, const struct boot_mem *mm, u32 nmm)
@@ -53,20 +69,68 @@ static struct elf64_ehdr *check_elf(u64 mod, u64 size, const struct boot_mem *mm
 		u64 s = ph[i].vaddr, end = s + ph[i].memsz;
 		if (ph[i].filesz > ph[i].memsz || ph[i].offset + ph[i].filesz > size || end < s || nloads == 16)
 			panic("bad PT_LOAD %d", i);
-		if (s < (1UL << 20) || overlaps(s, end, (u64)__shim_start, (u64)__shim_end) || overlaps(s, end, mod, mod + size))
-			panic("/init's segment %lx-%lx overlaps the shim (%p-%p) or the module (%lx-%lx)",
-			      s, end, __shim_start, __shim_end, mod, mod + size);
-		int in_ram = 0;
-		for (u32 j = 0; j < nmm; j++)
-			if (mm[j].type == 1 && s >= mm[j].addr && end <= mm[j].addr + mm[j].size)
-				in_ram = 1;
-		if (!in_ram)
+		if (s < (1UL << 20) || overlaps(s, end, (u64)__shim_start, (u64)__shim_end))
+			panic("/init's segment %lx-%lx overlaps the shim (%p-%p)", s, end, __shim_start, __shim_end);
+		/* What load_elf writes at the link address must be RAM: the
+		 * whole segment, or when its file pages can be mapped where the
+		 * module lies, only its partial pages and its zero tail. UEFI
+		 * firmware keeps reserved holes there (OVMF: 0x806000-0x808000
+		 * and 0x810000-0x900000, inside /init's text). */
+		u64 first = (s + PAGE - 1) & ~(PAGE - 1), last = (s + ph[i].filesz) & ~(PAGE - 1);
+		if (((mod + ph[i].offset) ^ s) & (PAGE - 1) || first >= last)
+			first = last = s;
+		if (!in_ram(s, first, mm, nmm) || !in_ram(last, end, mm, nmm))
 			panic("/init's segment %lx-%lx is not in RAM: give the machine more memory", s, end);
 		loads[nloads].start = s;
 		loads[nloads].end = end;
 		nloads++;
 	}
 	return e;
+}
+
+/*
+ * move_module copies the module out of the way when it lies where
+ * /init's segments load (GRUB puts modules right above the shim, where
+ * the Go binary's 4 MiB link address is): to the highest RAM below
+ * 4 GiB (what the boot page tables map) that meets neither the shim, the
+ * segments nor the module itself. It returns the module's address.
+ */
+static u64 move_module(u64 mod, u64 size, const struct boot_mem *mm, u32 nmm)
+{
+	int hit = 0;
+	for (int i = 0; i < nloads; i++)
+		hit |= overlaps(loads[i].start, loads[i].end, mod, mod + size);
+	if (!hit)
+		return mod;
+	struct { u64 start, end; } busy[18] = {{(u64)__shim_start, (u64)__shim_end}, {mod, mod + size}};
+	int nbusy = 2;
+	for (int i = 0; i < nloads; i++, nbusy++)
+		busy[nbusy].start = loads[i].start, busy[nbusy].end = loads[i].end;
+	u64 best = 0;
+	for (u32 j = 0; j < nmm; j++) {
+		if (mm[j].type != 1)
+			continue;
+		u64 lo = mm[j].addr < (1UL << 20) ? 1UL << 20 : mm[j].addr;
+		u64 hi = mm[j].addr + mm[j].size > (4UL << 30) ? 4UL << 30 : mm[j].addr + mm[j].size;
+		/* The highest place in the range ends at its top or just below
+		 * something in the way. */
+		for (int k = -1; k < nbusy; k++) {
+			u64 top = k < 0 ? hi : busy[k].start;
+			if (top > hi || top < lo + size)
+				continue;
+			u64 at = (top - size) & ~(PAGE - 1);
+			int clear = at >= lo && at > best;
+			for (int b = 0; b < nbusy && clear; b++)
+				clear = !overlaps(at, at + size, busy[b].start, busy[b].end);
+			if (clear)
+				best = at;
+		}
+	}
+	if (!best)
+		panic("no room to move /init's module (%lx-%lx) out of the way of its segments: give the machine more memory",
+		      mod, mod + size);
+	memcpy((void *)best, (void *)mod, size);
+	return best;
 }
 
 /* shares_pages reports whether a segment other than the one at va has
@@ -253,6 +317,12 @@ void boot_main(u32 proto, u32 info_pa, u32 magic)
 	kprintf("metal: booted through %s: %lu MiB of RAM in a map of %u entries, /init %lu KiB at %lx\n",
 		bi.loader, ram >> 20, nmm, mod.size >> 10, mod.paddr);
 	struct elf64_ehdr *e = check_elf(mod.paddr, mod.size, mm, nmm);
+	u64 moved = move_module(mod.paddr, mod.size, mm, nmm);
+	if (moved != mod.paddr) {
+		kprintf("metal: /init's module moved from %lx to %lx, out of its segments' way\n", mod.paddr, moved);
+		e = (struct elf64_ehdr *)moved;
+		mod.paddr = moved;
+	}
 	mm_reserve((u64)__shim_start, (u64)__shim_end);
 	mm_reserve(mod.paddr, mod.paddr + mod.size);
 	for (int i = 0; i < nloads; i++)
