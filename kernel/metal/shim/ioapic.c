@@ -34,6 +34,11 @@ void ioapic_init(void)
 		return;
 	}
 	u32 gsi = acpi_isa_gsi(4);
+	/* Every other line masked (bit 16): a loader or firmware may have
+	 * left one routed (the PIT's, a disk's) that nothing here expects. */
+	for (u32 i = 0; i <= max; i++)
+		if (i != gsi)
+			ioapic_write(IOREDTBL(i), 1 << 16);
 	/* Edge-triggered, active high, fixed delivery, physical destination
 	 * this LAPIC (bits 63:56). */
 	ioapic_write(IOREDTBL(gsi) + 1, lapic_id() << 24);
