@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	diskfs "github.com/diskfs/go-diskfs"
 	"github.com/diskfs/go-diskfs/backend/file"
@@ -40,22 +42,22 @@ const (
 // ErrTooLarge says the boot program does not fit the disk size asked for.
 var ErrTooLarge = errors.New("does not fit")
 
-// DiskSize returns the size of the smallest disk image holding a boot
-// program of n bytes.
+// DiskSize returns the size of the smallest disk image holding boot
+// files of n bytes.
 func DiskSize(n int64) int64 {
 	esp := max(minESP, (n+n/50+espSlack+mib-1)/mib*mib)
 	return espStart + esp + espTail
 }
 
-// CheckDiskSize says whether a boot program of n bytes fits a disk image
-// of size bytes, and returns the size to make (size, or DiskSize(n) for 0).
+// CheckDiskSize says whether boot files of n bytes fit a disk image of
+// size bytes, and returns the size to make (size, or DiskSize(n) for 0).
 func CheckDiskSize(n, size int64) (int64, error) {
 	need := DiskSize(n)
 	if size == 0 {
 		return need, nil
 	}
 	if size < need {
-		return 0, fmt.Errorf("disk image: a %d-byte boot program %w in %d MiB: the image needs %d MiB",
+		return 0, fmt.Errorf("disk image: %d bytes of boot files %w in %d MiB: the image needs %d MiB",
 			n, ErrTooLarge, size/mib, (need+mib-1)/mib)
 	}
 	if size%sector != 0 {
@@ -64,16 +66,33 @@ func CheckDiskSize(n, size int64) (int64, error) {
 	return size, nil
 }
 
-// WriteDisk writes a GPT disk image to path: one EFI system partition
-// (FAT32) holding boot at BootPath, size bytes in all (0: DiskSize). It
-// is built in a temporary file beside path and renamed onto it when whole
-// and read back, so that a failure leaves no image and an older one
-// stands. The partition and disk GUIDs derive from boot's hash, and the
-// FAT's timestamps are SOURCE_DATE_EPOCH's when it is set (reproducible
-// builds' convention, which go-diskfs follows): then the same program
-// gives the same image.
+// ESPFile is one file of the EFI system partition: its absolute path
+// there ("/EFI/BOOT/BOOTX64.EFI") and its contents.
+type ESPFile struct {
+	Path string
+	Data []byte
+}
+
+// WriteDisk writes a GPT disk image to path whose EFI system partition
+// holds boot at BootPath alone; see WriteDiskFiles.
 func WriteDisk(path string, boot []byte, size int64) error {
-	size, err := CheckDiskSize(int64(len(boot)), size)
+	return WriteDiskFiles(path, []ESPFile{{Path: BootPath, Data: boot}}, size)
+}
+
+// WriteDiskFiles writes a GPT disk image to path: one EFI system
+// partition (FAT32) holding files, their directories made as needed,
+// size bytes in all (0: DiskSize). It is built in a temporary file beside
+// path and renamed onto it when whole and read back, so that a failure
+// leaves no image and an older one stands. The partition and disk GUIDs
+// derive from the files' hash, and the FAT's timestamps are
+// SOURCE_DATE_EPOCH's when it is set (reproducible builds' convention,
+// which go-diskfs follows): then the same files give the same image.
+func WriteDiskFiles(path string, files []ESPFile, size int64) error {
+	n, err := checkFiles(files)
+	if err != nil {
+		return err
+	}
+	size, err = CheckDiskSize(n, size)
 	if err != nil {
 		return err
 	}
@@ -91,7 +110,7 @@ func WriteDisk(path string, boot []byte, size int64) error {
 	if err := tmp.Truncate(size); err != nil {
 		return fmt.Errorf("disk image: %w", err)
 	}
-	if err := layDisk(tmp, boot, size); err != nil {
+	if err := layDisk(tmp, files, size); err != nil {
 		return fmt.Errorf("disk image: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
@@ -100,12 +119,14 @@ func WriteDisk(path string, boot []byte, size int64) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("disk image: %w", err)
 	}
-	got, err := ReadBootProgram(tmp.Name())
-	if err != nil {
-		return fmt.Errorf("disk image: reading it back: %w", err)
-	}
-	if sha256.Sum256(got) != sha256.Sum256(boot) {
-		return fmt.Errorf("disk image: %s read back differs from what was written", BootPath)
+	for _, f := range files {
+		got, err := ReadFile(tmp.Name(), f.Path)
+		if err != nil {
+			return fmt.Errorf("disk image: reading it back: %w", err)
+		}
+		if sha256.Sum256(got) != sha256.Sum256(f.Data) {
+			return fmt.Errorf("disk image: %s read back differs from what was written", f.Path)
+		}
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return fmt.Errorf("disk image: %w", err)
@@ -117,12 +138,49 @@ func WriteDisk(path string, boot []byte, size int64) error {
 	return nil
 }
 
-func layDisk(f *os.File, boot []byte, size int64) error {
+// checkFiles refuses what the partition cannot hold as asked (no files,
+// a relative or unclean path, one named twice) and returns their bytes.
+func checkFiles(files []ESPFile) (int64, error) {
+	if len(files) == 0 {
+		return 0, fmt.Errorf("disk image: no files")
+	}
+	var n int64
+	seen := map[string]bool{}
+	for _, f := range files {
+		if !strings.HasPrefix(f.Path, "/") || path.Clean(f.Path) != f.Path || f.Path == "/" {
+			return 0, fmt.Errorf("disk image: file path %q: want an absolute, clean path", f.Path)
+		}
+		key := strings.ToUpper(f.Path) // FAT compares names without case
+		if seen[key] {
+			return 0, fmt.Errorf("disk image: %s named twice", f.Path)
+		}
+		seen[key] = true
+		n += int64(len(f.Data))
+	}
+	return n, nil
+}
+
+// diskHash identifies the files' names and contents, for the GUIDs.
+func diskHash(files []ESPFile) [sha256.Size]byte {
+	if len(files) == 1 && files[0].Path == BootPath {
+		return sha256.Sum256(files[0].Data) // as images of one boot program always were
+	}
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Path, len(f.Data))
+		h.Write(f.Data)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+func layDisk(f *os.File, files []ESPFile, size int64) error {
 	d, err := diskfs.OpenBackend(file.New(f, false), diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(sector))
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(boot)
+	sum := diskHash(files)
 	table := &gpt.Table{
 		LogicalSectorSize:  sector,
 		PhysicalSectorSize: sector,
@@ -146,25 +204,33 @@ func layDisk(f *os.File, boot []byte, size int64) error {
 	if err != nil {
 		return fmt.Errorf("FAT32: %w", err)
 	}
-	if err := fs.Mkdir(filepath.Dir(BootPath)); err != nil {
-		return fmt.Errorf("FAT32: %w", err)
-	}
-	w, err := fs.OpenFile(BootPath, os.O_CREATE|os.O_RDWR)
-	if err != nil {
-		return fmt.Errorf("FAT32: %w", err)
-	}
-	if _, err := w.Write(boot); err != nil {
-		return fmt.Errorf("FAT32: writing %s: %w", BootPath, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("FAT32: %w", err)
+	for _, file := range files {
+		if dir := path.Dir(file.Path); dir != "/" {
+			if err := fs.Mkdir(dir); err != nil {
+				return fmt.Errorf("FAT32: %w", err)
+			}
+		}
+		w, err := fs.OpenFile(file.Path, os.O_CREATE|os.O_RDWR)
+		if err != nil {
+			return fmt.Errorf("FAT32: %w", err)
+		}
+		if _, err := w.Write(file.Data); err != nil {
+			return fmt.Errorf("FAT32: writing %s: %w", file.Path, err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("FAT32: %w", err)
+		}
 	}
 	return nil
 }
 
 // ReadBootProgram returns BootPath from the first partition of the disk
 // image at path.
-func ReadBootProgram(path string) ([]byte, error) {
+func ReadBootProgram(path string) ([]byte, error) { return ReadFile(path, BootPath) }
+
+// ReadFile returns the file name from the first partition of the disk
+// image at path.
+func ReadFile(path, name string) ([]byte, error) {
 	d, err := diskfs.Open(path, diskfs.WithOpenMode(diskfs.ReadOnly), diskfs.WithSectorSize(sector))
 	if err != nil {
 		return nil, err
@@ -174,9 +240,9 @@ func ReadBootProgram(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition 1: %w", err)
 	}
-	r, err := fs.OpenFile(BootPath, os.O_RDONLY)
+	r, err := fs.OpenFile(name, os.O_RDONLY)
 	if err != nil {
-		return nil, fmt.Errorf("partition 1: %s: %w", BootPath, err)
+		return nil, fmt.Errorf("partition 1: %s: %w", name, err)
 	}
 	defer r.Close()
 	return io.ReadAll(r)

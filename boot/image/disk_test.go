@@ -176,3 +176,70 @@ func TestHardwareCmdline(t *testing.T) {
 		t.Fatalf("HardwareCmdline = %q, want %q", got, want)
 	}
 }
+
+// TestWriteDiskFiles: several files, one at the root and one in a
+// directory of its own beside BootPath's, each read back whole; the same
+// files make the same image, and a bad file list is refused before
+// anything is written.
+func TestWriteDiskFiles(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
+	dir := t.TempDir()
+	files := []ESPFile{
+		{Path: BootPath, Data: randomBytes(400 << 10)},
+		{Path: "/shim.elf", Data: randomBytes(200<<10 + 7)},
+		{Path: "/init", Data: randomBytes(15 << 20)},
+		{Path: "/ether9/grub.cfg", Data: []byte("menuentry 'ether9' {}\n")},
+	}
+	path := filepath.Join(dir, "ether9.img")
+	if err := WriteDiskFiles(path, files, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		got, err := ReadFile(path, f.Path)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		if !bytes.Equal(got, f.Data) {
+			t.Errorf("%s read back: %d bytes, differs from the %d written", f.Path, len(got), len(f.Data))
+		}
+	}
+	var n int64
+	for _, f := range files {
+		n += int64(len(f.Data))
+	}
+	if st, _ := os.Stat(path); st.Size() != DiskSize(n) {
+		t.Errorf("image %d bytes, DiskSize of the files says %d", st.Size(), DiskSize(n))
+	}
+	img, _ := os.ReadFile(path)
+	again := filepath.Join(dir, "again.img")
+	if err := WriteDiskFiles(again, files, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(again); !bytes.Equal(b, img) {
+		t.Errorf("two images of the same files differ")
+	}
+	// One byte of another file changes the GUIDs with it.
+	other := append([]ESPFile{}, files...)
+	other[2].Data = append([]byte{}, files[2].Data...)
+	other[2].Data[12345] ^= 1
+	if err := WriteDiskFiles(again, other, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(again); bytes.Equal(b[sector:2*sector], img[sector:2*sector]) {
+		t.Errorf("images of different files share a GPT header (the disk GUID)")
+	}
+
+	for _, bad := range [][]ESPFile{
+		nil,
+		{{Path: "init", Data: []byte("x")}},
+		{{Path: "/a/../init", Data: []byte("x")}},
+		{{Path: "/init", Data: []byte("x")}, {Path: "/INIT", Data: []byte("y")}},
+	} {
+		p := filepath.Join(dir, "bad.img")
+		if err := WriteDiskFiles(p, bad, 0); err == nil {
+			t.Errorf("files %q were accepted", []ESPFile(bad))
+		} else if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("files %q were refused after writing %s", []ESPFile(bad), p)
+		}
+	}
+}
