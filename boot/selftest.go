@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -198,11 +199,40 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	defer vm.Stop()
 	r := &report{nic: o.nic, driver: driver, origin: "qemu start", cpu: vm.CPUTime, token: o.token,
 		bytes: int64(o.mib) << 20, checkPage: check}
+	if o.platform == "metal" {
+		var stop context.CancelFunc
+		ctx, stop = watchShim(ctx, vm.Console)
+		defer stop()
+	}
 	err = r.run(ctx, vm.Console, fmt.Sprintf("http://127.0.0.1:%d", c.Forward[0].Host), wait...)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errShimGaveUp) {
+		err = fmt.Errorf("%w\nlast console lines:\n%s", cause, vm.Console.Tail(15))
+	}
 	if err != nil && o.platform == "metal" {
 		err = fmt.Errorf("%w\n%s", err, shimState(vm))
 	}
 	return r, err
+}
+
+// errShimGaveUp says the shim stopped the machine: it panics or takes a
+// fatal trap with the reason on the console, then halts where it cannot
+// power off.
+var errShimGaveUp = errors.New("the shim gave up")
+
+// watchShim returns ctx cancelled, with errShimGaveUp as its cause, as
+// soon as the console shows the shim giving up, so that a self-test
+// stops at once rather than at its time limit; stop ends the watch.
+func watchShim(ctx context.Context, con *qemu.Console) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	gaveUp := func(s string) bool {
+		return strings.Contains(s, "metal: panic") || strings.Contains(s, "metal: fatal trap")
+	}
+	go func() {
+		if l, _, err := con.Wait(ctx, 0, gaveUp, nil); err == nil {
+			cancel(fmt.Errorf("%w: %s", errShimGaveUp, l.Text))
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // shimState asks the shim for its state (Ctrl-\ on the console: every
