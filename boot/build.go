@@ -72,7 +72,7 @@ func assemble(ctx context.Context, o options, log io.Writer, extra ...string) (*
 	}
 	p.boot = p.bootable(kernel, cache, log)
 	if o.disk {
-		if err := p.makeDisk(o, log); err != nil {
+		if err := p.makeDisk(ctx, o, log); err != nil {
 			p.remove()
 			return nil, err
 		}

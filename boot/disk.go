@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ether9/ether9/boot/grub"
 	"github.com/ether9/ether9/boot/image"
 	"github.com/ether9/ether9/boot/qemu"
 	"github.com/ether9/ether9/boot/uki"
@@ -20,7 +21,7 @@ const diskName = "ether9.img"
 
 // bootProgram returns the UEFI boot program for p: systemd's stub from
 // o.efiStub with p's kernel, p's initramfs (and with it what -app packs)
-// and cmdline, checked to fit a disk of o.diskMiB. Nothing is written.
+// and cmdline. Nothing is written.
 func bootProgram(o options, p *parts, cmdline string) ([]byte, error) {
 	kernel, err := os.ReadFile(p.kernel)
 	if err != nil {
@@ -44,35 +45,83 @@ func bootProgram(o options, p *parts, cmdline string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disk image: %s: %w", o.efiStub, err)
 	}
-	if _, err := image.CheckDiskSize(int64(len(prog)), diskBytes(o)); err != nil {
+	return prog, nil
+}
+
+// diskCmdline is the command line p's disk image boots with: the linux
+// platform's names the screen and the serial port as hardware consoles;
+// the shim has only COM1 and takes p's line as it is.
+func diskCmdline(o options, p *parts) string {
+	if o.platform == "metal" {
+		return p.cmdline
+	}
+	return image.HardwareCmdline(p.cmdline)
+}
+
+// diskFiles returns the files of p's EFI system partition, booting with
+// cmdline, checked to fit a disk of o.diskMiB. On the linux platform
+// that is the unified kernel image alone; on metal, GRUB with its
+// configuration built in, the shim and /init beside it. Nothing is
+// written.
+func diskFiles(ctx context.Context, o options, p *parts, cmdline string) ([]image.ESPFile, error) {
+	var files []image.ESPFile
+	if o.platform == "metal" {
+		cfg, err := grub.Config(cmdline)
+		if err != nil {
+			return nil, fmt.Errorf("disk image: %w", err)
+		}
+		prog, err := grub.Build(ctx, grub.ModuleDir, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("disk image: %w", err)
+		}
+		files = append(files, image.ESPFile{Path: image.BootPath, Data: prog})
+		for _, f := range []struct{ path, from string }{{grub.ShimPath, p.kernel}, {grub.InitPath, p.init}} {
+			b, err := os.ReadFile(f.from)
+			if err != nil {
+				return nil, fmt.Errorf("disk image: %w", err)
+			}
+			files = append(files, image.ESPFile{Path: f.path, Data: b})
+		}
+	} else {
+		prog, err := bootProgram(o, p, cmdline)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, image.ESPFile{Path: image.BootPath, Data: prog})
+	}
+	var n int64
+	for _, f := range files {
+		n += int64(len(f.Data))
+	}
+	if _, err := image.CheckDiskSize(n, diskBytes(o)); err != nil {
 		return nil, fmt.Errorf("%w (-disksize %d)", err, o.diskMiB)
 	}
-	return prog, nil
+	return files, nil
 }
 
 func diskBytes(o options) int64 { return int64(o.diskMiB) << 20 }
 
 // makeDisk writes p's disk image into p's scratch directory with the
 // hardware command line, and the firmware to boot it, for -disk.
-func (p *parts) makeDisk(o options, log io.Writer) error {
+func (p *parts) makeDisk(ctx context.Context, o options, log io.Writer) error {
 	fw, err := qemu.FindOVMF(qemu.OVMFPaths)
 	if err != nil {
 		return err
 	}
 	t := time.Now()
-	cmdline := image.HardwareCmdline(p.cmdline)
-	prog, err := bootProgram(o, p, cmdline)
+	cmdline := diskCmdline(o, p)
+	files, err := diskFiles(ctx, o, p, cmdline)
 	if err != nil {
 		return err
 	}
 	path := filepath.Join(p.dir, diskName)
-	if err := image.WriteDisk(path, prog, diskBytes(o)); err != nil {
+	if err := image.WriteDiskFiles(path, files, diskBytes(o)); err != nil {
 		return err
 	}
 	p.disk, p.firmware, p.cmdline = path, fw, cmdline
 	st, _ := os.Stat(path)
 	fmt.Fprintf(log, "boot: %s: %.1f MB, %s %.1f MB, firmware %s (%.1fs)\n",
-		diskName, float64(st.Size())/1e6, image.BootPath, float64(len(prog))/1e6, fw.Code, time.Since(t).Seconds())
+		diskName, float64(st.Size())/1e6, image.BootPath, float64(len(files[0].Data))/1e6, fw.Code, time.Since(t).Seconds())
 	return nil
 }
 

@@ -71,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pcap, "pcap", "", "record the guest's wire to this pcap file")
 	fs.StringVar(&o.kernel, "kernel", "", "kernel to boot, bzImage or vmlinux (default: $ETHER9_KERNEL, the cache, /boot)")
 	fs.StringVar(&o.appendTo, "append", "", "extra kernel command line, e.g. ether9.ip=10.0.2.15/24")
-	fs.StringVar(&o.outDir, "o", "", "write ether9.img (a disk for a USB stick), vmlinuz, vmlinux, initramfs and cmdline to this directory for hardware, and boot nothing")
+	fs.StringVar(&o.outDir, "o", "", "write ether9.img (a disk for a USB stick) and what other loaders boot (linux: vmlinuz, vmlinux, initramfs; metal: shim.elf, init, grub.cfg) and cmdline to this directory for hardware, and boot nothing")
 	fs.BoolVar(&o.selftest, "selftest", false, "boot, check the status page, move 16 MiB each way with SHA-256, check for DMAR faults, report timings")
 	fs.BoolVar(&o.xdp, "xdp", false, "boot with two more igb NICs on a hub, run rxdrop, txpush and l2fwd over netstack, copy and zero-copy queues in the guest, print the Kpps table")
 	fs.StringVar(&o.irq, "irq", "on", "on: NICs take their interrupt; off: they poll (ether9.irq=off); both: -selftest boots once each way and compares")

@@ -112,18 +112,28 @@ func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...strin
 	}
 	fmt.Fprintf(log, "boot: metal: shim from %s (%.1fs), /init from %s: %.1f MB (%.1fs)\n",
 		shimDir, shimTime.Seconds(), o.app, float64(fi.Size())/1e6, time.Since(t).Seconds())
+	if o.disk {
+		if err := p.makeDisk(ctx, o, log); err != nil {
+			p.remove()
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
-// checkPlatform refuses what the metal platform cannot do yet: it boots
-// in QEMU only, and both platforms compare in self-tests only.
+// checkPlatform refuses what the metal platform cannot do yet: it runs
+// on a machine or in QEMU, not the simulated machine, and both platforms
+// compare in self-tests only, one comparison at a time.
 func checkPlatform(o options) error {
 	switch o.platform {
 	case "linux":
 		return nil
 	case "metal", "both":
-		if o.machine != "qemu" || o.outDir != "" || o.boot != "kernel" || o.xdp || o.irq == "both" {
-			return fmt.Errorf("-platform %s boots in QEMU only, so far: not with -machine sim, -o, -boot disk or both, -xdp or -irq both", o.platform)
+		if o.machine != "qemu" || o.xdp || o.irq == "both" {
+			return fmt.Errorf("-platform %s: not with -machine sim, -xdp or -irq both, so far", o.platform)
+		}
+		if o.platform == "both" && (o.outDir != "" || o.boot == "both") {
+			return fmt.Errorf("-platform both compares two self-tests: not with -o or -boot both")
 		}
 		if o.platform == "both" && !o.selftest {
 			return fmt.Errorf("-platform both compares two self-tests: it needs -selftest")
