@@ -7,8 +7,9 @@
 #     with six of its modules: uio and uio_pci_generic (the NICs' INTx),
 #     and Linux's own e1000e and igb drivers with what igb needs (dca,
 #     i2c-algo-bit), which the reference boot measures ether9 against
-#   ovmf (UEFI firmware for QEMU) and systemd-boot-efi (the EFI stub that
-#     ether9.img's boot program is made from)
+#   ovmf (UEFI firmware for QEMU), systemd-boot-efi (the EFI stub that
+#     ether9.img's boot program is made from) and grub-efi-amd64-bin (GRUB,
+#     the metal platform's ether9.img boot program, with grub-mkimage)
 #   gcc (with binutils): builds the metal platform's ring-0 shim
 #   tshark: the capture test reads the guest's pcap stream with it
 #
@@ -175,22 +176,25 @@ e9_install_kernel() {
 	[ -n "$(e9_kernel_cached)" ] || e9_die "$pkg holds no boot/vmlinuz-* with $E9_MODULES beside it"
 }
 
-# The files of the two packages ether9.img needs: the test boots the disk
-# under OVMF, and -o builds its boot program from systemd's stub.
+# The files of the three packages ether9.img needs: the test boots the
+# disk under OVMF, and -o builds its boot program from systemd's stub
+# (linux platform) or GRUB's x86_64-efi modules (metal platform).
 ETHER9_OVMF_CODE="${ETHER9_OVMF_CODE:-/usr/share/OVMF/OVMF_CODE_4M.fd}"
 ETHER9_EFI_STUB="${ETHER9_EFI_STUB:-/usr/lib/systemd/boot/efi/linuxx64.efi.stub}"
+ETHER9_GRUB_EFI="${ETHER9_GRUB_EFI:-/usr/lib/grub/x86_64-efi/multiboot2.mod}"
 
 e9_install_uefi() {
-	[ -f "$ETHER9_OVMF_CODE" ] && [ -f "$ETHER9_EFI_STUB" ] && return 0
+	[ -f "$ETHER9_OVMF_CODE" ] && [ -f "$ETHER9_EFI_STUB" ] && [ -f "$ETHER9_GRUB_EFI" ] && return 0
 	command -v apt-get >/dev/null 2>&1 ||
-		e9_die "$ETHER9_OVMF_CODE or $ETHER9_EFI_STUB is missing and there is no apt-get: install OVMF and systemd-boot's EFI stub with your package manager"
+		e9_die "$ETHER9_OVMF_CODE, $ETHER9_EFI_STUB or $ETHER9_GRUB_EFI is missing and there is no apt-get: install OVMF, systemd-boot's EFI stub and GRUB for x86_64-efi with your package manager"
 	e9_apt_update
-	e9_log "installing ovmf and systemd-boot-efi"
+	e9_log "installing ovmf, systemd-boot-efi and grub-efi-amd64-bin"
 	e9_root env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -qq --no-install-recommends ovmf systemd-boot-efi >&2 ||
-		e9_die "apt-get install ovmf systemd-boot-efi failed"
+		apt-get install -y -qq --no-install-recommends ovmf systemd-boot-efi grub-efi-amd64-bin >&2 ||
+		e9_die "apt-get install ovmf systemd-boot-efi grub-efi-amd64-bin failed"
 	[ -f "$ETHER9_OVMF_CODE" ] || e9_die "ovmf is installed but $ETHER9_OVMF_CODE is missing"
 	[ -f "$ETHER9_EFI_STUB" ] || e9_die "systemd-boot-efi is installed but $ETHER9_EFI_STUB is missing"
+	[ -f "$ETHER9_GRUB_EFI" ] || e9_die "grub-efi-amd64-bin is installed but $ETHER9_GRUB_EFI is missing"
 }
 
 # e9_install_tool installs Debian package $2 unless command $1 is on PATH;

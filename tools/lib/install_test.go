@@ -197,13 +197,14 @@ func TestInstallUEFI(t *testing.T) {
 	os.MkdirAll(bin, 0o755)
 	code := filepath.Join(dir, "share/OVMF/OVMF_CODE_4M.fd")
 	stub := filepath.Join(dir, "lib/systemd/boot/efi/linuxx64.efi.stub")
-	env := []string{"ETHER9_OVMF_CODE=" + code, "ETHER9_EFI_STUB=" + stub}
+	grub := filepath.Join(dir, "lib/grub/x86_64-efi/multiboot2.mod")
+	env := []string{"ETHER9_OVMF_CODE=" + code, "ETHER9_EFI_STUB=" + stub, "ETHER9_GRUB_EFI=" + grub}
 	calls := filepath.Join(dir, "apt-get.calls")
-	// The stand-in installs the two files as the packages would.
+	// The stand-in installs the three files as the packages would.
 	fakeBin(t, bin, "apt-get", `echo "$*" >> `+calls+`
 case "$*" in
 update*) ;;
-*install*ovmf*systemd-boot-efi*) mkdir -p `+filepath.Dir(code)+` `+filepath.Dir(stub)+` && touch `+code+` `+stub+` ;;
+*install*ovmf*systemd-boot-efi*grub-efi-amd64-bin*) mkdir -p `+filepath.Dir(code)+` `+filepath.Dir(stub)+` `+filepath.Dir(grub)+` && touch `+code+` `+stub+` `+grub+` ;;
 *) exit 1 ;;
 esac
 `)
@@ -211,11 +212,11 @@ esac
 		t.Fatalf("e9_install_uefi: %v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(calls)
-	if !strings.Contains(string(b), "install -y -qq --no-install-recommends ovmf systemd-boot-efi") {
-		t.Fatalf("apt-get calls %q: want one install of ovmf and systemd-boot-efi", b)
+	if !strings.Contains(string(b), "install -y -qq --no-install-recommends ovmf systemd-boot-efi grub-efi-amd64-bin") {
+		t.Fatalf("apt-get calls %q: want one install of ovmf, systemd-boot-efi and grub-efi-amd64-bin", b)
 	}
 
-	// Both files there: nothing is installed.
+	// All three files there: nothing is installed.
 	os.Remove(calls)
 	if out, err := shell(t, bin, dir, "e9_install_uefi", env...); err != nil {
 		t.Fatalf("second e9_install_uefi: %v\n%s", err, out)
@@ -232,9 +233,19 @@ esac
 	if err == nil || !strings.Contains(out, "systemd-boot-efi is installed but "+stub+" is missing") {
 		t.Fatalf("stub still missing: err = %v, output %q", err, out)
 	}
+	// GRUB alone missing (a machine set up before the metal image) is
+	// installed too.
+	if err := os.WriteFile(stub, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(grub)
+	out, err = shell(t, bin, dir, "e9_install_uefi", env...)
+	if err == nil || !strings.Contains(out, "grub-efi-amd64-bin is installed but "+grub+" is missing") {
+		t.Fatalf("grub still missing: err = %v, output %q", err, out)
+	}
 	fakeBin(t, bin, "apt-get", `case "$*" in update*) ;; *) exit 100 ;; esac`)
 	out, err = shell(t, bin, dir, "e9_install_uefi", env...)
-	if err == nil || !strings.Contains(out, "apt-get install ovmf systemd-boot-efi failed") {
+	if err == nil || !strings.Contains(out, "apt-get install ovmf systemd-boot-efi grub-efi-amd64-bin failed") {
 		t.Fatalf("install fails: err = %v, output %q", err, out)
 	}
 }
