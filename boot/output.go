@@ -185,12 +185,12 @@ enabled in the firmware setup. The console is the serial port (COM1, 115200
   reads and add the entry in %[1]s/grub.cfg (Multiboot2: multiboot2 and module2).
 
   in QEMU, as go run ./boot -platform metal does (through the shim's PVH note):
-    qemu-system-x86_64 -machine q35 -cpu max -m 1G -nographic -no-reboot -vga none \
+    qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
       -kernel %[1]s/shim.elf -initrd %[1]s/init -append "$(cat %[1]s/cmdline)" \
       -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
   in QEMU, from the USB stick under UEFI firmware, as go run ./boot -platform metal -boot disk does:
-    qemu-system-x86_64 -machine q35 -cpu max -m 1G -nographic -no-reboot -vga none \
+    qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
       -drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
       -drive if=pflash,format=raw,unit=1,snapshot=on,file=/usr/share/OVMF/OVMF_VARS_4M.fd \
       -drive if=none,id=stick,format=raw,readonly=on,file=%[1]s/%[2]s \
