@@ -3,7 +3,9 @@
 package metal
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 )
 
@@ -15,6 +17,10 @@ func Phys(p unsafe.Pointer) (uint64, error) {
 	return uint64(pa), err
 }
 
+// ErrNotIdentity says a physical address lies outside the shim's
+// identity map, which covers the first 4 GiB and the RAM above them.
+var ErrNotIdentity = errors.New("is outside the shim's identity map (the first 4 GiB and the RAM above them)")
+
 // Window returns size bytes of physical memory at pa through the identity
 // map, after checking with the shim that both ends are identity mapped.
 func Window(pa uint64, size int) ([]byte, error) {
@@ -23,6 +29,11 @@ func Window(pa uint64, size int) ([]byte, error) {
 	}
 	for _, a := range []uint64{pa, pa + uint64(size) - 1} {
 		got, err := call("phys", callPhys, uintptr(a), 0)
+		if errors.Is(err, syscall.EFAULT) {
+			// Above the identity map and in no mapping of ours: a BAR
+			// firmware placed high in a 64-bit window, say.
+			return nil, fmt.Errorf("metal: window %#x+%#x: %#x %w", pa, size, a, ErrNotIdentity)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("metal: window %#x+%#x: %w", pa, size, err)
 		}

@@ -12,6 +12,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -282,6 +283,13 @@ func platform() error {
 	}
 	if st := bar.Read32(0x8); st == ^uint32(0) { // STATUS
 		return fmt.Errorf("%v BAR0 STATUS reads all ones", nic)
+	}
+
+	// A BAR above the identity map (OVMF's 64-bit window starts at
+	// 32 GiB or more) fails to map with its address named, not as a
+	// fault when the driver first touches it.
+	if _, err := metal.MapPhys(32<<30, 4096); !errors.Is(err, metal.ErrNotIdentity) || !strings.Contains(err.Error(), "0x800000000") {
+		return fmt.Errorf("MapPhys above the identity map: %v, want ErrNotIdentity naming 0x800000000", err)
 	}
 
 	b, err := metal.Table("DMAR")
