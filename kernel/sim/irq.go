@@ -44,6 +44,8 @@ type IRQ struct {
 
 	realWait atomic.Int64 // SetRealWait; 0 is maxRealWait
 
+	message func(addr uint64, data uint32) // the machine's Message; nil for a line of no function
+
 	mu       sync.Mutex // one Wait at a time
 	masked   bool       // Wait set Interrupt Disable when it took the line
 	wakes    atomic.Uint64
@@ -70,6 +72,15 @@ func (q *IRQ) SetRealWait(d time.Duration) { q.realWait.Store(int64(d)) }
 func (q *IRQ) Raise() {
 	q.raised.Add(1)
 	q.pend()
+}
+
+// Message is the function's interrupt message (MSI-X): data written to
+// addr, which the machine's local APIC turns into a vector's interrupt
+// (Machine.Message). A line of no function drops it.
+func (q *IRQ) Message(addr uint64, data uint32) {
+	if q.message != nil {
+		q.message(addr, data)
+	}
 }
 
 // SetLevel drives the INTx line: asserted while the device has an enabled

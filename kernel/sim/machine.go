@@ -106,6 +106,8 @@ type Machine struct {
 	scoped []RemapUnit
 	dma    dmaCounters
 
+	lapic *lapic
+
 	mu   sync.Mutex
 	irqs map[pci.Addr]*IRQ
 }
@@ -119,6 +121,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg:   cfg,
 		irqs:  make(map[pci.Addr]*IRQ),
 	}
+	m.lapic = &lapic{clock: m.Clock, vecs: map[uint8]*Vector{}}
 	m.Mem.SetCoherent(!cfg.NonCoherentDMA)
 	m.Mem.SetCheckOwnership(cfg.CheckOwnership)
 	tracking := !cfg.VTd.Coherent
@@ -223,6 +226,7 @@ func (m *Machine) IRQ(a pci.Addr) *IRQ {
 	q, ok := m.irqs[a]
 	if !ok {
 		q = newFuncIRQ(m.Clock, m.Bus, a)
+		q.message = m.Message
 		m.irqs[a] = q
 	}
 	return q

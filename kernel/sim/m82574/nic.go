@@ -93,6 +93,7 @@ type NIC struct {
 	// a reset): descriptors prefetched under an older one are dropped.
 	rxRingGen uint64
 	bars      nicmodel.BARs
+	msix      nicmodel.MSIXTable // in bars on a standalone part; its messages through irq
 
 	txMu sync.Mutex // the TX engine; taken before mu
 	tx   txEngine
@@ -130,7 +131,7 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	n.initConfig()
 	n.bars = nicmodel.BARs{Regs: barMMIO, IO: nicmodel.NoBAR, MSIX: nicmodel.NoBAR, Size: mmioSize, Read32: n.read32, Write32: n.write32}
 	if n.pers.Standalone { // the I/O and MSI-X BARs are the standalone part's
-		n.bars.IO, n.bars.MSIX, n.bars.Table = barIO, barMSIX, nicmodel.NewMSIXTable(msixVectors)
+		n.bars.IO, n.bars.MSIX, n.bars.Table = barIO, barMSIX, n.msix
 	}
 	n.mu.Lock()
 	n.resetLocked()

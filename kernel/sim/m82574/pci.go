@@ -35,7 +35,7 @@ func (n *NIC) initConfig() {
 			LinkCap:    0x00000c11, // 2.5 GT/s, x1, ASPM L0s and L1
 			LinkStatus: 0x0011,     // link at 2.5 GT/s, x1
 		})
-		nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA)
+		n.msix = nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA, n.irq)
 		c.AddExtCap(nicmodel.ExtAER, 1, make([]byte, 0x2c))
 		nicmodel.AddDSN(c, n.mac)
 	} else {
@@ -43,6 +43,10 @@ func (n *NIC) initConfig() {
 	}
 	n.cfg = c
 }
+
+// ConfigWritten implements sim.ConfigWatcher: unmasking the MSI-X
+// function sends its pending messages.
+func (n *NIC) ConfigWritten(off, size int, v uint32) { n.msix.ConfigWritten() }
 
 // Config implements sim.Device.
 func (n *NIC) Config() *sim.ConfigSpace { return n.cfg }

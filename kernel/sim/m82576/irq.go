@@ -13,8 +13,10 @@ import "github.com/ether9/ether9/kernel/sim/nicmodel"
 // while an enabled cause is pending (ICR&IMS or EICR&EIMS). In MSI-X mode (GPIE.Multiple_MSIX) a
 // vector fires when its EICR bit and its EIMS bit are both set; firing
 // clears the EICR bit if EIAC says so and masks the vector in EIMS if
-// EIAM and GPIE.EIAME say so, so a vector fires once per re-arm. Every
-// vector is delivered on the machine's one interrupt line.
+// EIAM and GPIE.EIAME say so, so a vector fires once per re-arm. A
+// vector that fires sends its MSI-X table entry's message (or sets its
+// pending bit while the entry is masked) when MSI-X is enabled in config
+// space; without that the function's one MSI carries every vector.
 
 // ivarEntry returns the IVAR byte for RX (or TX) queue q: IVAR(q mod 8),
 // bits 7:0 (RX) and 15:8 (TX) for queues 0-7, bits 23:16 and 31:24 for
@@ -100,7 +102,7 @@ func (n *NIC) assertLocked() {
 		if r[nicmodel.GPIE/4]&nicmodel.GpieEIAME != 0 {
 			r[nicmodel.EIMS/4] &^= fire & r[nicmodel.EIAM/4]
 		}
-		n.irq.Raise()
+		n.sendLocked(fire)
 		return
 	}
 	if r[nicmodel.ICR/4]&r[nicmodel.IMS/4]&intCauses != 0 {
@@ -147,4 +149,18 @@ func (n *NIC) readICRLocked() uint32 {
 		}
 	}
 	return v
+}
+
+// sendLocked delivers the vectors in fire: each its MSI-X message, or the
+// one MSI for all of them while MSI-X is off.
+func (n *NIC) sendLocked(fire uint32) {
+	if !n.msix.Enabled() {
+		n.irq.Raise()
+		return
+	}
+	for v := range msixVectors {
+		if fire&(1<<v) != 0 {
+			n.msix.Signal(v)
+		}
+	}
 }

@@ -16,7 +16,9 @@
 // statistics registers.
 //
 // Interrupts follow the datasheet's cause mapping (IVAR, EICR, EIMS,
-// EIAC, EIAM, GPIE; see irq.go), all vectors delivered on one line.
+// EIAC, EIAM, GPIE; see irq.go); with MSI-X enabled each vector sends its
+// own table entry's message, with the PCI specification's masking and
+// pending bits (nicmodel.MSIXTable).
 //
 // What is not modelled: interrupt moderation (EITR is stored; causes are
 // signalled at once), flow control, header split, VMDq replication and
@@ -109,6 +111,7 @@ type NIC struct {
 	port     wire.Port
 	counters Counters
 	bars     nicmodel.BARs
+	msix     nicmodel.MSIXTable      // in bars; its messages through irq
 	rssTable *nicmodel.ToeplitzTable // for the key in RSSRK; nil when stale
 
 	txMu  sync.Mutex // the TX engines; taken before rxMu and mu
@@ -156,7 +159,7 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	n.loadNVM()
 	n.phy.reset()
 	n.initConfig()
-	n.bars = nicmodel.BARs{Regs: barMMIO, IO: barIO, MSIX: barMSIX, Size: mmioSize, Read32: n.read32, Write32: n.write32, Table: nicmodel.NewMSIXTable(msixVectors)}
+	n.bars = nicmodel.BARs{Regs: barMMIO, IO: barIO, MSIX: barMSIX, Size: mmioSize, Read32: n.read32, Write32: n.write32, Table: n.msix}
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()

@@ -34,7 +34,7 @@ func (n *NIC) initConfig() {
 	c.SetBAR(barMSIX, pci.BARMem32, msixSize, false)
 	nicmodel.AddPM(c)
 	nicmodel.AddMSI(c, 0x0180, 20) // 64-bit address, per-vector masking, one vector
-	nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA)
+	n.msix = nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA, n.irq)
 	nicmodel.AddPCIe(c, nicmodel.PCIe{
 		DevCap:     0x00008002, // max payload 512 B, role-based errors
 		LinkCap:    0x00000c41, // 2.5 GT/s, x4, ASPM L0s and L1
@@ -44,6 +44,10 @@ func (n *NIC) initConfig() {
 	nicmodel.AddDSN(c, n.mac)
 	n.cfg = c
 }
+
+// ConfigWritten implements sim.ConfigWatcher: unmasking the MSI-X
+// function sends its pending messages.
+func (n *NIC) ConfigWritten(off, size int, v uint32) { n.msix.ConfigWritten() }
 
 // Config implements sim.Device.
 func (n *NIC) Config() *sim.ConfigSpace { return n.cfg }

@@ -103,5 +103,6 @@ func (nopDMA) Write(uint64, []byte) error { return nil }
 
 type nopIRQ struct{}
 
-func (nopIRQ) Raise()        {}
-func (nopIRQ) SetLevel(bool) {}
+func (nopIRQ) Raise()                 {}
+func (nopIRQ) Message(uint64, uint32) {}
+func (nopIRQ) SetLevel(bool)          {}

@@ -11,7 +11,9 @@ import "github.com/ether9/ether9/kernel/sim/nicmodel"
 //
 // In MSI-X mode a vector fires when its EICR bit is set and enabled in
 // EIMS; firing clears the EICR bits in EIAC and, with GPIE.EIAME, masks
-// those in EIAM. In MSI and INTx mode the line is asserted while any
+// those in EIAM, and sends the vector's MSI-X table entry's message (its
+// pending bit set while the entry is masked) when MSI-X is enabled in
+// config space, or the function's one MSI when it is not. In MSI and INTx mode the line is asserted while any
 // enabled ICR or EICR cause is pending, ICR.INT_ASSERTED shows it, and a
 // read of ICR or EICR clears them.
 
@@ -122,12 +124,15 @@ func (n *NIC) extCauseLocked(bits uint32) {
 	if r[nicmodel.GPIE/4]&nicmodel.GpieEIAME != 0 {
 		r[nicmodel.EIMS/4] &^= fire & r[nicmodel.EIAM/4]
 	}
+	if !n.msix.Enabled() {
+		n.irq.Raise() // the one MSI carries every vector
+	}
 	for v := range msixVectors {
 		if fire&(1<<v) != 0 {
 			n.counters.Vectors[v]++
+			n.msix.Signal(v)
 		}
 	}
-	n.irq.Raise()
 }
 
 // updateAssertLocked recomputes INT_ASSERTED in MSI and INTx mode and

@@ -13,10 +13,11 @@
 //
 // Interrupts follow GPIE: in MSI-X mode a queue's cause sets the EICR bit
 // of the vector IVAR names, with EIAC auto-clear and EIAM auto-mask; in
-// MSI and INTx mode ICR.INT_ASSERTED and read-to-clear apply. Every
-// message or assertion signals the machine's one line for the function
-// and is counted per vector; the MSI-X table is stored, its mask bits
-// are not applied. With Options.DeferRx a received frame waits in its
+// MSI and INTx mode ICR.INT_ASSERTED and read-to-clear apply. With MSI-X
+// enabled in config space each vector that fires sends its own table
+// entry's message, held in the pending bit array while the entry or the
+// function is masked (nicmodel.MSIXTable); otherwise the function's one
+// line carries it. Vectors are counted as they fire. With Options.DeferRx a received frame waits in its
 // queue's line of the packet buffer until that queue's driver thread
 // arms its vector or touches its ring registers (see packetBuffer); with
 // Options.DeferTx a queue's transmit descriptors wait the same way after
@@ -115,6 +116,7 @@ type NIC struct {
 	counters Counters
 	ringGen  [Queues]uint64 // RX ring set-ups: a frame in flight under an older one is not completed
 	bars     nicmodel.BARs
+	msix     nicmodel.MSIXTable // in bars; its messages through irq
 
 	rxMu    sync.Mutex // the RX engine and the packet buffer; taken before mu
 	rx      rxEngine
@@ -166,7 +168,7 @@ func New(opt Options, dma nicmodel.DMA, irq nicmodel.Interrupt) (*NIC, error) {
 	n.cable = linkState{speed: part.MaxMbps}
 	n.phy.reset(part)
 	n.initConfig()
-	n.bars = nicmodel.BARs{Regs: barMMIO, IO: nicmodel.NoBAR, MSIX: barMSIX, Size: regFileSize, Read32: n.read32, Write32: n.write32, Table: nicmodel.NewMSIXTable(msixVectors)}
+	n.bars = nicmodel.BARs{Regs: barMMIO, IO: nicmodel.NoBAR, MSIX: barMSIX, Size: regFileSize, Read32: n.read32, Write32: n.write32, Table: n.msix}
 	n.mu.Lock()
 	n.resetLocked()
 	n.mu.Unlock()

@@ -24,7 +24,7 @@ func (n *NIC) initConfig() {
 	c.SetBAR(barMSIX, pci.BARMem32, msixSize, false)
 	nicmodel.AddPM(c)
 	nicmodel.AddMSI(c, 0x0180, 22) // per-vector masking, 64-bit address, one vector
-	nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA)
+	n.msix = nicmodel.AddMSIX(c, msixVectors, barMSIX, msixPBA, n.irq)
 	nicmodel.AddPCIe(c, nicmodel.PCIe{
 		DevCap:     0x00008002, // max payload 512 B, role-based errors
 		LinkCap:    0x00000c12, // 5 GT/s, x1, ASPM L0s and L1
@@ -35,6 +35,10 @@ func (n *NIC) initConfig() {
 	c.AddExtCap(nicmodel.ExtLTR, 1, make([]byte, 4))
 	n.cfg = c
 }
+
+// ConfigWritten implements sim.ConfigWatcher: unmasking the MSI-X
+// function sends its pending messages.
+func (n *NIC) ConfigWritten(off, size int, v uint32) { n.msix.ConfigWritten() }
 
 // Config implements sim.Device.
 func (n *NIC) Config() *sim.ConfigSpace { return n.cfg }

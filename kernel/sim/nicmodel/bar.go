@@ -20,57 +20,6 @@ func WriteSplit(write32 func(off, v uint32), off uint32, size int, v uint64) {
 	}
 }
 
-// MSIXTable is an MSI-X vector table: four dwords an entry (message
-// address low and high, message data, vector control). It serialises its
-// own accesses; copies share the table.
-type MSIXTable struct{ t *msixTable }
-
-type msixTable struct {
-	mu sync.Mutex
-	dw []uint32
-}
-
-// NewMSIXTable returns a table of vectors entries, each masked as after
-// reset.
-func NewMSIXTable(vectors int) MSIXTable {
-	t := &msixTable{dw: make([]uint32, vectors*4)}
-	for i := 3; i < len(t.dw); i += 4 {
-		t.dw[i] = 1 // vector control: masked
-	}
-	return MSIXTable{t}
-}
-
-// Vectors is the number of entries.
-func (x MSIXTable) Vectors() int { return len(x.t.dw) / 4 }
-
-// Read serves a 4 or 8 byte read at off; outside the table reads zero.
-func (x MSIXTable) Read(off uint32, size int) uint64 {
-	x.t.mu.Lock()
-	defer x.t.mu.Unlock()
-	dw := x.t.dw
-	i := off / 4
-	if i >= uint32(len(dw)) {
-		return 0
-	}
-	v := uint64(dw[i])
-	if size == 8 && i+1 < uint32(len(dw)) {
-		v |= uint64(dw[i+1]) << 32
-	}
-	return v
-}
-
-// Write serves a 4 or 8 byte write at off; what falls outside the table
-// is dropped.
-func (x MSIXTable) Write(off uint32, size int, v uint64) {
-	x.t.mu.Lock()
-	defer x.t.mu.Unlock()
-	for k := range size / 4 {
-		if i := off/4 + uint32(k); i < uint32(len(x.t.dw)) {
-			x.t.dw[i] = uint32(v >> (32 * k))
-		}
-	}
-}
-
 // I/O BAR registers: IOADDR selects a register of the memory BAR, IODATA
 // reads or writes it.
 const (

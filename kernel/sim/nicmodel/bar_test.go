@@ -6,7 +6,7 @@ import (
 )
 
 func TestMSIXTable(t *testing.T) {
-	x := NewMSIXTable(3)
+	x := NewMSIXTable(3, 0x2000)
 	if x.Vectors() != 3 {
 		t.Fatalf("%d vectors, want 3", x.Vectors())
 	}
@@ -75,7 +75,7 @@ func TestIOWindow(t *testing.T) {
 }
 
 func TestMSIXTableConcurrent(t *testing.T) {
-	x := NewMSIXTable(4)
+	x := NewMSIXTable(4, 0x2000)
 	var wg sync.WaitGroup
 	for v := range 4 {
 		wg.Add(1)
@@ -124,7 +124,7 @@ func TestBARsRoute(t *testing.T) {
 		t.Fatalf("a write to a missing BAR reached register 0: %#x", regs[0])
 	}
 
-	b.MSIX, b.Table = 3, NewMSIXTable(2)
+	b.MSIX, b.Table = 3, NewMSIXTable(2, 0x2000)
 	b.Write(3, 16, 4, 0xfee00000)
 	if v := b.Read(3, 16, 4); v != 0xfee00000 {
 		t.Fatalf("MSI-X entry 1 address %#x", v)

@@ -9,6 +9,11 @@
 // write-back and the packet buffer; the Internet checksums (inserted on
 // transmit, checked on receive) and the Toeplitz hash; the statistics
 // registers, MDIC with the clause 22 PHY registers, the NVM checksum and
-// EERD; and the PCI capabilities and BAR plumbing.
+// EERD; and the PCI capabilities and BAR plumbing, the MSI-X table with
+// its pending bits among them.
+//
+// Like the models, it is written from the datasheets and the PCI
+// specification, never from the drivers, so that a driver and a model
+// that read a register differently disagree in a test.
 // Package nicmodeltest holds what their tests share.
 package nicmodel

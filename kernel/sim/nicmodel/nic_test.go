@@ -13,8 +13,9 @@ func (dmaStub) Write(uint64, []byte) error { return nil }
 
 type irqStub struct{}
 
-func (irqStub) Raise()        {}
-func (irqStub) SetLevel(bool) {}
+func (irqStub) Raise()                 {}
+func (irqStub) Message(uint64, uint32) {}
+func (irqStub) SetLevel(bool)          {}
 
 func TestCheckNew(t *testing.T) {
 	def := [6]byte{0x52, 0x54, 0, 0x12, 0x34, 0x56}

@@ -39,14 +39,20 @@ func AddMSI(c *sim.ConfigSpace, ctl uint16, size int) {
 	c.AddCap(CapMSI, msi)
 }
 
-// AddMSIX adds an MSI-X capability for vectors entries: the table at
-// offset 0 of BAR bar, the pending bit array at offset pba of it.
-func AddMSIX(c *sim.ConfigSpace, vectors, bar int, pba uint32) {
+// AddMSIX adds an MSI-X capability for vectors entries, MSI-X Enable and
+// Function Mask writable: the table at offset 0 of BAR bar, the pending
+// bit array at offset pba of it. It returns the table, its messages sent
+// with send (none if nil).
+func AddMSIX(c *sim.ConfigSpace, vectors, bar int, pba uint32, send Messenger) MSIXTable {
 	x := make([]byte, 10)
 	binary.LittleEndian.PutUint16(x[0:], uint16(vectors-1))
 	binary.LittleEndian.PutUint32(x[2:], uint32(bar))
 	binary.LittleEndian.PutUint32(x[6:], pba|uint32(bar))
-	c.AddCap(CapMSIX, x)
+	off := c.AddCap(CapMSIX, x)
+	c.SetWriteMask(off+3, []byte{(msixCtlEnable | msixCtlFnMask) >> 8})
+	t := NewMSIXTable(vectors, pba)
+	t.Connect(c, off, send)
+	return t
 }
 
 // PCIe is what differs between parts in the PCI Express capability.

@@ -40,7 +40,7 @@ func TestCapabilities(t *testing.T) {
 	c := sim.NewConfigSpace(0x8086, 0x10d3, ClassEthernet, 0)
 	AddPM(c)
 	AddMSI(c, 0x0180, 20)
-	AddMSIX(c, 5, 3, 0x2000)
+	AddMSIX(c, 5, 3, 0x2000, nil)
 	AddPCIe(c, PCIe{DevCap: 0x8002, LinkCap: 0xc41, LinkStatus: 0x41})
 	if err := c.Err(); err != nil {
 		t.Fatal(err)

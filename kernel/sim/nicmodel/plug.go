@@ -15,13 +15,15 @@ type DMA interface {
 	Write(addr uint64, b []byte) error
 }
 
-// Interrupt is a model's interrupt: Raise sends an edge (an MSI-X vector
-// firing, or a note that DMA about to happen will interrupt), SetLevel
-// drives the function's INTx line (asserted while an enabled cause is
-// pending, in the modes without MSI-X).
+// Interrupt is a model's interrupt: Raise sends an edge (its one MSI, or
+// a note that DMA about to happen will interrupt), SetLevel drives the
+// function's INTx line (asserted while an enabled cause is pending, in
+// the modes without MSI-X), Message sends an MSI-X table entry's message
+// (MSIXTable).
 type Interrupt interface {
 	Raise()
 	SetLevel(asserted bool)
+	Messenger
 }
 
 // Plug builds a model with build and plugs it into machine m at a: its
