@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -35,7 +36,11 @@ type lapic struct {
 
 // Vector is one vector of the local APIC, handed to a driver for a
 // device's MSI or MSI-X message: an edge line (Raise once per message)
-// that its poll loop waits on. It is a kernel.MSI.
+// that its poll loop waits on. It is a kernel.MSI. Unlike a function's
+// line, a vector's sleep lasts its whole timeout in real time unless a
+// message ends it (SetRealWait can shorten it): a loop that sleeps on a
+// vector for a minute, waiting for a link change, must not run the
+// machine's clock on by a minute every millisecond.
 type Vector struct {
 	*IRQ
 	vector uint8
@@ -80,6 +85,7 @@ func (m *Machine) Vector() (*Vector, error) {
 	for n := firstVector; n <= lastVector; n++ {
 		if _, used := l.vecs[uint8(n)]; !used {
 			v := &Vector{IRQ: NewIRQ(l.clock), vector: uint8(n), l: l}
+			v.SetRealWait(math.MaxInt64)
 			l.vecs[uint8(n)] = v
 			return v, nil
 		}
