@@ -1,6 +1,10 @@
 package mi225
 
-import "github.com/ether9/ether9/kernel/sim/nicmodel"
+import (
+	"math/bits"
+
+	"github.com/ether9/ether9/kernel/sim/nicmodel"
+)
 
 // Interrupts. Causes for the queues are mapped by IVAR to an MSI-X vector
 // (GPIE.Multiple_MSIX set) or to an EICR bit 3:0 (MSI and INTx): IVAR(n)
@@ -71,6 +75,18 @@ func (n *NIC) queueArmedLocked(q int) bool {
 	}
 	b, ok := n.ivarVectorLocked(q, false)
 	return ok && n.regs[nicmodel.EIMS/4]&b != 0
+}
+
+// kickLocked wakes the driver of RX queue q, whose vector is armed, for
+// DMA the model will do on its next look (Options.DeferRx): the vector's
+// message, or the line while MSI-X is off in config space.
+func (n *NIC) kickLocked(q int) {
+	b, ok := n.ivarVectorLocked(q, false)
+	if !n.msix.Enabled() || !ok {
+		n.irq.Raise()
+		return
+	}
+	n.msix.Signal(bits.TrailingZeros32(b))
 }
 
 // queueEventLocked signals that queue q completed receive (or transmit)

@@ -74,7 +74,8 @@ func (n *NIC) receive(frame []byte) {
 // ICR.RXT0 and the EICR bit the queue's IVAR entry names (datasheet
 // 7.3), so the interrupt names the queue; the write-back raises them
 // again. In MSI-X mode the vector does not fire before the DMA: if it is
-// armed the line is raised. rxMu and mu are held.
+// armed, its message is sent (or the line raised while MSI-X is off in
+// config space) with no cause set. rxMu and mu are held.
 func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 	var p rxParse
 	a.qsel, _ = n.steerLocked(frame, a, &p)
@@ -90,7 +91,7 @@ func (n *NIC) rxDeferLocked(frame []byte, a rxAdmit) {
 	case !n.msixModeLocked():
 		n.queueEventLocked(a.qsel, false)
 	case n.queueArmedLocked(a.qsel):
-		n.irq.Raise()
+		n.kickLocked(a.qsel)
 	}
 }
 
