@@ -17,8 +17,15 @@ type Device struct {
 	Regs   kernel.Regs   // BAR0
 	DMA    kernel.DMA
 	Clock  kernel.Clock
-	IRQ    kernel.Waiter
-	Logf   func(format string, args ...any)
+	// IRQ is the function's one interrupt (INTx, or an MSI), which a
+	// driver without Vectors waits on.
+	IRQ kernel.Waiter
+	// Vectors are the function's MSI-X vectors, when the platform has
+	// them and the driver asked for them (probe.Driver.Vectors): MSI-X
+	// is enabled, table entry i sends Vectors[i]'s message, and INTx
+	// and MSI are off. They stay the function's after the driver closes.
+	Vectors []kernel.MSI
+	Logf    func(format string, args ...any)
 	// Queues bounds the queue pairs a multi-queue driver brings up; 0
 	// leaves it to the driver (as many as the part has, up to its own
 	// limit).

@@ -36,6 +36,11 @@ type Driver struct {
 	// then is Platform.IRQ asked for one. A driver that routes its causes
 	// to MSI-X vectors would sleep on a line that never fires.
 	INTx bool
+	// Vectors, if set, is how many MSI-X vectors the driver routes its
+	// causes to on dev (nic.Device.Vectors), 0 for none. Where the
+	// platform has vectors (Platform.MSI) probe enables exactly that
+	// many, or none, before Probe runs.
+	Vectors func(dev *nic.Device) int
 }
 
 // Drivers returns the built-in drivers.
@@ -54,8 +59,8 @@ func Drivers() []Driver {
 	}
 	return []Driver{
 		{Name: "e1000e", IDs: e1000eIDs, Probe: e1000e.Probe, INTx: true},
-		{Name: "igb", IDs: igbIDs, Probe: igb.Probe, INTx: true},
-		{Name: "igc", IDs: igcIDs, Probe: igc.Probe, INTx: true},
+		{Name: "igb", IDs: igbIDs, Probe: igb.Probe, INTx: true, Vectors: igb.Vectors},
+		{Name: "igc", IDs: igcIDs, Probe: igc.Probe, INTx: true, Vectors: igc.Vectors},
 	}
 }
 
@@ -72,8 +77,13 @@ type Platform struct {
 	IOMMUFor func(f *pci.Function) (*iommu.Unit, error)
 	Memory   kernel.Memory
 	Clock    kernel.Clock
-	// IRQ returns how to wait for f's interrupts; nil means polling.
+	// IRQ returns how to wait for f's one interrupt; nil means polling.
+	// It is asked only when f does not get MSI-X vectors.
 	IRQ func(f *pci.Function) kernel.Waiter
+	// MSI hands out a free interrupt vector for a message (MSI-X); nil
+	// where the platform has none (the Linux platform: INTx through
+	// uio).
+	MSI func() (kernel.MSI, error)
 	// Queues bounds each NIC's queue pairs (nic.Device.Queues); 0: as
 	// many as its driver brings up.
 	Queues int
@@ -86,11 +96,12 @@ type Platform struct {
 
 // Bound is one function a driver claimed, with its NIC or why it failed.
 type Bound struct {
-	Func   *pci.Function
-	Driver string
-	NIC    nic.NIC
-	DMA    kernel.DMA
-	Err    error
+	Func    *pci.Function
+	Driver  string
+	NIC     nic.NIC
+	DMA     kernel.DMA
+	Vectors []kernel.MSI // the MSI-X vectors its driver sleeps on; nil without
+	Err     error
 }
 
 // Result is everything Bind found.
@@ -167,7 +178,7 @@ func Bind(p Platform) (*Result, error) {
 		}
 		name := fmt.Sprintf("ether%d", next)
 		b := Bound{Func: f, Driver: f.Driver}
-		b.NIC, b.DMA, b.Err = bindOne(p, byName[f.Driver], f, name, logf)
+		b.NIC, b.DMA, b.Vectors, b.Err = bindOne(p, byName[f.Driver], f, name, logf)
 		if b.Err != nil {
 			logf("probe: %v %s: %v", f.Addr, f.Driver, b.Err)
 		} else {
@@ -178,34 +189,34 @@ func Bind(p Platform) (*Result, error) {
 	return res, nil
 }
 
-func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(string, ...any)) (nic.NIC, kernel.DMA, error) {
+func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(string, ...any)) (nic.NIC, kernel.DMA, []kernel.MSI, error) {
 	if !f.BARs[0].IsMem() || f.BARs[0].Size == 0 {
-		return nil, nil, fmt.Errorf("%s %v: BAR0 is not a sized memory BAR (%v, %d bytes)", d.Name, f.Addr, f.BARs[0].Kind, f.BARs[0].Size)
+		return nil, nil, nil, fmt.Errorf("%s %v: BAR0 is not a sized memory BAR (%v, %d bytes)", d.Name, f.Addr, f.BARs[0].Kind, f.BARs[0].Size)
 	}
 	if err := pci.EnableMemory(p.Config, f.Addr); err != nil {
-		return nil, nil, fmt.Errorf("%s %v: enable memory: %w", d.Name, f.Addr, err)
+		return nil, nil, nil, fmt.Errorf("%s %v: enable memory: %w", d.Name, f.Addr, err)
 	}
 	regs, err := p.BAR(f, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s %v: BAR0 window: %w", d.Name, f.Addr, err)
+		return nil, nil, nil, fmt.Errorf("%s %v: BAR0 window: %w", d.Name, f.Addr, err)
 	}
 	unit := p.IOMMU
 	if p.IOMMUFor != nil {
 		if unit, err = p.IOMMUFor(f); err != nil {
-			return nil, nil, fmt.Errorf("%s %v: iommu: %w", d.Name, f.Addr, err)
+			return nil, nil, nil, fmt.Errorf("%s %v: iommu: %w", d.Name, f.Addr, err)
 		}
 	}
 	var dma kernel.DMA
 	if unit != nil {
 		dom, err := unit.Domain(iommu.SourceID(f.Addr.Bus, f.Addr.Dev, f.Addr.Fn))
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s %v: iommu domain: %w", d.Name, f.Addr, err)
+			return nil, nil, nil, fmt.Errorf("%s %v: iommu domain: %w", d.Name, f.Addr, err)
 		}
 		// A unit is turned on by its first domain, so one that covers
 		// nothing we drive is never touched.
 		if !unit.Enabled() {
 			if err := unit.Enable(); err != nil {
-				return nil, nil, fmt.Errorf("%s %v: enable iommu: %w", d.Name, f.Addr, err)
+				return nil, nil, nil, fmt.Errorf("%s %v: enable iommu: %w", d.Name, f.Addr, err)
 			}
 		}
 		dma = dom
@@ -214,24 +225,48 @@ func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(strin
 	}
 	// Bus mastering only once DMA has somewhere safe to go.
 	if err := pci.EnableBusMaster(p.Config, f.Addr); err != nil {
-		return nil, nil, fmt.Errorf("%s %v: enable bus master: %w", d.Name, f.Addr, err)
-	}
-	var irq kernel.Waiter = kernel.PollWaiter{}
-	if p.IRQ != nil && d.INTx {
-		if w := p.IRQ(f); w != nil {
-			irq = w
-		}
+		return nil, nil, nil, fmt.Errorf("%s %v: enable bus master: %w", d.Name, f.Addr, err)
 	}
 	dev := &nic.Device{
 		Name: name, Func: f, Config: p.Config, Regs: regs, DMA: dma,
-		Clock: p.Clock, IRQ: irq, Logf: logf, Queues: p.Queues,
+		Clock: p.Clock, IRQ: kernel.PollWaiter{}, Logf: logf, Queues: p.Queues,
 	}
+	interrupts(p, d, dev, logf)
 	n, err := d.Probe(dev)
 	if err != nil {
 		if e := pci.DisableBusMaster(p.Config, f.Addr); e != nil {
 			err = errors.Join(err, fmt.Errorf("disable bus master: %w", e))
 		}
-		return nil, nil, err
+		if dev.Vectors != nil {
+			if e := disableMSIX(p, f, dev.Vectors); e != nil {
+				err = errors.Join(err, fmt.Errorf("disable msi-x: %w", e))
+			}
+		}
+		return nil, nil, nil, err
 	}
-	return n, dma, nil
+	return n, dma, dev.Vectors, nil
+}
+
+// interrupts gives dev its interrupts: the MSI-X vectors its driver asks
+// for where the platform has vectors, else the function's one interrupt
+// (Platform.IRQ), else none (the driver polls). Which one is logged when
+// MSI-X was tried; the platform's IRQ logs its own.
+func interrupts(p Platform, d Driver, dev *nic.Device, logf func(string, ...any)) {
+	f := dev.Func
+	if p.MSI != nil && d.Vectors != nil {
+		if n := d.Vectors(dev); n > 0 {
+			vecs, err := enableMSIX(p, f, n)
+			if err == nil {
+				dev.Vectors = vecs
+				logf("irq %v: MSI-X, %d vectors (%s)", f.Addr, len(vecs), vectorList(vecs))
+				return
+			}
+			logf("irq %v: MSI-X: %v", f.Addr, err)
+		}
+	}
+	if p.IRQ != nil && d.INTx {
+		if w := p.IRQ(f); w != nil {
+			dev.IRQ = w
+		}
+	}
 }
