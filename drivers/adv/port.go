@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ether9/ether9/drivers/intr"
 	"github.com/ether9/ether9/drivers/nic"
@@ -24,7 +25,8 @@ type Port struct {
 	Core    MAC // the MAC steps: its Regs, Clock, Driver, Name and Logf are the device's
 	DMA     kernel.DMA
 	IRQ     Legacy     // the causes as the line programs them
-	Line    *intr.Line // the device's INTx, shared by the queues' poll loops
+	Line    *intr.Line // the device's INTx, shared by the queues' poll loops; nil with MSI-X
+	Vec     *MSIX      // the device's MSI-X vectors, one a queue pair and one more; nil without
 	Station [6]byte    // the MAC address in use
 	Geo     Geometry   // every queue pair's
 
@@ -44,6 +46,8 @@ type Port struct {
 	// Relayout, if set, lets queue i re-decide its RX layout after its
 	// socket or program changed; CfgMu is held.
 	Relayout func(i int) error
+
+	vectors []kernel.MSI // the device's MSI-X vectors (nic.Device.Vectors)
 }
 
 // The sizes a frame adds to the MTU: its Ethernet header, one VLAN tag,
@@ -66,10 +70,25 @@ var _ nic.MulticastFilter = (*Port)(nil)
 // adds the queues (AddQueues).
 func (p *Port) Open(dev *nic.Device, driver string, causes CauseRegs, geo Geometry, mtu int) {
 	p.Core = MAC{Regs: dev.Regs, Clock: dev.Clock, Driver: driver, Name: dev.Name, Logf: dev.Log(), Causes: causes}
-	p.DMA, p.Geo = dev.DMA, geo
+	p.DMA, p.Geo, p.vectors = dev.DMA, geo, dev.Vectors
 	p.Mtu.Store(int32(mtu))
 	p.TSO.Store(true)
 }
+
+// QueuePairs is how many queue pairs the device brings up, of the n
+// its part has: with MSI-X one less than its vectors (probe enabled as
+// many as Vectors asked for), else dev.QueuePairs(n).
+func QueuePairs(dev *nic.Device, n int) int {
+	if len(dev.Vectors) > 1 {
+		return min(n, len(dev.Vectors)-1)
+	}
+	return dev.QueuePairs(n)
+}
+
+// Vectors is the MSI-X vectors a device of n queue pairs asks probe
+// for: one a queue pair it brings up (QueuePairs), one for the other
+// causes.
+func Vectors(dev *nic.Device, n int) int { return dev.QueuePairs(n) + 1 }
 
 // AddQueues makes n queue pairs, in order: newQueue makes queue i's RX
 // ring and the queue around it, keeps the queue and returns the Pair it
@@ -98,20 +117,40 @@ type Steps struct {
 	Link       func() // the link state read from the device
 }
 
-// Up wires the device's line, its queue bits being bits and a link
-// change calling s.Link, and brings the device up: receive set-up for
+// Up wires the device's MSI-X vectors, or without them its line, its
+// queue bits being bits, a link change calling s.Link, and brings the
+// device up: receive set-up for
 // frames of maxFrame bytes, RSS, TIPG, every queue's TX then RX started,
 // the units enabled, the multicast groups (which survive a reset)
 // programmed, the link set up and the PHY, the firmware told, the
 // interrupts routed, the link read. On an error the queues are freed.
 func (p *Port) Up(irq kernel.Waiter, bits []uint32, maxFrame int, tipg uint32, s Steps) error {
-	p.IRQ = Legacy{M: &p.Core, Queue: bits, OnLink: s.Link}
-	p.Line = intr.NewLine(irq, &p.IRQ)
+	if len(p.vectors) == len(p.Pairs)+1 {
+		p.Vec = NewMSIX(&p.Core, p.vectors, s.Link)
+	} else {
+		p.IRQ = Legacy{M: &p.Core, Queue: bits, OnLink: s.Link}
+		p.Line = intr.NewLine(irq, &p.IRQ)
+	}
 	if err := p.up(maxFrame, tipg, s); err != nil {
 		p.Free()
 		return err
 	}
+	if p.Vec != nil {
+		p.Vec.Start()
+	}
 	return nil
+}
+
+// Wait is queue pair q's sleep once its ring is empty: on its own
+// vector, or on the line the queues share.
+func (p *Port) Wait(q int, timeout time.Duration) bool {
+	if p.Closed.Load() {
+		return false
+	}
+	if p.Vec != nil {
+		return p.Vec.Wait(q, timeout)
+	}
+	return p.Line.Wait(q, timeout)
 }
 
 // up is Up once the line is wired; a reset brings the device up again
@@ -272,7 +311,11 @@ func (p *Port) Stats(extra func(i int, add func(string, uint64)), tail func(add 
 		add(nicstat.QueueName(i, "rx_frames"), q.RxStats.Frames.Load())
 		add(nicstat.QueueName(i, "tx_packets"), q.Tx.Stats.Packets.Load())
 	}
-	p.Line.EachStat(len(p.Pairs), add)
+	if p.Vec != nil {
+		p.Vec.EachStat(add)
+	} else {
+		p.Line.EachStat(len(p.Pairs), add)
+	}
 	add("link_changes", p.LinkState.Changes())
 	tail(add)
 	if !p.Closed.Load() {
@@ -299,6 +342,9 @@ func (p *Port) Close() error {
 	defer p.CfgMu.Unlock()
 	if p.Closed.Swap(true) {
 		return nil
+	}
+	if p.Vec != nil {
+		p.Vec.Stop()
 	}
 	p.Core.Shutdown(len(p.Pairs))
 	var errs []error

@@ -67,10 +67,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.Station, err = d.readMAC(); err != nil {
 		return nil, err
 	}
-	n := dev.QueuePairs(min(info.Queues, maxQueues))
-	if info.Flags&FlagNoRSS != 0 {
-		n = 1
-	}
+	n := adv.QueuePairs(dev, queuePairs(info))
 	if err := d.AddQueues(n, d.newQueue); err != nil {
 		return nil, err
 	}

@@ -4,10 +4,13 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/adv"
+	"github.com/ether9/ether9/drivers/nic"
 )
 
-// Interrupts: legacy mode (82576 datasheet 7.3), the one INTx that Linux
-// hands us through uio_pci_generic and QEMU's igb raises. Every queue's
+// Interrupts: MSI-X when probe enabled it (adv.MSIX: a vector per queue
+// pair, its RX and TX causes routed to it, and one for the link), else
+// legacy mode (82576 datasheet 7.3), the one INTx that Linux hands us
+// through uio_pci_generic (or the one MSI of the ring-0 platform). Every queue's
 // RX and TX causes set ICR.RXDW/TXDW and the queue's own EICR bit (IVAR
 // names bit n for queue pair n; the 82575's EICR bits are fixed); the
 // link sets ICR.LSC. A queue polls with its causes masked and, once its
@@ -45,6 +48,9 @@ func ivarSlot(t MACType, q int, tx bool) (reg uint32, shift uint) {
 	return adv.IVAR0 + 4*uint32(q>>1), shift + uint(q&1)<<4
 }
 
+// ivarSlot is ivarSlot for the device's MAC type.
+func (d *Device) ivarSlot(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) }
+
 // queueBits returns every queue's EICR bits: what the IVAR entries name,
 // or on the 82575 its fixed RX and TX queue bits.
 func (d *Device) queueBits() []uint32 {
@@ -57,10 +63,35 @@ func (d *Device) queueBits() []uint32 {
 	return bits
 }
 
-// setupInterrupts routes the queues to their EICR bits and puts the line
-// in legacy mode, moderated, the queue causes masked.
+// Vectors implements probe.Driver.Vectors: a vector for each queue pair
+// the part brings up and one for the other causes; none on the 82575,
+// whose MSI-X vectors MSIXBM maps rather than IVAR.
+func Vectors(dev *nic.Device) int {
+	_, info, err := Lookup(dev.Func.Vendor, dev.Func.Device)
+	if err != nil || info.Type == Mac82575 {
+		return 0
+	}
+	return adv.Vectors(dev, queuePairs(info))
+}
+
+// queuePairs is how many queue pairs a part has for the driver: up to
+// maxQueues, one without RSS.
+func queuePairs(info MACInfo) int {
+	if info.Flags&FlagNoRSS != 0 {
+		return 1
+	}
+	return min(info.Queues, maxQueues)
+}
+
+// setupInterrupts routes the queues to their EICR bits, or in MSI-X mode
+// to their vectors, and puts the device in that mode, moderated, the
+// queue causes masked.
 func (d *Device) setupInterrupts() {
 	itr := adv.ITR(itrInterval)
+	if d.Vec != nil {
+		d.Vec.Setup(itr, d.ivarSlot)
+		return
+	}
 	gpie := uint32(adv.GPIE_NSICR)
 	if d.info.Type == Mac82575 {
 		// No GPIE and no IVAR; the moderation counter loads from
@@ -68,17 +99,11 @@ func (d *Device) setupInterrupts() {
 		gpie = 0
 		itr |= itr << 16
 	} else {
-		d.Core.RouteQueues(len(d.queues), func(q int, tx bool) (uint32, uint) { return ivarSlot(d.info.Type, q, tx) })
+		d.Core.RouteQueues(len(d.queues), d.ivarSlot)
 	}
 	d.IRQ.Setup(gpie, itr)
 }
 
-// Wait implements nic.Queue: an idle queue sleeps on the device's line
-// until its interrupt or timeout.
-func (q *queue) Wait(timeout time.Duration) bool {
-	d := q.d
-	if d.Closed.Load() {
-		return false
-	}
-	return d.Line.Wait(q.Idx, timeout)
-}
+// Wait implements nic.Queue: an idle queue sleeps on its vector, or on
+// the device's line, until its interrupt or timeout.
+func (q *queue) Wait(timeout time.Duration) bool { return q.d.Port.Wait(q.Idx, timeout) }

@@ -75,7 +75,7 @@ func probe(dev *nic.Device) (*Device, error) {
 	if d.Station, err = d.readMAC(); err != nil {
 		return nil, err
 	}
-	n := dev.QueuePairs(maxQueues)
+	n := adv.QueuePairs(dev, maxQueues)
 	if err := d.AddQueues(n, d.newQueue); err != nil {
 		return nil, err
 	}

@@ -4,10 +4,13 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/drivers/adv"
+	"github.com/ether9/ether9/drivers/nic"
 )
 
-// Interrupts: legacy mode (I225 datasheet 7.3), the one INTx that Linux
-// hands us through uio_pci_generic. Every queue's RX and TX causes set
+// Interrupts: MSI-X when probe enabled it (adv.MSIX: a vector per queue
+// pair, its RX and TX causes routed to it, and one for the link), else
+// legacy mode (I225 datasheet 7.3), the one INTx that Linux hands us
+// through uio_pci_generic (or the one MSI of the ring-0 platform). Every queue's RX and TX causes set
 // ICR.RXDW/TXDW and EICR bit n for queue pair n (IVAR names bits 3:0
 // outside MSI-X mode); the link sets ICR.LSC. A queue polls with its
 // causes masked and, once its ring is empty, sleeps on the line the
@@ -42,19 +45,23 @@ func ivarSlot(q int, tx bool) (reg uint32, shift uint) {
 	return adv.IVAR0 + 4*uint32(q>>1), shift
 }
 
-// setupInterrupts routes the queues to their EICR bits and puts the line
-// in legacy mode, moderated, the queue causes masked.
+// Vectors implements probe.Driver.Vectors: a vector for each queue pair
+// brought up and one for the other causes.
+func Vectors(dev *nic.Device) int { return adv.Vectors(dev, maxQueues) }
+
+// setupInterrupts routes the queues to their EICR bits, or in MSI-X mode
+// to their vectors, and puts the device in that mode, moderated, the
+// queue causes masked.
 func (d *Device) setupInterrupts() {
+	itr := adv.ITR(itrInterval) | adv.EITR_CNT_IGNR
+	if d.Vec != nil {
+		d.Vec.Setup(itr, ivarSlot)
+		return
+	}
 	d.Core.RouteQueues(len(d.queues), ivarSlot)
-	d.IRQ.Setup(adv.GPIE_NSICR, adv.ITR(itrInterval)|adv.EITR_CNT_IGNR)
+	d.IRQ.Setup(adv.GPIE_NSICR, itr)
 }
 
-// Wait implements nic.Queue: an idle queue sleeps on the device's line
-// until its interrupt or timeout.
-func (q *queue) Wait(timeout time.Duration) bool {
-	d := q.d
-	if d.Closed.Load() {
-		return false
-	}
-	return d.Line.Wait(q.Idx, timeout)
-}
+// Wait implements nic.Queue: an idle queue sleeps on its vector, or on
+// the device's line, until its interrupt or timeout.
+func (q *queue) Wait(timeout time.Duration) bool { return q.d.Port.Wait(q.Idx, timeout) }
