@@ -38,6 +38,9 @@ type Options struct {
 	Passthrough bool
 	// Polling binds the driver with no interrupt line.
 	Polling bool
+	// MSIX gives probe the machine's vectors (sim.Machine.MSI), so a
+	// driver that asks for MSI-X vectors gets them.
+	MSIX bool
 	// Logf receives the driver's log; nil leaves probe's default.
 	Logf func(format string, args ...any)
 }
@@ -60,7 +63,8 @@ type Node struct {
 	NIC     nic.NIC
 	Stack   *netstack.Stack // set by Up
 
-	Addr pci.Addr // where the model sits
+	Addr    pci.Addr      // where the model sits
+	Vectors []*sim.Vector // the MSI-X vectors probe enabled (Options.MSIX)
 
 	cpuSyncs    uint64 // the memory's syncs for the CPU when the driver had bound
 	nonCoherent bool   // what Options asked for, checked by Finish
@@ -105,6 +109,9 @@ func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr)
 	if !o.Polling {
 		p.IRQ = func(f *pci.Function) kernel.Waiter { return m.IRQ(f.Addr) }
 	}
+	if o.MSIX {
+		p.MSI = m.MSI
+	}
 	res, err := probe.Bind(p)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +124,9 @@ func New[M Model](t testing.TB, o Options, plug func(m *sim.Machine, a pci.Addr)
 		t.Fatalf("probe found %d NICs, want 1", len(nics))
 	}
 	h.NIC = nics[0]
+	for _, v := range res.Bound[0].Vectors {
+		h.Vectors = append(h.Vectors, v.(*sim.Vector))
+	}
 	h.cpuSyncs = m.Mem.Stats().SyncsForCPU
 	return h
 }
