@@ -48,6 +48,9 @@ func (q *IRQ) MSIData() uint16 { return uint16(q.vector) }
 // Vector is the interrupt vector.
 func (q *IRQ) Vector() uint8 { return q.vector }
 
+// String names the vector on the console.
+func (q *IRQ) String() string { return fmt.Sprintf("MSI on vector %d", q.vector) }
+
 // Count is how many interrupts arrived on the vector.
 func (q *IRQ) Count() uint32 { return atomic.LoadUint32(q.word) }
 

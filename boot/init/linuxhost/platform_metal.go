@@ -13,7 +13,8 @@ import (
 // newMetalPlatform assembles the ring-0 platform: /init runs on the shim
 // (kernel/metal/shim) with no Linux. Configuration space through ECAM,
 // BARs and the VT-d unit through the identity map, DMA memory from the
-// shim, and each NIC's MSI as its interrupt.
+// shim, and the shim's vectors for each NIC's MSI-X, or where a NIC
+// gets no MSI-X vectors its one MSI as its interrupt.
 func newMetalPlatform(con *Console) (system.Platform, error) {
 	p := system.Platform{Name: "metal", Clock: kernel.NewWallClock()}
 	cfg, err := metal.Config()

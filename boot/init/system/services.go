@@ -270,6 +270,12 @@ type irqCounter interface {
 	Counts() (wakeups, timeouts uint64)
 }
 
+// vectorCounter is an interrupt vector that counts the interrupts that
+// arrived on it.
+type vectorCounter interface {
+	Count() uint32
+}
+
 // Snapshot is the system's state for the status page.
 func (s *System) Snapshot() status.Snapshot {
 	snap := status.Snapshot{Uptime: s.Uptime(), Platform: s.plat.Name}
@@ -313,11 +319,16 @@ func (s *System) Snapshot() status.Snapshot {
 			Driver: p.Func.Driver,
 			MAC:    macString(p.NIC.MAC()),
 			Link:   p.NIC.Link().String(),
-			IRQ:    irqString(p.IRQ),
+			IRQ:    p.irqString(),
 		}
 		if c, ok := p.IRQ.(irqCounter); ok {
 			woken, timeouts := c.Counts()
 			n.Counters = append(n.Counters, status.Counter{Name: "irq.wakeups", Value: woken}, status.Counter{Name: "irq.timeouts", Value: timeouts})
+		}
+		for i, v := range p.Vectors {
+			if c, ok := v.(vectorCounter); ok {
+				n.Counters = append(n.Counters, status.Counter{Name: fmt.Sprintf("irq.vector%d", i), Value: uint64(c.Count())})
+			}
 		}
 		if s.stack != nil {
 			if a, err := s.stack.GetMainNICAddress(netstack.NICID(i), ipv4.ProtocolNumber); err == nil && a.Address.Len() > 0 {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/ether9/ether9/boot/init/services"
@@ -59,8 +60,12 @@ type Port struct {
 	NIC    nic.NIC
 	Domain *iommu.Domain // nil with translation off
 	IOMMU  uint64        // register base of the unit that holds Domain
-	// IRQ is the interrupt the driver sleeps on; nil when it polls.
+	// IRQ is the interrupt the driver sleeps on; nil when it polls or
+	// has Vectors.
 	IRQ kernel.Waiter
+	// Vectors are the MSI-X vectors its queues (and, last, its link)
+	// sleep on; nil without MSI-X.
+	Vectors []kernel.MSI
 }
 
 // System is a running ether9.
@@ -192,6 +197,9 @@ func (s *System) bind() error {
 			}
 			return w
 		}
+		if s.opt.MSIX {
+			pp.MSI = s.plat.MSI
+		}
 	}
 	res, err := probe.Bind(pp)
 	if err != nil {
@@ -206,16 +214,16 @@ func (s *System) bind() error {
 		if b.Err != nil {
 			continue // probe.Bind reported it
 		}
-		p := Port{Func: b.Func, NIC: b.NIC, IRQ: irqs[b.Func.Addr]}
+		p := Port{Func: b.Func, NIC: b.NIC, IRQ: irqs[b.Func.Addr], Vectors: b.Vectors}
 		if dom, ok := b.DMA.(*iommu.Domain); ok {
 			base, _ := s.remap.UnitOf(b.Func.Addr)
 			p.Domain, p.IOMMU = dom, base
 		}
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
-		if p.IRQ != nil {
-			s.logf("%s irq: %s, spin %v", b.NIC.Name(), irqString(p.IRQ), s.opt.Spin)
+		if p.IRQ != nil || p.Vectors != nil {
+			s.logf("%s irq: %s, spin %v", b.NIC.Name(), p.irqString(), s.opt.Spin)
 		} else {
-			s.logf("%s irq: %s", b.NIC.Name(), irqString(p.IRQ))
+			s.logf("%s irq: %s", b.NIC.Name(), p.irqString())
 		}
 		s.ports = append(s.ports, p)
 	}
@@ -281,6 +289,19 @@ func irqPacing(o *netstack.Options, spin time.Duration) {
 }
 
 // irqString says how a driver waits: the interrupt's name, or polling.
+// irqString names the port's interrupts: "MSI-X, 3 vectors (48 49 50)",
+// or its one interrupt.
+func (p Port) irqString() string {
+	if p.Vectors == nil {
+		return irqString(p.IRQ)
+	}
+	v := make([]string, len(p.Vectors))
+	for i, m := range p.Vectors {
+		v[i] = fmt.Sprint(m.MSIData() & 0xff)
+	}
+	return fmt.Sprintf("MSI-X, %d vectors (%s)", len(p.Vectors), strings.Join(v, " "))
+}
+
 func irqString(w kernel.Waiter) string {
 	switch w := w.(type) {
 	case nil:
