@@ -97,7 +97,10 @@ func (x *MSIX) Wait(q int, timeout time.Duration) bool {
 	st := &x.stats[q]
 	x.M.Regs.Write32(EIMS, bit)
 	if x.Vectors[q].Wait(timeout) {
-		st.Wakes.Add(1) // EIAM masked the vector as it fired
+		// EIAM masked the vector as it fired; EIMC makes sure, as
+		// QEMU's igb keeps firing it while the loop polls.
+		x.M.Regs.Write32(EIMC, bit)
+		st.Wakes.Add(1)
 		return true
 	}
 	x.M.Regs.Write32(EIMC, bit)
