@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +240,45 @@ func TestSelftestMetal(t *testing.T) {
 	for _, d := range r.feel.idleMove {
 		if d.name == "ether0 netstack.idle_waits" && d.by > maxIdleWaits {
 			t.Errorf("idle, the poll loop waited %d times (at most %d): the machine does not sleep on its MSI", d.by, maxIdleWaits)
+		}
+	}
+}
+
+// TestSelftestMetalMSIX runs the self-test on the shim with QEMU's igb
+// and two queue pairs: probe must give the NIC MSI-X, a vector for each
+// queue pair and one for the link, and each queue's vector must count
+// interrupts of the transfers.
+func TestSelftestMetalMSIX(t *testing.T) {
+	needShimTools(t)
+	needQEMU(t, "igb")
+	if !isMain(t, "./boot/init") {
+		t.Skip("skipping: ./boot/init is not a command yet")
+	}
+	o := testOptions("igb", "./boot/init")
+	o.platform = "metal"
+	o.appendTo = "ether9.queues=2"
+	var log syncBuffer
+	r, err := selftest(context.Background(), o, &log)
+	var out strings.Builder
+	if r != nil {
+		r.print(&out)
+	}
+	if err != nil {
+		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
+	}
+	t.Logf("\n%s", out.String())
+	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI-X, 3 vectors \(\d+ \d+ \d+\)`).MatchString(log.String()) {
+		t.Errorf("the console does not say the NIC took three MSI-X vectors")
+	}
+	counted := map[string]uint64{}
+	for _, moved := range [][]counterDelta{r.pull.moved, r.push.moved, r.feel.reqMove} {
+		for _, c := range moved {
+			counted[c.name] += c.by
+		}
+	}
+	for q := range 2 {
+		if name := fmt.Sprintf("ether0 irq.vector%d", q); counted[name] == 0 {
+			t.Errorf("%s did not move over the transfers: queue %d's vector took no interrupt", name, q)
 		}
 	}
 }
