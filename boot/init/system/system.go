@@ -220,7 +220,7 @@ func (s *System) bind() error {
 			p.Domain, p.IOMMU = dom, base
 		}
 		s.logf("%s: %s at %v mac %s", b.NIC.Name(), b.Driver, b.Func.Addr, macString(b.NIC.MAC()))
-		if p.IRQ != nil || p.Vectors != nil {
+		if p.interrupts() {
 			s.logf("%s irq: %s, spin %v", b.NIC.Name(), p.irqString(), s.opt.Spin)
 		} else {
 			s.logf("%s irq: %s", b.NIC.Name(), p.irqString())
@@ -289,6 +289,10 @@ func irqPacing(o *netstack.Options, spin time.Duration) {
 }
 
 // irqString says how a driver waits: the interrupt's name, or polling.
+// interrupts reports whether the port's loops sleep on an interrupt:
+// its one, or its MSI-X vectors.
+func (p Port) interrupts() bool { return p.IRQ != nil || p.Vectors != nil }
+
 // irqString names the port's interrupts: "MSI-X, 3 vectors (48 49 50)",
 // or its one interrupt.
 func (p Port) irqString() string {
@@ -346,7 +350,7 @@ func (s *System) startStack() error {
 			// that counts.
 			TxQueue: txQueueLen,
 		}
-		if p.IRQ != nil {
+		if p.interrupts() {
 			// The interrupt ends a wait at once, so once the spin after
 			// the last frame is over the loop sleeps for the interrupt:
 			// a back-off of short timer waits would only wake the
