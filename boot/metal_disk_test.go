@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,17 +109,8 @@ func TestSelftestMetalDisk(t *testing.T) {
 	o.platform, o.disk = "metal", true
 	const hostile = "metal.test=${prefix};#x"
 	o.appendTo = hostile
-	var log syncBuffer
-	r, err := selftest(context.Background(), o, &log)
-	var out strings.Builder
-	if r != nil {
-		r.print(&out)
-	}
-	if err != nil {
-		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
-	}
-	t.Logf("\n%s", out.String())
-	console := strings.ReplaceAll(log.String(), "\r", "")
+	r, console := mustSelftest(t, o, "")
+	console = strings.ReplaceAll(console, "\r", "")
 	for _, w := range []string{
 		`BdsDxe: starting Boot0001 "UEFI QEMU QEMU USB HARDDRIVE`,
 		"metal: booted through GRUB",

@@ -224,17 +224,8 @@ func TestSelftestMetal(t *testing.T) {
 	}
 	o := testOptions("e1000e", "./boot/init")
 	o.platform = "metal"
-	var log syncBuffer
-	r, err := selftest(context.Background(), o, &log)
-	var out strings.Builder
-	if r != nil {
-		r.print(&out)
-	}
-	if err != nil {
-		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
-	}
-	t.Logf("\n%s", out.String())
-	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI on vector \d+`).MatchString(log.String()) {
+	r, console := mustSelftest(t, o, "")
+	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI on vector \d+`).MatchString(console) {
 		t.Errorf("the console does not say the NIC took an MSI vector")
 	}
 	for _, d := range r.feel.idleMove {
@@ -257,17 +248,8 @@ func TestSelftestMetalMSIX(t *testing.T) {
 	o := testOptions("igb", "./boot/init")
 	o.platform = "metal"
 	o.appendTo = "ether9.queues=2"
-	var log syncBuffer
-	r, err := selftest(context.Background(), o, &log)
-	var out strings.Builder
-	if r != nil {
-		r.print(&out)
-	}
-	if err != nil {
-		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
-	}
-	t.Logf("\n%s", out.String())
-	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI-X, 3 vectors \(\d+ \d+ \d+\)`).MatchString(log.String()) {
+	r, console := mustSelftest(t, o, "")
+	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI-X, 3 vectors \(\d+ \d+ \d+\)`).MatchString(console) {
 		t.Errorf("the console does not say the NIC took three MSI-X vectors")
 	}
 	counted := map[string]uint64{}

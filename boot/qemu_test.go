@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,18 +134,9 @@ func TestSelftestE1000e(t *testing.T) {
 	for i, disk := range boots {
 		o := testOptions("e1000e", "./boot/init")
 		o.disk, o.efiStub = disk, uki.DefaultStub
-		var log syncBuffer
-		r, err := selftest(context.Background(), o, &log)
-		var out bytes.Buffer
-		if r != nil {
-			r.print(&out)
-		}
-		if err != nil {
-			t.Fatalf("selftest (disk %v): FAIL: %v\n%s\nconsole:\n%s", disk, err, out.String(), log.String())
-		}
-		t.Logf("disk %v:\n%s", disk, out.String())
-		checkIRQ(t, r, log.String())
-		checkBootLine(t, disk, r.token, log.String())
+		r, console := mustSelftest(t, o, "disk "+strconv.FormatBool(disk))
+		checkIRQ(t, r, console)
+		checkBootLine(t, disk, r.token, console)
 		rs[i] = r
 	}
 	if rs[1] != nil {
@@ -163,22 +155,34 @@ func TestSelftestIGB(t *testing.T) {
 	if !isMain(t, "./boot/init") {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
-	var log syncBuffer
 	o := testOptions("igb", "./boot/init")
 	o.appendTo = "ether9.queues=4"
+	r, console := mustSelftest(t, o, "")
+	if !strings.Contains(console, ", 4 queues,") {
+		t.Errorf("console lacks the four queues ether9.queues=4 asked for")
+	}
+	checkIRQ(t, r, console)
+}
+
+// mustSelftest runs the self-test with o and returns its report and the
+// console; it fails t with both when the self-test fails, and logs the
+// report (under label, when there is one) when it passes.
+func mustSelftest(t *testing.T, o options, label string) (*report, string) {
+	t.Helper()
+	var log syncBuffer
 	r, err := selftest(context.Background(), o, &log)
-	var out bytes.Buffer
+	var out strings.Builder
 	if r != nil {
 		r.print(&out)
 	}
+	if label != "" {
+		label = " (" + label + ")"
+	}
 	if err != nil {
-		t.Fatalf("selftest: FAIL: %v\n%s\nconsole:\n%s", err, out.String(), log.String())
+		t.Fatalf("selftest%s: FAIL: %v\n%s\nconsole:\n%s", label, err, out.String(), log.String())
 	}
-	t.Logf("\n%s", out.String())
-	if !strings.Contains(log.String(), ", 4 queues,") {
-		t.Errorf("console lacks the four queues ether9.queues=4 asked for")
-	}
-	checkIRQ(t, r, log.String())
+	t.Logf("selftest%s:\n%s", label, out.String())
+	return r, log.String()
 }
 
 // checkIRQ wants the NIC on its interrupt: the console says so, the
