@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -40,6 +41,8 @@ type Peer struct {
 
 	ep     *channel.Endpoint
 	in     chan []byte
+	inDrop atomic.Uint64 // frames from the wire dropped: in was full
+	tcp    tcpSeen
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -47,10 +50,12 @@ type Peer struct {
 // NewPeer attaches a stack holding addrs to port, its default routes
 // through the gateways (one per IP version; may be empty).
 func NewPeer(port wire.Port, mac [6]byte, addrs, gateways []netip.Prefix) (*Peer, error) {
+	p := &Peer{Addrs: addrs}
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocolProbe(p.tcp.probe), udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 	})
+	p.Stack = s
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
 	ch := channel.New(peerQueue, 1500, tcpip.LinkAddress(mac[:]))
@@ -59,7 +64,6 @@ func NewPeer(port wire.Port, mac [6]byte, addrs, gateways []netip.Prefix) (*Peer
 		return nil, fmt.Errorf("simmachine: peer NIC: %s", err)
 	}
 	var routes []tcpip.Route
-	p := &Peer{Stack: s, Addrs: addrs}
 	for _, a := range addrs {
 		proto := ipv4.ProtocolNumber
 		if a.Addr().Is4() {
@@ -94,6 +98,7 @@ func NewPeer(port wire.Port, mac [6]byte, addrs, gateways []netip.Prefix) (*Peer
 		select {
 		case p.in <- append([]byte(nil), frame...):
 		default: // the stack is behind: drop, as a full NIC queue would
+			p.inDrop.Add(1)
 		}
 	})
 	go p.inbound(ctx)
@@ -131,6 +136,17 @@ func (p *Peer) outbound(ctx context.Context, port wire.Port) {
 		port.Send(frame)
 		v.Release()
 	}
+}
+
+// Report describes the peer's TCP: each connection as it stood at the
+// last segment received, the stack's recovery counters, and the frames
+// the peer dropped on the way in.
+func (p *Peer) Report() []string {
+	st := p.Stack.Stats().TCP
+	out := p.tcp.lines(p.Stack.Clock().NowMonotonic())
+	return append(out, fmt.Sprintf("tcp retransmits %d timeouts %d fast-retransmits %d sack-recoveries %d tlp-recoveries %d spurious-rto %d; frames dropped in %d",
+		st.Retransmits.Value(), st.Timeouts.Value(), st.FastRetransmit.Value(), st.SACKRecovery.Value(),
+		st.TLPRecovery.Value(), st.SpuriousRTORecovery.Value(), p.inDrop.Load()))
 }
 
 // Close stops the peer's stack.
