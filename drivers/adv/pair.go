@@ -159,6 +159,16 @@ func (p *Pair) Receive(pkts []nic.RxPacket) (n, taken int) {
 	return p.endPoll(pkts, n), taken
 }
 
+// RxRing is the RX ring's state as the driver keeps it: the descriptors
+// the device owns, the next one to clean and the tail last written. These
+// are gauges: a stalled receiver's report tells from them a ring left
+// without buffers from one whose frames nobody polls.
+func (p *Pair) RxRing() (armed, clean, tail int) {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	return p.rx.Armed(), p.rx.Clean(), p.rx.Tail()
+}
+
 // Transmit implements nic.Queue (Queue.Transmit).
 func (p *Pair) Transmit(pkts []*nic.TxPacket) (int, error) { return p.Txq.Transmit(pkts) }
 

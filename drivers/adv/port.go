@@ -310,6 +310,10 @@ func (p *Port) Stats(extra func(i int, add func(string, uint64)), tail func(add 
 	for i, q := range p.Pairs {
 		add(nicstat.QueueName(i, "rx_frames"), q.RxStats.Frames.Load())
 		add(nicstat.QueueName(i, "tx_packets"), q.Tx.Stats.Packets.Load())
+		armed, clean, tail := q.RxRing()
+		add(nicstat.QueueName(i, "rx_armed"), uint64(armed))
+		add(nicstat.QueueName(i, "rx_clean"), uint64(clean))
+		add(nicstat.QueueName(i, "rx_tail"), uint64(tail))
 	}
 	if p.Vec != nil {
 		p.Vec.EachStat(add)
