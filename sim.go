@@ -23,6 +23,16 @@ const (
 	envPcap    = "ETHER9_SIM_PCAP"    // record the first wire to this file
 )
 
+// A runner asks a program on the simulated machine what the world outside
+// it looks like (simmachine.Host.Report: the NIC models' rings, the
+// peers' TCP) with SimReportSignal; the answer is console lines with
+// SimReportPrefix, SimReportEnd last.
+const (
+	SimReportSignal = syscall.SIGUSR1
+	SimReportPrefix = "sim:"
+	SimReportEnd    = "sim: end of report"
+)
+
 // SimEnv is the environment that starts a program on the simulated
 // machine: nics are NIC families (simmachine.Families), forward maps host
 // addresses to the machine's TCP ports, cmdline holds ether9.* words.
@@ -92,8 +102,20 @@ func (c Config) runSim(ctx context.Context, p Program, logf func(string, ...any)
 		}
 	}
 	c.start(h.Context(), sys, p)
-	<-ctx.Done()
-	return nil
+	report := make(chan os.Signal, 1)
+	signal.Notify(report, SimReportSignal)
+	defer signal.Stop(report)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-report:
+			for _, l := range h.Report() {
+				logf("%s %s", SimReportPrefix, l)
+			}
+			logf("%s", SimReportEnd)
+		}
+	}
 }
 
 type simForward struct {
