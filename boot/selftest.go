@@ -56,6 +56,10 @@ type report struct {
 	feel   feel
 	// cpu reads QEMU's CPU time; nil on the simulated machine.
 	cpu func() (time.Duration, error)
+	// outside describes what surrounds the guest (the simulated NIC's
+	// rings, the peer's TCP) for a stalled transfer's report; nil in
+	// QEMU, whose user network cannot be asked.
+	outside func(context.Context) (string, error)
 	// bytes is how much moves each way (-mib).
 	bytes int64
 	// checkPage judges a status page: checkStatus (ether9's VT-d is
@@ -306,7 +310,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	}
 
 	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, r.bytes) }); err != nil {
-		return fmt.Errorf("%w\n%s", err, diagnose(ctx, r.token, base, page))
+		return fmt.Errorf("%w\n%s", err, r.diagnose(ctx, base, page))
 	}
 	after, err := getStatus(ctx, client, base)
 	if err != nil {
@@ -314,7 +318,7 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	}
 	r.pull.moved = movedCounters(page, after)
 	if r.push, err = r.timed(func() (transfer, error) { return push(ctx, client, base, r.bytes) }); err != nil {
-		return fmt.Errorf("%w\n%s", err, diagnose(ctx, r.token, base, after))
+		return fmt.Errorf("%w\n%s", err, r.diagnose(ctx, base, after))
 	}
 	before := after
 

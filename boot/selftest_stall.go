@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -57,23 +58,70 @@ func stallCause(ctx context.Context, err error) error {
 	return err
 }
 
-// diagnose is what a failed transfer's report adds: how the guest's
-// counters moved since before the transfer, read over a new connection, so
-// that the report says what stopped (a ring without buffers, drops,
-// retransmissions, sleeps that never ended); or that the guest no longer
-// answers.
-func diagnose(ctx context.Context, token, base, before string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// stallWatch is how long a stalled transfer's report watches the guest's
+// counters after the first snapshot: what moves then is what still works
+// (a poll loop spinning, frames dropped for want of descriptors, the
+// peer's retransmissions arriving or not).
+const stallWatch = 3 * time.Second
+
+// ringGauges are the counter suffixes that are a ring's state, not a
+// count: the report gives their values, not how they moved.
+var ringGauges = []string{"_rx_armed", "_rx_clean", "_rx_tail"}
+
+func isRingGauge(name string) bool {
+	return slices.ContainsFunc(ringGauges, func(g string) bool { return strings.HasSuffix(name, g) })
+}
+
+// diagnose is what a failed transfer's report adds, read over new
+// connections so that it says what stopped (a ring without buffers,
+// drops, retransmissions, sleeps that never ended), or that the guest no
+// longer answers: how the guest's counters moved since before the
+// transfer, how they moved over the stallWatch after that, its rings'
+// state, and on the simulated machine the NIC model's rings and the
+// peer's TCP.
+func (r *report) diagnose(ctx context.Context, base, before string) string {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second+stallWatch)
 	defer cancel()
-	client := &http.Client{Transport: bearer{token: token, next: &http.Transport{DisableKeepAlives: true}}}
+	client := &http.Client{Transport: bearer{token: r.token, next: &http.Transport{DisableKeepAlives: true}}}
+	var b strings.Builder
 	page, err := getStatus(ctx, client, base)
 	if err != nil {
-		return fmt.Sprintf("the guest's counters: %v", err)
+		fmt.Fprintf(&b, "the guest's counters: %v\n", err)
+	} else {
+		b.WriteString("the guest's counters since before the transfer:\n")
+		writeMoved(&b, before, page)
+		select {
+		case <-ctx.Done():
+		case <-time.After(stallWatch):
+		}
+		if later, err := getStatus(ctx, client, base); err != nil {
+			fmt.Fprintf(&b, "the guest's counters %v later: %v\n", stallWatch, err)
+		} else {
+			fmt.Fprintf(&b, "and over the %v after that (two status pages among them):\n", stallWatch)
+			writeMoved(&b, page, later)
+			b.WriteString("the guest's rings:\n")
+			for _, l := range strings.Split(later, "\n") {
+				if f := strings.Fields(l); len(f) >= 2 && isRingGauge(strings.Join(f[:len(f)-1], " ")) {
+					fmt.Fprintf(&b, "\t%s\n", strings.Join(f, " "))
+				}
+			}
+		}
 	}
-	var b strings.Builder
-	b.WriteString("the guest's counters since before the transfer:\n")
-	for _, d := range movedCounters(before, page) {
-		fmt.Fprintf(&b, "\t%s +%d\n", d.name, d.by)
+	if r.outside != nil {
+		if s, err := r.outside(ctx); err != nil {
+			fmt.Fprintf(&b, "outside the guest: %v\n", err)
+		} else {
+			b.WriteString("outside the guest:\n" + s)
+		}
 	}
 	return b.String()
+}
+
+// writeMoved lists the counters that grew from page a to page b.
+func writeMoved(b *strings.Builder, a, page string) {
+	for _, d := range movedCounters(a, page) {
+		if !isRingGauge(d.name) {
+			fmt.Fprintf(b, "\t%s +%d\n", d.name, d.by)
+		}
+	}
 }

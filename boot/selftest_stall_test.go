@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -44,5 +46,36 @@ func TestWatchStall(t *testing.T) {
 	}
 	if err := send("/", 2*time.Second); err != nil {
 		t.Errorf("a moving transfer: %v", err)
+	}
+}
+
+// A stall's report says what moved since before the transfer and what
+// still moved a few seconds later, gives the rings' gauges as values, and
+// adds what the machine reports from outside the guest.
+func TestDiagnoseStall(t *testing.T) {
+	var pages atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := pages.Add(1)
+		// The first page shows the stall's drops; the second, a poll
+		// loop still spinning with nothing to show for it.
+		fmt.Fprintf(w, "ether0 rx_no_buffers %d\nether0 netstack.spins %d\nether0 q0_rx_armed 255\nether0 q0_rx_clean %d\n", 800, 100*n, 3*n)
+	}))
+	defer srv.Close()
+	before := "ether0 rx_no_buffers 0\nether0 netstack.spins 0\nether0 q0_rx_armed 255\nether0 q0_rx_clean 0\n"
+	r := &report{outside: func(context.Context) (string, error) { return "\tpeer 0 tcp retransmits 9\n", nil }}
+	got := r.diagnose(context.Background(), srv.URL, before)
+	want := []string{
+		"since before the transfer:\n\tether0 netstack.spins +100\n\tether0 rx_no_buffers +800\n",
+		"after that (two status pages among them):\n\tether0 netstack.spins +100\nthe guest's rings:\n",
+		"\tether0 q0_rx_armed 255\n\tether0 q0_rx_clean 6\n",
+		"outside the guest:\n\tpeer 0 tcp retransmits 9\n",
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("report lacks %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "q0_rx_clean +") {
+		t.Errorf("a ring gauge reported as a count:\n%s", got)
 	}
 }

@@ -103,6 +103,28 @@ func (s *simMachine) stop(d time.Duration, log io.Writer) {
 	}
 }
 
+// report asks the machine what surrounds the guest (ether9.SimReportSignal)
+// and returns the answer's lines.
+func (s *simMachine) report(ctx context.Context, con *qemu.Console) (string, error) {
+	from := len(con.Lines())
+	if err := s.cmd.Process.Signal(ether9.SimReportSignal); err != nil {
+		return "", fmt.Errorf("asking the simulated machine for its report: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, end, err := con.Wait(ctx, from, func(l string) bool { return l == ether9.SimReportEnd }, nil)
+	if err != nil {
+		return "", fmt.Errorf("the simulated machine's report: %w", err)
+	}
+	var b strings.Builder
+	for _, l := range con.Lines()[from:end] {
+		if t, ok := strings.CutPrefix(l.Text, ether9.SimReportPrefix+" "); ok {
+			b.WriteString("\t" + t + "\n")
+		}
+	}
+	return b.String(), nil
+}
+
 // runSim runs the program on the simulated machine until interrupted, or
 // runs the self-test against it.
 func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
@@ -131,6 +153,7 @@ func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		tctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 		r := &report{nic: o.nic + " (simulated)", origin: "machine start", token: o.token, bytes: int64(o.mib) << 20}
+		r.outside = func(ctx context.Context) (string, error) { return m.report(ctx, con) }
 		err := r.run(tctx, con, fmt.Sprintf("http://127.0.0.1:%d", o.port), lineHTTP, lineIOMMU)
 		r.print(stdout)
 		return err
