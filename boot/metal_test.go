@@ -237,8 +237,8 @@ func TestSelftestMetal(t *testing.T) {
 
 // TestSelftestMetalMSIX runs the self-test on the shim with QEMU's igb
 // and two queue pairs: probe must give the NIC MSI-X, a vector for each
-// queue pair and one for the link, and each queue's vector must count
-// interrupts of the transfers.
+// queue pair and one for the link, and each queue that carried the
+// transfers must have counted interrupts on its own vector.
 func TestSelftestMetalMSIX(t *testing.T) {
 	needShimTools(t)
 	needQEMU(t, "igb")
@@ -258,9 +258,22 @@ func TestSelftestMetalMSIX(t *testing.T) {
 			counted[c.name] += c.by
 		}
 	}
+	// RSS puts a flow's receive on the queue its ports hash to and the
+	// transmit on the one its hash picks, so which of the two queues
+	// carry the transfers changes from boot to boot; every queue that
+	// did must have been woken by its own vector.
+	busy := 0
 	for q := range 2 {
-		if name := fmt.Sprintf("ether0 irq.vector%d", q); counted[name] == 0 {
-			t.Errorf("%s did not move over the transfers: queue %d's vector took no interrupt", name, q)
+		frames := counted[fmt.Sprintf("ether0 q%d_rx_frames", q)] + counted[fmt.Sprintf("ether0 q%d_tx_packets", q)]
+		if frames == 0 {
+			continue
 		}
+		busy++
+		if name := fmt.Sprintf("ether0 irq.vector%d", q); counted[name] == 0 {
+			t.Errorf("%s did not move over the transfers: queue %d moved %d frames and its vector took no interrupt", name, q, frames)
+		}
+	}
+	if busy == 0 {
+		t.Errorf("no queue counted a frame over the transfers")
 	}
 }
