@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/kernel/linux"
+	"github.com/ether9/ether9/kernel/metal"
 	"github.com/ether9/ether9/ns"
 	"github.com/ether9/ether9/ns/bind"
 	"github.com/ether9/ether9/ns/shell"
@@ -20,18 +21,26 @@ import (
 
 // Start readies the process: as PID 1 it mounts /proc, /sys and /dev and
 // takes the serial console; as any other process its lines go to stderr.
+// On the ring-0 shim there is nothing to mount (it has no file systems,
+// and each mount would only say so on the console) and no screen but
+// COM1.
 func Start() *Console {
 	con := NewConsole(os.Stderr)
 	if PID1() {
-		if err := linux.Mount(); err != nil {
-			con.Logf("mount: %v", err)
+		onShim := metal.Running()
+		if !onShim {
+			if err := linux.Mount(); err != nil {
+				con.Logf("mount: %v", err)
+			}
 		}
 		if f, err := linux.Console(); err != nil {
 			con.Logf("console: %v", err)
 		} else {
 			con.w, con.in = f, f
 		}
-		con.screens = openScreens(con)
+		if !onShim {
+			con.screens = openScreens(con)
+		}
 	}
 	up, _ := linux.Uptime()
 	con.Logf("ether9: booting (kernel up %.3fs)", up)
