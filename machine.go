@@ -22,26 +22,33 @@ import (
 // env is what every run of a program shares: the system, the CA roots,
 // the HTTP transport and its connections.
 type env struct {
-	sys       *system.System
-	name      string
+	sys     *system.System
+	name    string
+	dnsNext atomic.Uint32 // the next DNS server to ask, round robin
+	// roots and transport are made on first use: parsing the 150 or so
+	// built-in roots took 135 ms of a QEMU boot's 0.6 s to HTTP-ready,
+	// and a program that never speaks TLS should not wait for them.
 	roots     func() (*x509.CertPool, error)
-	dnsNext   atomic.Uint32 // the next DNS server to ask, round robin
-	transport *http.Transport
+	transport func() *http.Transport
 	resolver  *net.Resolver
 }
 
-func newEnv(sys *system.System, name string) *env {
-	e := &env{sys: sys, name: name, roots: sync.OnceValues(Roots)}
+// newEnv makes a program's environment on sys, its CA roots from roots
+// (Roots, but for tests), called at most once.
+func newEnv(sys *system.System, name string, roots func() (*x509.CertPool, error)) *env {
+	e := &env{sys: sys, name: name, roots: sync.OnceValues(roots)}
 	e.resolver = &net.Resolver{PreferGo: true, Dial: e.dialDNS}
-	e.transport = &http.Transport{
-		DialContext:           e.dial,
-		TLSClientConfig:       e.tlsConfig(),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
+	e.transport = sync.OnceValue(func() *http.Transport {
+		return &http.Transport{
+			DialContext:           e.dial,
+			TLSClientConfig:       e.tlsConfig(),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          16,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	})
 	return e
 }
 
@@ -87,7 +94,7 @@ func (e *env) tlsConfig() *tls.Config {
 // with Resolver and verifies TLS against the built-in roots. Its
 // connections are shared by every client it returns.
 func (m *Machine) HTTPClient() *http.Client {
-	return &http.Client{Transport: m.transport}
+	return &http.Client{Transport: m.transport()}
 }
 
 // Log is a logger whose records become console lines (kept in

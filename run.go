@@ -27,7 +27,7 @@ func (c Config) options(base system.Options, cmdline string, logf func(string, .
 
 // start runs p under the system's supervisor.
 func (c Config) start(ctx context.Context, sys *system.System, p Program) {
-	env := newEnv(sys, c.Name)
+	env := newEnv(sys, c.Name, Roots)
 	sys.Go(ctx, c.Name, func(ctx context.Context) error {
 		m := env.machine()
 		defer m.closeAll()
