@@ -46,6 +46,34 @@ func TestProbeBringsUp(t *testing.T) {
 	r.Close(t)
 }
 
+// A reset waits dmaSettle for DMA in flight only when a receive or
+// transmit unit was running before it; one found off, as firmware leaves
+// a NIC it never booted from, has nothing to wait for.
+func TestResetDrainsOnlyARunningUnit(t *testing.T) {
+	r := newRig(t, 0x10D3)
+	defer r.Close(t)
+	d := r.d
+	for _, c := range []struct {
+		name       string
+		rctl, tctl uint32
+		drain      bool
+	}{
+		{"both off", 0, TCTL_PSP, false},
+		{"receiving", RCTL_EN, TCTL_PSP, true},
+		{"transmitting", 0, TCTL_EN | TCTL_PSP, true},
+	} {
+		r.regs.Set(RCTL, c.rctl)
+		r.regs.Set(TCTL, c.tctl)
+		start := d.clock.Now()
+		if err := d.reset(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if took := d.clock.Now() - start; (took >= dmaSettle) != c.drain {
+			t.Errorf("%s: reset took %v of clock time, want a drain of %v: %v", c.name, took, dmaSettle, c.drain)
+		}
+	}
+}
+
 func TestProbeRefusesUnknownAndBroken(t *testing.T) {
 	regs := newRegFile(status1000, testMAC)
 	_, err := Probe(&nic.Device{Name: "ether0", Func: &pci.Function{Vendor: VendorIntel, Device: 0x10C9}, Regs: regs, DMA: fakedev.NewDMA(), Clock: sim.NewClock()})

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/nicstat"
@@ -213,7 +212,7 @@ func (d *Device) Close() error {
 	d.stopRx()
 	r.Write32(TCTL, 0)
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
-	d.clock.Sleep(10 * time.Millisecond) // let in-flight DMA finish
+	d.clock.Sleep(dmaSettle)
 	if err := d.q.close(); err != nil {
 		return fmt.Errorf("e1000e %s: close: %w", d.name, err)
 	}

@@ -32,16 +32,26 @@ func (d *Device) waitFor(timeout time.Duration, cond func() bool) bool {
 // reset quiesces DMA, resets the MAC and waits for its configuration to
 // load: masks interrupts, stops RX and TX, disables bus mastering inside
 // the MAC so no DMA is torn, then CTRL.RST.
+//
+// Stopping a unit that ran leaves its descriptor fetches and write-backs
+// in flight, so they get dmaSettle to land. A unit that was off (firmware
+// without a network boot never starts one) has nothing in flight, and
+// the GIO master handshake below is wait enough: a probe skips the 10
+// ms, which under QEMU TCG is a tenth of the time from VT-d on to the
+// stack up.
 func (d *Device) reset() error {
 	r := d.regs
 	if v := r.Read32(STATUS); v == 0xffffffff {
 		return fmt.Errorf("e1000e %s: STATUS reads all ones: device not responding", d.name)
 	}
+	ran := r.Read32(RCTL)&RCTL_EN != 0 || r.Read32(TCTL)&TCTL_EN != 0
 	r.Write32(IMC, 0xffffffff)
 	r.Write32(RCTL, 0)
 	r.Write32(TCTL, TCTL_PSP)
 	r.Read32(STATUS) // flush posted writes
-	d.clock.Sleep(10 * time.Millisecond)
+	if ran {
+		d.clock.Sleep(dmaSettle)
+	}
 
 	r.Write32(CTRL, r.Read32(CTRL)|CTRL_GIO_MASTER)
 	if !d.waitFor(masterTimeout, func() bool { return r.Read32(STATUS)&STATUS_GIO_MASTER == 0 }) {
