@@ -67,16 +67,24 @@ func (m *MAC) WaitFor(timeout time.Duration, cond func() bool) bool {
 // (CTRL_RST, or a part's whole-device reset) and waits for it to clear
 // and, if autoRead, for the NVM auto-read. rstName names the bit in the
 // error.
+//
+// A unit that ran gets dmaDrain for its descriptor DMA in flight to land
+// once stopped; one found off (firmware without a network boot never
+// starts one) has nothing in flight, and the master handshake is wait
+// enough, so a probe does not sleep 10 ms for nothing.
 func (m *MAC) Reset(rst uint32, rstName string, autoRead bool) error {
 	r := m.Regs
 	if v := r.Read32(STATUS); v == 0xffffffff {
 		return m.errorf("STATUS reads all ones: device not responding")
 	}
+	ran := r.Read32(RCTL)&RCTL_EN != 0 || r.Read32(TCTL)&TCTL_EN != 0
 	m.maskAll()
 	r.Write32(RCTL, 0)
 	r.Write32(TCTL, TCTL_PSP)
 	r.Read32(STATUS)
-	m.Clock.Sleep(dmaDrain)
+	if ran {
+		m.Clock.Sleep(dmaDrain)
+	}
 
 	r.Write32(CTRL, r.Read32(CTRL)|CTRL_GIO_MASTER)
 	if !m.WaitFor(masterTimeout, func() bool { return r.Read32(STATUS)&STATUS_GIO_MASTER == 0 }) {

@@ -54,6 +54,25 @@ func TestReset(t *testing.T) {
 	}
 	f.Check(t, map[uint32]uint32{RCTL: 0, TCTL: TCTL_PSP, IMC: 0xffffffff, EIMC: 0xffffffff})
 
+	// Only a unit that ran has DMA in flight to wait for.
+	for _, c := range []struct {
+		name  string
+		init  map[uint32]uint32
+		drain bool
+	}{
+		{"both off", nil, false},
+		{"receiving", map[uint32]uint32{RCTL: RCTL_EN}, true},
+		{"transmitting", map[uint32]uint32{TCTL: TCTL_EN}, true},
+	} {
+		m, _ := newMAC(&device{}, c.init)
+		if err := m.Reset(CTRL_RST, "RST", false); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if took := m.Clock.Now(); (took >= dmaDrain) != c.drain {
+			t.Errorf("%s: reset took %v of clock time, want a drain of %v: %v", c.name, took, dmaDrain, c.drain)
+		}
+	}
+
 	// A reset bit that never clears is an error naming it.
 	m, _ = newMAC(&device{}, nil)
 	if err := m.Reset(1<<29, "DEV_RST", false); err == nil || !strings.Contains(err.Error(), "igx eth9: CTRL.DEV_RST did not clear") {
