@@ -63,3 +63,10 @@ func TestWaitArmsOwnQueue(t *testing.T) {
 	defer r.Close(t)
 	advplay.CheckIdleArm(t, r.regs.File, r.Unit, r.d.queues, IMS, IMC)
 }
+
+// A spinning poll loop asks the ring in memory whether a frame waits,
+// never the registers.
+func TestRxReady(t *testing.T) {
+	r := newRig(t)
+	advplay.CheckRxReady(t, r.regs.File, r.Device, r.Unit, r.d.queues[0], 0)
+}
