@@ -78,6 +78,10 @@ func cmdline() error {
 	if v, ok := os.LookupEnv("ether9.test"); ok {
 		return fmt.Errorf("ether9.test=%s is in the environment", v)
 	}
+	// The os package reads /proc/self/exe at init; the shim answers it.
+	if exe, err := os.Executable(); err != nil || exe != "/init" {
+		return fmt.Errorf("os.Executable: %q, %v; want /init", exe, err)
+	}
 	return nil
 }
 

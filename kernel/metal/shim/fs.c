@@ -330,6 +330,20 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled)
 		struct file pf = {.type = F_PROC};
 		return stat_fill(&pf, a2);
 	}
+	case 267: { /* readlinkat: /proc/self/exe, which Go's os package reads at init */
+		char p[256];
+		int err = copy_str(a1, p, sizeof p);
+		if (err)
+			return err;
+		if (memcmp(p, "/proc/self/exe", 15))
+			return -ENOENT;
+		static const char exe[] = "/init"; /* argv[0] (boot.c) */
+		u64 n = a3 < sizeof exe - 1 ? a3 : sizeof exe - 1;
+		if (user_ok(a2, n, 1))
+			return -EFAULT;
+		memcpy((void *)a2, exe, n);
+		return (i64)n;
+	}
 	case 8: /* lseek */
 		if (!(f = fd_get(a0, F_PROC)))
 			return fd_get(a0, F_NONE) ? -29 /* ESPIPE */ : -EBADF;
