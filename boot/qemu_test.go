@@ -166,7 +166,10 @@ func TestSelftestIGB(t *testing.T) {
 
 // mustSelftest runs the self-test with o and returns its report and the
 // console; it fails t with both when the self-test fails, and logs the
-// report (under label, when there is one) when it passes.
+// report (under label, when there is one) when it passes. That log waits
+// for the test's end, so that what the caller's own checks report comes
+// first: a CI log keeps a failing test's first lines, and the report
+// runs to a hundred.
 func mustSelftest(t *testing.T, o options, label string) (*report, string) {
 	t.Helper()
 	var log syncBuffer
@@ -181,7 +184,7 @@ func mustSelftest(t *testing.T, o options, label string) (*report, string) {
 	if err != nil {
 		t.Fatalf("selftest%s: FAIL: %v\n%s\nconsole:\n%s", label, err, out.String(), log.String())
 	}
-	t.Logf("selftest%s:\n%s", label, out.String())
+	t.Cleanup(func() { t.Logf("selftest%s:\n%s", label, out.String()) })
 	return r, log.String()
 }
 
