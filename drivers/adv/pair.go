@@ -180,7 +180,7 @@ func (p *Pair) RxReady() bool {
 	case p.X.Socket() != nil:
 		return true
 	}
-	return p.rx.Armed() > 0 && RxDone(p.RxDescs.At(p.rx.Clean()))
+	return ring.RxWaiting(p.RxDescs, p.rx)
 }
 
 // RxRing is the RX ring's state as the driver keeps it: the descriptors

@@ -63,6 +63,5 @@ func (q *queue) RxReady() bool {
 	if d.closed.Load() {
 		return false
 	}
-	rx := q.rx
-	return rx.Armed() > 0 && rxDone(rx.Descs.At(rx.Clean()))
+	return ring.RxWaiting(q.rx.Descs, q.rx)
 }

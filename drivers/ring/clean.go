@@ -22,6 +22,14 @@ const (
 	rxStatEOP    = 1 << 1
 )
 
+// RxWaiting reports whether the device has written back the descriptor
+// at c's clean index: what a spinning poll loop asks between yields
+// (nic.RxReadier) instead of receiving, from ring memory alone, so that
+// no register access holds up an emulated device.
+func RxWaiting(descs *Descs, c RxCursor) bool {
+	return c.Armed() > 0 && binary.LittleEndian.Uint32(descs.At(c.Clean())[rxStatErrOff:])&rxStatDD != 0
+}
+
 // CleanRx is the receive loop all three drivers share, over up to budget
 // descriptors the device completed, from c's clean index: a frame
 // spanning buffers is dropped through its EOP (discard carries that
