@@ -2,6 +2,8 @@ package ether9
 
 import (
 	"crypto/x509"
+	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -29,5 +31,24 @@ func TestRootsOnFirstUse(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("the roots were built %d times, want once", n)
+	}
+}
+
+// The default /init links none of the packages whose inits cost the
+// half-second boot its time under QEMU's TCG: the protobuf metric model
+// and the ABNF package (testing, go/parser) that prometheus/common's
+// encoder brought (20 ms), client_golang's registry (25 ms).
+func TestInitLinksLight(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/ether9/ether9/boot/init").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	heavy := []string{"testing", "go/parser", "google.golang.org/protobuf/proto", "github.com/prometheus/"}
+	for _, p := range strings.Fields(string(out)) {
+		for _, h := range heavy {
+			if p == h || strings.HasSuffix(h, "/") && strings.HasPrefix(p, h) {
+				t.Errorf("/init links %s", p)
+			}
+		}
 	}
 }
