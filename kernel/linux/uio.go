@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,9 +58,9 @@ type UIO struct {
 	IRQ int    // Linux's number of the line
 
 	mu     sync.Mutex
-	events *os.File // /dev/uioN
-	config *os.File // the function's config space in sysfs
-	masked bool     // Linux masked the line at the last event we took
+	events *EventFile // /dev/uioN, a 4-byte count
+	config *os.File   // the function's config space in sysfs
+	masked bool       // Linux masked the line at the last event we took
 
 	wakeups, timeouts, errs atomic.Uint64
 	lastErr                 atomic.Pointer[error]
@@ -119,7 +118,7 @@ func bindUIO(dir, name string, config *os.File) (*UIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.events = ev
+	u.events = NewEventFile(ev, 4)
 	// The line may have been left masked by an interrupt before we
 	// opened it.
 	u.masked = true
@@ -129,21 +128,13 @@ func bindUIO(dir, name string, config *os.File) (*UIO, error) {
 // newUIO is a UIO on given files, for tests: events reads as /dev/uioN
 // does (4 bytes of event count) and config as the function's config space.
 func newUIO(events, config *os.File) *UIO {
-	return &UIO{Dev: "uio-test", events: events, config: config}
+	return &UIO{Dev: "uio-test", events: NewEventFile(events, 4), config: config}
 }
 
 // Wait unmasks the line if an interrupt masked it, then sleeps until it
-// fires or timeout passes. It reports whether it fired.
-//
-// The sleep is the runtime's network poller's (the event file is
-// non-blocking and in its epoll set), not a blocking poll(2): a
-// goroutine in a system call keeps its P until sysmon takes it back,
-// which takes up to two sysmon ticks of 10 ms each once the runtime has
-// been quiet. With one CPU (GOMAXPROCS 1) every other goroutine, another
-// queue's spinning poll loop and the stack's senders included, then
-// stood still for that long each time a loop went to sleep: igb's queue
-// loops did so about 250 times per 16 MiB pulled, for half polling's
-// throughput. A file the poller does not take sleeps in ppoll(2).
+// fires or timeout passes. It reports whether it fired. The sleep is
+// the runtime's network poller's, not a blocking system call's
+// (EventFile says why).
 func (u *UIO) Wait(timeout time.Duration) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -155,7 +146,7 @@ func (u *UIO) Wait(timeout time.Duration) bool {
 		}
 		u.masked = false
 	}
-	fired, err := u.sleep(max(timeout, 0))
+	fired, err := u.events.Wait(timeout)
 	switch {
 	case err != nil:
 		u.fail(err)
@@ -168,80 +159,6 @@ func (u *UIO) Wait(timeout time.Duration) bool {
 	u.masked = true
 	u.wakeups.Add(1)
 	return true
-}
-
-// sleep waits up to timeout for an event and consumes it (its 4-byte
-// count).
-func (u *UIO) sleep(timeout time.Duration) (bool, error) {
-	rc, err := u.events.SyscallConn()
-	if err != nil {
-		return false, fmt.Errorf("event file: %w", err)
-	}
-	var count [4]byte
-	var rerr error
-	read := func(fd uintptr) bool {
-		_, rerr = unix.Read(int(fd), count[:])
-		return !errors.Is(rerr, unix.EAGAIN)
-	}
-	if timeout == 0 {
-		// The poller reports an expired deadline before it reads:
-		// look once.
-		if err := rc.Control(func(fd uintptr) { read(fd) }); err != nil {
-			return false, fmt.Errorf("event file: %w", err)
-		}
-		if errors.Is(rerr, unix.EAGAIN) {
-			return false, nil
-		}
-		return rerr == nil, wrapRead(rerr)
-	}
-	switch err := u.events.SetReadDeadline(time.Now().Add(timeout)); {
-	case errors.Is(err, os.ErrNoDeadline):
-		return u.ppoll(rc, timeout)
-	case err != nil:
-		return false, fmt.Errorf("event file deadline: %w", err)
-	}
-	switch err := rc.Read(read); {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("event file: %w", err)
-	}
-	return rerr == nil, wrapRead(rerr)
-}
-
-// ppoll is sleep for an event file the poller does not take.
-func (u *UIO) ppoll(rc syscall.RawConn, timeout time.Duration) (bool, error) {
-	var fired bool
-	var perr error
-	cerr := rc.Control(func(fd uintptr) {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		ts := unix.NsecToTimespec(timeout.Nanoseconds())
-		n, err := unix.Ppoll(fds, &ts, nil)
-		switch {
-		case errors.Is(err, unix.EINTR), n == 0 && err == nil:
-			return // the caller polls again
-		case err != nil:
-			perr = fmt.Errorf("poll: %w", err)
-			return
-		case fds[0].Revents&unix.POLLIN == 0:
-			perr = fmt.Errorf("poll: revents %#x", fds[0].Revents)
-			return
-		}
-		var count [4]byte
-		if _, err := unix.Read(int(fd), count[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
-			perr = wrapRead(err)
-			return
-		}
-		fired = true
-	})
-	return fired, errors.Join(cerr, perr)
-}
-
-func wrapRead(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("read event count: %w", err)
 }
 
 // unmask clears Interrupt Disable, leaving the other command bits as they
