@@ -3,34 +3,45 @@
 package metal
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ether9/ether9/kernel/linux"
 )
 
-// futexWaitPrivate is FUTEX_WAIT (0) | FUTEX_PRIVATE_FLAG (128), from
-// Linux's uapi/linux/futex.h.
-const futexWaitPrivate = 128
-
 // IRQ is one interrupt vector of the local APIC, for a device's MSI or
-// MSI-X message: the shim counts each interrupt on the vector in a word
-// of this IRQ and wakes whoever sleeps on it in FUTEX_WAIT. It is a
-// kernel.Waiter for one poll loop.
+// MSI-X message. The shim signals an eventfd of this IRQ at each
+// interrupt on the vector, so a waiter sleeps in the runtime's network
+// poller and its P runs the other goroutines (linux.EventFile says why
+// that matters with one CPU), and counts it in a word Count reads. It is
+// a kernel.Waiter for one poll loop.
 type IRQ struct {
 	word   *uint32 // the shim writes it: it must not move (Go's heap does not)
+	events *linux.EventFile
 	vector uint8
 	apic   uint32
-	seen   uint32 // the count the last Wait returned at
+
+	errs    atomic.Uint64
+	lastErr atomic.Pointer[error]
 }
 
 // NewIRQ takes a free vector from the shim.
 func NewIRQ() (*IRQ, error) {
-	q := &IRQ{word: new(uint32)}
-	r, err := call("irq alloc", callIRQAlloc, uintptr(unsafe.Pointer(q.word)), 0)
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
+		return nil, fmt.Errorf("metal: irq eventfd: %w", err)
+	}
+	// Non-blocking, os.NewFile puts it in the poller's epoll set.
+	q := &IRQ{word: new(uint32), events: linux.NewEventFile(os.NewFile(uintptr(fd), "irq"), 8)}
+	r, err := call("irq alloc", callIRQAlloc, uintptr(unsafe.Pointer(q.word)), uintptr(fd))
+	if err != nil {
+		q.events.Close()
 		return nil, err
 	}
 	q.vector, q.apic = uint8(r), uint32(uint64(r)>>32)
@@ -48,39 +59,37 @@ func (q *IRQ) MSIData() uint16 { return uint16(q.vector) }
 // Vector is the interrupt vector.
 func (q *IRQ) Vector() uint8 { return q.vector }
 
-// String names the vector on the console.
-func (q *IRQ) String() string { return fmt.Sprintf("MSI on vector %d", q.vector) }
+// String names the vector on the console, "MSI on vector 80", and says
+// how many waits failed if any did.
+func (q *IRQ) String() string {
+	if e := q.lastErr.Load(); e != nil {
+		return fmt.Sprintf("MSI on vector %d (%d waits failed, the last: %v)", q.vector, q.errs.Load(), *e)
+	}
+	return fmt.Sprintf("MSI on vector %d", q.vector)
+}
 
 // Count is how many interrupts arrived on the vector.
 func (q *IRQ) Count() uint32 { return atomic.LoadUint32(q.word) }
 
 // Wait returns true as soon as an interrupt arrived since the last Wait
-// that returned true, or false after timeout without one.
+// that returned true, or false after timeout without one. Should the
+// eventfd fail, it sleeps out the timeout, so the loop polls, and the
+// error shows in String.
 func (q *IRQ) Wait(timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		c := atomic.LoadUint32(q.word)
-		if c != q.seen {
-			q.seen = c
-			return true
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false
-		}
-		ts := unix.NsecToTimespec(left.Nanoseconds())
-		// The shim adds one and wakes between our load and the wait, or
-		// the wait finds the word changed (EAGAIN): either way no
-		// interrupt is slept through.
-		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(q.word)), futexWaitPrivate,
-			uintptr(c), uintptr(unsafe.Pointer(&ts)), 0, 0)
+	fired, err := q.events.Wait(timeout)
+	if err != nil {
+		q.errs.Add(1)
+		q.lastErr.Store(&err)
+		time.Sleep(timeout)
+		return false
 	}
+	return fired
 }
 
 // Close gives the vector back; the device must no longer send to it.
 func (q *IRQ) Close() error {
 	if _, err := call("irq free", callIRQFree, uintptr(q.vector), 0); err != nil {
-		return fmt.Errorf("metal: vector %d: %w", q.vector, err)
+		return errors.Join(fmt.Errorf("metal: vector %d: %w", q.vector, err), q.events.Close())
 	}
-	return nil
+	return q.events.Close()
 }

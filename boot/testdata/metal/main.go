@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,7 +384,8 @@ const (
 
 // msi points the e1000e's MSI at a vector of the shim and raises the
 // interrupt three times from its cause-set register: each must wake
-// IRQ.Wait, and once the causes are masked no interrupt may come.
+// IRQ.Wait, and once the causes are masked no interrupt may come. A
+// fourth is raised while a Wait sleeps, which must sleep in the poller.
 func msi() error {
 	cfg, err := metal.Config()
 	if err != nil {
@@ -459,6 +461,51 @@ func msi() error {
 	}
 	if n := q.Count(); n < 3 {
 		return fmt.Errorf("%d interrupts counted, want 3 or more", n)
+	}
+	return parkedWait(q, func() {
+		bar.Write32(regIMS, icrLSC)
+		bar.Write32(regICS, icrLSC)
+	})
+}
+
+// parkedWait checks that a sleeping Wait is parked in the runtime's
+// network poller rather than blocked in a system call, which with one P
+// would stop every other goroutine until sysmon took the P back (up to
+// 10 ms on a quiet machine), and that raise ends it.
+func parkedWait(q *metal.IRQ, raise func()) error {
+	samples := []metrics.Sample{
+		{Name: "/sched/goroutines/not-in-go:goroutines"},
+		{Name: "/sched/goroutines/waiting:goroutines"},
+	}
+	read := func() (syscalls, waiting uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}
+	sys0, wait0 := read()
+	done := make(chan bool, 1)
+	go func() { done <- q.Wait(time.Minute) }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		sys, wait := read()
+		if sys > sys0 {
+			raise()
+			return fmt.Errorf("a sleeping Wait is in a system call (goroutines not in Go %d, before %d)", sys, sys0)
+		}
+		if wait > wait0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			raise()
+			return fmt.Errorf("Wait never parked: goroutines waiting %d (before %d), not in Go %d (before %d)", wait, wait0, sys, sys0)
+		}
+	}
+	raise()
+	select {
+	case fired := <-done:
+		if !fired {
+			return fmt.Errorf("the parked Wait missed the interrupt on vector %d (count %d)", q.Vector(), q.Count())
+		}
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("the parked Wait slept through the interrupt on vector %d (count %d)", q.Vector(), q.Count())
 	}
 	return nil
 }

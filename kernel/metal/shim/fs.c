@@ -127,6 +127,20 @@ static int epoll_collect(int epfd, u64 out, int max)
 	return n;
 }
 
+int fs_is_eventfd(i64 fd) { return fd_get(fd, F_EVENTFD) != NULL; }
+
+/* eventfd_signal adds one to an eventfd, as a write of 1 does: a device
+ * interrupt (metal.c) waking the Go netpoller. */
+void eventfd_signal(int fd)
+{
+	struct file *f = fd_get(fd, F_EVENTFD);
+	if (!f)
+		return;
+	f->count++;
+	f->gen++;
+	epoll_event_ready();
+}
+
 /* console_readable: input arrived (thread.c), an edge for the console. */
 void console_readable(void)
 {
@@ -309,6 +323,7 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled)
 		for (int i = 0; i < 128; i++)
 			if (epis[i].fd == (int)a0 || epis[i].epfd == (int)a0)
 				epis[i].events = 0;
+		irq_fd_closed((int)a0);
 		f->type = F_NONE;
 		return 0;
 	case 5: /* fstat */
@@ -385,6 +400,7 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled)
 		for (int i = 0; i < 128; i++)
 			if (epis[i].fd == (int)a1)
 				epis[i].events = 0;
+		irq_fd_closed((int)a1);
 		files[a1] = *f;
 		files[a1].flags = (f->flags & ~O_CLOEXEC) | (nr == 292 && (a2 & O_CLOEXEC) ? O_CLOEXEC : 0);
 		return a1;

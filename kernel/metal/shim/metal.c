@@ -12,7 +12,7 @@
 #define METAL_DMA_FREE 0x4d02  /* (physical address, size) -> 0 */
 #define METAL_PHYS 0x4d03      /* (virtual address) -> physical address */
 #define METAL_RSDP 0x4d04      /* () -> the ACPI RSDP's physical address */
-#define METAL_IRQ_ALLOC 0x4d05 /* (u32 *word) -> LAPIC ID << 32 | vector */
+#define METAL_IRQ_ALLOC 0x4d05 /* (u32 *word, eventfd) -> LAPIC ID << 32 | vector */
 #define METAL_IRQ_FREE 0x4d06  /* (vector) -> 0 */
 #define METAL_STATS 0x4d07     /* (struct stats *, size) -> bytes copied */
 #define METAL_MAGIC 0x6c6174656dUL /* "metal" */
@@ -54,21 +54,28 @@ static i64 dma_free(u64 pa, u64 size)
 
 /*
  * Device interrupts (MSI or MSI-X, edge-triggered messages to this
- * LAPIC) reach Go as a futex word: each interrupt on a vector adds one
- * to the word registered with it and wakes its waiters, so a poll loop
- * sleeps in FUTEX_WAIT and knows by the count that the device spoke.
+ * LAPIC) reach Go as an eventfd: each interrupt on a vector adds one to
+ * the eventfd registered with it, which wakes the Go netpoller, and one
+ * to a count word Go reads for its statistics. A poll loop sleeps in the
+ * netpoller, not in a blocking call: with one P, a thread blocked in a
+ * system call holds the P until sysmon takes it back, up to 10 ms on a
+ * quiet machine, and every other goroutine waits that long.
  */
 #define VEC_DEV_FIRST 0x50
 #define VEC_DEV_END 0xf0
 static u64 irq_word[VEC_DEV_END];
+static int irq_efd[VEC_DEV_END];
 
-static i64 irq_alloc(u64 word)
+static i64 irq_alloc(u64 word, u64 efd)
 {
 	if ((word & 3) || user_ok(word, 4, 1))
 		return -EFAULT;
+	if (!fs_is_eventfd((i64)efd))
+		return -EBADF;
 	for (int v = VEC_DEV_FIRST; v < VEC_DEV_END; v++) {
 		if (!irq_word[v]) {
 			irq_word[v] = word;
+			irq_efd[v] = (int)efd;
 			return (i64)((u64)lapic_id() << 32 | (u64)v);
 		}
 	}
@@ -80,12 +87,22 @@ int irq_device(u64 v)
 	if (v < VEC_DEV_FIRST || v >= VEC_DEV_END || !irq_word[v])
 		return 0;
 	stats.device_irqs++;
-	if (!user_ok(irq_word[v], 4, 1)) {
+	if (!user_ok(irq_word[v], 4, 1))
 		__atomic_add_fetch((u32 *)irq_word[v], 1, __ATOMIC_SEQ_CST);
-		futex_wake(irq_word[v], 1 << 30);
-		need_resched(); /* the waiter runs now, not at the end of a slice */
+	if (irq_efd[v] >= 0) {
+		eventfd_signal(irq_efd[v]);
+		need_resched(); /* the netpoller runs now, not at the end of a slice */
 	}
 	return 1;
+}
+
+/* irq_fd_closed: the Go side closed fd; a vector that signalled it
+ * stops, rather than signal whatever file gets the number next. */
+void irq_fd_closed(int fd)
+{
+	for (int v = VEC_DEV_FIRST; v < VEC_DEV_END; v++)
+		if (irq_word[v] && irq_efd[v] == fd)
+			irq_efd[v] = -1;
 }
 
 i64 metal_call(u64 nr, u64 a0, u64 a1)
@@ -99,7 +116,7 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 		return pa ? (i64)pa : -EFAULT;
 	}
 	case METAL_RSDP: return acpi_rsdp() ? (i64)acpi_rsdp() : -ENOENT;
-	case METAL_IRQ_ALLOC: return irq_alloc(a0);
+	case METAL_IRQ_ALLOC: return irq_alloc(a0, a1);
 	case METAL_STATS: { /* the counters as they stand */
 		if (a1 > sizeof stats)
 			a1 = sizeof stats;
@@ -112,6 +129,7 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 		if (a0 < VEC_DEV_FIRST || a0 >= VEC_DEV_END || !irq_word[a0])
 			return -EINVAL;
 		irq_word[a0] = 0;
+		irq_efd[a0] = -1;
 		return 0;
 	}
 	return -ENOSYS;
@@ -121,6 +139,6 @@ void irq_dump(void)
 {
 	for (int v = VEC_DEV_FIRST; v < VEC_DEV_END; v++)
 		if (irq_word[v])
-			kprintf("metal:   vector %d word %lx count %u\n", v, irq_word[v],
-				user_ok(irq_word[v], 4, 0) ? 0 : *(volatile u32 *)irq_word[v]);
+			kprintf("metal:   vector %d word %lx count %u eventfd %d\n", v, irq_word[v],
+				user_ok(irq_word[v], 4, 0) ? 0 : *(volatile u32 *)irq_word[v], irq_efd[v]);
 }

@@ -231,6 +231,9 @@ i64 fs_call(struct thread *t, struct regs *r, int nr, int *handled);
 void fs_init(void);
 void epoll_event_ready(void);
 void console_readable(void);
+int fs_is_eventfd(i64 fd);
+void eventfd_signal(int fd); /* adds one, as a write of 1 does */
+void irq_fd_closed(int fd);
 void fs_dump(void);
 void irq_dump(void);
 void timer_dump(void);
