@@ -39,7 +39,7 @@ func main() {
 		if err := linux.Mount(); err != nil {
 			logf("mount: %v", err) // hugetlbfs may be missing; the rest is what counts
 		}
-		if _, err := linux.Console(); err != nil {
+		if _, _, err := linux.Console(); err != nil {
 			logf("console: %v", err)
 		}
 	}

@@ -49,8 +49,16 @@ func Mount() error {
 // Console opens the serial console, makes it standard input, output and
 // error, and sends the runtime's fatal error output (an unrecovered panic,
 // a fault) there too, so PID 1 never dies silently. It tries /dev/console,
-// then /dev/ttyS0.
-func Console() (*os.File, error) {
+// then /dev/ttyS0. It returns out, the console to write to, and in, the
+// console opened again for reading.
+//
+// in is its own open file, non-blocking and read through the runtime's
+// network poller: a read that blocks in the system call (as a file whose
+// Fd was taken does) keeps the one P until sysmon takes it back, and the
+// console shell waits for a key most of the time. out and the standard
+// files stay blocking, so that the runtime's own writes of a crash to
+// fd 2 are never cut short by EAGAIN.
+func Console() (out, in *os.File, err error) {
 	var errs []error
 	for _, path := range []string{"/dev/console", "/dev/ttyS0"} {
 		f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOCTTY, 0)
@@ -71,9 +79,14 @@ func Console() (*os.File, error) {
 				errs = append(errs, fmt.Errorf("console: crash output: %w", err))
 			}
 		}
-		return f, errors.Join(errs...)
+		in, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOCTTY, 0)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("console: open %s to read: %w", path, err))
+			in = nil
+		}
+		return f, in, errors.Join(errs...)
 	}
-	return nil, fmt.Errorf("console: %w", errors.Join(errs...))
+	return nil, nil, fmt.Errorf("console: %w", errors.Join(errs...))
 }
 
 // EnablePortIO raises the I/O privilege level to 3 on every OS thread of

@@ -33,10 +33,12 @@ func Start() *Console {
 				con.Logf("mount: %v", err)
 			}
 		}
-		if f, err := linux.Console(); err != nil {
-			con.Logf("console: %v", err)
-		} else {
-			con.w, con.in = f, f
+		out, in, err := linux.Console()
+		if out != nil {
+			con.w, con.in = out, in
+		}
+		if err != nil {
+			con.Logf("%v", err)
 		}
 		if !onShim {
 			con.screens = openScreens(con)

@@ -24,12 +24,18 @@ func Shell(con *Console, sh func() *shell.Shell) {
 	if f == nil {
 		return
 	}
-	if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-		t.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG | unix.IEXTEN
-		t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
-		if err := unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t); err != nil {
-			con.Logf("shell: raw mode: %v", err)
-		}
+	// Through Control, not Fd: Fd would make the file blocking, and a
+	// blocked read would hold the one P (linux.Console).
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil {
+				t.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG | unix.IEXTEN
+				t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+				if err := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); err != nil {
+					con.Logf("shell: raw mode: %v", err)
+				}
+			}
+		})
 	}
 	con.Logf("shell: on the console (type help)")
 	for {
