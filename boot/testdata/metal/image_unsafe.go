@@ -21,9 +21,10 @@ var inPlace = [64]byte{'m', 'e', 't', 'a', 'l', 31: 'i', 63: 'n'}
 // image checks how the shim loads /init: the zero tail reads zeros where
 // nothing touched it, holds what is written, and takes a system call's
 // output in a page no instruction touched first (the shim faults it in
-// itself); the data pages are mapped where the module lies, so their
-// physical address is not their link address, and reading that physical
-// memory gives the variable's bytes.
+// itself); its pages come from the allocator, not from under the link
+// address, and the data pages are mapped where the module lies: so the
+// physical address of neither is its link address, and reading that
+// physical memory gives the variable's bytes.
 func image() error {
 	const page = 4096
 	for off := 0; off < len(lazyBSS); off += 64 << 10 {
@@ -45,30 +46,34 @@ func image() error {
 	if bytes.Count(out, []byte{0}) > len(out)/8 {
 		return fmt.Errorf("getrandom into untouched bss left it zero")
 	}
-	pa, err := metal.Phys(unsafe.Pointer(&lazyBSS[len(lazyBSS)/2]))
-	if err != nil {
-		return fmt.Errorf("phys of bss: %w", err)
+	mid := lazyBSS[len(lazyBSS)/2 : len(lazyBSS)/2+64]
+	if err := backedElsewhere("bss", unsafe.Pointer(&mid[0]), mid); err != nil {
+		return err
 	}
-	if va := uint64(uintptr(unsafe.Pointer(&lazyBSS[len(lazyBSS)/2]))); pa != va {
-		return fmt.Errorf("bss at %#x is at physical %#x, not its own address", va, pa)
-	}
-	va := uint64(uintptr(unsafe.Pointer(&inPlace)))
-	pa, err = metal.Phys(unsafe.Pointer(&inPlace))
+	return backedElsewhere("data", unsafe.Pointer(&inPlace), inPlace[:])
+}
+
+// backedElsewhere checks that the variable b at p lies in a physical
+// page other than its link address, which is no longer identity mapped,
+// and that the physical page holds b's bytes.
+func backedElsewhere(what string, p unsafe.Pointer, b []byte) error {
+	va := uint64(uintptr(p))
+	pa, err := metal.Phys(p)
 	if err != nil {
-		return fmt.Errorf("phys of data: %w", err)
+		return fmt.Errorf("phys of %s: %w", what, err)
 	}
 	if pa == va {
-		return fmt.Errorf("data at %#x was copied to its link address, not mapped in place", va)
+		return fmt.Errorf("%s at %#x is at its own physical address, not in a page of the module or the allocator", what, va)
 	}
-	if _, err := metal.Window(va, len(inPlace)); err == nil {
-		return fmt.Errorf("window over %#x succeeded: the link address is not identity mapped any more", va)
+	if _, err := metal.Window(va, len(b)); err == nil {
+		return fmt.Errorf("window over %s's %#x succeeded: the link address is not identity mapped any more", what, va)
 	}
-	w, err := metal.Window(pa, len(inPlace))
+	w, err := metal.Window(pa, len(b))
 	if err != nil {
-		return fmt.Errorf("window over data's physical %#x: %w", pa, err)
+		return fmt.Errorf("window over %s's physical %#x: %w", what, pa, err)
 	}
-	if !bytes.Equal(w, inPlace[:]) {
-		return fmt.Errorf("physical %#x holds %q, not the variable's %q", pa, w, inPlace[:])
+	if !bytes.Equal(w, b) {
+		return fmt.Errorf("physical %#x holds %q, not %s's %q", pa, w, what, b)
 	}
 	return nil
 }

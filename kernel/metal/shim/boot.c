@@ -148,7 +148,7 @@ static int shares_pages(u64 s, u64 e, u64 va)
  * segment's file bytes fill whole are mapped where the module lies (the
  * Go linker keeps offset and address congruent modulo the page, as the
  * gABI asks of PT_LOAD); only a segment's partial first and last pages
- * and its zero-filled tail are written at the link address. It returns
+ * and its zero-filled tail are written, in fresh pages (mm_write). It returns
  * the end of the module's bytes still in use, in bytes from its start.
  */
 static u64 load_elf(u64 mod, struct elf64_ehdr *e, u64 *mapped)
@@ -168,12 +168,12 @@ static u64 load_elf(u64 mod, struct elf64_ehdr *e, u64 *mapped)
 			if (ph[i].offset + (last - va) > used)
 				used = ph[i].offset + (last - va);
 		}
-		memcpy((void *)va, (void *)src, first - va);
-		memcpy((void *)last, (void *)(src + (last - va)), fend - last);
+		mm_write(va, (const u8 *)src, first - va);
+		mm_write(last, (const u8 *)(src + (last - va)), fend - last);
 		u64 end = va + ph[i].memsz, zs = (fend + PAGE - 1) & ~(PAGE - 1), ze = (end + PAGE - 1) & ~(PAGE - 1);
 		if (zs >= end || shares_pages(zs, ze, va) || mm_zero_lazily(zs, ze - zs))
 			zs = end;
-		memset((void *)fend, 0, zs - fend);
+		mm_write(fend, NULL, zs - fend);
 	}
 	mm_flush_tlb();
 	return used;

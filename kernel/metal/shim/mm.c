@@ -224,6 +224,38 @@ void mm_map_image(u64 va, u64 pa, u64 len)
 		*ident_pte(va) = pa | PTE_P | PTE_W;
 }
 
+/*
+ * mm_write writes n bytes of src (zeros when src is NULL) at /init's link
+ * address va, in fresh pages from the allocator mapped there in place of
+ * the identity pages: a segment's partial first and last pages. The
+ * allocator hands out pages in order, so they lie beside the page tables
+ * and the Go heap; the identity pages lie wherever the link address says,
+ * and under QEMU a host page is backed on first touch (4 ms for each new
+ * 2 MiB under a host's transparent huge pages, measured). The bytes go in
+ * through the identity map of the new page, as the TLB is not flushed
+ * until mm_flush_tlb.
+ */
+void mm_write(u64 va, const u8 *src, u64 n)
+{
+	for (u64 end = va + n; va < end;) {
+		u64 page = va & ~(PAGE - 1), m = page + PAGE - va;
+		if (m > end - va)
+			m = end - va;
+		u64 *e = ident_pte(page), pa = *e & PTE_ADDR;
+		if (pa == page) {
+			pa = page_alloc();
+			*e = pa | PTE_P | PTE_W;
+		}
+		if (src) {
+			memcpy((void *)(pa + (va - page)), src, m);
+			src += m;
+		} else {
+			memset((void *)(pa + (va - page)), 0, m);
+		}
+		va += m;
+	}
+}
+
 /* mm_flush_tlb drops every cached translation (CR4.PGE is off), once
  * mm_map_image and mm_zero_lazily are done: one flush, not one invlpg
  * per page, which cost 17 ms for /init's 3,500 pages under TCG. */
@@ -237,7 +269,8 @@ void mm_flush_tlb(void)
  * 34 MiB, 32 of them crypto/internal/fips140/drbg's buffer that nothing
  * touches outside FIPS mode) are zeroed on first touch, as Linux maps
  * them, rather than up front: that memset took 127 ms under TCG. Each
- * stays at its identity address.
+ * is a page from the allocator, as in mm_write; the identity pages
+ * beneath stay reserved and unused.
  */
 int mm_zero_lazily(u64 va, u64 len)
 {
@@ -278,8 +311,7 @@ static int lazy_fault(u64 va)
 		u64 *e = ident_pte(p);
 		if (*e & PTE_P)
 			continue;
-		*e = p | PTE_P | PTE_W; /* never cached while absent: no invlpg */
-		memset((void *)p, 0, PAGE);
+		*e = page_alloc() | PTE_P | PTE_W; /* never cached while absent: no invlpg */
 	}
 	return 0;
 }

@@ -132,6 +132,7 @@ u64 mm_phys(u64 va);
 void mm_init_paging(u64 ram_top);
 void mm_unmap_low(void);
 void mm_map_image(u64 va, u64 pa, u64 len); /* va's pages onto pa's, not identity */
+void mm_write(u64 va, const u8 *src, u64 n); /* at va, in fresh pages; NULL src: zeros */
 int mm_zero_lazily(u64 va, u64 len);         /* whole pages zeroed on first touch; 0 when taken */
 void mm_flush_tlb(void);                     /* after the two above */
 u64 mm_free_bytes(void);
