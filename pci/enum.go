@@ -18,6 +18,11 @@ type Options struct {
 	// space: for functions that another operating system is driving. An
 	// accessor that is also a BARSizer (sysfs) still supplies sizes.
 	NoSizing bool
+	// Assign, when set, gives the memory BARs that firmware left
+	// unassigned addresses from the window, on the functions of the root
+	// bus (behind a bridge its windows would need programming too). It
+	// needs sizing.
+	Assign *MemWindow
 }
 
 // BARSizer is implemented by accessors that know BAR sizes without
@@ -145,6 +150,7 @@ type enumerator struct {
 	c    Config
 	opt  Options
 	seen map[uint8]bool // buses scanned
+	root uint8          // the bus Options.Assign assigns on
 	fns  []*Function
 	errs []error
 }
@@ -205,6 +211,11 @@ func (e *enumerator) probe(a Addr, follow bool) (bool, error) {
 	f, err := probe(e.c, a, id, e.opt)
 	if err != nil {
 		e.errs = append(e.errs, err)
+	}
+	if w := e.opt.Assign; w != nil && !e.opt.NoSizing && a.Bus == e.root {
+		if err := w.assign(e.c, f); err != nil {
+			e.errs = append(e.errs, err)
+		}
 	}
 	e.fns = append(e.fns, f)
 	if !follow || !f.IsBridge() {

@@ -58,5 +58,8 @@ func (b BAR) String() string {
 	if b.Size != 0 {
 		s += fmt.Sprintf(" size %#x", b.Size)
 	}
+	if b.Assigned {
+		s += " assigned"
+	}
 	return s
 }

@@ -46,6 +46,7 @@ type BAR struct {
 	Addr         uint64
 	Size         uint64
 	Prefetchable bool
+	Assigned     bool // the address is ours (Options.Assign), not firmware's
 }
 
 // Capability is one entry of the capability list (standard or, with
