@@ -282,6 +282,15 @@ func platform() error {
 	if !found {
 		return fmt.Errorf("no 8086:10d3 on bus 0")
 	}
+	// qboot leaves every BAR unassigned: give them addresses from the
+	// memory map's PCI hole, as the platform does.
+	hole, err := metal.PCIWindow()
+	if err != nil {
+		return err
+	}
+	if _, err := pci.Enumerate(cfg, pci.Options{Assign: hole}); err != nil {
+		return fmt.Errorf("enumerating with BARs assigned in [%#x, %#x): %w", hole.Base, hole.End, err)
+	}
 	bar, err := metal.MapBAR(cfg, nic, 0)
 	if err != nil {
 		return err

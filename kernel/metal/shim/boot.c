@@ -269,6 +269,16 @@ static u64 initial_stack(u64 top, struct elf64_ehdr *e)
 	return sp;
 }
 
+/* What the loader said, kept for metal_memmap. */
+static struct bootinfo bi;
+
+/* boot_memmap returns the loader's memory map (E820 types). */
+const struct boot_mem *boot_memmap(u32 *n)
+{
+	*n = bi.nmem;
+	return bi.mem;
+}
+
 /* boot_main: from entry.S, with the protocol that started the shim
  * (BOOT_PVH or BOOT_MULTIBOOT2), its information's physical address and,
  * for Multiboot2, EAX as the loader left it. */
@@ -283,7 +293,6 @@ void boot_main(u32 proto, u32 info_pa, u32 magic)
 
 	/* Copy what lives in the loader's memory before any page is handed
 	 * out or [0, 64 KiB) is unmapped. */
-	static struct bootinfo bi;
 	if (proto == BOOT_MULTIBOOT2)
 		multiboot2_parse(magic, info_pa, &bi);
 	else

@@ -15,6 +15,7 @@
 #define METAL_IRQ_ALLOC 0x4d05 /* (u32 *word, eventfd) -> LAPIC ID << 32 | vector */
 #define METAL_IRQ_FREE 0x4d06  /* (vector) -> 0 */
 #define METAL_STATS 0x4d07     /* (struct stats *, size) -> bytes copied */
+#define METAL_MEMMAP 0x4d08    /* (struct boot_mem *, max entries) -> entries */
 #define METAL_MAGIC 0x6c6174656dUL /* "metal" */
 
 /* The DMA allocations, so that a free must name one exactly. */
@@ -124,6 +125,16 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 			return -EFAULT;
 		memcpy((void *)a0, &stats, a1);
 		return (i64)a1;
+	}
+	case METAL_MEMMAP: { /* the loader's memory map, for the PCI hole */
+		u32 n;
+		const struct boot_mem *m = boot_memmap(&n);
+		if (a1 < n)
+			n = (u32)a1;
+		if (user_ok(a0, n * sizeof *m, 1))
+			return -EFAULT;
+		memcpy((void *)a0, m, n * sizeof *m);
+		return n;
 	}
 	case METAL_IRQ_FREE:
 		if (a0 < VEC_DEV_FIRST || a0 >= VEC_DEV_END || !irq_word[a0])

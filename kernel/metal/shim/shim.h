@@ -118,6 +118,7 @@ struct bootinfo {
 	struct boot_mem mem[BOOT_MAXMEM];
 };
 void pvh_parse(u32 info_pa, struct bootinfo *bi);
+const struct boot_mem *boot_memmap(u32 *n); /* boot.c: the loader's map, kept */
 void multiboot2_parse(u32 magic, u32 info_pa, struct bootinfo *bi);
 
 /* mm.c: physical pages, the page tables, the Go process's mappings. */
