@@ -22,6 +22,9 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 		return p, err
 	}
 	p.Config = cfg
+	if p.PCIWindow, err = metal.PCIWindow(); err != nil {
+		con.Logf("pci: %v; BARs firmware left unassigned stay so", err)
+	}
 	mem, err := metal.NewMemory()
 	if err != nil {
 		return p, err

@@ -40,6 +40,10 @@ type Platform struct {
 	MapUnit func(base uint64) (kernel.Regs, error)
 	// MapBAR maps a memory BAR of a function.
 	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
+	// PCIWindow, when set, is where the memory BARs that firmware left
+	// unassigned get their addresses (pci.Options.Assign); nil where
+	// firmware or Linux assigned them all.
+	PCIWindow *pci.MemWindow
 	// IRQ is how a function's driver waits for work.
 	IRQ func(a pci.Addr) kernel.Waiter
 	// MSI hands out an interrupt vector for a device of the platform's
@@ -183,6 +187,7 @@ func (s *System) bind() error {
 		Clock:    s.plat.Clock,
 		Queues:   queuePairs(s.opt.Queues),
 		Logf:     s.logf,
+		Enum:     pci.Options{Assign: s.plat.PCIWindow},
 	}
 	irqs := map[pci.Addr]kernel.Waiter{}
 	if s.plat.IRQ != nil && !s.opt.IRQ {
@@ -208,6 +213,11 @@ func (s *System) bind() error {
 	s.remap.ReportIdle()
 	for _, f := range res.Functions {
 		s.logf("%v", f)
+		for _, b := range f.BARs {
+			if b.Assigned {
+				s.logf("pci %v: %v", f.Addr, b)
+			}
+		}
 	}
 	s.funcs = res.Functions
 	for _, b := range res.Bound {
