@@ -26,6 +26,9 @@ type parts struct {
 	// firmware; cmdline is then the one baked into it.
 	disk     string
 	firmware qemu.Firmware
+	// bios is the legacy firmware QEMU runs before a kernel boot; empty:
+	// QEMU's own, SeaBIOS.
+	bios string
 }
 
 // newParts makes the scratch directory ether9-KIND-* that /init and the

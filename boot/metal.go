@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ether9/ether9/boot/image"
+	"github.com/ether9/ether9/boot/qemu"
 )
 
 // shimDir holds the ring-0 shim's C and assembly, relative to the module
@@ -94,6 +95,7 @@ func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...strin
 	// The shim is the kernel; /init is its module, with no initramfs.
 	p.kernel = filepath.Join(p.dir, "shim.elf")
 	p.boot, p.initrd = p.kernel, p.init
+	p.bios = qemu.FindQboot()
 	t := time.Now()
 	if err := buildShim(ctx, root, p.kernel); err != nil {
 		p.remove()

@@ -184,9 +184,9 @@ enabled in the firmware setup. The console is the serial port (COM1, 115200
   from a machine's own GRUB: copy shim.elf and init to /ether9/ on a disk it
   reads and add the entry in %[1]s/grub.cfg (Multiboot2: multiboot2 and module2).
 
-  in QEMU, as go run ./boot -platform metal does (through the shim's PVH note):
+  in QEMU, as go run ./boot -platform metal does (qboot loads the shim through its PVH note):
     qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
-      -kernel %[1]s/shim.elf -initrd %[1]s/init -append "$(cat %[1]s/cmdline)" \
+      -bios /usr/share/qemu/qboot.rom -kernel %[1]s/shim.elf -initrd %[1]s/init -append "$(cat %[1]s/cmdline)" \
       -device intel-iommu -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
   in QEMU, from the USB stick under UEFI firmware, as go run ./boot -platform metal -boot disk does:

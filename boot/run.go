@@ -27,7 +27,7 @@ func qemuConfig(o options, p *parts) (qemu.Config, error) {
 		return qemu.Config{}, err
 	}
 	c := qemu.Config{
-		Binary: bin, Kernel: p.boot, Initrd: p.initrd, Cmdline: p.cmdline,
+		Binary: bin, Kernel: p.boot, Initrd: p.initrd, Cmdline: p.cmdline, BIOS: p.bios,
 		NIC: nic, SMP: o.smp, MemMiB: o.memMiB, Pcap: o.pcap,
 		Forward: []qemu.Forward{{Host: o.port, Guest: guestHTTP}},
 	}
@@ -35,7 +35,7 @@ func qemuConfig(o options, p *parts) (qemu.Config, error) {
 		c.Forward = append(c.Forward, qemu.Forward{Host: o.ninePort, Guest: guest9P})
 	}
 	if p.disk != "" {
-		c.Kernel, c.Initrd, c.Cmdline = "", "", ""
+		c.Kernel, c.Initrd, c.Cmdline, c.BIOS = "", "", "", ""
 		c.Disk, c.Firmware = p.disk, p.firmware
 	}
 	return c, nil

@@ -22,7 +22,7 @@ var bootPhases = []struct {
 	// each counts from it, in whichever order their lines come.
 	parallel bool
 }{
-	{"QEMU, firmware, loader (pvh.bin or GRUB)", regexp.MustCompile(`metal: shim started`), false},
+	{"QEMU and firmware (qboot, or OVMF and GRUB)", regexp.MustCompile(`metal: shim started`), false},
 	{"shim: paging, ACPI, clocks, loading /init", regexp.MustCompile(`metal: /init .*; starting`), false},
 	{"Go runtime and package inits to main", regexp.MustCompile(`ether9: booting`), false},
 	{"PCI and VT-d: translation on", regexp.MustCompile(`iommu: translation on`), false},

@@ -61,6 +61,10 @@ type Config struct {
 	Kernel  string // vmlinux (PVH) or bzImage
 	Initrd  string
 	Cmdline string
+	// BIOS, when set, is the legacy firmware that runs before a kernel
+	// boot in place of QEMU's SeaBIOS (-bios): qboot for the metal
+	// platform.
+	BIOS string
 	// Disk, when set, replaces Kernel, Initrd and Cmdline: a raw disk
 	// image on a USB stick that UEFI firmware boots, as on a machine.
 	Disk     string

@@ -65,6 +65,13 @@ func TestArgs(t *testing.T) {
 			t.Errorf("missing %s", f)
 		}
 	}
+	if slices.Contains(a, "-bios") {
+		t.Errorf("-bios without Config.BIOS: %q", a)
+	}
+	c.BIOS = "/fw/qboot.rom"
+	if a, err = c.Args(); err != nil || value(a, "-bios") != "/fw/qboot.rom" {
+		t.Errorf("with BIOS: -bios %q (%v)", value(a, "-bios"), err)
+	}
 }
 
 func TestArgsBadInput(t *testing.T) {
@@ -175,6 +182,7 @@ func TestArgsDisk(t *testing.T) {
 		"comma in disk":    func(c *Config) { c.Disk = "/a,b.img" },
 		"comma in vars":    func(c *Config) { c.Firmware.Vars = "/a,b.fd" },
 		"no firmware code": func(c *Config) { c.Firmware.Code = "" },
+		"a bios too":       func(c *Config) { c.BIOS = "/fw/qboot.rom" },
 	} {
 		d := c
 		mutate(&d)

@@ -42,6 +42,20 @@ func regular(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// Qboot is QEMU's minimal firmware (Debian's qemu-system-data). It
+// starts a PVH kernel 40-80 ms sooner than SeaBIOS under TCG, as it
+// does no more than a kernel boot needs: it loads the ACPI tables and
+// the kernel, and assigns no BARs (the metal platform assigns them).
+const Qboot = "/usr/share/qemu/qboot.rom"
+
+// FindQboot returns Qboot's path, or "" (SeaBIOS) where it is missing.
+func FindQboot() string {
+	if regular(Qboot) {
+		return Qboot
+	}
+	return ""
+}
+
 // bootArgs are QEMU's arguments for what c boots: the kernel directly,
 // or the disk as a USB stick on an xHCI controller behind the firmware,
 // the way a machine meets it.
@@ -50,10 +64,14 @@ func (c Config) bootArgs() ([]string, error) {
 		if c.Kernel == "" || c.Initrd == "" {
 			return nil, fmt.Errorf("qemu: kernel and initrd are required")
 		}
-		return []string{"-kernel", c.Kernel, "-initrd", c.Initrd, "-append", c.Cmdline}, nil
+		a := []string{"-kernel", c.Kernel, "-initrd", c.Initrd, "-append", c.Cmdline}
+		if c.BIOS != "" {
+			a = append([]string{"-bios", c.BIOS}, a...)
+		}
+		return a, nil
 	}
-	if c.Kernel != "" || c.Initrd != "" || c.Cmdline != "" {
-		return nil, fmt.Errorf("qemu: a disk boot takes its kernel, initramfs and command line from the disk")
+	if c.Kernel != "" || c.Initrd != "" || c.Cmdline != "" || c.BIOS != "" {
+		return nil, fmt.Errorf("qemu: a disk boot takes its firmware (UEFI), kernel, initramfs and command line from the disk")
 	}
 	if c.Firmware.Code == "" || c.Firmware.Vars == "" {
 		return nil, fmt.Errorf("qemu: a disk boot needs UEFI firmware")
