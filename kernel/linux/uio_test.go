@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/ether9/ether9/internal/sched"
 )
 
 // uioRig is a UIO on a pipe that stands for /dev/uioN and a file that
@@ -122,14 +123,7 @@ func FuzzUIOUnmask(f *testing.F) {
 // instead of after sysmon takes the P back from a blocked poll(2).
 func TestUIOWaitSleepsInThePoller(t *testing.T) {
 	r := newUIORig(t, 0x0006)
-	samples := []metrics.Sample{
-		{Name: "/sched/goroutines/not-in-go:goroutines"},
-		{Name: "/sched/goroutines/waiting:goroutines"},
-	}
-	read := func() (syscalls, waiting uint64) {
-		metrics.Read(samples)
-		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
-	}
+	read := sched.Goroutines
 	sys0, wait0 := read()
 	done := make(chan bool)
 	go func() { done <- r.u.Wait(time.Minute) }()

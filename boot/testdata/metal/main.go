@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
+	"github.com/ether9/ether9/internal/sched"
 	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/metal"
 	"github.com/ether9/ether9/pci"
@@ -482,14 +482,7 @@ func msi() error {
 // would stop every other goroutine until sysmon took the P back (up to
 // 10 ms on a quiet machine), and that raise ends it.
 func parkedWait(q *metal.IRQ, raise func()) error {
-	samples := []metrics.Sample{
-		{Name: "/sched/goroutines/not-in-go:goroutines"},
-		{Name: "/sched/goroutines/waiting:goroutines"},
-	}
-	read := func() (syscalls, waiting uint64) {
-		metrics.Read(samples)
-		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
-	}
+	read := sched.Goroutines
 	sys0, wait0 := read()
 	done := make(chan bool, 1)
 	go func() { done <- q.Wait(time.Minute) }()
