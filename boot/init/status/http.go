@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -28,7 +29,7 @@ func Pattern(off int64, b []byte) {
 //
 //	GET  /                 the status page (text/plain)
 //	GET  /source?bytes=N   N bytes of Pattern, with the SHA-256 in the X-Sha256 trailer
-//	POST /sink             reads the body, answers with its SHA-256 in hex and its length
+//	POST /sink             reads the body, answers with its SHA-256 in hex, its length and each MiB's
 //	POST /ctl              applies each line of the body as a control command, in order
 //
 // ctl may be nil: then /ctl is not served.
@@ -76,10 +77,13 @@ func Source(w http.ResponseWriter, r *http.Request) {
 }
 
 // Sink serves POST /sink: it reads the body and answers with its SHA-256
-// in hex, its length in X-Bytes.
+// in hex, its length in X-Bytes, and in X-Sha256-Blocks the first 8 bytes
+// of the SHA-256 of each SinkBlock of it, comma-separated: when a body
+// arrives spoilt, the sender learns where (BlockSums).
 func Sink(w http.ResponseWriter, r *http.Request) {
 	h := sha256.New()
-	n, err := io.Copy(h, r.Body)
+	b := &blockSums{}
+	n, err := io.Copy(io.MultiWriter(h, b), r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		code := http.StatusBadRequest
@@ -91,7 +95,51 @@ func Sink(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Bytes", strconv.FormatInt(n, 10))
+	w.Header().Set("X-Sha256-Blocks", strings.Join(b.sums(), ","))
 	fmt.Fprintf(w, "%s\n", hex.EncodeToString(h.Sum(nil)))
+}
+
+// SinkBlock is the size of the blocks /sink hashes one by one.
+const SinkBlock = 1 << 20
+
+// BlockSums is what /sink answers in X-Sha256-Blocks for data.
+func BlockSums(data []byte) []string {
+	b := &blockSums{}
+	b.Write(data)
+	return b.sums()
+}
+
+// blockSums hashes what is written to it SinkBlock bytes at a time.
+type blockSums struct {
+	h    hash.Hash
+	n    int
+	done []string
+}
+
+func (b *blockSums) Write(p []byte) (int, error) {
+	total := len(p)
+	for len(p) > 0 {
+		if b.h == nil {
+			b.h, b.n = sha256.New(), 0
+		}
+		k := min(len(p), SinkBlock-b.n)
+		b.h.Write(p[:k])
+		b.n += k
+		p = p[k:]
+		if b.n == SinkBlock {
+			b.done = append(b.done, hex.EncodeToString(b.h.Sum(nil)[:8]))
+			b.h = nil
+		}
+	}
+	return total, nil
+}
+
+func (b *blockSums) sums() []string {
+	if b.h != nil {
+		b.done = append(b.done, hex.EncodeToString(b.h.Sum(nil)[:8]))
+		b.h = nil
+	}
+	return b.done
 }
 
 // maxCtl bounds a /ctl request: commands are short lines.

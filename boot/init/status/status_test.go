@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestSourceRejectsBadCount(t *testing.T) {
 func TestSinkHashesBody(t *testing.T) {
 	srv := httptest.NewServer(Handler(testSnapshot, nil))
 	defer srv.Close()
-	data := make([]byte, 300_000)
+	data := make([]byte, 2*SinkBlock+300_000)
 	Pattern(5, data)
 	resp, err := http.Post(srv.URL+"/sink", "application/octet-stream", bytes.NewReader(data))
 	if err != nil {
@@ -117,8 +118,20 @@ func TestSinkHashesBody(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	sum := sha256.Sum256(data)
-	if string(body) != hex.EncodeToString(sum[:])+"\n" || resp.Header.Get("X-Bytes") != "300000" {
+	if string(body) != hex.EncodeToString(sum[:])+"\n" || resp.Header.Get("X-Bytes") != strconv.Itoa(len(data)) {
 		t.Fatalf("sink answered %q (%s bytes), want %x", body, resp.Header.Get("X-Bytes"), sum)
+	}
+	// Each block's hash, the last one short, computed here the long way.
+	var want []string
+	for off := 0; off < len(data); off += SinkBlock {
+		b := sha256.Sum256(data[off:min(off+SinkBlock, len(data))])
+		want = append(want, hex.EncodeToString(b[:8]))
+	}
+	if got := resp.Header.Get("X-Sha256-Blocks"); got != strings.Join(want, ",") {
+		t.Errorf("X-Sha256-Blocks %q, want %q", got, strings.Join(want, ","))
+	}
+	if got := BlockSums(data); !slices.Equal(got, want) {
+		t.Errorf("BlockSums %q, want %q", got, want)
 	}
 }
 
