@@ -517,6 +517,27 @@ func patternSum(n int64) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// spoiltBlocks says which of the SinkBlock-sized blocks of data the
+// guest's block hashes (X-Sha256-Blocks) disagree with: one block spoilt
+// points at a buffer overwritten, everything from a point on at bytes
+// lost or out of order.
+func spoiltBlocks(data []byte, header string) string {
+	if header == "" {
+		return "no block hashes from the guest"
+	}
+	got, want := strings.Split(header, ","), status.BlockSums(data)
+	var bad []string
+	for i := range max(len(got), len(want)) {
+		if i >= len(got) || i >= len(want) || got[i] != want[i] {
+			bad = append(bad, strconv.Itoa(i))
+		}
+	}
+	if len(bad) == 0 {
+		return "every MiB block agrees"
+	}
+	return fmt.Sprintf("MiB blocks that differ: %s of %d", strings.Join(bad, " "), len(want))
+}
+
 // push sends n random bytes to the guest's /sink and compares the SHA-256
 // it answers with ours.
 func push(ctx context.Context, client *http.Client, base string, n int64) (transfer, error) {
@@ -550,7 +571,8 @@ func push(ctx context.Context, client *http.Client, base string, n int64) (trans
 		return transfer{}, fmt.Errorf("POST /sink: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	if got := strings.TrimSpace(string(body)); got != hex.EncodeToString(want[:]) {
-		return transfer{}, fmt.Errorf("POST /sink: the guest's SHA-256 is %q, ours %x", got, want)
+		return transfer{}, fmt.Errorf("POST /sink: the guest's SHA-256 is %q, ours %x (%s bytes arrived; %s)",
+			got, want, resp.Header.Get("X-Bytes"), spoiltBlocks(data, resp.Header.Get("X-Sha256-Blocks")))
 	}
 	return transfer{bytes: n, took: took}, nil
 }

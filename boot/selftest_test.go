@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/boot/qemu"
 )
 
@@ -119,5 +121,28 @@ func TestTransferPerPacket(t *testing.T) {
 	}
 	if got := tr.perPacket("netstack.rx_packets"); got != "" {
 		t.Errorf("perPacket with no packets = %q", got)
+	}
+}
+
+// spoiltBlocks names the MiB blocks whose hashes disagree: the one a
+// flipped byte spoils, or every one from a lost byte on.
+func TestSpoiltBlocks(t *testing.T) {
+	data := make([]byte, 3*status.SinkBlock+100)
+	status.Pattern(7, data)
+	same := strings.Join(status.BlockSums(data), ",")
+	flipped := bytes.Clone(data)
+	flipped[status.SinkBlock+5] ^= 1
+	lost := append(bytes.Clone(data[:2*status.SinkBlock+9]), data[2*status.SinkBlock+10:]...)
+	for _, c := range []struct {
+		name, header, want string
+	}{
+		{"none", same, "every MiB block agrees"},
+		{"flipped", strings.Join(status.BlockSums(flipped), ","), "MiB blocks that differ: 1 of 4"},
+		{"lost", strings.Join(status.BlockSums(lost), ","), "MiB blocks that differ: 2 3 of 4"},
+		{"no header", "", "no block hashes from the guest"},
+	} {
+		if got := spoiltBlocks(data, c.header); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }
