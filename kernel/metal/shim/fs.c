@@ -129,16 +129,22 @@ static int epoll_collect(int epfd, u64 out, int max)
 
 int fs_is_eventfd(i64 fd) { return fd_get(fd, F_EVENTFD) != NULL; }
 
-/* eventfd_signal adds one to an eventfd, as a write of 1 does: a device
- * interrupt (metal.c) waking the Go netpoller. */
+/* eventfd_add adds v to an eventfd's count: an edge for its EPOLLET
+ * registrations, and the end of the epoll waits it makes ready. */
+static void eventfd_add(struct file *f, u64 v)
+{
+	f->count += v;
+	f->gen++;
+	epoll_event_ready();
+}
+
+/* eventfd_signal adds one, as a write of 1 does: a device interrupt
+ * (metal.c) waking the Go netpoller. */
 void eventfd_signal(int fd)
 {
 	struct file *f = fd_get(fd, F_EVENTFD);
-	if (!f)
-		return;
-	f->count++;
-	f->gen++;
-	epoll_event_ready();
+	if (f)
+		eventfd_add(f, 1);
 }
 
 /* console_readable: input arrived (thread.c), an edge for the console. */
@@ -281,9 +287,7 @@ static i64 do_write(i64 fd, u64 buf, u64 n)
 	case F_EVENTFD:
 		if (n < 8)
 			return -EINVAL;
-		f->count += *(u64 *)buf;
-		f->gen++;
-		epoll_event_ready();
+		eventfd_add(f, *(u64 *)buf);
 		return 8;
 	}
 	return -EBADF;
