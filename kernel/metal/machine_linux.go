@@ -103,13 +103,25 @@ func table(pa uint64, sig string) ([]byte, error) {
 // Config returns PCI configuration access: ECAM from the MCFG table, or
 // the legacy ports (ring 0 needs no iopl) when there is none.
 func Config() (pci.Config, error) {
+	ecam, err := ecamWindows()
+	if err != nil {
+		return nil, err
+	}
+	if ecam == nil {
+		return pci.NewPorts(pci.CPUPorts{}), nil
+	}
+	return pci.NewECAM(ecam, Identity{})
+}
+
+// ecamWindows are the MCFG table's ECAM windows; none without the table.
+func ecamWindows() ([]acpi.MCFGAllocation, error) {
 	b, err := Table("MCFG")
 	if err != nil {
-		return pci.NewPorts(pci.CPUPorts{}), nil
+		return nil, nil
 	}
 	m, err := acpi.ParseMCFG(b)
 	if err != nil {
 		return nil, err
 	}
-	return pci.NewECAM(m.Allocations, Identity{})
+	return m.Allocations, nil
 }

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/pci"
 )
 
@@ -24,21 +23,17 @@ func MemoryMap() ([]MemRange, error) {
 	return m[:n], nil
 }
 
-// PCIWindow is PCIHole of this machine's memory map and MCFG: where the
-// BARs firmware left unassigned get their addresses (QEMU's qboot
-// assigns none).
+// PCIWindow is PCIHole of this machine's memory map and ECAM windows:
+// where the BARs firmware left unassigned get their addresses (QEMU's
+// qboot assigns none).
 func PCIWindow() (*pci.MemWindow, error) {
 	mem, err := MemoryMap()
 	if err != nil {
 		return nil, err
 	}
-	b, err := Table("MCFG")
+	ecam, err := ecamWindows()
 	if err != nil {
 		return nil, err
 	}
-	m, err := acpi.ParseMCFG(b)
-	if err != nil {
-		return nil, err
-	}
-	return PCIHole(mem, m.Allocations)
+	return PCIHole(mem, ecam)
 }
