@@ -150,7 +150,6 @@ type enumerator struct {
 	c    Config
 	opt  Options
 	seen map[uint8]bool // buses scanned
-	root uint8          // the bus Options.Assign assigns on
 	fns  []*Function
 	errs []error
 }
@@ -212,7 +211,7 @@ func (e *enumerator) probe(a Addr, follow bool) (bool, error) {
 	if err != nil {
 		e.errs = append(e.errs, err)
 	}
-	if w := e.opt.Assign; w != nil && !e.opt.NoSizing && a.Bus == e.root {
+	if w := e.opt.Assign; w != nil && !e.opt.NoSizing && a.Bus == 0 { // the root bus (Options.Assign)
 		if err := w.assign(e.c, f); err != nil {
 			e.errs = append(e.errs, err)
 		}
