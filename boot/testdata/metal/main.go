@@ -129,9 +129,11 @@ func timers() error {
 	if d := time.Since(t); d < 15*time.Millisecond {
 		return fmt.Errorf("After(15ms) fired after %v", d)
 	}
+	// A ticker's ticks are due a whole number of periods after it was
+	// made, so the clock starts before NewTicker, not after it.
+	t = time.Now()
 	tk := time.NewTicker(5 * time.Millisecond)
 	defer tk.Stop()
-	t = time.Now()
 	for range 4 {
 		<-tk.C
 	}
