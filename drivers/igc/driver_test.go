@@ -12,6 +12,7 @@ import (
 	"github.com/ether9/ether9/drivers/internal/fakedev"
 	"github.com/ether9/ether9/drivers/internal/nictest"
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/drivers/ring"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/sim"
@@ -276,8 +277,8 @@ func TestConstructCopiesHeadersOnly(t *testing.T) {
 			}
 			p.Data.Release()
 		})
-		whole := tc.n <= rxHeaderCopy
-		if whole && (len(views) != 1 || views[0] != tc.n) || !whole && (len(views) != 2 || views[0] < tc.head || views[0] > rxHeaderCopy) {
+		whole := tc.n <= ring.HeaderCopy
+		if whole && (len(views) != 1 || views[0] != tc.n) || !whole && (len(views) != 2 || views[0] < tc.head || views[0] > ring.HeaderCopy) {
 			t.Errorf("%d-byte frame: views %v, want a %d-byte head", tc.n, views, tc.head)
 		}
 	}
@@ -554,32 +555,6 @@ func TestCtlErrors(t *testing.T) {
 	}
 	if err := r.d.Ctl("tso off"); err != nil || r.d.Features().TSOv4 {
 		t.Fatalf("tso off: %v %+v", err, r.d.Features())
-	}
-}
-
-func TestHeaderLen(t *testing.T) {
-	udp := udpFrame(1000, 0)
-	tcp := udpFrame(1000, 0)
-	tcp[23] = 6
-	tcp[14+20+12] = 8 << 4 // 32-byte TCP header
-	frag := udpFrame(1000, 0)
-	binary.BigEndian.PutUint16(frag[20:], 0x2000) // more fragments
-	v6 := make([]byte, 1000)
-	binary.BigEndian.PutUint16(v6[12:], etherTypeIPv6)
-	v6[14+6] = 17
-	arp := make([]byte, 1000)
-	binary.BigEndian.PutUint16(arp[12:], 0x0806)
-	for _, tc := range []struct {
-		name string
-		b    []byte
-		want int
-	}{
-		{"udp", udp, 42}, {"tcp", tcp, 66}, {"fragment", frag, 34}, {"ipv6-udp", v6, 62},
-		{"arp", arp, 14}, {"short", udp[:200], 200},
-	} {
-		if got := headerLen(tc.b); got != tc.want {
-			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
-		}
 	}
 }
 

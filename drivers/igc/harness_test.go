@@ -126,7 +126,7 @@ func udpFrame(n int, seed byte) []byte {
 		f[i] = seed + byte(i)
 	}
 	copy(f[0:6], testMAC[:])
-	binary.BigEndian.PutUint16(f[12:], etherTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:], 0x0800) // IPv4
 	f[14] = 0x45
 	binary.BigEndian.PutUint16(f[16:], uint16(n-14))
 	binary.BigEndian.PutUint16(f[20:], 0) // not a fragment

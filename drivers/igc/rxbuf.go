@@ -23,7 +23,6 @@ const (
 	rxTailroom    = 320 // SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
 	rxTSHeader    = 16  // receive timestamp the device may put before the frame
 	MaxFrameBuild = rxBufLen - rxHeadroom - rxTailroom - rxTSHeader
-	rxHeaderCopy  = 256 // construct: bytes of headers copied into the head at most
 )
 
 // maxFrame is the longest frame an MTU admits, FCS and one VLAN tag in.
@@ -209,26 +208,21 @@ func (r *rxRing) build(n int) (buffer.Buffer, func(*buffer.View), error) {
 }
 
 // construct returns the frame of n bytes at clean as a new head holding
-// its headers (at most rxHeaderCopy bytes) and, for a longer frame, the
-// rest of the buffer attached without copying. A frame that fits the head
-// leaves its buffer to be re-armed as it is.
+// its headers and, for a longer frame, the rest of the buffer attached
+// without copying (ring.Construct). A frame that fits the head leaves its
+// buffer to be re-armed as it is.
 func (r *rxRing) construct(n int) (buffer.Buffer, error) {
 	s, b, err := r.current(n)
 	if err != nil {
 		return buffer.Buffer{}, err
 	}
-	hl := headerLen(b)
-	buf := buffer.MakeWithView(buffer.NewViewWithData(b[:hl]))
+	buf, shared := ring.Construct(s.Page, s.Off+r.layout.headroom(), b)
 	r.count(n)
 	r.tally.constructed++
-	if hl == n {
+	if !shared {
 		r.tally.copybreak++
 		return buf, nil
 	}
-	rest := s.Page.Clone()
-	rest.TrimFront(s.Off + r.layout.headroom() + hl)
-	rest.CapLength(n - hl)
-	buf.Append(rest)
 	r.tally.handoffs++
 	r.flip(s)
 	return buf, nil
