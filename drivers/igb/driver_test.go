@@ -174,6 +174,50 @@ func TestRxPageHeldByStack(t *testing.T) {
 	}
 }
 
+// By default a long frame goes up constructed: its headers in a head of
+// its own, the rest a view of the half page, so the stack's header reads
+// never copy the page; build on hands the half up alone.
+func TestRxConstructAndBuild(t *testing.T) {
+	r := newRig(t)
+	defer r.Close(t)
+	q := r.d.queues[0]
+	tcp := frame(1000, 1)
+	tcp[12], tcp[13] = 0x08, 0x00 // IPv4
+	tcp[14], tcp[14+9] = 0x45, 6  // 20-byte header, TCP
+	tcp[14+6], tcp[14+7] = 0, 0   // not a fragment
+	tcp[14+20+12] = 5 << 4        // 20-byte TCP header
+	for _, tc := range []struct {
+		build string
+		views []int
+	}{{"off", []int{54, 946}}, {"on", []int{1000}}} {
+		if err := r.d.Ctl("build " + tc.build); err != nil {
+			t.Fatal(err)
+		}
+		addr := r.RxAddr(0)
+		r.Deliver(t, 0, tcp, RXD_STAT_EOP, 0)
+		var views []int
+		nictest.Receive(q, 1, func(p *nic.RxPacket) {
+			p.Data.SubApply(0, int(p.Data.Size()), func(v *buffer.View) { views = append(views, v.Size()) })
+			if !bytes.Equal(p.Data.Flatten(), tcp) {
+				t.Errorf("build %s: frame differs", tc.build)
+			}
+			// The device writes the half again: the head is the
+			// packet's own, the rest (or the whole) the half's.
+			if err := r.DMA.DeviceWrite(addr, bytes.Repeat([]byte{0xee}, 1000)); err != nil {
+				t.Fatal(err)
+			}
+			b := p.Data.Flatten()
+			if own := b[0] != 0xee; own != (tc.build == "off") || b[999] != 0xee {
+				t.Errorf("build %s: after the device wrote the half, first byte %#x, last %#x", tc.build, b[0], b[999])
+			}
+			p.Data.Release()
+		})
+		if len(views) < 1 || views[0] < tc.views[0] || len(views) != len(tc.views) {
+			t.Errorf("build %s: views %v, want %v (a head may take more)", tc.build, views, tc.views)
+		}
+	}
+}
+
 func TestRxCopybreakKeepsBuffer(t *testing.T) {
 	r := newRig(t)
 	defer r.Close(t)

@@ -35,6 +35,13 @@ func (s *PageStats) Each(fn func(name string, v uint64)) {
 // stream whose frames the stack consumes in time therefore allocates and
 // maps nothing. A frame shorter than copybreak is copied and its half
 // re-armed.
+//
+// A longer frame goes up constructed (Construct): its headers copied
+// into a head of its own and the rest of the half attached. With build
+// set it goes up built instead, the half itself as the packet's only
+// view, Linux's build_skb: kept so both can be measured in one build, as
+// in gVisor it costs a copy of the whole page at the stack's first
+// header pull-up (gVisor's views are copy-on-write).
 type PageRxRing struct {
 	Cursor
 	Descs *Descs
@@ -44,6 +51,7 @@ type PageRxRing struct {
 	dma       kernel.DMA
 	slots     []PageSlot
 	copybreak atomic.Int64
+	build     atomic.Bool
 }
 
 // NewPageRxRing allocates n descriptors of descSize bytes. Pages are
@@ -64,6 +72,13 @@ func (r *PageRxRing) SetCopybreak(n int) { r.copybreak.Store(int64(n)) }
 
 // Copybreak returns the current copybreak.
 func (r *PageRxRing) Copybreak() int { return int(r.copybreak.Load()) }
+
+// SetBuild hands frames up built (true) or constructed (false, the
+// default).
+func (r *PageRxRing) SetBuild(on bool) { r.build.Store(on) }
+
+// Build reports whether frames go up built.
+func (r *PageRxRing) Build() bool { return r.build.Load() }
 
 // Mapped counts the pages mapped for the device.
 func (r *PageRxRing) Mapped() int {
@@ -107,18 +122,29 @@ func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 	}
 	r.Stats.Frames.Add(1)
 	r.Stats.Bytes.Add(uint64(n))
+	frame := s.Page.AsSlice()[s.Off : s.Off+n]
 	if n < r.Copybreak() {
 		r.Stats.Copybreak.Add(1)
-		return buffer.MakeWithView(buffer.NewViewWithData(s.Page.AsSlice()[s.Off : s.Off+n])), Copied, nil
+		return buffer.MakeWithView(buffer.NewViewWithData(frame)), Copied, nil
 	}
-	v := s.Page.Clone()
-	v.TrimFront(s.Off)
-	v.CapLength(n)
+	var buf buffer.Buffer
+	if r.build.Load() {
+		v := s.Page.Clone()
+		v.TrimFront(s.Off)
+		v.CapLength(n)
+		buf = buffer.MakeWithView(v)
+	} else {
+		var shared bool
+		if buf, shared = Construct(s.Page, s.Off, frame); !shared {
+			r.Stats.Copybreak.Add(1) // all of it headers: the half stays armed
+			return buf, Copied, nil
+		}
+	}
 	r.Stats.Handoffs.Add(1)
 	// The ring's reference and the one just made: if that is all, the
 	// other half is free and the page stays.
 	s.Flip(r.dma, &r.Stats, &r.Pages)
-	return buffer.MakeWithView(v), Handoff, nil
+	return buf, Handoff, nil
 }
 
 // Peek returns the bytes of the frame of length n at Clean, synced for
