@@ -15,6 +15,7 @@ import (
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/m82576"
 	"github.com/ether9/ether9/kernel/sim/mi225"
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/kernel/sim/wire"
@@ -73,12 +74,15 @@ const (
 	toDispatcher bsPath = iota // a dispatcher that counts and drops
 	toSocket                   // the gVisor stack and a bound UDP endpoint
 	toRelease                  // no endpoint: the driver's poll releases each packet
+	toLateSocket               // as toSocket, its reader a few polls behind
 )
 
 func (p bsPath) String() string {
 	switch p {
 	case toSocket:
 		return "udp socket"
+	case toLateSocket:
+		return "late reader"
 	case toRelease:
 		return "driver"
 	}
@@ -128,13 +132,13 @@ func runBuildSkb(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "%-11s %-10s %8s %7s %13s %9s\n", "to", "layout", "ns/pkt", "Mpps", "drv copies/1k", "reuse/1k")
 	var mpps [3][2]float64
 	for _, path := range []bsPath{toDispatcher, toSocket, toRelease} {
-		res, err := measureBuildSkb(path, p)
+		res, err := measureRx(path, bsVariants, 60, p)
 		if err != nil {
 			return fmt.Errorf("%v: %w", path, err)
 		}
 		for i, r := range res {
 			mpps[path][i] = 1e3 / r.ns
-			fmt.Fprintf(out, "%-11s %-10s %8.0f %7.2f %13.0f %9.0f\n", path, r.layout, r.ns, 1e3/r.ns, r.copied, r.flips)
+			fmt.Fprintf(out, "%-11s %-10s %8.0f %7.2f %13.0f %9.0f\n", path, r.variant, r.ns, 1e3/r.ns, r.copied, r.flips)
 		}
 	}
 	fmt.Fprintf(out, "\nseed shape: to the dispatcher %.2f -> %.2f Mpps (construct -> build); to a UDP socket %.2f -> %.2f Mpps\n",
@@ -148,38 +152,38 @@ func runBuildSkb(args []string, out io.Writer) error {
 }
 
 type bsResult struct {
-	layout igc.Layout
-	ns     float64 // per packet
-	copied float64 // frames copied into a new head, per 1,000
-	flips  float64 // buffers re-armed under an existing mapping, per 1,000 packets
+	variant  string
+	ns       float64 // per packet
+	copied   float64 // frames copied whole into a new head, per 1,000
+	flips    float64 // buffers re-armed under an existing mapping, per 1,000 packets
+	released float64 // pages given up to the stack, per 1,000 packets
 }
 
-// measureBuildSkb runs a build rig and a construct rig round by round.
-func measureBuildSkb(path bsPath, p bsParams) ([2]bsResult, error) {
-	var rigs [2]*bsRig
+// measureRx runs one rig per variant, round by round, so that every
+// variant sees the same machine load.
+func measureRx(path bsPath, variants []rxVariant, frameLen int, p bsParams) ([]bsResult, error) {
+	rigs := make([]*bsRig, 0, len(variants))
 	defer func() {
 		for _, r := range rigs {
-			if r != nil {
-				r.close()
-			}
+			r.close()
 		}
 	}()
-	for i, l := range []igc.Layout{igc.Build, igc.Construct} {
-		r, err := newBsRig(path, l, p.iommu)
+	for _, v := range variants {
+		r, err := newBsRig(path, v, frameLen, p.iommu)
 		if err != nil {
-			return [2]bsResult{}, fmt.Errorf("%v: %w", l, err)
+			return nil, fmt.Errorf("%s: %w", v.name, err)
 		}
-		rigs[i] = r
+		rigs = append(rigs, r)
 	}
-	var rounds [2][]time.Duration
+	rounds := make([][]time.Duration, len(rigs))
 	for warm := 0; warm < 8; warm++ { // every slot armed, pages flipping
 		for _, r := range rigs {
 			if _, err := r.round(p.batch); err != nil {
-				return [2]bsResult{}, err
+				return nil, err
 			}
 		}
 	}
-	var start [2]bsCounts
+	start := make([]bsCounts, len(rigs))
 	for i, r := range rigs {
 		start[i] = r.counts()
 	}
@@ -187,43 +191,104 @@ func measureBuildSkb(path bsPath, p bsParams) ([2]bsResult, error) {
 		for i, r := range rigs {
 			el, err := r.round(p.batch)
 			if err != nil {
-				return [2]bsResult{}, fmt.Errorf("%v: %w", r.layout, err)
+				return nil, fmt.Errorf("%s: %w", r.variant.name, err)
 			}
 			rounds[i] = append(rounds[i], el)
 		}
 	}
-	var out [2]bsResult
+	out := make([]bsResult, len(rigs))
 	for i, r := range rigs {
 		end := r.counts()
 		n := float64(len(rounds[i]) * p.batch)
 		if got := end.delivered - start[i].delivered; got != uint64(n) {
-			return out, fmt.Errorf("%v: %d of %.0f frames delivered", r.layout, got, n)
+			return out, fmt.Errorf("%s: %d of %.0f frames delivered", r.variant.name, got, n)
 		}
 		out[i] = bsResult{
-			layout: r.layout,
-			ns:     float64(median(rounds[i]).Nanoseconds()) / float64(p.batch),
-			copied: float64(end.copied-start[i].copied) * 1000 / n,
-			flips:  float64(end.flips-start[i].flips) * 1000 / n,
+			variant:  r.variant.name,
+			ns:       float64(median(rounds[i]).Nanoseconds()) / float64(p.batch),
+			copied:   float64(end.copied-start[i].copied) * 1000 / n,
+			flips:    float64(end.flips-start[i].flips) * 1000 / n,
+			released: float64(end.released-start[i].released) * 1000 / n,
 		}
 	}
 	return out, nil
 }
 
-// bsRig is one simulated machine with an I225, its endpoint polled by
-// hand, and the far end of its wire.
+// rxVariant is a NIC a rig plugs in, set up one way: the simulated
+// model and the ctl commands that choose the receive path measured.
+type rxVariant struct {
+	name  string
+	model rxModel
+	ctls  []string
+	// check, if set, confirms the driver took the variant.
+	check func(nic.NIC) error
+}
+
+// rxModel is the simulated device of a variant.
+type rxModel uint8
+
+const (
+	modelI225  rxModel = iota // igc's
+	model82576                // igb's
+)
+
+// plug puts the model on m's bus at a and cables it to the near end of w.
+// It returns the model's counters, for an error that needs them.
+func (mo rxModel) plug(m *sim.Machine, a pci.Addr, w *wire.Wire) (counters func() any, err error) {
+	switch mo {
+	case model82576:
+		n, err := m82576.Plug(m, a, m82576.Options{})
+		if err != nil {
+			return nil, err
+		}
+		n.Attach(w.A())
+		return func() any { return n.Counters() }, nil
+	default:
+		n, err := mi225.Plug(m, a, mi225.Options{})
+		if err != nil {
+			return nil, err
+		}
+		n.Attach(w.A())
+		return func() any { return n.Counters() }, nil
+	}
+}
+
+// igcLayout is the check that an igc rig's queue 0 has layout l.
+func igcLayout(l igc.Layout) func(nic.NIC) error {
+	return func(n nic.NIC) error {
+		d, ok := n.(*igc.Device)
+		if !ok {
+			return fmt.Errorf("probe bound %T, not igc", n)
+		}
+		if got, _ := d.Layout(0); got != l {
+			return fmt.Errorf("ring layout %v, want %v", got, l)
+		}
+		return nil
+	}
+}
+
+var bsVariants = []rxVariant{
+	{name: "build", model: modelI225, ctls: []string{"build auto", "rss off"}, check: igcLayout(igc.Build)},
+	{name: "construct", model: modelI225, ctls: []string{"build off", "rss off"}, check: igcLayout(igc.Construct)},
+}
+
+// bsRig is one simulated machine with the NIC of a variant, its
+// endpoint polled by hand, and the far end of its wire.
 type bsRig struct {
 	path     bsPath
-	layout   igc.Layout
+	variant  rxVariant
 	m        *sim.Machine
-	model    *mi225.NIC
-	nic      *igc.Device
+	counters func() any // the model's
+	nic      nic.NIC
 	ep       *netstack.Endpoint
 	stack    *netstack.Stack
 	sock     tcpip.Endpoint
 	far      *wire.End
 	sink     *sink
 	frame    []byte
+	q        int            // the queue the frames land on
 	got      uint64         // datagrams read from the socket
+	rounds   int
 	released uint64         // packets the driver-alone path let go
 	rxBatch  []nic.RxPacket // the driver-alone path's receive batch
 	drain    bytes.Buffer
@@ -231,21 +296,19 @@ type bsRig struct {
 
 var bsAddr = netip.MustParsePrefix("192.0.2.1/24") // udpFrame's destination
 
-func newBsRig(path bsPath, l igc.Layout, mmu string) (*bsRig, error) {
+func newBsRig(path bsPath, v rxVariant, frameLen int, mmu string) (*bsRig, error) {
 	m := sim.NewMachine(sim.Config{VTd: vtd.QEMU()})
 	if err := m.Err(); err != nil {
-		return nil, err
-	}
-	at := pci.Addr{Dev: 2}
-	model, err := mi225.Plug(m, at, mi225.Options{})
-	if err != nil {
 		return nil, err
 	}
 	w, err := wire.New(wire.Options{SpeedMbps: 2500, Clock: m.Clock})
 	if err != nil {
 		return nil, err
 	}
-	model.Attach(w.A())
+	counters, err := v.model.plug(m, pci.Addr{Dev: 2}, w)
+	if err != nil {
+		return nil, err
+	}
 	var unit *iommu.Unit // nil: translation off
 	if mmu == "strict" {
 		if unit, err = iommu.New(m.VTdRegs(), m.Mem, iommu.Options{Clock: m.Clock}); err != nil {
@@ -268,24 +331,23 @@ func newBsRig(path bsPath, l igc.Layout, mmu string) (*bsRig, error) {
 	if len(res.NICs()) != 1 {
 		return nil, fmt.Errorf("probe found %d NICs", len(res.NICs()))
 	}
-	d, ok := res.NICs()[0].(*igc.Device)
-	if !ok {
-		return nil, fmt.Errorf("probe bound %T, not igc", res.NICs()[0])
-	}
-	r := &bsRig{path: path, layout: l, m: m, model: model, nic: d, far: w.B(), sink: &sink{}, frame: udpFrame(d.MAC(), 60)}
-	policy := "build auto"
-	if l == igc.Construct {
-		policy = "build off"
-	}
-	for _, c := range []string{policy, "rss off"} {
+	d := res.NICs()[0]
+	r := &bsRig{path: path, variant: v, m: m, counters: counters, nic: d, far: w.B(), sink: &sink{}, frame: udpFrame(d.MAC(), frameLen)}
+	for _, c := range v.ctls {
 		if err := d.Ctl(c); err != nil {
 			d.Close()
 			return nil, err
 		}
 	}
-	if got, _ := d.Layout(0); got != l {
+	if v.check != nil {
+		if err := v.check(d); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	if err := r.findQueue(); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("ring layout %v, want %v", got, l)
+		return nil, err
 	}
 	if path == toRelease {
 		return r, nil
@@ -311,11 +373,29 @@ func newBsRig(path bsPath, l igc.Layout, mmu string) (*bsRig, error) {
 		return nil, fmt.Errorf("udp endpoint: %s", terr)
 	}
 	r.sock = ep
+	// Room for the late reader's frames: lateRounds polls of 1514-byte
+	// frames and their packets' overhead.
+	ep.SocketOptions().SetReceiveBufferSize(4<<20, true)
 	if terr := ep.Bind(tcpip.FullAddress{Port: 9}); terr != nil {
 		r.close()
 		return nil, fmt.Errorf("bind udp port 9: %s", terr)
 	}
 	return r, nil
+}
+
+// findQueue sends one frame and finds the queue it landed on: the one
+// every frame of the rig's single flow lands on, whatever RSS makes of it.
+func (r *bsRig) findQueue() error {
+	r.far.Send(r.frame)
+	var p [1]nic.RxPacket
+	for i, q := range r.nic.Queues() {
+		if n, _ := q.Receive(p[:]); n == 1 {
+			p[0].Data.Release()
+			r.q = i
+			return nil
+		}
+	}
+	return fmt.Errorf("a frame sent landed on no queue (model counters %+v)", r.counters())
 }
 
 // round sends a batch from the far end (the model DMAs it into the ring),
@@ -330,7 +410,7 @@ func (r *bsRig) round(batch int) (time.Duration, error) {
 	)
 	start := time.Now()
 	if r.ep != nil {
-		n, err = r.ep.Poll(0, batch)
+		n, err = r.ep.Poll(r.q, batch)
 	} else {
 		n = r.receive(batch)
 	}
@@ -339,16 +419,10 @@ func (r *bsRig) round(batch int) (time.Duration, error) {
 		return 0, err
 	}
 	if n != batch {
-		return 0, fmt.Errorf("poll took %d of %d frames (model counters %+v)", n, batch, r.model.Counters())
+		return 0, fmt.Errorf("poll took %d of %d frames (model counters %+v)", n, batch, r.counters())
 	}
-	if r.sock != nil {
-		for {
-			r.drain.Reset()
-			if _, terr := r.sock.Read(&r.drain, tcpip.ReadOptions{}); terr != nil {
-				break
-			}
-			r.got++
-		}
+	if r.rounds++; r.sock != nil && (r.path != toLateSocket || r.rounds%lateRounds == 0) {
+		r.read()
 		if r.got%uint64(batch) != 0 {
 			return 0, fmt.Errorf("socket holds %d datagrams, not whole batches", r.got)
 		}
@@ -356,7 +430,23 @@ func (r *bsRig) round(batch int) (time.Duration, error) {
 	return el, nil
 }
 
-type bsCounts struct{ delivered, copied, flips uint64 }
+// lateRounds is how many polls the late reader lets pass between reads:
+// with the batches of 64 the benchmarks use, its socket holds the frames
+// of a whole 256-descriptor ring when it reads.
+const lateRounds = 8
+
+// read takes every datagram the socket holds.
+func (r *bsRig) read() {
+	for {
+		r.drain.Reset()
+		if _, terr := r.sock.Read(&r.drain, tcpip.ReadOptions{}); terr != nil {
+			return
+		}
+		r.got++
+	}
+}
+
+type bsCounts struct{ delivered, copied, flips, released uint64 }
 
 // receive is the driver-alone path's poll: one Receive of batch frames,
 // each released. It returns the descriptors taken.
@@ -365,7 +455,7 @@ func (r *bsRig) receive(batch int) int {
 		r.rxBatch = make([]nic.RxPacket, batch)
 	}
 	pkts := r.rxBatch[:batch]
-	n, taken := r.nic.Queues()[0].Receive(pkts)
+	n, taken := r.nic.Queues()[r.q].Receive(pkts)
 	for i := range pkts[:n] {
 		r.release(&pkts[i])
 		pkts[i] = nic.RxPacket{}
@@ -391,7 +481,8 @@ func (r *bsRig) release(p *nic.RxPacket) {
 func (r *bsRig) counts() bsCounts {
 	c := bsCounts{delivered: uint64(r.sink.frames)}
 	switch r.path {
-	case toSocket:
+	case toSocket, toLateSocket:
+		r.read()
 		c.delivered = r.got
 	case toRelease:
 		c.delivered = r.released
@@ -401,7 +492,9 @@ func (r *bsRig) counts() bsCounts {
 		case "rx_page_flips", "rx_chunk_reuses", "rx_chunk_returns":
 			c.flips += s.Value
 		case "rx_copybreak": // frames copied whole into a new head
-			c.copied = s.Value
+			c.copied += s.Value
+		case "rx_page_released":
+			c.released += s.Value
 		}
 	}
 	return c

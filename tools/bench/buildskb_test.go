@@ -3,17 +3,15 @@ package main
 import (
 	"testing"
 	"time"
-
-	"github.com/ether9/ether9/drivers/igc"
 )
 
 // BenchmarkBuildSkb times one rig at a time, for profiling a single layout
 // and path: go test -bench BuildSkb/driver/build -cpuprofile cpu.out.
 func BenchmarkBuildSkb(b *testing.B) {
 	for _, path := range []bsPath{toRelease, toDispatcher, toSocket} {
-		for _, l := range []igc.Layout{igc.Build, igc.Construct} {
-			b.Run(path.String()+"/"+l.String(), func(b *testing.B) {
-				r, err := newBsRig(path, l, "strict")
+		for _, v := range bsVariants {
+			b.Run(path.String()+"/"+v.name, func(b *testing.B) {
+				r, err := newBsRig(path, v, 60, "strict")
 				if err != nil {
 					b.Fatal(err)
 				}
