@@ -18,6 +18,7 @@ type PageStats struct {
 	Flips    atomic.Uint64 // handoffs after which the page's other half was re-armed
 	Released atomic.Uint64 // pages given up because the stack still held their other half
 	Outdated atomic.Uint64 // refcount unreadable: page not reused
+	Holdoffs atomic.Uint64 // copy periods a give-up started (holdoff)
 }
 
 // Each calls fn for every counter in a stable order.
@@ -26,6 +27,7 @@ func (s *PageStats) Each(fn func(name string, v uint64)) {
 	fn("rx_page_flips", s.Flips.Load())
 	fn("rx_page_released", s.Released.Load())
 	fn("rx_page_refs_unknown", s.Outdated.Load())
+	fn("rx_page_holdoffs", s.Holdoffs.Load())
 }
 
 // PageRxRing is a receive ring of half-page buffers, reused the way
@@ -52,7 +54,26 @@ type PageRxRing struct {
 	slots     []PageSlot
 	copybreak atomic.Int64
 	build     atomic.Bool
+	hold      holdoff
 }
+
+// holdoff is the ring's answer to a stack that keeps its frames longer
+// than a turn of the ring (a reader behind its socket): a slot that comes
+// round with its other half still held must give its page up, and a new
+// page allocated and mapped costs more than copying the frame (tools/bench
+// pagerx's late reader: half the rate of copying). So a give-up starts a
+// period of whole copies, which re-arm their halves and leave held pages
+// alone; a give-up that soon follows another doubles the period, and a
+// ring's turn of flips starts over. A reader that keeps up never sees a
+// copy; one that stays behind costs one give-up per maxHoldoff turns.
+// Only Receive, under the queue's lock, touches it.
+type holdoff struct {
+	left   int // frames still to copy whole
+	period int // frames the next give-up copies, in turns of the ring; 0: 1
+	flips  int // flips since the last give-up
+}
+
+const maxHoldoff = 64 // the longest period, in turns of the ring
 
 // NewPageRxRing allocates n descriptors of descSize bytes. Pages are
 // allocated and mapped by the first Refill.
@@ -123,7 +144,8 @@ func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 	r.Stats.Frames.Add(1)
 	r.Stats.Bytes.Add(uint64(n))
 	frame := s.Page.AsSlice()[s.Off : s.Off+n]
-	if n < r.Copybreak() {
+	if r.hold.left > 0 || n < r.Copybreak() {
+		r.hold.left = max(r.hold.left-1, 0)
 		r.Stats.Copybreak.Add(1)
 		return buffer.MakeWithView(buffer.NewViewWithData(frame)), Copied, nil
 	}
@@ -143,8 +165,27 @@ func (r *PageRxRing) Receive(n int) (buffer.Buffer, Path, error) {
 	r.Stats.Handoffs.Add(1)
 	// The ring's reference and the one just made: if that is all, the
 	// other half is free and the page stays.
-	s.Flip(r.dma, &r.Stats, &r.Pages)
+	if s.Flip(r.dma, &r.Stats, &r.Pages) {
+		r.hold.flipped(len(r.slots))
+	} else {
+		r.hold.gaveUp(len(r.slots))
+		r.Pages.Holdoffs.Add(1)
+	}
 	return buf, Handoff, nil
+}
+
+// flipped counts a flip of a ring of n slots: after a turn's worth, the
+// stack is keeping up and the next period starts short again.
+func (h *holdoff) flipped(n int) {
+	if h.flips++; h.flips >= n {
+		h.period, h.flips = 0, 0
+	}
+}
+
+// gaveUp starts a period of copies after a give-up in a ring of n slots.
+func (h *holdoff) gaveUp(n int) {
+	h.period = min(max(2*h.period, 1), maxHoldoff)
+	h.left, h.flips = h.period*n, 0
 }
 
 // Peek returns the bytes of the frame of length n at Clean, synced for

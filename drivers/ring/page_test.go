@@ -100,3 +100,69 @@ func TestPageRxRingFlipAndGiveUp(t *testing.T) {
 		t.Fatalf("%d mappings leaked", n)
 	}
 }
+
+// A stack that holds its frames past a turn of the ring makes a slot give
+// its page up; the ring then copies for a turn, for two after a second
+// give-up that soon follows, and starts over after a turn of flips.
+func TestPageRxRingHoldoff(t *testing.T) {
+	dma := fakedev.NewDMA()
+	const n = 8
+	r, err := NewPageRxRing(dma, n, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []buffer.Buffer
+	recv := func() Path {
+		t.Helper()
+		r.Refill(func(int, kernel.DMAAddr) {})
+		s := &r.slots[r.clean]
+		if err := dma.DeviceWrite(s.Half(), bytes.Repeat([]byte{7}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		b, path, err := r.Receive(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Advance()
+		held = append(held, b)
+		return path
+	}
+	// want receives k frames, all going up by path p.
+	want := func(k int, p Path, what string) {
+		t.Helper()
+		for i := range k {
+			if got := recv(); got != p {
+				t.Fatalf("%s: frame %d of %d went up %v, want %v (give-ups %d)", what, i, k, got, p, r.Pages.Released.Load())
+			}
+		}
+	}
+	release := func() {
+		for _, b := range held {
+			b.Release()
+		}
+		held = nil
+	}
+	want(n, Handoff, "first turn, both halves free")
+	want(1, Handoff, "slot 0 again, its other half held: given up")
+	want(n, Copied, "one turn of copies")
+	want(1, Handoff, "a second give-up")
+	want(2*n, Copied, "two turns of copies")
+	if g := r.Pages.Released.Load(); g != 2 || r.Pages.Holdoffs.Load() != 2 {
+		t.Fatalf("%d give-ups, %d copy periods, want 2 and 2", g, r.Pages.Holdoffs.Load())
+	}
+	release()
+	want(n, Handoff, "the stack keeping up: a turn of flips")
+	release()
+	want(n, Handoff, "another turn, halves flipping back")
+	want(1, Handoff, "held again past a turn: given up")
+	want(n, Copied, "the period started over at one turn")
+	release()
+	want(1, Handoff, "and no longer")
+	release()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := dma.Live(); n != 0 {
+		t.Fatalf("%d mappings leaked", n)
+	}
+}

@@ -56,19 +56,21 @@ func (s *PageSlot) Arm(dma kernel.DMA, st *RxStats, ps *PageStats) (kernel.DMAAd
 
 // Flip follows a handoff of the armed half: if only the ring and that
 // packet hold the page the slot moves to the other half, otherwise the
-// page is left to the stack and the slot given up for a new one.
-func (s *PageSlot) Flip(dma kernel.DMA, st *RxStats, ps *PageStats) {
+// page is left to the stack and the slot given up for a new one. It
+// reports whether the page stayed.
+func (s *PageSlot) Flip(dma kernel.DMA, st *RxStats, ps *PageStats) bool {
 	switch refs, ok := chunkRefs(s.Page); {
 	case !ok:
 		ps.Outdated.Add(1)
-		s.GiveUp(dma, st)
 	case refs == 2:
 		s.Off ^= HalfPage
 		ps.Flips.Add(1)
+		return true
 	default:
 		ps.Released.Add(1)
-		s.GiveUp(dma, st)
 	}
+	s.GiveUp(dma, st)
+	return false
 }
 
 // GiveUp unmaps the slot's page and drops the ring's reference; views the

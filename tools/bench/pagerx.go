@@ -31,6 +31,9 @@ func init() {
 // other half and gives the page up ("released"), and the ring allocates
 // and maps a new one. That is the price of not copying, and Linux's igb
 // pays it too. A built frame holds no page: its copy-on-write copy did.
+// So after a give-up the ring copies for a while (ring.PageRxRing's
+// holdoff), and the late reader's construct row shows a few give-ups a
+// thousand frames and the copies after them.
 var pageRxVariants = []rxVariant{
 	{name: "construct", model: model82576, ctls: []string{"copybreak 256", "build off"}},
 	{name: "build", model: model82576, ctls: []string{"copybreak 256", "build on"}},

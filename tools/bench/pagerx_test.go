@@ -10,7 +10,8 @@ import (
 // TestPageRxTable runs pagerx short and checks what each row says the
 // ring did, counts that hold on any machine: construct and build flip
 // every page while the reader keeps up and copy copies every frame; a
-// late reader makes construct give pages up.
+// late reader makes construct give pages up and then copy, a few give-ups
+// a thousand frames, where without the holdoff it gave up half its pages.
 func TestPageRxTable(t *testing.T) {
 	var out bytes.Buffer
 	if err := runPageRx([]string{"-frames", "4096"}, &out); err != nil {
@@ -55,8 +56,8 @@ func TestPageRxTable(t *testing.T) {
 			t.Errorf("%s copy: %+v per 1k, want every frame copied", path, r)
 		}
 	}
-	if r := rows["late reader/construct"]; r.released == 0 {
-		t.Errorf("late reader construct: %+v per 1k, want pages given up: the stack holds both halves", r)
+	if r := rows["late reader/construct"]; r.released == 0 || r.released > 10 || r.copies < 100 {
+		t.Errorf("late reader construct: %+v per 1k, want a few give-ups and copies after them", r)
 	}
 	if r := rows["late reader/build"]; r.released != 0 {
 		t.Errorf("late reader build: %+v per 1k: a built page is copied at the stack's first pull-up, never held", r)
