@@ -39,7 +39,8 @@
 //  2. igb queue.frame (drivers/igb/rx.go), through the loop's closure,
 //     which decodes the advanced write-back (adv.DecodeRx,
 //     drivers/adv/desc.go): the packet program's verdict,
-//     ring.PageRxRing.Receive (drivers/ring/page.go), pkts[n]
+//     ring.PageRxRing.Receive (drivers/ring/page.go), which constructs
+//     a long frame (ring.Construct, drivers/ring/header.go), pkts[n]
 //  3. adv.Pair.Receive (drivers/adv/pair.go), the loop igb and igc
 //     share, on return: refills, then ring.FaultGuard.Check over the
 //     batch
