@@ -94,21 +94,42 @@ type bsParams struct {
 	iommu         string // "strict" or "off"
 }
 
+// rigFlags declares the flags every rig benchmark takes (-quick, -frames,
+// -iommu) on fs; once fs is parsed, params checks them and gives the
+// run's parameters, full or quick frames per cell.
+func rigFlags(fs *flag.FlagSet, full, short int) (params func(batch int) (bsParams, error)) {
+	quick := fs.Bool("quick", false, fmt.Sprintf("a short run: %d frames per cell instead of %d", short, full))
+	frames := fs.Int("frames", 0, "frames per cell (overrides -quick)")
+	mmu := fs.String("iommu", "strict", "VT-d translation for the NIC: strict or off")
+	return func(batch int) (bsParams, error) {
+		if *mmu != "strict" && *mmu != "off" {
+			return bsParams{}, fmt.Errorf("-iommu %q: want strict or off", *mmu)
+		}
+		if fs.NArg() != 0 {
+			return bsParams{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+		}
+		p := bsParams{frames: *frames, batch: batch, iommu: *mmu}
+		if p.frames <= 0 {
+			p.frames = full
+			if *quick {
+				p.frames = short
+			}
+		}
+		return p, nil
+	}
+}
+
 func runBuildSkb(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("buildskb", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "a short run: 32,768 frames per cell instead of 262,144")
-	frames := fs.Int("frames", 0, "frames per cell (overrides -quick)")
+	params := rigFlags(fs, 262144, 32768)
 	batch := fs.Int("batch", 64, "frames per timed poll (the RX ring holds 256)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	mmu := fs.String("iommu", "strict", "VT-d translation for the NIC: strict or off")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *mmu != "strict" && *mmu != "off" {
-		return fmt.Errorf("-iommu %q: want strict or off", *mmu)
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	p, err := params(*batch)
+	if err != nil {
+		return err
 	}
 	if *profile != "" {
 		stop, err := startProfile(*profile)
@@ -116,13 +137,6 @@ func runBuildSkb(args []string, out io.Writer) error {
 			return err
 		}
 		defer stop()
-	}
-	p := bsParams{frames: *frames, batch: *batch, iommu: *mmu}
-	if p.frames <= 0 {
-		p.frames = 262144
-		if *quick {
-			p.frames = 32768
-		}
 	}
 	if p.batch <= 0 || p.batch > 200 {
 		return fmt.Errorf("-batch %d: want 1..200", p.batch)

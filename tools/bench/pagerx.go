@@ -42,28 +42,17 @@ var pageRxVariants = []rxVariant{
 
 func runPageRx(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("pagerx", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "a short run: 16,384 frames per cell instead of 131,072")
-	frames := fs.Int("frames", 0, "frames per cell (overrides -quick)")
+	params := rigFlags(fs, 131072, 16384)
 	size := fs.Int("size", 1514, "frame length in bytes, FCS not counted (257..2047)")
-	mmu := fs.String("iommu", "strict", "VT-d translation for the NIC: strict or off")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *mmu != "strict" && *mmu != "off" {
-		return fmt.Errorf("-iommu %q: want strict or off", *mmu)
+	p, err := params(64)
+	if err != nil {
+		return err
 	}
 	if *size < 257 || *size > 2047 {
 		return fmt.Errorf("-size %d: want 257..2047 (longer than a head, within a half page)", *size)
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	p := bsParams{frames: *frames, batch: 64, iommu: *mmu}
-	if p.frames <= 0 {
-		p.frames = 131072
-		if *quick {
-			p.frames = 16384
-		}
 	}
 	fmt.Fprintf(out, "pagerx: %d B UDP frames, one RX queue, igb driver + netstack endpoint, 82576 model, VT-d %s\n", *size, p.iommu)
 	fmt.Fprintf(out, "%d frames per cell in polls of %d; the model fills the ring outside the timed section; median round\n\n", p.frames, p.batch)
