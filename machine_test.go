@@ -2,6 +2,8 @@ package ether9
 
 import (
 	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -49,6 +51,18 @@ func TestInitLinksLight(t *testing.T) {
 			if p == h || strings.HasSuffix(h, "/") && strings.HasPrefix(p, h) {
 				t.Errorf("/init links %s", p)
 			}
+		}
+	}
+}
+
+// A program on ether9 that serves http.DefaultServeMux serves only what
+// it registered: nothing ether9 links registers there at init, as
+// net/http/pprof and expvar do (every profile, the command line),
+// unguarded by the token.
+func TestNoDefaultMuxHandlers(t *testing.T) {
+	for _, path := range []string{"/", "/debug/pprof/", "/debug/pprof/profile", "/debug/vars"} {
+		if _, pattern := http.DefaultServeMux.Handler(httptest.NewRequest("GET", path, nil)); pattern != "" {
+			t.Errorf("http.DefaultServeMux answers %s (pattern %q) before the program registered anything", path, pattern)
 		}
 	}
 }

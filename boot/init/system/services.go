@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"net/netip"
 	"strings"
 	"time"
@@ -107,8 +106,7 @@ func (s *System) Handler() http.Handler {
 	mux.Handle("GET /metrics", s.metricsHandler())
 	if s.opt.Selftest {
 		debug := http.NewServeMux()
-		debug.HandleFunc("/debug/pprof/", pprof.Index)
-		debug.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		debug.HandleFunc("/debug/pprof/", serveProfiles)
 		debug.HandleFunc("/debug/ping", s.servePingSeries)
 		mux.Handle("/debug/", s.guard.Protect(debug))
 	}
