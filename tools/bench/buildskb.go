@@ -302,7 +302,7 @@ type bsRig struct {
 	frame    []byte
 	q        int            // the queue the frames land on
 	got      uint64         // datagrams read from the socket
-	rounds   int
+	rounds   int            // polls timed, for the late reader
 	released uint64         // packets the driver-alone path let go
 	rxBatch  []nic.RxPacket // the driver-alone path's receive batch
 	drain    bytes.Buffer
