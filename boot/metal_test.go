@@ -92,6 +92,12 @@ func TestPlatformFlag(t *testing.T) {
 // bootMetal boots initPkg on the shim and returns the VM and its log.
 func bootMetal(t *testing.T, ctx context.Context, initPkg string, extra ...string) (*qemu.VM, *syncBuffer) {
 	t.Helper()
+	return bootMetalOn(t, ctx, "", initPkg, extra...)
+}
+
+// bootMetalOn is bootMetal on QEMU's CPU model cpu ("": max).
+func bootMetalOn(t *testing.T, ctx context.Context, cpu, initPkg string, extra ...string) (*qemu.VM, *syncBuffer) {
+	t.Helper()
 	needShimTools(t)
 	needQEMU(t, "e1000e")
 	var log syncBuffer
@@ -112,6 +118,7 @@ func bootMetal(t *testing.T, ctx context.Context, initPkg string, extra ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.CPU = cpu
 	vm, err := qemu.Start(c, &log)
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +159,24 @@ func TestBootMetalHello(t *testing.T) {
 		t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
 	}
 	t.Logf("QEMU start to the shim: %v, to Go's first line: %v", lineAt(vm, "metal: shim started"), l.At.Round(time.Millisecond))
+}
+
+// TestBootMetalNoRDRAND: on a CPU without RDRAND the shim says so and
+// powers off, before Go's crypto/rand dies naming /dev/urandom.
+func TestBootMetalNoRDRAND(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vm, log := bootMetalOn(t, ctx, "qemu64", "./boot/testdata/hello")
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	_, _, err := vm.Console.Wait(wctx, 0, func(s string) bool { return strings.Contains(s, "metal: panic: this CPU has no RDRAND") },
+		func(s string) bool { return strings.Contains(s, "hello: pid") || qemu.Panicked(s) })
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, log.String())
+	}
+	if err := vm.Wait(wctx); err != nil {
+		t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
+	}
 }
 
 func lineAt(vm *qemu.VM, substr string) time.Duration {

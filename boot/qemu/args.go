@@ -70,6 +70,9 @@ type Config struct {
 	Disk     string
 	Firmware Firmware // the UEFI firmware for Disk
 	NIC      NIC
+	// CPU is the -cpu model; "" is max, every feature TCG emulates
+	// (RDRAND among them, which the metal platform needs).
+	CPU      string
 	SMP      int
 	MemMiB   int
 	Forward  []Forward
@@ -111,9 +114,13 @@ func (c Config) Args() ([]string, error) {
 		}
 		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
 	}
+	cpu := c.CPU
+	if cpu == "" {
+		cpu = "max"
+	}
 	a := []string{
 		"-machine", Machine,
-		"-cpu", "max",
+		"-cpu", cpu,
 		"-smp", strconv.Itoa(c.SMP),
 		"-m", strconv.Itoa(c.MemMiB),
 		"-nographic", "-vga", "none",

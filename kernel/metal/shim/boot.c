@@ -337,7 +337,14 @@ void boot_main(u32 proto, u32 info_pa, u32 magic)
 	for (int i = 0; i < nloads; i++)
 		mm_reserve(loads[i].start, loads[i].end);
 	mm_init_paging(ram_top);
-	acpi_init(rsdp);
+	acpi_init(rsdp); /* first: a panic powers off through the FADT */
+	/* getrandom is RDRAND (syscall.c): without it Go's crypto/rand, which
+	 * the admin token and TCP's initial sequence numbers draw from, dies
+	 * at its first read, naming a /dev/urandom there is none of. */
+	u32 id[4];
+	cpuid(1, 0, id);
+	if (!(id[2] & (1U << 30)))
+		panic("this CPU has no RDRAND (CPUID.01H:ECX bit 30), the shim's only entropy source for getrandom: boot the Linux-hosted platform on it");
 	mm_unmap_low();
 	time_init();
 	ioapic_init();
