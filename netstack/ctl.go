@@ -17,6 +17,20 @@ func (e *Endpoint) SetGRO(on bool) { e.groOff.Store(!on) }
 // on one by one whatever this says.
 func (e *Endpoint) GRO() bool { return !e.groOff.Load() }
 
+// SetCsumAudit turns the checksum audit on or off: on, the IPv4, TCP and
+// UDP checksums of every frame the device vouched for are checked here
+// too, and a frame whose checksum is wrong is counted (rx_csum_hw_wrong)
+// and dropped, as a frame that failed the device's check would be. For
+// bringing up a NIC, or finding where damaged bytes come from: a device
+// that verifies a checksum and then hands up other bytes, or a driver
+// that hands up the wrong buffer, is caught here, where without the
+// audit the stack trusts the device and the damage reaches the reader.
+// Each queue takes the change at its next poll.
+func (e *Endpoint) SetCsumAudit(on bool) { e.audit.Store(on) }
+
+// CsumAudit reports whether the checksum audit is on.
+func (e *Endpoint) CsumAudit() bool { return e.audit.Load() }
+
 // Capture is the interface's packet capture: the frames handed to the
 // stack and to the driver, for pcap readers (/net/etherN/capture).
 func (e *Endpoint) Capture() *capture.Capture { return e.capture }
@@ -24,6 +38,7 @@ func (e *Endpoint) Capture() *capture.Capture { return e.capture }
 // Ctl carries out one control message. The endpoint's own words are
 //
 //	gro on|off              receive coalescing (SetGRO)
+//	csum audit on|off       check device-verified checksums too (SetCsumAudit)
 //	capture on|off          keep frames for the capture's readers
 //	capture snaplen N       bytes kept of each frame, while off
 //
@@ -31,22 +46,29 @@ func (e *Endpoint) Capture() *capture.Capture { return e.capture }
 // can stand for the interface's ctl file. A bad message changes nothing.
 func (e *Endpoint) Ctl(cmd string) error {
 	f := strings.Fields(cmd)
-	if len(f) == 0 || (f[0] != "gro" && f[0] != "capture") {
+	if len(f) == 0 || (f[0] != "gro" && f[0] != "csum" && f[0] != "capture") {
 		return e.nic.Ctl(cmd)
 	}
-	if f[0] == "capture" {
+	switch {
+	case f[0] == "capture":
 		return e.captureCtl(cmd, f[1:])
+	case f[0] == "gro" && len(f) == 2:
+		return e.onOff(f[0], f[1], e.SetGRO)
+	case f[0] == "csum" && len(f) == 3 && f[1] == "audit":
+		return e.onOff("csum audit", f[2], e.SetCsumAudit)
 	}
-	if len(f) != 2 {
-		return fmt.Errorf("netstack: %s: ctl %q: want gro on|off", e.nic.Name(), cmd)
-	}
-	switch f[1] {
+	return fmt.Errorf("netstack: %s: ctl %q: want gro on|off or csum audit on|off", e.nic.Name(), cmd)
+}
+
+// onOff applies word, on or off, to set; what names the setting.
+func (e *Endpoint) onOff(what, word string, set func(bool)) error {
+	switch word {
 	case "on":
-		e.SetGRO(true)
+		set(true)
 	case "off":
-		e.SetGRO(false)
+		set(false)
 	default:
-		return fmt.Errorf("netstack: %s: gro %q: want on or off", e.nic.Name(), f[1])
+		return fmt.Errorf("netstack: %s: %s %q: want on or off", e.nic.Name(), what, word)
 	}
 	return nil
 }
@@ -74,12 +96,12 @@ func (e *Endpoint) captureCtl(cmd string, f []string) error {
 
 // CtlState is the endpoint's settings as the lines Ctl accepts.
 func (e *Endpoint) CtlState() string {
-	gro, capt := "off", "off"
-	if e.GRO() {
-		gro = "on"
+	word := func(on bool) string {
+		if on {
+			return "on"
+		}
+		return "off"
 	}
-	if e.capture.On() {
-		capt = "on"
-	}
-	return fmt.Sprintf("gro %s\ncapture %s\ncapture snaplen %d\n", gro, capt, e.capture.Snaplen())
+	return fmt.Sprintf("gro %s\ncsum audit %s\ncapture %s\ncapture snaplen %d\n",
+		word(e.GRO()), word(e.CsumAudit()), word(e.capture.On()), e.capture.Snaplen())
 }

@@ -133,6 +133,7 @@ type Endpoint struct {
 	queues []*queue
 	stats  counters
 	groOff atomic.Bool // receive coalescing turned off (Options.NoGRO, SetGRO)
+	audit  atomic.Bool // device-verified checksums checked again (SetCsumAudit)
 	// capture keeps the frames handed to the stack and to the driver for
 	// pcap readers (ctl capture on); off, each batch pays one load.
 	capture *capture.Capture

@@ -202,6 +202,67 @@ func TestRXChecksumVerifiedInSoftware(t *testing.T) {
 	}
 }
 
+// A device that vouches for a corrupted frame (CsumOK) has it trusted,
+// unless the checksum audit is on: then it is counted and dropped, and
+// the good frames pass.
+func TestCsumAuditCatchesVouchedDamage(t *testing.T) {
+	p := newFakePair(t, netstack.Options{})
+	srv, err := gonet.DialUDP(p.sb.Stack, &tcpip.FullAddress{Addr: tcpip.AddrFromSlice(addrB.Addr().AsSlice()), Port: 4002}, nil, 0x0800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ep := p.sb.Endpoints[0]
+	read := func() string {
+		t.Helper()
+		srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 100)
+		n, _, err := srv.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("read: %v (rx_csum_hw_wrong %d)", err, stat(t, ep, "rx_csum_hw_wrong"))
+		}
+		return string(buf[:n])
+	}
+	frame := func(payload string, corrupt bool) []byte {
+		return udpFrame(p.a.MAC(), p.b.MAC(), addrA.Addr(), addrB.Addr(), 4002, []byte(payload), corrupt)
+	}
+	// udpFrame's corruption changes the payload's first byte after the
+	// checksum: off, the audit lets the damage through to the reader.
+	injectVouched(p.b, frame("damaged, trusted", true))
+	if got := read(); got == "damaged, trusted" || !strings.HasSuffix(got, "amaged, trusted") {
+		t.Fatalf("audit off: read %q, want the damaged datagram", got)
+	}
+	if err := ep.Ctl("csum audit on"); err != nil || !ep.CsumAudit() {
+		t.Fatalf("csum audit on: %v", err)
+	}
+	if !strings.Contains(ep.CtlState(), "csum audit on\n") {
+		t.Errorf("ctl state %q does not say the audit is on", ep.CtlState())
+	}
+	injectVouched(p.b, frame("damaged, caught", true))
+	injectVouched(p.b, frame("intact", false))
+	if got := read(); got != "intact" {
+		t.Fatalf("audit on: read %q, want the intact datagram first", got)
+	}
+	if got := stat(t, ep, "rx_csum_hw_wrong"); got != 1 {
+		t.Errorf("rx_csum_hw_wrong %d, want 1", got)
+	}
+	for _, bad := range []string{"csum", "csum audit", "csum audit maybe", "csum check on", "gro"} {
+		if err := ep.Ctl(bad); err == nil {
+			t.Errorf("ctl %q accepted", bad)
+		}
+	}
+	if !ep.CsumAudit() {
+		t.Error("a refused ctl turned the audit off")
+	}
+}
+
+// injectVouched delivers a frame with CsumOK true, as a device that
+// verified its checksums does, whatever they are.
+func injectVouched(n *fakeNIC, frame []byte) {
+	n.q.vouched <- frame
+	n.q.signal()
+}
+
 // injectUnverified delivers a frame with CsumOK false, as a device does
 // for frames it did not check.
 func injectUnverified(n *fakeNIC, frame []byte) {

@@ -36,6 +36,7 @@ type rxPath struct {
 	// Per poll, set by begin.
 	rxcsum   bool // the stack trusts our checksums: frames are verified here
 	coalesce bool // frames go through gro
+	audit    bool // device-verified frames are verified here too
 }
 
 func (e *Endpoint) newQueue(q nic.Queue) *queue {
@@ -62,6 +63,7 @@ func (r *rxPath) reset() {
 func (r *rxPath) begin(e *Endpoint) {
 	r.rxcsum = e.Capabilities()&stack.CapabilityRXChecksumOffload != 0
 	r.coalesce = r.rxcsum && !e.groOff.Load()
+	r.audit = e.audit.Load()
 }
 
 // end hands the stack what the poll's GRO engine still holds.
@@ -156,6 +158,10 @@ func (r *rxPath) toStack(p *nic.RxPacket) {
 	proto := eth.Type()
 	if p.CsumOK {
 		e.stats.rxCsumHW.Add(1)
+		if r.audit && !checksumsValid(proto, pkt) {
+			e.stats.rxCsumHWWrong.Add(1)
+			return
+		}
 	} else if r.rxcsum {
 		// gVisor will trust this frame's checksums: check them here.
 		e.stats.rxCsumSW.Add(1)

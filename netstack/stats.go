@@ -14,6 +14,7 @@ type counters struct {
 	rxCsumHW           atomic.Uint64 // checksums verified by the device
 	rxCsumSW           atomic.Uint64 // checksums verified here
 	rxCsumBad          atomic.Uint64 // dropped for a bad checksum
+	rxCsumHWWrong      atomic.Uint64 // device-verified, found bad by the audit, dropped
 	rxGRO              atomic.Uint64 // frames given to a GRO engine
 	rxDelivered        atomic.Uint64 // packets handed to the stack, after coalescing
 
@@ -47,6 +48,7 @@ func (e *Endpoint) Stats() []nic.Stat {
 		{Name: "rx_csum_hw", Value: c.rxCsumHW.Load()},
 		{Name: "rx_csum_sw", Value: c.rxCsumSW.Load()},
 		{Name: "rx_csum_bad", Value: c.rxCsumBad.Load()},
+		{Name: "rx_csum_hw_wrong", Value: c.rxCsumHWWrong.Load()},
 		{Name: "rx_gro", Value: c.rxGRO.Load()},
 		{Name: "rx_delivered", Value: c.rxDelivered.Load()},
 		{Name: "tx_packets", Value: c.txPackets.Load()},
