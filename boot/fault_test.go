@@ -117,7 +117,7 @@ func (f *faultVM) pullStatus() (down transfer, page string) {
 // ctl posts each command and wants its status code.
 func (f *faultVM) ctl(cmds map[string]int) {
 	for cmd, code := range cmds {
-		if got, err := postCtl(f.ctx, f.client, f.base, cmd); err != nil || got != code {
+		if got, _, err := postCtl(f.ctx, f.client, f.base, cmd); err != nil || got != code {
 			f.fail("ctl %q: status %d, %v; want %d", cmd, got, err, code)
 		}
 	}
@@ -246,19 +246,6 @@ func zeroFrame(t *testing.T, capture string) (int, bool) {
 		}
 	}
 	return pkts[at].OrigLen, false
-}
-
-func postCtl(ctx context.Context, client *http.Client, base, cmd string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/ctl", strings.NewReader(cmd))
-	if err != nil {
-		return 0, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
 }
 
 // TestFaultEventMetal: on the ring-0 platform the VT-d unit announces a

@@ -56,6 +56,7 @@ type options struct {
 	linuxIOMMUFlag string   // -linuxiommu as given
 	linuxModes     []string // the reference boot's IOMMU modes, from it
 	mib            int      // MiB the self-test moves each way
+	ctl            []string // control lines POSTed before the self-test's transfers
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -84,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.driver, "driver", "ether9", "who drives the NIC: ether9; linux: the reference boot, the same kernel with its own e1000e or igb driver and TCP/IP stack serving the self-test's endpoints; both: -selftest boots each way and compares")
 	fs.StringVar(&o.linuxIOMMUFlag, "linuxiommu", "", "the reference boot's VT-d: off (intel_iommu=off), strict (iommu.strict=1), lazy (a flush queue); with -driver both a comma list, one boot each per round (default off,strict; -driver linux: off)")
 	fs.IntVar(&o.mib, "mib", 16, "MiB the self-test pulls and pushes")
+	ctl := fs.String("ctl", "", "control lines the self-test POSTs to the guest's /ctl before its transfers, ';' between them, e.g. 'ether0 csum audit on; ether0 copybreak 2048'")
 	fs.StringVar(&o.app, "app", defaultApp, "the program built as /init: a package path, or a directory (of this module or of your own module requiring ether9)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./boot [flags]   (tools/run installs QEMU and a kernel first)\n")
@@ -146,6 +148,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.selftest && o.outDir != "" {
 		return o, fmt.Errorf("-selftest and -o do not go together: -o boots nothing")
+	}
+	for _, l := range strings.Split(*ctl, ";") {
+		if l = strings.TrimSpace(l); l != "" {
+			o.ctl = append(o.ctl, l)
+		}
+	}
+	if len(o.ctl) > 0 && (!o.selftest || o.driver != "ether9") {
+		return o, fmt.Errorf("-ctl is for ether9's self-test: it needs -selftest, and -driver ether9 (Linux's reference /init takes no control lines)")
 	}
 	return o, nil
 }

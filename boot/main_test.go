@@ -19,8 +19,11 @@ func TestParseFlags(t *testing.T) {
 	if o.nic != "igb" || o.smp != 2 || o.memMiB != 512 || o.port != 9090 || !o.portSet || o.appendTo != "ether9.ip=10.0.2.15/24" {
 		t.Fatalf("parsed %+v", o)
 	}
-	if o, _ := parseFlags(nil, &bytes.Buffer{}); o.portSet || o.port != 8080 || o.nic != "e1000e" || o.machine != "qemu" {
+	if o, _ := parseFlags(nil, &bytes.Buffer{}); o.portSet || o.port != 8080 || o.nic != "e1000e" || o.machine != "qemu" || o.ctl != nil {
 		t.Fatalf("defaults %+v", o)
+	}
+	if o, err := parseFlags([]string{"-selftest", "-ctl", " ether0 csum audit on ;; ether0 build on;"}, &bytes.Buffer{}); err != nil || len(o.ctl) != 2 || o.ctl[0] != "ether0 csum audit on" || o.ctl[1] != "ether0 build on" {
+		t.Fatalf("-ctl: %q, %v", o.ctl, err)
 	}
 	for _, bad := range [][]string{
 		{"-machine", "bochs"},
@@ -35,6 +38,8 @@ func TestParseFlags(t *testing.T) {
 		{"-disksize", "-1"},
 		{"stray"},
 		{"-no-such-flag"},
+		{"-ctl", "ether0 csum audit on"},
+		{"-ctl", "ether0 tso off", "-selftest", "-driver", "linux"},
 	} {
 		if _, err := parseFlags(bad, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", bad)

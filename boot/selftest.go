@@ -65,6 +65,8 @@ type report struct {
 	// checkPage judges a status page: checkStatus (ether9's VT-d is
 	// translating, no faults), or the reference boot's own check.
 	checkPage func(page string) error
+	// ctl is POSTed to /ctl before the transfers (-ctl).
+	ctl []string
 }
 
 type transfer struct {
@@ -132,6 +134,9 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "selftest: nic %s (%s)\n", r.nic, r.driver)
 	} else {
 		fmt.Fprintf(w, "selftest: nic %s\n", r.nic)
+	}
+	for _, l := range r.ctl {
+		fmt.Fprintf(w, "selftest: ctl %s\n", l)
 	}
 	for _, m := range []struct {
 		line milestone
@@ -202,7 +207,7 @@ func selftest(ctx context.Context, o options, console io.Writer) (*report, error
 	}
 	defer vm.Stop()
 	r := &report{nic: o.nic, driver: driver, origin: "qemu start", cpu: vm.CPUTime, token: o.token,
-		bytes: int64(o.mib) << 20, checkPage: check}
+		bytes: int64(o.mib) << 20, checkPage: check, ctl: o.ctl}
 	if o.platform == "metal" {
 		var stop context.CancelFunc
 		ctx, stop = watchShim(ctx, vm.Console)
@@ -308,6 +313,16 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	if err := r.checkPage(page); err != nil {
 		return err
 	}
+	if len(r.ctl) > 0 {
+		body := strings.Join(r.ctl, "\n")
+		code, answer, err := postCtl(ctx, client, base, body)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("POST /ctl %q: %d: %s", body, code, answer)
+		}
+	}
 
 	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, r.bytes) }); err != nil {
 		return fmt.Errorf("%w\n%s", err, r.diagnose(ctx, base, page))
@@ -336,6 +351,16 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	r.push.moved = movedCounters(before, page)
 	if err := r.checkPage(page); err != nil {
 		return err
+	}
+	if len(r.ctl) > 0 {
+		body := strings.Join(r.ctl, "\n")
+		code, answer, err := postCtl(ctx, client, base, body)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("POST /ctl %q: %d: %s", body, code, answer)
+		}
 	}
 
 	if r.feel, err = measureFeel(ctx, client, base, r.token, r.cpu); err != nil {
@@ -536,6 +561,23 @@ func spoiltBlocks(data []byte, header string) string {
 		return "every MiB block agrees"
 	}
 	return fmt.Sprintf("MiB blocks that differ: %s of %d", strings.Join(bad, " "), len(want))
+}
+
+// postCtl sends body to the guest's /ctl, which applies its lines in
+// order up to the first it refuses, and returns the answer's status and
+// text.
+func postCtl(ctx context.Context, client *http.Client, base, body string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/ctl", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", fmt.Errorf("POST /ctl: %w", err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return resp.StatusCode, strings.TrimSpace(string(answer)), nil
 }
 
 // push sends n random bytes to the guest's /sink and compares the SHA-256

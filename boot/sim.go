@@ -152,7 +152,7 @@ func runSim(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.selftest {
 		tctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
-		r := &report{nic: o.nic + " (simulated)", origin: "machine start", token: o.token, bytes: int64(o.mib) << 20}
+		r := &report{nic: o.nic + " (simulated)", origin: "machine start", token: o.token, bytes: int64(o.mib) << 20, ctl: o.ctl}
 		r.outside = func(ctx context.Context) (string, error) { return m.report(ctx, con) }
 		err := r.run(tctx, con, fmt.Sprintf("http://127.0.0.1:%d", o.port), lineHTTP, lineIOMMU)
 		r.print(stdout)
