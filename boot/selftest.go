@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"regexp"
 	"slices"
@@ -580,19 +579,20 @@ func postCtl(ctx context.Context, client *http.Client, base, body string) (int, 
 	return resp.StatusCode, strings.TrimSpace(string(answer)), nil
 }
 
-// push sends n random bytes to the guest's /sink and compares the SHA-256
-// it answers with ours.
+// push sends n bytes of the Words stream to the guest's /sink and
+// compares the SHA-256 it answers with ours.
 func push(ctx context.Context, client *http.Client, base string, n int64) (transfer, error) {
+	// The Words stream, so that a spoilt body's damage can be told: the
+	// guest says which words differ and whose bytes they hold.
 	data := make([]byte, n)
-	rng := rand.NewChaCha8([32]byte{'e', 't', 'h', 'e', 'r', '9'})
-	rng.Read(data)
+	status.Words(0, data)
 	want := sha256.Sum256(data)
 	// The watch counts what the transport takes of the body; once it has
 	// all, the answer is due within the same limit.
 	p := &progress{r: bytes.NewReader(data)}
 	ctx, stop := watchStall(ctx, p, stallLimit)
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/sink", p)
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/sink?words=1", p)
 	if err != nil {
 		return transfer{}, err
 	}
@@ -613,8 +613,8 @@ func push(ctx context.Context, client *http.Client, base string, n int64) (trans
 		return transfer{}, fmt.Errorf("POST /sink: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	if got := strings.TrimSpace(string(body)); got != hex.EncodeToString(want[:]) {
-		return transfer{}, fmt.Errorf("POST /sink: the guest's SHA-256 is %q, ours %x (%s bytes arrived; %s)",
-			got, want, resp.Header.Get("X-Bytes"), spoiltBlocks(data, resp.Header.Get("X-Sha256-Blocks")))
+		return transfer{}, fmt.Errorf("POST /sink: the guest's SHA-256 is %q, ours %x (%s bytes arrived; %s; damage: %s)",
+			got, want, resp.Header.Get("X-Bytes"), spoiltBlocks(data, resp.Header.Get("X-Sha256-Blocks")), resp.Header.Get("X-Damage"))
 	}
 	return transfer{bytes: n, took: took}, nil
 }

@@ -30,6 +30,7 @@ func Pattern(off int64, b []byte) {
 //	GET  /                 the status page (text/plain)
 //	GET  /source?bytes=N   N bytes of Pattern, with the SHA-256 in the X-Sha256 trailer
 //	POST /sink             reads the body, answers with its SHA-256 in hex, its length and each MiB's
+//	                       (?words=1: the Words stream expected, and its damage described)
 //	POST /ctl              applies each line of the body as a control command, in order
 //
 // ctl may be nil: then /ctl is not served.
@@ -79,11 +80,19 @@ func Source(w http.ResponseWriter, r *http.Request) {
 // Sink serves POST /sink: it reads the body and answers with its SHA-256
 // in hex, its length in X-Bytes, and in X-Sha256-Blocks the first 8 bytes
 // of the SHA-256 of each SinkBlock of it, comma-separated: when a body
-// arrives spoilt, the sender learns where (BlockSums).
+// arrives spoilt, the sender learns where (BlockSums). With ?words=1 the
+// body is taken for the Words stream and X-Damage says which words differ
+// and where their bytes came from.
 func Sink(w http.ResponseWriter, r *http.Request) {
 	h := sha256.New()
 	b := &blockSums{}
-	n, err := io.Copy(io.MultiWriter(h, b), r.Body)
+	dst := []io.Writer{h, b}
+	var d *damage
+	if r.URL.Query().Get("words") == "1" {
+		d = &damage{}
+		dst = append(dst, d)
+	}
+	n, err := io.Copy(io.MultiWriter(dst...), r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		code := http.StatusBadRequest
@@ -96,6 +105,9 @@ func Sink(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Bytes", strconv.FormatInt(n, 10))
 	w.Header().Set("X-Sha256-Blocks", strings.Join(b.sums(), ","))
+	if d != nil {
+		w.Header().Set("X-Damage", d.String())
+	}
 	fmt.Fprintf(w, "%s\n", hex.EncodeToString(h.Sum(nil)))
 }
 

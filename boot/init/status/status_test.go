@@ -205,3 +205,49 @@ func BenchmarkSource(b *testing.B) {
 		})
 	}
 }
+
+// /sink?words=1 names the words that differ and where their bytes came
+// from: another offset of the stream, zeros, or something else.
+func TestSinkWordsDamage(t *testing.T) {
+	srv := httptest.NewServer(Handler(testSnapshot, nil))
+	defer srv.Close()
+	post := func(data []byte) string {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/sink?words=1", "application/octet-stream", bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("X-Damage")
+	}
+	data := make([]byte, 3*SinkBlock+5)
+	Words(0, data)
+	if got := post(data); got != "none" {
+		t.Fatalf("an intact stream: X-Damage %q", got)
+	}
+	copy(data[4096:4096+16], data[1024:1024+16]) // two words of an earlier frame
+	clear(data[100000 : 100000+8])
+	data[2*SinkBlock+3] ^= 0x40
+	got := post(data)
+	for _, want := range []string{
+		"4 words differ",
+		"at 4096 ", "the word of offset 1024 (-3072)",
+		"at 4104 ", "the word of offset 1032 (-3072)",
+		"at 100000 0000000000000000, zeros",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("X-Damage %q lacks %q", got, want)
+		}
+	}
+	// A word cut short by a read's end is judged whole.
+	var d damage
+	w := make([]byte, 24)
+	Words(0, w)
+	d.Write(w[:5])
+	d.Write(w[5:13])
+	d.Write(w[13:])
+	if d.String() != "none" {
+		t.Errorf("words written in pieces: %s", d.String())
+	}
+}
