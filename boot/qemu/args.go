@@ -72,11 +72,11 @@ type Config struct {
 	NIC      NIC
 	// CPU is the -cpu model; "" is max, every feature TCG emulates
 	// (RDRAND among them, which the metal platform needs).
-	CPU      string
-	SMP      int
-	MemMiB   int
-	Forward  []Forward
-	Pcap     string // record the wire to this file when set
+	CPU     string
+	SMP     int
+	MemMiB  int
+	Forward []Forward
+	Pcap    string // record the wire to this file when set
 	// Stream, when set, cables the NIC to the Unix socket at this path
 	// (a stream netdev, see StreamEnd) instead of user networking; there
 	// are no forwards then.
