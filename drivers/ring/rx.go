@@ -136,6 +136,19 @@ func NewRxRing(dma kernel.DMA, n, descSize, bufSize int) (*RxRing, error) {
 // BufSize is the size of every RX buffer.
 func (r *RxRing) BufSize() int { return r.bufSize }
 
+// newRxBuffer makes an RX buffer of size bytes in a chunk of whole pages
+// of its own. The IOMMU maps whole pages: a 2 KiB buffer in a 2 KiB
+// chunk shares its page with another chunk, which the device could then
+// write with no fault, and gVisor hands 2 KiB chunks to the stack's own
+// data (a received frame's copy among them). Linux bounces sub-page DMA
+// buffers of untrusted devices for the same reason. It costs a ring of
+// 256 e1000e buffers 512 KiB more.
+func newRxBuffer(size int) *buffer.View {
+	v := buffer.NewViewSize((size + kernel.PageSize - 1) &^ (kernel.PageSize - 1))
+	v.CapLength(size)
+	return v
+}
+
 // SetCopybreak sets the length below which frames are copied; 0 never copies.
 func (r *RxRing) SetCopybreak(n int) { r.copybreak.Store(int64(n)) }
 
@@ -171,7 +184,7 @@ func (r *RxRing) Refill(write func(i int, addr kernel.DMAAddr)) bool {
 func (r *RxRing) arm(i int) (kernel.DMAAddr, error) {
 	s := &r.slots[i]
 	if s.view == nil {
-		s.view = buffer.NewViewSize(r.bufSize)
+		s.view = newRxBuffer(r.bufSize)
 		if s.view.Size() != r.bufSize {
 			s.view.Release()
 			s.view = nil
