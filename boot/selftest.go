@@ -312,15 +312,8 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	if err := r.checkPage(page); err != nil {
 		return err
 	}
-	if len(r.ctl) > 0 {
-		body := strings.Join(r.ctl, "\n")
-		code, answer, err := postCtl(ctx, client, base, body)
-		if err != nil {
-			return err
-		}
-		if code != http.StatusOK {
-			return fmt.Errorf("POST /ctl %q: %d: %s", body, code, answer)
-		}
+	if err := r.applyCtl(ctx, client, base); err != nil {
+		return err
 	}
 
 	if r.pull, err = r.timed(func() (transfer, error) { return pull(ctx, client, base, r.bytes) }); err != nil {
@@ -350,16 +343,6 @@ func (r *report) check(ctx context.Context, con *qemu.Console, base string, wait
 	r.push.moved = movedCounters(before, page)
 	if err := r.checkPage(page); err != nil {
 		return err
-	}
-	if len(r.ctl) > 0 {
-		body := strings.Join(r.ctl, "\n")
-		code, answer, err := postCtl(ctx, client, base, body)
-		if err != nil {
-			return err
-		}
-		if code != http.StatusOK {
-			return fmt.Errorf("POST /ctl %q: %d: %s", body, code, answer)
-		}
 	}
 
 	if r.feel, err = measureFeel(ctx, client, base, r.token, r.cpu); err != nil {
@@ -560,6 +543,23 @@ func spoiltBlocks(data []byte, header string) string {
 		return "every MiB block agrees"
 	}
 	return fmt.Sprintf("MiB blocks that differ: %s of %d", strings.Join(bad, " "), len(want))
+}
+
+// applyCtl POSTs the -ctl lines, if any, in one body: the self-test
+// fails if the guest refuses one.
+func (r *report) applyCtl(ctx context.Context, client *http.Client, base string) error {
+	if len(r.ctl) == 0 {
+		return nil
+	}
+	body := strings.Join(r.ctl, "\n")
+	code, answer, err := postCtl(ctx, client, base, body)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("POST /ctl %q: %d: %s", body, code, answer)
+	}
+	return nil
 }
 
 // postCtl sends body to the guest's /ctl, which applies its lines in

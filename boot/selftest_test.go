@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +149,33 @@ func TestSpoiltBlocks(t *testing.T) {
 		if got := spoiltBlocks(data, c.header); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The -ctl lines go to /ctl once, in one body, and a refusal fails.
+func TestApplyCtl(t *testing.T) {
+	var bodies []string
+	code := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, r.Method+" "+r.URL.Path+" "+string(b))
+		w.WriteHeader(code)
+		io.WriteString(w, "ctl: nope")
+	}))
+	defer srv.Close()
+	r := &report{ctl: []string{"ether0 csum audit on", "ether0 build on"}}
+	if err := r.applyCtl(context.Background(), srv.Client(), srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"POST /ctl ether0 csum audit on\nether0 build on"}; !slices.Equal(bodies, want) {
+		t.Errorf("posted %q, want %q", bodies, want)
+	}
+	code = http.StatusBadRequest
+	if err := r.applyCtl(context.Background(), srv.Client(), srv.URL); err == nil || !strings.Contains(err.Error(), "ctl: nope") {
+		t.Errorf("a refused line: %v", err)
+	}
+	bodies = nil
+	if err := (&report{}).applyCtl(context.Background(), srv.Client(), srv.URL); err != nil || bodies != nil {
+		t.Errorf("no lines: %v, posted %q", err, bodies)
 	}
 }
