@@ -66,23 +66,35 @@ func (r *rxPath) begin(e *Endpoint) {
 	r.audit = e.audit.Load()
 }
 
-// end hands the stack what the poll's GRO engine still holds.
+// end hands the stack what the poll's GRO engine still holds. One
+// GRO.Flush delivers only the first packet of each of the engine's
+// buckets (it unlinks a packet before reading the next), so it is called
+// until one delivers nothing.
 func (r *rxPath) end() {
-	if r.coalesce {
+	if !r.coalesce {
+		return
+	}
+	for {
+		before := r.out.given
 		r.gro.Flush()
+		if r.out.given == before {
+			return
+		}
 	}
 }
 
 // stackOut is the stack as the GRO engine sees it: a dispatcher that
 // counts the packets it is given.
 type stackOut struct {
-	d   stack.NetworkDispatcher // the dispatcher of the frame last delivered
-	n   *atomic.Uint64
-	fwd *forwardHold
+	d     stack.NetworkDispatcher // the dispatcher of the frame last delivered
+	n     *atomic.Uint64
+	given uint64 // packets delivered; the polling goroutine's
+	fwd   *forwardHold
 }
 
 func (o *stackOut) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
 	o.n.Add(1)
+	o.given++
 	o.d.DeliverNetworkPacket(proto, pkt)
 	o.fwd.release(pkt)
 }
