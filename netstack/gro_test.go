@@ -265,6 +265,69 @@ func TestGROPassesThroughUntouched(t *testing.T) {
 	}
 }
 
+// A frame shorter than Ethernet's 60-byte minimum arrives padded (a
+// sender's zero-window probe of one byte is 55 bytes, padded with 5
+// zeros), and the padding is no part of the datagram. It must not reach
+// TCP as data: GRO took a segment's length from the frame, so a probe
+// merged behind full segments carried its padding into the stream, and
+// the sender's next segment, overlapping it, was trimmed: zeros in place
+// of data, the stream's length unchanged. It is trimmed to the length
+// the IP header gives, with or without GRO, and also behind a frame's
+// CRC (4 more bytes where the device leaves it on).
+func TestPaddedFrameCarriesNoPadding(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		v6    bool
+		opt   netstack.Options
+		probe int // payload bytes of the short segment
+		crc   int // bytes after the padding
+	}{
+		{name: "gro/probe of 1 byte", probe: 1},
+		{name: "gro/4 bytes", probe: 4},
+		{name: "gro/1 byte and a crc", probe: 1, crc: 4},
+		{name: "no gro/probe of 1 byte", opt: netstack.Options{NoGRO: true}, probe: 1},
+		// IPv6's header alone fills the minimum: only a CRC follows.
+		{name: "v6/gro/1 byte and a crc", v6: true, probe: 1, crc: 4},
+		{name: "v6/no gro/1 byte and a crc", v6: true, opt: netstack.Options{NoGRO: true}, probe: 1, crc: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newGRORig(t, tc.v6, tc.opt)
+			const n, mss = 4, 1000
+			var want []byte
+			for i := range n {
+				d := payload(i, mss)
+				r.send(tcpSeg{seq: 100 + uint32(i*mss), flags: header.TCPFlagAck, data: d})
+				want = append(want, d...)
+			}
+			d := payload(n, tc.probe)
+			f := tcpFrame([6]byte{2, 0, 0, 0, 0, 9}, r.n.MAC(), r.src, r.dst, tcpSeg{seq: 100 + n*mss, flags: header.TCPFlagAck, data: d})
+			want = append(want, d...)
+			tail := max(header.EthernetMinimumSize+46-len(f), 0) + tc.crc
+			if tail == 0 {
+				t.Fatalf("a %d-byte frame needs no padding", len(f))
+			}
+			r.n.inject(append(f, make([]byte, tail)...))
+			ipLen := header.IPv4MinimumSize
+			if tc.v6 {
+				ipLen = header.IPv6MinimumSize
+			}
+			var got []byte
+			for _, p := range r.poll(t) {
+				if tc.v6 && int(header.IPv6(p).PayloadLength())+ipLen != len(p) || !tc.v6 && int(header.IPv4(p).TotalLength()) != len(p) {
+					t.Errorf("a %d-byte packet whose IP header says otherwise", len(p))
+				}
+				got = append(got, header.TCP(p[ipLen:]).Payload()...)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("the stack got %d payload bytes, want the %d sent; the last: % x", len(got), len(want), got[max(len(got)-8, 0):])
+			}
+			if v := stat(t, r.ep, "rx_trimmed"); v != 1 {
+				t.Errorf("rx_trimmed %d, want 1", v)
+			}
+		})
+	}
+}
+
 // Other protocols between the segments of a flow pass untouched, and the
 // flow is still merged around them.
 func TestGROMixedTraffic(t *testing.T) {

@@ -168,6 +168,9 @@ func (r *rxPath) toStack(p *nic.RxPacket) {
 		pkt.PktType = tcpip.PacketOtherHost
 	}
 	proto := eth.Type()
+	if trimToDatagram(proto, pkt) {
+		e.stats.rxTrimmed.Add(1)
+	}
 	if p.CsumOK {
 		e.stats.rxCsumHW.Add(1)
 		if r.audit && !checksumsValid(proto, pkt) {
@@ -196,6 +199,45 @@ func (r *rxPath) toStack(p *nic.RxPacket) {
 	r.out.fwd = e.fwd
 	e.stats.rxGRO.Add(1)
 	r.gro.Enqueue(pkt)
+}
+
+// trimToDatagram cuts what follows the IP datagram in pkt's frame and
+// reports whether there was any. Ethernet pads a frame to 60 bytes, so a
+// TCP segment of up to 5 bytes without options (a sender's zero-window
+// probe of one byte among them) arrives with zeros behind it, and a
+// device that keeps the CRC leaves 4 more bytes. gVisor's IP layer trims
+// them, but its GRO takes a segment's length from the frame: a padded
+// segment merged behind full ones put its padding into the stream, and
+// the sender's next segment, overlapping it by as much, lost that much
+// of its front to TCP's trimming. Zeros replaced data in a stream of the
+// right length. A datagram longer than its frame is gVisor's to drop.
+func trimToDatagram(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) bool {
+	var n int
+	switch proto {
+	case header.IPv4ProtocolNumber:
+		v, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
+		if !ok {
+			return false
+		}
+		n = int(header.IPv4(v).TotalLength())
+	case header.IPv6ProtocolNumber:
+		v, ok := pkt.Data().PullUp(header.IPv6MinimumSize)
+		if !ok {
+			return false
+		}
+		pl := int(header.IPv6(v).PayloadLength())
+		if pl == 0 {
+			return false // a jumbogram: its length is in an option
+		}
+		n = header.IPv6MinimumSize + pl
+	default:
+		return false
+	}
+	if n < header.IPv4MinimumSize || n >= pkt.Data().Size() {
+		return false
+	}
+	pkt.Data().CapLength(n)
+	return true
 }
 
 // An offer takes a driver's recycle hook (nic.RxPacket.Recycle) to the

@@ -11,6 +11,7 @@ type counters struct {
 	rxPackets, rxBytes atomic.Uint64
 	rxNoDispatcher     atomic.Uint64 // frames that arrived while detached
 	rxRunts            atomic.Uint64 // shorter than an Ethernet header
+	rxTrimmed          atomic.Uint64 // carried bytes after their IP datagram (padding, CRC)
 	rxCsumHW           atomic.Uint64 // checksums verified by the device
 	rxCsumSW           atomic.Uint64 // checksums verified here
 	rxCsumBad          atomic.Uint64 // dropped for a bad checksum
@@ -45,6 +46,7 @@ func (e *Endpoint) Stats() []nic.Stat {
 		{Name: "rx_bytes", Value: c.rxBytes.Load()},
 		{Name: "rx_no_dispatcher", Value: c.rxNoDispatcher.Load()},
 		{Name: "rx_runts", Value: c.rxRunts.Load()},
+		{Name: "rx_trimmed", Value: c.rxTrimmed.Load()},
 		{Name: "rx_csum_hw", Value: c.rxCsumHW.Load()},
 		{Name: "rx_csum_sw", Value: c.rxCsumSW.Load()},
 		{Name: "rx_csum_bad", Value: c.rxCsumBad.Load()},
