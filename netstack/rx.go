@@ -220,6 +220,9 @@ func trimToDatagram(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) 
 			return false
 		}
 		n = int(header.IPv4(v).TotalLength())
+		if n < header.IPv4MinimumSize {
+			return false // malformed: gVisor's to drop
+		}
 	case header.IPv6ProtocolNumber:
 		v, ok := pkt.Data().PullUp(header.IPv6MinimumSize)
 		if !ok {
@@ -233,7 +236,7 @@ func trimToDatagram(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) 
 	default:
 		return false
 	}
-	if n < header.IPv4MinimumSize || n >= pkt.Data().Size() {
+	if n >= pkt.Data().Size() {
 		return false
 	}
 	pkt.Data().CapLength(n)
