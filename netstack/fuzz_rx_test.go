@@ -23,10 +23,9 @@ func frames(fs ...[]byte) []byte {
 // and no datagram reaches the stack with bytes past the length its IP
 // header gives (the padding GRO once merged into a stream).
 func FuzzReceive(f *testing.F) {
-	r := &groRig{src: addrB.Addr(), dst: addrA.Addr()}
-	mac := [6]byte{2, 0, 0, 0, 0, 1} // newGRORig's NIC
+	mac := newFakeNIC("ether0", 1).MAC() // the address newGRORig's endpoint answers to
 	seg := func(seq uint32, n int) []byte {
-		return tcpFrame([6]byte{2, 0, 0, 0, 0, 9}, mac, r.src, r.dst, tcpSeg{seq: seq, flags: header.TCPFlagAck, data: payload(int(seq), n)})
+		return tcpFrame([6]byte{2, 0, 0, 0, 0, 9}, mac, addrB.Addr(), addrA.Addr(), tcpSeg{seq: seq, flags: header.TCPFlagAck, data: payload(int(seq), n)})
 	}
 	probe := append(seg(3000, 1), 0, 0, 0, 0, 0)
 	long := seg(100, 40)
