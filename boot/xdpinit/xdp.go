@@ -21,9 +21,7 @@ import (
 	"github.com/ether9/ether9/drivers/probe"
 	"github.com/ether9/ether9/drivers/xsk"
 	"github.com/ether9/ether9/internal/udpframe"
-	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/netstack"
-	"github.com/ether9/ether9/pci"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -147,7 +145,7 @@ func runXDP(logf func(format string, args ...any), plat system.Platform, mode st
 func xdpNICs(logf func(format string, args ...any), plat system.Platform, rm *system.Remapper) (pusher, dut nic.NIC, err error) {
 	pp := probe.Platform{
 		Config:   plat.Config,
-		BAR:      func(f *pci.Function, bar int) (kernel.Regs, error) { return plat.MapBAR(f.Addr, bar) },
+		BAR:      plat.MapBAR,
 		IOMMUFor: rm.UnitFor,
 		Memory:   plat.Memory,
 		Clock:    plat.Clock,

@@ -2,7 +2,10 @@ package metal
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/ether9/ether9/pci"
 )
 
 // On Linux the shim's calls do not exist: everything must say so rather
@@ -23,5 +26,27 @@ func TestNotMetalOnLinux(t *testing.T) {
 	}
 	if _, err := MapPhys(0xfed90000, 4096); !errors.Is(err, ErrNotMetal) {
 		t.Errorf("MapPhys: %v, want ErrNotMetal", err)
+	}
+}
+
+// MapBAR maps what enumeration found and nothing else: an I/O BAR, an
+// unsized one or an index past the six is an error naming it, before any
+// window is asked for.
+func TestMapBARNeedsASizedMemoryBAR(t *testing.T) {
+	f := &pci.Function{Addr: pci.Addr{Dev: 1}}
+	f.BARs[0] = pci.BAR{Index: 0, Kind: pci.BARIO, Addr: 0xc000, Size: 0x20}
+	f.BARs[1] = pci.BAR{Index: 1, Kind: pci.BARMem32, Addr: 0x40000000}
+	f.BARs[2] = pci.BAR{Index: 2, Kind: pci.BARMem32, Addr: 0x40020000, Size: 0x20000}
+	for _, bar := range []int{0, 1, -1, 6} {
+		if _, err := MapBAR(f, bar); err == nil || !strings.Contains(err.Error(), "not a sized memory BAR") {
+			t.Errorf("BAR%d: %v, want not a sized memory BAR", bar, err)
+		}
+	}
+	if Running() {
+		return
+	}
+	// A good BAR goes on to the window, which only the shim has.
+	if _, err := MapBAR(f, 2); !errors.Is(err, ErrNotMetal) {
+		t.Errorf("BAR2: %v, want ErrNotMetal", err)
 	}
 }

@@ -55,7 +55,7 @@ func Platform(con *Console) (system.Platform, error) {
 		p.DMAR = dmar
 	}
 	p.MapUnit = func(base uint64) (kernel.Regs, error) { return mapUnit(base, linux.MapPhys) }
-	p.MapBAR = func(a pci.Addr, bar int) (kernel.Regs, error) { return linux.MapResource(a, bar) }
+	p.MapBAR = func(f *pci.Function, bar int) (kernel.Regs, error) { return linux.MapResource(f.Addr, bar) }
 	p.IRQ = (&uioIRQs{con: con}).waiter
 	p.SetClock = linux.SetWallClock
 	p.Halt = func(reboot bool) error {

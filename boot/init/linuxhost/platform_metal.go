@@ -36,7 +36,7 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 		p.DMAR = dmar
 	}
 	p.MapUnit = func(base uint64) (kernel.Regs, error) { return mapUnit(base, metal.MapPhys) }
-	p.MapBAR = func(a pci.Addr, bar int) (kernel.Regs, error) { return metal.MapBAR(cfg, a, bar) }
+	p.MapBAR = metal.MapBAR
 	p.IRQ = func(a pci.Addr) kernel.Waiter { return msiWaiter(con, cfg, a) }
 	p.MSI = func() (kernel.MSI, error) { return metal.NewIRQ() }
 	p.Halt = func(reboot bool) error {

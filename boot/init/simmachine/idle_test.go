@@ -96,8 +96,8 @@ func TestIdleWakesOncePerTick(t *testing.T) {
 		}
 		return stampRegs{r, rec}, nil
 	}
-	plat.MapBAR = func(a pci.Addr, bar int) (kernel.Regs, error) {
-		r, err := mapBAR(a, bar)
+	plat.MapBAR = func(f *pci.Function, bar int) (kernel.Regs, error) {
+		r, err := mapBAR(f, bar)
 		if err != nil {
 			return nil, err
 		}

@@ -272,7 +272,7 @@ func Platform(m *sim.Machine) system.Platform {
 		Clock:   m.Clock,
 		DMAR:    m.DMAR(),
 		MapUnit: m.UnitRegs,
-		MapBAR:  m.Bus.Regs,
+		MapBAR:  func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
 		IRQ:     func(a pci.Addr) kernel.Waiter { return m.IRQ(a) },
 	}
 }

@@ -38,8 +38,8 @@ type Platform struct {
 	// MapUnit maps the register window of the VT-d unit at base. It is
 	// called only for units that cover a NIC a driver claims.
 	MapUnit func(base uint64) (kernel.Regs, error)
-	// MapBAR maps a memory BAR of a function.
-	MapBAR func(a pci.Addr, bar int) (kernel.Regs, error)
+	// MapBAR maps a memory BAR of a function as enumeration left it.
+	MapBAR func(f *pci.Function, bar int) (kernel.Regs, error)
 	// PCIWindow, when set, is where the memory BARs that firmware left
 	// unassigned get their addresses (pci.Options.Assign); nil where
 	// firmware or Linux assigned them all.
@@ -180,7 +180,7 @@ func (s *System) bind() error {
 	}
 	pp := probe.Platform{
 		Config: s.plat.Config,
-		BAR:    func(f *pci.Function, bar int) (kernel.Regs, error) { return s.plat.MapBAR(f.Addr, bar) },
+		BAR:    s.plat.MapBAR,
 		// The unit whose scope holds the NIC, or untranslated DMA.
 		IOMMUFor: s.remap.UnitFor,
 		Memory:   s.plat.Memory,

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ether9/ether9/internal/sched"
+	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/acpi"
 	"github.com/ether9/ether9/kernel/metal"
 	"github.com/ether9/ether9/pci"
@@ -293,7 +294,7 @@ func platform() error {
 	if _, err := pci.Enumerate(cfg, pci.Options{Assign: hole}); err != nil {
 		return fmt.Errorf("enumerating with BARs assigned in [%#x, %#x): %w", hole.Base, hole.End, err)
 	}
-	bar, err := metal.MapBAR(cfg, nic, 0)
+	bar, err := mapBAR0(cfg, nic)
 	if err != nil {
 		return err
 	}
@@ -432,7 +433,7 @@ func msi() error {
 	if q.Wait(0) {
 		return fmt.Errorf("vector %d: an interrupt before any was raised", q.Vector())
 	}
-	bar, err := metal.MapBAR(cfg, nic, 0)
+	bar, err := mapBAR0(cfg, nic)
 	if err != nil {
 		return err
 	}
@@ -679,4 +680,13 @@ func avx() error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// mapBAR0 maps the function's BAR0 where its base register says.
+func mapBAR0(cfg pci.Config, a pci.Addr) (kernel.Regs, error) {
+	bars, err := pci.ReadBARs(cfg, a, true)
+	if err != nil {
+		return nil, err
+	}
+	return metal.MapBAR(&pci.Function{Addr: a, BARs: bars}, 0)
 }
