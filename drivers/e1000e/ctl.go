@@ -40,17 +40,13 @@ func (d *Device) Ctl(cmd string) error {
 	switch f[0] {
 	case "copybreak":
 		if f[1] == "auto" {
-			d.q.rxMu.Lock()
-			defer d.q.rxMu.Unlock()
 			return d.copybreakAuto()
 		}
 		n, err := strconv.Atoi(f[1])
 		if err != nil || n < 0 || n > maxCopybreak {
 			return fmt.Errorf("e1000e %s: copybreak %q: want auto or 0..%d", d.name, f[1], maxCopybreak)
 		}
-		d.q.rxMu.Lock()
-		d.q.rx.SetCopybreak(n)
-		d.q.rxMu.Unlock()
+		d.setCopybreak(n)
 	case "copybreak-mode":
 		m, err := ring.ParseMode(f[1])
 		if err != nil {

@@ -554,9 +554,9 @@ func TestTransmitFallsBackToBounceOnMapFailure(t *testing.T) {
 }
 
 // TestStartCopybreak: behind an IOMMU (a DMA view that counts faults)
-// the copybreak is measured and the costs shown; with untranslated DMA it
-// is Linux's 256 and nothing is measured. A later fixed value overrides
-// the measurement and copybreak auto measures again.
+// the device starts copying every frame, measures nothing at probe, and
+// Tune measures the copybreak and shows the costs; with untranslated DMA
+// it is Linux's 256 and nothing is measured.
 func TestStartCopybreak(t *testing.T) {
 	translated := fakedev.NewDMA()
 	untranslated := struct{ kernel.DMA }{translated} // hides DMAFaults
@@ -565,12 +565,16 @@ func TestStartCopybreak(t *testing.T) {
 		dma      kernel.DMA
 		measured bool
 	}{{"translated", translated, true}, {"untranslated", untranslated, false}} {
-		d := &Device{name: "ether0", dma: c.dma, logf: t.Logf}
-		var err error
-		if d.q.rx, err = ring.NewRxRing(c.dma, 8, descSize, rxBufSize); err != nil {
-			t.Fatal(err)
+		d := newCopybreakDevice(t, c.dma)
+		if d.q.rx.Copybreak() != map[bool]int{true: TranslatedCopybreak, false: DefaultCopybreak}[c.measured] {
+			t.Errorf("%s: copybreak %d at probe", c.name, d.q.rx.Copybreak())
 		}
-		d.startCopybreak()
+		if d.cbCosts.Load() != nil || translated.Live() != 0 {
+			t.Errorf("%s: measured at probe (%d mappings)", c.name, translated.Live())
+		}
+		if err := d.Tune(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
 		costs := d.cbCosts.Load()
 		switch {
 		case c.measured && costs == nil:
@@ -585,6 +589,58 @@ func TestStartCopybreak(t *testing.T) {
 	if n := translated.Live(); n != 0 {
 		t.Errorf("%d mappings left", n)
 	}
+}
+
+// TestTuneYieldsToCtl: a copybreak the ctl set, before Tune or while its
+// measurement runs, stays; a closed device measures nothing.
+func TestTuneYieldsToCtl(t *testing.T) {
+	dma := fakedev.NewDMA()
+	d := newCopybreakDevice(t, dma)
+	if err := d.Ctl("copybreak 100"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Tune(); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.q.rx.Copybreak(); got != 100 || d.cbCosts.Load() != nil {
+		t.Errorf("Tune after copybreak 100: copybreak %d (costs %v)", got, d.cbCosts.Load())
+	}
+	d.q.rx.Close()
+
+	// The ctl lands between the measurement's start and its result.
+	d = newCopybreakDevice(t, dma)
+	gen := d.cbGen.Load()
+	d.setCopybreak(300)
+	if err := d.measureCopybreak(gen); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.q.rx.Copybreak(); got != 300 || d.cbCosts.Load() != nil {
+		t.Errorf("copybreak 300 during the measurement: copybreak %d (costs %v)", got, d.cbCosts.Load())
+	}
+	d.q.rx.Close()
+
+	d = newCopybreakDevice(t, dma)
+	d.closed.Store(true)
+	if err := d.Tune(); err == nil || d.cbCosts.Load() != nil {
+		t.Errorf("Tune on a closed device: %v, costs %v", err, d.cbCosts.Load())
+	}
+	d.q.rx.Close()
+	if n := dma.Live(); n != 0 {
+		t.Errorf("%d mappings left", n)
+	}
+}
+
+// newCopybreakDevice is a device with an 8-descriptor RX ring over dma
+// whose copybreak started as probe starts it.
+func newCopybreakDevice(t *testing.T, dma kernel.DMA) *Device {
+	t.Helper()
+	d := &Device{name: "ether0", dma: dma, logf: t.Logf}
+	var err error
+	if d.q.rx, err = ring.NewRxRing(dma, 8, descSize, rxBufSize); err != nil {
+		t.Fatal(err)
+	}
+	d.startCopybreak()
+	return d
 }
 
 func TestCopybreakCtl(t *testing.T) {

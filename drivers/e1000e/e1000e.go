@@ -37,8 +37,9 @@ const (
 	// DefaultCopybreak is the driver's default with untranslated DMA, as
 	// in Linux.
 	DefaultCopybreak = 256
-	// TranslatedCopybreak is the fallback behind an IOMMU when measuring
-	// (copybreakAuto) fails: every frame is copied and every buffer stays
+	// TranslatedCopybreak is the copybreak behind an IOMMU until it is
+	// measured (Tune) and when measuring fails: every frame is
+	// copied and every buffer stays
 	// mapped, since a fresh buffer's map and the handed-up one's unmap (an
 	// IOTLB invalidation) usually cost more than the copy (the copybreak
 	// seed: 1166 ns per buffer at copybreak 0 against 562 at 2048 with the
@@ -61,6 +62,8 @@ type Device struct {
 
 	q           queue
 	cbCosts     atomic.Pointer[ring.CopybreakCosts] // as copybreak auto last measured them
+	cbGen       atomic.Uint64                       // bumped by each copybreak ctl (measureCopybreak)
+	cbMu        sync.Mutex                          // one copybreak measurement at a time
 	mtu         atomic.Int32
 	rctl        uint32     // RCTL as programmed, without LPE, UPE and MPE
 	filterMu    sync.Mutex // serialises RCTL and MTA writes after probe
@@ -78,6 +81,7 @@ type Device struct {
 
 var _ nic.NIC = (*Device)(nil)
 var _ nic.MulticastFilter = (*Device)(nil)
+var _ nic.Tuner = (*Device)(nil)
 
 // Probe resets the controller described by dev and brings it up.
 func Probe(dev *nic.Device) (nic.NIC, error) { return nic.AsNIC(probe(dev)) }
@@ -213,6 +217,8 @@ func (d *Device) Close() error {
 	r.Write32(TCTL, 0)
 	r.Write32(CTRL_EXT, r.Read32(CTRL_EXT)&^CTRL_EXT_DRV_LOAD)
 	d.clock.Sleep(dmaSettle)
+	d.cbMu.Lock() // a measurement under way ends first
+	d.cbMu.Unlock()
 	if err := d.q.close(); err != nil {
 		return fmt.Errorf("e1000e %s: close: %w", d.name, err)
 	}

@@ -50,12 +50,12 @@ func (d *Device) openQueue() error {
 	if q.rx, err = ring.NewRxRing(d.dma, rxDescs, descSize, rxBufSize); err != nil {
 		return fmt.Errorf("e1000e %s: %w", d.name, err)
 	}
-	d.startCopybreak()
 	if q.tx, err = ring.NewTxRing(d.dma, txDescs, descSize, txBounceLen); err != nil {
 		q.rx.Close()
 		return fmt.Errorf("e1000e %s: %w", d.name, err)
 	}
 	q.rxGuard = ring.NewFaultGuard(d.dma, d.name, d.logf)
+	d.startCopybreak()
 	return nil
 }
 

@@ -161,3 +161,12 @@ type DeviceStater interface {
 type TSOReasoner interface {
 	TSOReason() string
 }
+
+// Tuner is implemented by drivers that measure, on the machine they run
+// on, what one of their defaults depends on (e1000e: the copybreak behind
+// an IOMMU). A measurement holds the CPU for milliseconds, so the driver
+// starts with a safe default and the system calls Tune once its boot is
+// over. Tune leaves alone a setting a ctl command has made.
+type Tuner interface {
+	Tune() error
+}
