@@ -125,11 +125,19 @@ func resolveScope(seg uint16, s DeviceScope, read ConfigReader) (Reach, error) {
 		}
 		f = Func{sec, hop.Dev, hop.Fn}
 	}
+	r := Reach{Type: s.Type, Func: f}
 	hdr, err := header(seg, f, read)
+	if errors.Is(err, errAbsent) && s.Type == ScopePCIEndpoint {
+		// Firmware names functions that are not there yet: the virtual
+		// functions of an SR-IOV device before they are enabled (QEMU's
+		// igb has eight), a hot-plug slot's device. The scope holds for
+		// whatever appears at that address, as Linux binds such scopes
+		// when a device is added.
+		return r, nil
+	}
 	if err != nil {
 		return Reach{}, err
 	}
-	r := Reach{Type: s.Type, Func: f}
 	switch s.Type {
 	case ScopePCIEndpoint:
 		if hdr != headerNormal {
@@ -143,15 +151,18 @@ func resolveScope(seg uint16, s DeviceScope, read ConfigReader) (Reach, error) {
 	return r, nil
 }
 
+// errAbsent says that no function answers at an address.
+var errAbsent = errors.New("no function there")
+
 // header returns the header type of the function at f, or an error when
-// nothing answers there.
+// nothing answers there (errAbsent).
 func header(seg uint16, f Func, read ConfigReader) (uint8, error) {
 	id, err := read(seg, f.Bus, f.Dev, f.Fn, cfgVendorID, 2)
 	if err != nil {
 		return 0, fmt.Errorf("%v: vendor id: %w", f, err)
 	}
 	if id == vendorAbsent {
-		return 0, fmt.Errorf("%v: no function there", f)
+		return 0, fmt.Errorf("%v: %w", f, errAbsent)
 	}
 	h, err := read(seg, f.Bus, f.Dev, f.Fn, cfgHeaderType, 1)
 	if err != nil {

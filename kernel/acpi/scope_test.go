@@ -92,10 +92,14 @@ func TestResolveScope(t *testing.T) {
 			Reach{Type: ScopePCIEndpoint, Func: Func{3, 0, 0}}, ""},
 
 		{"empty path", DeviceScope{Type: ScopePCIEndpoint}, Reach{}, "empty path"},
-		{"endpoint absent", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(3, 0)}}, Reach{}, "00:03.0: no function there"},
+		{"endpoint absent, as a VF before SR-IOV is on", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(3, 0)}},
+			Reach{Type: ScopePCIEndpoint, Func: Func{0, 3, 0}}, ""},
+		{"endpoint absent behind a bridge", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1c, 0), p(7, 0)}},
+			Reach{Type: ScopePCIEndpoint, Func: Func{1, 7, 0}}, ""},
 		{"hop absent", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1c, 0), p(5, 0), p(0, 0)}}, Reach{}, "01:05.0: no function there"},
 		{"hop is an endpoint", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(2, 0), p(0, 0)}}, Reach{}, "00:02.0: header type 0 is no bridge"},
 		{"endpoint scope names a bridge", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1c, 0)}}, Reach{}, "endpoint scope names 00:1c.0"},
+		{"bridge absent", DeviceScope{Type: ScopePCIBridge, Path: []PathEntry{p(0x15, 0)}}, Reach{}, "00:15.0: no function there"},
 		{"bridge scope names an endpoint", DeviceScope{Type: ScopePCIBridge, Path: []PathEntry{p(0x1f, 0)}}, Reach{}, "00:1f.0: header type 0 is no bridge"},
 		{"bridge unnumbered", DeviceScope{Type: ScopePCIBridge, Path: []PathEntry{p(0x1b, 0)}}, Reach{}, "not numbered below it"},
 		{"hop through unnumbered bridge", DeviceScope{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1b, 0), p(0, 0)}}, Reach{}, "not numbered below it"},
@@ -133,12 +137,12 @@ func TestResolveScope(t *testing.T) {
 func TestResolveKeepsGoodScopes(t *testing.T) {
 	u := DRHD{Base: 0xfed91000, Scopes: []DeviceScope{
 		{Type: ScopeIOAPIC, EnumID: 8, StartBus: 0xf0, Path: []PathEntry{p(0x1f, 0)}},
-		{Type: ScopePCIEndpoint, Path: []PathEntry{p(9, 0)}},
+		{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1c, 0)}},
 		{Type: ScopePCIBridge, Path: []PathEntry{p(0x1d, 0)}},
 		{Type: ScopeHPET, StartBus: 0, Path: []PathEntry{p(0x1f, 7)}},
 	}}
 	cov, err := u.Resolve(serverTopo().read)
-	if err == nil || !strings.Contains(err.Error(), "scope 1 (endpoint bus 00 path 09.0)") {
+	if err == nil || !strings.Contains(err.Error(), "scope 1 (endpoint bus 00 path 1c.0)") {
 		t.Fatalf("err = %v, want scope 1's", err)
 	}
 	if strings.Contains(err.Error(), "scope 0") || strings.Contains(err.Error(), "scope 3") {
