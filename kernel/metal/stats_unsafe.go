@@ -21,6 +21,7 @@ type Stats struct {
 	PageFaults   uint64 // page faults, demand paging included
 	Switches     uint64 // thread switches
 	IdleNanos    uint64 // time the CPU halted with nothing to run
+	TimerWrites  uint64 // LAPIC timer (re)armed or stopped
 }
 
 // Idle is IdleNanos as a duration.

@@ -196,6 +196,7 @@ struct thread *thread_by_tid(int tid);
 void block(struct thread *t, int wait, u64 deadline);
 void wake(struct thread *t, i64 rax);
 void need_resched(void);
+void timer_fired(void);
 struct regs *schedule(void);
 i64 sys_clone(struct regs *r);
 void thread_exit(struct thread *t);
@@ -241,7 +242,7 @@ void irq_dump(void);
 void timer_dump(void);
 
 /* trap.c; the counters print at power-off (stats_print). */
-struct stats { u64 syscalls, clock_gettime, timer_irqs, device_irqs, page_faults, switches, idle_ns; };
+struct stats { u64 syscalls, clock_gettime, timer_irqs, device_irqs, page_faults, switches, idle_ns, timer_writes; };
 extern struct stats stats;
 void stats_print(void);
 

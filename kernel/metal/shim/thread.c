@@ -23,7 +23,9 @@ static struct thread idle;
 static struct thread *fpu_owner; /* whose state the FPU/SSE registers hold */
 static int next_tid = 1;
 static int resched;
-static int rr; /* where the round robin looks next */
+static int rr;        /* where the round robin looks next */
+static u64 slice_end; /* when the running thread's slice ends */
+static u64 fs_loaded; /* the FS base in the MSR */
 
 /*
  * The FPU, SSE and AVX state. With XSAVE (CPUID.01H:ECX bit 26) and AVX
@@ -147,6 +149,7 @@ void thread_start(struct thread *t)
 	cpu0.cur = t;
 	cpu0.kstack_top = t->kstack_top;
 	wrmsr(0xc0000100, t->fs_base);
+	fs_loaded = t->fs_base;
 }
 
 struct thread *thread_by_tid(int tid)
@@ -233,6 +236,8 @@ struct regs *schedule(void)
 	struct thread *cur = cpu0.cur, *next = NULL;
 	if (cur != &idle && cur->state == T_RUNNABLE && !resched)
 		next = cur;
+	else
+		slice_end = now + SLICE_NS; /* a new slice, whoever gets it */
 	for (int i = 0; i < MAXT && !next; i++) {
 		struct thread *t = &threads[(rr + i) % MAXT];
 		if (t->state == T_RUNNABLE) {
@@ -262,19 +267,23 @@ struct regs *schedule(void)
 			fx_restore(next->fx);
 			fpu_owner = next;
 		}
-		wrmsr(0xc0000100, next->fs_base);
+		if (next->fs_base != fs_loaded) {
+			wrmsr(0xc0000100, next->fs_base);
+			fs_loaded = next->fs_base;
+		}
 		signal_deliver_pending(next, frame_of(next));
 	}
 
 	/* The next timer: the earliest deadline, or the slice's end when
-	 * another thread waits for the CPU. */
+	 * another thread waits for the CPU. The slice ends 10 ms after the
+	 * thread got the CPU, however many system calls it makes meanwhile. */
 	u64 deadline = 0;
 	for (int i = 0; i < MAXT; i++) {
 		struct thread *t = &threads[i];
 		if (t->state == T_BLOCKED && t->deadline && (!deadline || t->deadline < deadline))
 			deadline = t->deadline;
-		if (t->state == T_RUNNABLE && t != next && (!deadline || now + SLICE_NS < deadline))
-			deadline = now + SLICE_NS;
+		if (t->state == T_RUNNABLE && t != next && (!deadline || slice_end < deadline))
+			deadline = slice_end;
 	}
 	timer_arm(deadline);
 	return frame_of(next);

@@ -137,10 +137,25 @@ void time_init(void)
 		(t1 - t0) * 1000000 / ns, (u64)(l0 - l1) * 1000000 / ns);
 }
 
-/* timer_arm sets the one-shot LAPIC timer to fire at deadline (ns since
- * boot); 0 stops it. */
+/*
+ * timer_arm sets the one-shot LAPIC timer to fire at deadline (ns since
+ * boot); 0 stops it. The scheduler asks after every system call, fault
+ * and interrupt, and the deadline seldom moves, so a deadline already
+ * armed is left alone: under QEMU TCG each write of the LAPIC's timer
+ * costs microseconds of the host's timer work, and rewriting it every
+ * time took 5% of a boot's samples. timer_fired forgets the deadline
+ * once the timer has gone off, early or on time.
+ */
+static u64 armed; /* the deadline the timer is set for; 0: stopped */
+
+void timer_fired(void) { armed = 0; }
+
 void timer_arm(u64 deadline)
 {
+	if (deadline == armed)
+		return;
+	armed = deadline;
+	stats.timer_writes++;
 	if (!deadline) {
 		*lapic(LAPIC_TIMER_INIT) = 0;
 		return;

@@ -126,6 +126,7 @@ struct regs *trap(struct regs *r)
 		do_syscall(t, r);
 	} else if (v == VEC_TIMER) {
 		stats.timer_irqs++;
+		timer_fired();
 		lapic_eoi();
 		need_resched();
 	} else if (v == VEC_COM1) {
