@@ -128,6 +128,8 @@ func bootMetalOn(t *testing.T, ctx context.Context, cpu, initPkg string, extra .
 }
 
 // metalStats is the shim's counters line at power-off.
+var tscRefined = regexp.MustCompile(`^metal: TSC (\d+) kHz over \d+ ms \((\d+) kHz over 1 ms at boot\)`)
+
 var metalStats = regexp.MustCompile(`^metal: up \d+ ms.*: \d+ system calls \((\d+) clock_gettime\)`)
 
 // shimFailed reports a console line that says the shim gave up.
@@ -202,7 +204,7 @@ func TestBootMetalRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal", "METAL_TEST=env")
-	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "slice", "clock", "platform", "msi", "epoll", "sleeps", "avx", "image"}
+	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "slice", "clock", "refine", "platform", "msi", "epoll", "sleeps", "avx", "image"}
 	from := 0
 	for _, want := range append(checks, "done") {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -231,6 +233,26 @@ func TestBootMetalRuntime(t *testing.T) {
 		t.Fatalf("no counters at power-off: %v\nconsole:\n%s", err, log.String())
 	}
 	t.Log(stats.Text)
+	// The TSC's rate, measured over 1 ms at boot and again over the
+	// first second: the two agree within 0.1% (a bad quick one
+	// would run every timer of the first second fast or slow).
+	var refined bool
+	for _, l := range vm.Console.Lines() {
+		r := tscRefined.FindStringSubmatch(l.Text)
+		if r == nil {
+			continue
+		}
+		refined = true
+		t.Log(l.Text)
+		long, _ := strconv.ParseFloat(r[1], 64)
+		quick, _ := strconv.ParseFloat(r[2], 64)
+		if long <= 0 || quick < long*0.999 || quick > long*1.001 {
+			t.Errorf("the TSC's rate over 1 ms at boot, %v kHz, is more than 0.1%% off the second's %v kHz", quick, long)
+		}
+	}
+	if !refined {
+		t.Errorf("the shim never measured the TSC's rate again (no %q line)\nconsole:\n%s", tscRefined, log.String())
+	}
 	m := metalStats.FindStringSubmatch(stats.Text)
 	if calls, _ := strconv.Atoi(m[1]); calls > 50 {
 		t.Errorf("%s clock_gettime system calls: the runtime did not use the vDSO", m[1])

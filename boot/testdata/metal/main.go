@@ -41,6 +41,7 @@ func main() {
 	check("preempt", preempt)
 	check("slice", slice)
 	check("clock", clock)
+	check("refine", refine)
 	check("platform", platform)
 	check("msi", msi)
 	check("epoll", epoll)
@@ -266,6 +267,27 @@ func slice() error {
 		return fmt.Errorf("one thread never ran: %d and %d calls", calls[0].Load(), calls[1].Load())
 	case n < 1000 || writes*10 > n:
 		return fmt.Errorf("%d system calls wrote the LAPIC timer %d times", n, writes)
+	}
+	return nil
+}
+
+// refine reads the clock through the vDSO, without pause, until a
+// second and a fifth after boot: the shim measures the TSC's rate again
+// a second after boot (its console says "metal: TSC ... over"), and the
+// clock must go on from where it was, never back and without a jump.
+func refine() error {
+	var ts unix.Timespec // the one system call: since boot, as the shim counts
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return err
+	}
+	start := time.Now()
+	until := 1200*time.Millisecond - time.Duration(ts.Nano())
+	for prev := start; prev.Sub(start) < until; {
+		t := time.Now()
+		if d := t.Sub(prev); d < 0 || d > 100*time.Millisecond {
+			return fmt.Errorf("the monotonic clock stepped by %v at %v after boot", d, time.Duration(ts.Nano())+t.Sub(start))
+		}
+		prev = t
 	}
 	return nil
 }

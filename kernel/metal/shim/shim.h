@@ -197,6 +197,7 @@ void block(struct thread *t, int wait, u64 deadline);
 void wake(struct thread *t, i64 rax);
 void need_resched(void);
 void timer_fired(void);
+void time_refine(u64 now_ns);
 struct regs *schedule(void);
 i64 sys_clone(struct regs *r);
 void thread_exit(struct thread *t);

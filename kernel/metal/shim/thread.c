@@ -232,6 +232,7 @@ static void expire(u64 now)
 struct regs *schedule(void)
 {
 	u64 now = now_ns();
+	time_refine(now);
 	expire(now);
 	struct thread *cur = cpu0.cur, *next = NULL;
 	if (cur != &idle && cur->state == T_RUNNABLE && !resched)

@@ -99,8 +99,10 @@ dynstr_end:
  * int __vdso_clock_gettime(clockid_t clk, struct timespec *ts), System V
  * ABI: clk in EDI, ts in RSI; RAX, RCX, RDX, RSI, RDI and R8-R11 are the
  * caller's to lose. The same arithmetic as now_ns() in time.c:
- * ns = (TSC - tsc0) * ns_per_tsc >> 32, plus the wall offset for the
- * real-time clocks. Clocks it does not know go to the system call.
+ * ns = ns_base + (TSC - tsc0) * ns_per_tsc >> 32, plus the wall offset
+ * for the real-time clocks, read again if clock_seq moved meanwhile (the
+ * shim refined the rate under us). Clocks it does not know go to the
+ * system call.
  */
 	.p2align 4
 vdso_clock_gettime:
@@ -111,12 +113,16 @@ vdso_clock_gettime:
 	btl %edi, %ecx
 	jnc 1f
 	movq wall_offset(%rip), %r8
-1:	rdtsc
+1:	movq clock_seq(%rip), %r9
+	rdtsc
 	shlq $32, %rdx
 	orq %rdx, %rax
 	subq tsc0(%rip), %rax
 	mulq ns_per_tsc(%rip)
 	shrdq $32, %rdx, %rax
+	addq ns_base(%rip), %rax
+	cmpq clock_seq(%rip), %r9
+	jne 1b
 	addq %r8, %rax
 	xorl %edx, %edx
 	movl $1000000000, %ecx
