@@ -63,11 +63,14 @@ func TestScopedDMARWalksBack(t *testing.T) {
 	read := func(seg uint16, bus, dev, fn uint8, off, size int) (uint32, error) {
 		return m.Bus.ReadConfig(pci.Addr{Seg: seg, Bus: bus, Dev: dev, Fn: fn}, off, size)
 	}
+	// The graphics device is not there: its unit keeps the address, for
+	// a function that appears later, and the walk reports nothing.
 	sm, err := d.ScopeMap(read)
-	if err == nil || !strings.Contains(err.Error(), "00:02.0: no function there") {
-		t.Fatalf("scope map error %v, want the absent graphics device", err)
+	if err != nil {
+		t.Fatalf("scope map: %v", err)
 	}
-	for a, base := range map[pci.Addr]uint64{behind: portBase, switchUp: portBase, rootPort: portBase, onBus0: VTdBase} {
+	gfx := pci.Addr{Bus: 0, Dev: 2}
+	for a, base := range map[pci.Addr]uint64{behind: portBase, switchUp: portBase, rootPort: portBase, onBus0: VTdBase, gfx: gfxBase} {
 		if c, ok := sm.UnitFor(0, a.Bus, a.Dev, a.Fn); !ok || c.Unit.Base != base {
 			t.Errorf("UnitFor(%v) = %#x %v, want %#x", a, c.Unit.Base, ok, base)
 		}
