@@ -204,7 +204,7 @@ func TestBootMetalRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vm, log := bootMetal(t, ctx, "./boot/testdata/metal", "ether9.test=metal", "METAL_TEST=env")
-	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "slice", "clock", "refine", "platform", "msi", "epoll", "sleeps", "avx", "image"}
+	checks := []string{"cmdline", "goroutines", "timers", "gc", "nil", "preempt", "lapic", "clock", "refine", "platform", "msi", "epoll", "sleeps", "avx", "image"}
 	from := 0
 	for _, want := range append(checks, "done") {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
