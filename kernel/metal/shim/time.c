@@ -4,10 +4,11 @@
  * The TSC is the clock (nanoseconds since boot, scaled by a factor
  * measured against the ACPI PM timer, a 3.579545 MHz counter, ACPI
  * 4.8.3.3): over 1 ms at boot, then again over the first second
- * (time_refine), as Linux refines its quick boot calibration. The LAPIC timer in one-shot mode (SDM 11.5.4) is the only
- * interrupt source: it is armed for the earliest thing due (a sleeping
- * thread, a futex or epoll timeout, the end of a time slice) and not at
- * all when nothing is, so an idle machine halts until then.
+ * (time_refine), as Linux refines its quick boot calibration. The LAPIC
+ * timer in one-shot mode (SDM 11.5.4) is the only interrupt source: it
+ * is armed for the earliest thing due (a sleeping thread, a futex or
+ * epoll timeout, the end of a time slice) and not at all when nothing
+ * is, so an idle machine halts until then.
  * Wall time comes from the CMOS RTC, read once.
  */
 #include "shim.h"
@@ -40,16 +41,14 @@ static u64 lapic_per_ns; /* LAPIC timer ticks per ns, 32.32 fixed point */
 
 /*
  * The calibration: the PM timer and the TSC where it started. Measuring
- * over 10 ms held up every boot by 10 ms; 1 ms gives the rate within a
- * fraction of a percent (a few microseconds of jitter between the two
- * reads, on a busy QEMU host too), and the same start read again a second
- * later gives it within parts per million, before the PM timer wraps
- * (24 bits: 4.69 s).
+ * over 10 ms held up every boot by 10 ms; over 1 ms, with each TSC read
+ * between two PM timer reads (pm_tsc), the rate comes within 0.01% of
+ * what the same start read again a second later gives, before the PM
+ * timer wraps (24 bits: 4.69 s).
  */
 static u32 pm_port, pm_mask, pm_start;
 static u64 tsc_start;
 static int refined;
-static u64 ns_per_tsc_boot;
 #define CALIBRATE_PM_TICKS (PM_TIMER_HZ / 1000)
 #define REFINE_NS 1000000000UL
 #define REFINE_LATEST_NS 4000000000UL
@@ -69,24 +68,27 @@ u64 now_ns(void)
 static u64 pm_ns(u32 ticks) { return (u64)ticks * 1000000000UL / PM_TIMER_HZ; }
 
 /*
- * pm_tsc reads the TSC between two reads of the PM timer and returns it
- * with the PM time it was read at (the two reads' middle), from the
- * tightest of eight tries: a host that preempts QEMU between one read
- * and the other (microseconds, now and then a millisecond) would
- * otherwise count that time on one clock and not the other.
+ * pm_tsc reads the TSC and the LAPIC timer's count between two reads of
+ * the PM timer and returns the TSC, with the PM time they were read at
+ * (the two reads' middle) and the count, from the tightest of eight
+ * tries: a host that preempts QEMU between one read and the other
+ * (microseconds, now and then a millisecond) would otherwise count that
+ * time on one clock and not the other.
  */
-static u64 pm_tsc(u32 *pm)
+static u64 pm_tsc(u32 *pm, u32 *lapic_count)
 {
 	u64 best_t = 0;
 	u32 best_w = ~0U;
 	for (int i = 0; i < 8; i++) {
 		u32 a = inl(pm_port) & pm_mask;
 		u64 t = rdtsc();
+		u32 l = *lapic(LAPIC_TIMER_CUR);
 		u32 w = ((inl(pm_port) & pm_mask) - a) & pm_mask;
 		if (w < best_w) {
 			best_w = w;
 			best_t = t;
 			*pm = (a + w / 2) & pm_mask;
+			*lapic_count = l;
 		}
 	}
 	return best_t;
@@ -105,20 +107,19 @@ void time_refine(u64 now)
 	refined = 1;
 	if (now > REFINE_LATEST_NS)
 		return; /* the PM timer may have wrapped: the boot rate stays */
-	u32 p;
-	u64 t = pm_tsc(&p);
+	u32 p, l;
+	u64 t = pm_tsc(&p, &l);
 	u64 ns = pm_ns((p - pm_start) & pm_mask);
 	if (t <= tsc_start || !ns)
 		return;
-	u64 cur = now_ns();
+	u64 cur = now_ns(), boot = ns_per_tsc;
 	clock_seq++;
 	ns_base = cur;
 	tsc0 = t;
-	ns_per_tsc_boot = ns_per_tsc;
 	ns_per_tsc = (ns << 32) / (t - tsc_start);
 	clock_seq++;
 	kprintf("metal: TSC %lu kHz over %lu ms (%lu kHz over 1 ms at boot)\n",
-		(t - tsc_start) * 1000000 / ns, ns / 1000000, (1000000UL << 32) / ns_per_tsc_boot);
+		(t - tsc_start) * 1000000 / ns, ns / 1000000, (1000000UL << 32) / boot);
 }
 
 u64 tsc_ns(u64 ticks) { return (u64)(((unsigned __int128)ticks * ns_per_tsc) >> 32); }
@@ -196,13 +197,11 @@ void time_init(void)
 		panic("no ACPI PM timer to measure the TSC against");
 	pm_mask = acpi_pm_timer_32bit() ? 0xffffffffU : 0xffffffU;
 	*lapic(LAPIC_TIMER_INIT) = 0xffffffff;
-	u32 l0 = *lapic(LAPIC_TIMER_CUR);
-	u32 p0, p1;
-	u64 t0 = pm_tsc(&p0), t1;
+	u32 p0, p1, l0, l1;
+	u64 t0 = pm_tsc(&p0, &l0), t1;
 	do
-		t1 = pm_tsc(&p1);
+		t1 = pm_tsc(&p1, &l1);
 	while (((p1 - p0) & pm_mask) < CALIBRATE_PM_TICKS);
-	u32 l1 = *lapic(LAPIC_TIMER_CUR);
 	*lapic(LAPIC_TIMER_INIT) = 0;
 	u64 ns = pm_ns((p1 - p0) & pm_mask);
 	if (t1 <= t0 || l0 <= l1)
@@ -222,10 +221,10 @@ void time_init(void)
  * boot); 0 stops it. The scheduler asks after every system call, fault
  * and interrupt, and the deadline seldom moves (only while another
  * thread waits for the CPU, each call starting the slice again), so a
- * deadline already armed is left alone: under QEMU TCG each write of the LAPIC's timer
- * costs microseconds of the host's timer work, and rewriting it every
- * time took 5% of a boot's samples. timer_fired forgets the deadline
- * once the timer has gone off, early or on time.
+ * deadline already armed is left alone: under QEMU TCG each write of
+ * the LAPIC's timer costs microseconds of the host's timer work, and
+ * rewriting it every time took 5% of a boot's samples. timer_fired
+ * forgets the deadline once the timer has gone off, early or on time.
  */
 static u64 armed; /* the deadline the timer is set for; 0: stopped */
 
