@@ -22,6 +22,10 @@ func (k BARKind) String() string {
 // IsMem reports whether the BAR decodes memory space.
 func (b BAR) IsMem() bool { return b.Kind == BARMem32 || b.Kind == BARMem64 }
 
+// Mappable reports whether the BAR is a memory BAR with a size: a window
+// a driver can map.
+func (b BAR) Mappable() bool { return b.IsMem() && b.Size != 0 }
+
 // barCount is how many BAR slots a header type has.
 func barCount(header uint8) int {
 	switch header {

@@ -210,3 +210,21 @@ var errInjected = &injectedError{}
 type injectedError struct{}
 
 func (*injectedError) Error() string { return "injected failure" }
+
+// TestBARMappable: only a memory BAR with a size is a window to map.
+func TestBARMappable(t *testing.T) {
+	for _, c := range []struct {
+		b    BAR
+		want bool
+	}{
+		{BAR{Kind: BARMem32, Addr: 0x40000000, Size: 0x20000}, true},
+		{BAR{Kind: BARMem64, Addr: 0x40040000, Size: 0x4000}, true},
+		{BAR{Kind: BARMem32, Addr: 0x40000000}, false},
+		{BAR{Kind: BARIO, Addr: 0xc000, Size: 0x20}, false},
+		{BAR{}, false},
+	} {
+		if got := c.b.Mappable(); got != c.want {
+			t.Errorf("%+v: Mappable %v, want %v", c.b, got, c.want)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func Bind(p Platform) (*Result, error) {
 }
 
 func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(string, ...any)) (nic.NIC, kernel.DMA, []kernel.MSI, error) {
-	if !f.BARs[0].IsMem() || f.BARs[0].Size == 0 {
+	if !f.BARs[0].Mappable() {
 		return nil, nil, nil, fmt.Errorf("%s %v: BAR0 is not a sized memory BAR (%v, %d bytes)", d.Name, f.Addr, f.BARs[0].Kind, f.BARs[0].Size)
 	}
 	if err := pci.EnableMemory(p.Config, f.Addr); err != nil {

@@ -25,7 +25,7 @@ func MapPhys(base uint64, size int) (*linux.MMIO, error) {
 // function's decoding off and on, and under QEMU each turn rebuilds the
 // machine's memory map, 2-3 ms of TCG time, twice per BAR mapped.
 func MapBAR(f *pci.Function, bar int) (kernel.Regs, error) {
-	if bar < 0 || bar >= len(f.BARs) || !f.BARs[bar].IsMem() || f.BARs[bar].Size == 0 {
+	if bar < 0 || bar >= len(f.BARs) || !f.BARs[bar].Mappable() {
 		return nil, fmt.Errorf("metal: pci %v BAR%d is not a sized memory BAR", f.Addr, bar)
 	}
 	return MapPhys(f.BARs[bar].Addr, int(f.BARs[bar].Size))
