@@ -28,13 +28,10 @@ func (d *Device) translated() bool {
 // Tune implements nic.Tuner: behind an IOMMU it measures the copybreak
 // (measureCopybreak), unless a copybreak ctl has set one since probe.
 func (d *Device) Tune() error {
-	if !d.translated() {
+	if !d.translated() || d.cbGen.Load() != 0 {
 		return nil
 	}
-	if gen := d.cbGen.Load(); gen == 0 {
-		return d.measureCopybreak(gen)
-	}
-	return nil
+	return d.measureCopybreak(0)
 }
 
 // copybreakAuto measures the copybreak now (ctl copybreak auto).

@@ -38,12 +38,11 @@ const (
 	// in Linux.
 	DefaultCopybreak = 256
 	// TranslatedCopybreak is the copybreak behind an IOMMU until it is
-	// measured (Tune) and when measuring fails: every frame is
-	// copied and every buffer stays
-	// mapped, since a fresh buffer's map and the handed-up one's unmap (an
-	// IOTLB invalidation) usually cost more than the copy (the copybreak
-	// seed: 1166 ns per buffer at copybreak 0 against 562 at 2048 with the
-	// IOMMU on).
+	// measured (Tune) and when measuring fails: every frame is copied and
+	// every buffer stays mapped, since a fresh buffer's map and the
+	// handed-up one's unmap (an IOTLB invalidation) usually cost more than
+	// the copy (the copybreak seed: 1166 ns per buffer at copybreak 0
+	// against 562 at 2048 with the IOMMU on).
 	TranslatedCopybreak = rxBufSize
 )
 
