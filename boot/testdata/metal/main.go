@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -341,10 +342,16 @@ func platform() error {
 	if err != nil {
 		return err
 	}
-	if _, err := pci.Enumerate(cfg, pci.Options{Assign: hole}); err != nil {
+	fns, err := pci.Enumerate(cfg, pci.Options{Assign: hole})
+	if err != nil {
 		return fmt.Errorf("enumerating with BARs assigned in [%#x, %#x): %w", hole.Base, hole.End, err)
 	}
-	bar, err := mapBAR0(cfg, nic)
+	// The BAR as enumeration left it, as the platform maps it.
+	i := slices.IndexFunc(fns, func(f *pci.Function) bool { return f.Addr == nic })
+	if i < 0 {
+		return fmt.Errorf("enumeration missed %v", nic)
+	}
+	bar, err := metal.MapBAR(fns[i], 0)
 	if err != nil {
 		return err
 	}
