@@ -19,6 +19,7 @@
 #define MAXT 128
 #define KSTACK (16UL << 10)
 #define SLICE_NS 10000000UL
+#define SLICE_GRAIN_NS 1000000UL /* a slice's end, rounded up to it */
 #define CONSOLE_POLL_NS 20000000UL
 
 extern char idle_loop[];
@@ -278,14 +279,16 @@ struct regs *schedule(void)
 	}
 
 	/* The next timer: the earliest deadline, or the slice's end when
-	 * another thread waits for the CPU. */
-	u64 deadline = 0;
+	 * another thread waits for the CPU. The end is rounded up to a
+	 * millisecond, so that a thread making calls moves it, and the LAPIC
+	 * timer is written (timer_arm), once a millisecond, not every call. */
+	u64 deadline = 0, slice = (now + SLICE_NS + SLICE_GRAIN_NS - 1) / SLICE_GRAIN_NS * SLICE_GRAIN_NS;
 	for (int i = 0; i < MAXT; i++) {
 		struct thread *t = &threads[i];
 		if (t->state == T_BLOCKED && t->deadline && (!deadline || t->deadline < deadline))
 			deadline = t->deadline;
-		if (t->state == T_RUNNABLE && t != next && (!deadline || now + SLICE_NS < deadline))
-			deadline = now + SLICE_NS;
+		if (t->state == T_RUNNABLE && t != next && (!deadline || slice < deadline))
+			deadline = slice;
 	}
 	timer_arm(deadline);
 	return frame_of(next);

@@ -219,9 +219,9 @@ void time_init(void)
 /*
  * timer_arm sets the one-shot LAPIC timer to fire at deadline (ns since
  * boot); 0 stops it. The scheduler asks after every system call, fault
- * and interrupt, and the deadline seldom moves (only while another
- * thread waits for the CPU, each call starting the slice again), so a
- * deadline already armed is left alone: under QEMU TCG each write of
+ * and interrupt, and the deadline seldom moves (while another thread
+ * waits for the CPU, once a millisecond: each call starts the slice
+ * again, its end rounded up), so a deadline already armed is left alone: under QEMU TCG each write of
  * the LAPIC's timer costs microseconds of the host's timer work, and
  * rewriting it every time took 5% of a boot's samples. timer_fired
  * forgets the deadline once the timer has gone off, early or on time.
