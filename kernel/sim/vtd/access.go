@@ -253,7 +253,12 @@ func (u *Unit) command(v uint32) {
 		u.stats.RootPointerLoads++
 	}
 	if v&GCMD_SIRTP != 0 {
+		// 10.4.4: the table base, EIME and size are latched; cached
+		// entries stay until software invalidates the interrupt entry
+		// cache, as it must after setting the pointer.
+		u.irt = u.irta
 		u.gsts |= GSTS_IRTPS
+		u.stats.IRTableLoads++
 	}
 	if v&GCMD_SFL != 0 {
 		u.gsts |= GSTS_FLS

@@ -102,11 +102,65 @@ const (
 	FECTL_IP = 1 << 30
 )
 
-// Fault recording register, upper quadword.
+// Fault recording register, upper quadword; and the lower quadword's
+// fault info for an interrupt-remapping fault (10.4.14).
 const (
 	FRCD_F        = 1 << 63
 	FRCD_T        = 1 << 62 // 1: read request, 0: write request
 	FRCD_FR_SHIFT = 32
+
+	FRCD_FI_IR_SHIFT = 48 // interrupt faults: the interrupt index, 63:48
+)
+
+// IRTA fields (10.4.29).
+const (
+	IRTA_EIME   = 1 << 11 // extended interrupt mode: 32-bit x2APIC destinations
+	IRTA_S_MASK = 0xf     // the table holds 2^(S+1) entries
+)
+
+// An interrupt request's address (5.1.2): a DWORD write to 0xFEEx_xxxx.
+// In remappable format bits 19:5 hold handle[14:0] and bit 2 handle[15];
+// with SHV set data bits 15:0 hold a subhandle added to the handle.
+const (
+	MSI_ADDR_WINDOW       = 0xfee0_0000
+	MSI_ADDR_WINDOW_MASK  = 0xfff0_0000
+	MSI_ADDR_FORMAT       = 1 << 4 // interrupt format: 1 remappable, 0 compatibility
+	MSI_ADDR_SHV          = 1 << 3 // subhandle valid
+	MSI_ADDR_HANDLE15     = 1 << 2
+	MSI_ADDR_HANDLE_SHIFT = 5
+
+	// Compatibility format, as the unit hands a remapped interrupt on.
+	MSI_ADDR_DM        = 1 << 2 // destination mode: 1 logical
+	MSI_ADDR_RH        = 1 << 3 // redirection hint
+	MSI_ADDR_DST_SHIFT = 12
+	MSI_DATA_DLM_SHIFT = 8
+	MSI_DATA_TM        = 1 << 15 // trigger mode: 1 level
+)
+
+// Interrupt remapping table entry for remapped interrupts (9.10), lower
+// and upper quadword.
+const (
+	IRTE_P         = 1 << 0
+	IRTE_FPD       = 1 << 1  // fault processing disable
+	IRTE_DM        = 1 << 2  // destination mode: 1 logical
+	IRTE_RH        = 1 << 3  // redirection hint
+	IRTE_TM        = 1 << 4  // trigger mode: 1 level
+	IRTE_DLM_SHIFT = 5       // delivery mode, 3 bits
+	IRTE_IM        = 1 << 15 // IRTE mode: 1 posted (not supported: ECAP.PI clear)
+	IRTE_V_SHIFT   = 16      // vector, 8 bits
+	IRTE_DST_SHIFT = 32      // destination: x2APIC id, or xAPIC id in 47:40
+
+	IRTE_SID_SHIFT = 0 // upper quadword: source id
+	IRTE_SQ_SHIFT  = 16
+	IRTE_SVT_SHIFT = 18
+
+	SVT_NONE  = 0 // no source validation
+	SVT_SID   = 1 // requester id under the SQ mask
+	SVT_BUS   = 2 // bus number in SID[15:8]..SID[7:0]
+	SQ_ALL    = 0 // compare every requester id bit
+	SQ_IGN2   = 1 // ignore function bit 2
+	SQ_IGN21  = 2 // ignore function bits 2:1
+	SQ_IGN210 = 3 // ignore the function number
 )
 
 // CAP fields.

@@ -1,8 +1,12 @@
-// Package vtd is a model of an Intel VT-d DMA remapping unit, written from
-// the VT-d specification: the register set, legacy-mode root and context
-// tables, second-level paging (3 or 4 levels, 2 MiB and 1 GiB leaves), an
-// IOTLB and a context cache that keep translations until software
-// invalidates them, and the primary fault recording registers.
+// Package vtd is a model of an Intel VT-d remapping unit, written from the
+// VT-d specification, not from any driver, so that a model and a driver
+// can disagree: the register set, legacy-mode root and context tables,
+// second-level paging (3 or 4 levels, 2 MiB and 1 GiB leaves), an IOTLB
+// and a context cache that keep translations until software invalidates
+// them, queued invalidation, interrupt remapping through the interrupt
+// remapping table with source validation, and the primary fault
+// recording registers, which record DMA and interrupt-remapping faults
+// alike.
 //
 // The model reads the tables the driver wrote through a Memory, at the time
 // of a cache miss, so a table write that was never flushed or a cached
@@ -120,7 +124,7 @@ type Stats struct {
 	ContextDomain     uint64
 	ContextDevice     uint64
 	IgnoredInvals     uint64 // register-based invalidations while queued invalidation is on
-	Faults            uint64 // every translation fault
+	Faults            uint64 // every fault, translation or interrupt remapping
 	FaultsRecorded    uint64 // written to a fault recording register
 	FaultsDropped     uint64 // lost to an overflow (FSTS.PFO)
 	FaultInterrupts   uint64 // fault events delivered (FECTL.IM clear)
@@ -134,6 +138,11 @@ type Stats struct {
 	QueuedDescriptors uint64 // invalidation queue descriptors carried out
 	QueueWaits        uint64 // invalidation wait descriptors
 	QueueErrors       uint64 // invalid descriptors or fetch failures (FSTS.IQE)
+
+	IRTableLoads       uint64 // interrupt remapping table pointers latched (SIRTP)
+	InterruptsRemapped uint64 // requests remapped through an IRTE
+	InterruptsPassed   uint64 // requests passed unchanged: remapping off, or compatibility format under CFIS
+	InterruptsBlocked  uint64 // requests blocked, their fault recorded or not
 }
 
 // ErrQueuedInvalidation reports a register-based invalidation the unit
@@ -176,7 +185,8 @@ type Unit struct {
 	iedata  uint32
 	ieaddr  uint32
 	ieuaddr uint32
-	irta    uint64
+	irta    uint64 // as written
+	irt     uint64 // latched by SIRTP
 	frcds   []frcd
 	nextRec int
 
