@@ -131,9 +131,19 @@ func (u *Unit) blockInterrupt(sid uint16, addr uint64, index uint16, r Reason, f
 	return 0, 0, false
 }
 
-// fetchIRTE reads entry index of the table latched by SIRTP. The read
-// goes through the unit's Memory, snooped or not as ECAP.C says.
+// fetchIRTE returns entry index from the interrupt entry cache, or reads
+// it from the table latched by SIRTP, through the unit's Memory (snooped
+// or not as ECAP.C says). With caches on, a present and well-formed entry
+// is kept until an IEC invalidation covers it (6.2.x, 6.5.2.7); under
+// caching mode any entry is, as CAP.CM allows.
 func (u *Unit) fetchIRTE(index uint32, eime bool) (irte, bool) {
+	if u.cfg.IOTLB {
+		if e, ok := u.iec[uint16(index)]; ok {
+			u.stats.IECHits++
+			return e, true
+		}
+		u.stats.IECMisses++
+	}
 	if u.gsts&GSTS_IRTPS == 0 {
 		return irte{}, false // no table pointer was ever set
 	}
@@ -141,5 +151,27 @@ func (u *Unit) fetchIRTE(index uint32, eime bool) (irte, bool) {
 	if err != nil {
 		return irte{}, false
 	}
-	return irte{lo, hi}, true
+	e := irte{lo, hi}
+	if u.cfg.IOTLB && (u.cachingMode() || e.present() && !e.reserved(eime)) {
+		u.iec[uint16(index)] = e
+	}
+	return e, true
+}
+
+// iecInval drops interrupt entry cache entries (6.5.2.7): every one, or
+// the 2^im entries from idx with its low im bits cleared.
+func (u *Unit) iecInval(selective bool, idx uint16, im uint64) {
+	u.spin()
+	if !selective {
+		clear(u.iec)
+		u.stats.IECGlobal++
+		return
+	}
+	mask := uint32(1)<<im - 1
+	for i := range u.iec {
+		if uint32(i)&^mask == uint32(idx)&^mask {
+			delete(u.iec, i)
+		}
+	}
+	u.stats.IECIndex++
 }

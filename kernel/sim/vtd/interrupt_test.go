@@ -392,3 +392,104 @@ func TestInterruptAndDMAFaultsShareRecords(t *testing.T) {
 		t.Errorf("DMA record %#x %#x", lo, hi)
 	}
 }
+
+func iecIndex(idx uint16, im uint64) [2]uint64 {
+	return [2]uint64{QI_IEC | QI_IEC_SELECTIVE | im<<QI_IEC_IM_SHIFT | uint64(idx)<<QI_IEC_IIDX_SHIFT, 0}
+}
+
+var iecGlobal = [2]uint64{QI_IEC, 0}
+
+// A cached IRTE is used as hardware uses it until an interrupt entry
+// cache invalidation covers its index: a driver that rewrites an entry
+// without invalidating keeps getting the old vector.
+func TestIECStaleUntilInvalidated(t *testing.T) {
+	tb := newTables(t)
+	u := newUnit(t, QEMU(), tb)
+	q := newQueue(t, u, tb)
+	base := tb.irTable(7)
+	for i := range 16 {
+		tb.setIRTE(base, i, entry{vector: uint8(0x40 + i)})
+	}
+	enableIR(t, u, base, 7, 0)
+	src := sid(0, 2, 0)
+	vec := func(i uint16, want uint32) {
+		t.Helper()
+		mustRemap(t, u, src, remappable(i, false), 0, 0xfee0_0000, want)
+	}
+	for _, i := range []uint16{3, 4, 5, 9} {
+		vec(i, 0x40+uint32(i))
+	}
+	for _, i := range []int{3, 4, 5} {
+		tb.setIRTE(base, i, entry{vector: uint8(0x80 + i)})
+	}
+	tb.setIRTE(base, 9, entry{absent: true})
+	// Stale: the old vectors, and entry 9 though no longer present.
+	for _, i := range []uint16{3, 4, 5, 9} {
+		vec(i, 0x40+uint32(i))
+	}
+	q.submit(iecIndex(5, 0))
+	vec(5, 0x85)
+	vec(4, 0x44)
+	// IM 1 covers 8 and 9.
+	q.submit(iecIndex(9, 1))
+	mustBlock(t, u, src, remappable(9, false), 0, ReasonIRNotPresent)
+	vec(4, 0x44)
+	// IM 2 from index 1 covers 0 through 3, not 4.
+	q.submit(iecIndex(1, 2))
+	vec(3, 0x83)
+	vec(4, 0x44)
+	// A not-present entry was not cached (CAP.CM clear): making it
+	// present needs no invalidation.
+	tb.setIRTE(base, 9, entry{vector: 0x99})
+	vec(9, 0x99)
+
+	// A new table pointer invalidates nothing: the entry cached from the
+	// old table is used until a global invalidation.
+	next := tb.irTable(7)
+	tb.setIRTE(next, 4, entry{vector: 0xc4})
+	enableIR(t, u, next, 7, 0)
+	vec(4, 0x44)
+	q.submit(iecGlobal)
+	vec(4, 0xc4)
+
+	s := u.Stats()
+	if s.IECGlobal != 1 || s.IECIndex != 3 || s.IRTableLoads != 2 || s.InterruptsBlocked != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.IECHits == 0 || s.CachedIRTEs == 0 {
+		t.Errorf("cache unused: %+v", s)
+	}
+}
+
+// Under caching mode a not-present entry is cached too; without caches
+// every request reads the table.
+func TestIECCachingModeAndNoCache(t *testing.T) {
+	src := sid(0, 2, 0)
+	t.Run("caching mode", func(t *testing.T) {
+		tb := newTables(t)
+		cfg := QEMU()
+		cfg.CachingMode = true
+		u := newUnit(t, cfg, tb)
+		q := newQueue(t, u, tb)
+		base := tb.irTable(7)
+		enableIR(t, u, base, 7, 0)
+		mustBlock(t, u, src, remappable(2, false), 0, ReasonIRNotPresent)
+		tb.setIRTE(base, 2, entry{vector: 0x62})
+		mustBlock(t, u, src, remappable(2, false), 0, ReasonIRNotPresent)
+		q.submit(iecIndex(2, 0))
+		mustRemap(t, u, src, remappable(2, false), 0, 0xfee0_0000, 0x62)
+	})
+	t.Run("no caches", func(t *testing.T) {
+		tb := newTables(t)
+		u := newUnit(t, Config{}, tb)
+		base := tb.irTable(7)
+		tb.setIRTE(base, 2, entry{vector: 0x62})
+		enableIR(t, u, base, 7, 0)
+		mustRemap(t, u, src, remappable(2, false), 0, 0xfee0_0000, 0x62)
+		tb.setIRTE(base, 2, entry{vector: 0x72})
+		mustRemap(t, u, src, remappable(2, false), 0, 0xfee0_0000, 0x72)
+		if s := u.Stats(); s.CachedIRTEs != 0 || s.IECHits != 0 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+}

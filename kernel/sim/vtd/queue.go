@@ -33,6 +33,10 @@ const (
 	QI_WAIT_FN    = 1 << 6 // fence
 	QI_WAIT_DATA  = 32
 
+	QI_IEC_SELECTIVE  = 1 << 4 // granularity: 0 global, 1 index-selective
+	QI_IEC_IM_SHIFT   = 27     // index mask: 2^IM entries, 5 bits
+	QI_IEC_IIDX_SHIFT = 32     // interrupt index, 16 bits
+
 	IQA_QS_MASK = 7
 	ICS_IWC     = 1 << 0
 	IECTL_IM    = 1 << 31
@@ -101,7 +105,8 @@ func (u *Unit) descriptor(lo, hi uint64) bool {
 	case QI_IOTLB:
 		return u.iotlbInval(g, did, hi&addrMask, hi&IVA_AM_MASK, hi&IVA_IH != 0) != 0
 	case QI_IEC:
-		return true // no interrupt entry cache is modelled
+		u.iecInval(lo&QI_IEC_SELECTIVE != 0, uint16(lo>>QI_IEC_IIDX_SHIFT), lo>>QI_IEC_IM_SHIFT&0x1f)
+		return true
 	case QI_WAIT:
 		if lo&QI_WAIT_SW != 0 {
 			if u.qmem == nil {

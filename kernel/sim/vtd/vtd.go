@@ -3,15 +3,15 @@
 // can disagree: the register set, legacy-mode root and context tables,
 // second-level paging (3 or 4 levels, 2 MiB and 1 GiB leaves), an IOTLB
 // and a context cache that keep translations until software invalidates
-// them, queued invalidation, interrupt remapping through the interrupt
-// remapping table with source validation, and the primary fault
-// recording registers, which record DMA and interrupt-remapping faults
-// alike.
+// them, queued invalidation, interrupt remapping (the interrupt
+// remapping table, source validation, and an interrupt entry cache kept
+// until software invalidates it), and the primary fault recording
+// registers, which record DMA and interrupt-remapping faults alike.
 //
 // The model reads the tables the driver wrote through a Memory, at the time
 // of a cache miss, so a table write that was never flushed or a cached
-// translation that was never invalidated shows up exactly as it would on
-// hardware.
+// translation or interrupt entry that was never invalidated shows up
+// exactly as it would on hardware.
 package vtd
 
 import (
@@ -37,7 +37,7 @@ type Config struct {
 	PSI       bool  // page-selective IOTLB invalidation (CAP.PSI)
 	SLLPS     uint8 // second-level large pages: bit 0 2 MiB, bit 1 1 GiB
 	Coherent  bool  // ECAP.C: table walks snoop the CPU caches
-	IOTLB     bool  // cache translations and context entries until invalidated
+	IOTLB     bool  // cache translations, context and interrupt remapping entries until invalidated
 	NFR       int   // fault recording registers; 0 means 1
 	// CachingMode sets CAP.CM: with IOTLB on, the unit also caches
 	// not-present root, context and leaf entries, so software must
@@ -143,6 +143,11 @@ type Stats struct {
 	InterruptsRemapped uint64 // requests remapped through an IRTE
 	InterruptsPassed   uint64 // requests passed unchanged: remapping off, or compatibility format under CFIS
 	InterruptsBlocked  uint64 // requests blocked, their fault recorded or not
+	IECHits            uint64 // interrupt entry cache
+	IECMisses          uint64
+	IECGlobal          uint64 // interrupt entry cache invalidations by granularity
+	IECIndex           uint64
+	CachedIRTEs        int // interrupt entry cache entries held now
 }
 
 // ErrQueuedInvalidation reports a register-based invalidation the unit
@@ -193,6 +198,7 @@ type Unit struct {
 	ctxCache map[uint16]context
 	tlb      map[tlbKey]tlbEntry
 	pscache  map[tlbKey]tlbEntry // non-leaf entries: next table and permissions so far
+	iec      map[uint16]irte     // interrupt entry cache, by interrupt index
 	log      []Fault             // a ring once full; logHead is the oldest
 	logHead  int
 	stats    Stats
@@ -220,6 +226,7 @@ func New(cfg Config, mem Memory) (*Unit, error) {
 		ctxCache: make(map[uint16]context),
 		tlb:      make(map[tlbKey]tlbEntry),
 		pscache:  make(map[tlbKey]tlbEntry),
+		iec:      make(map[uint16]irte),
 	}
 	if u.cost == 0 {
 		u.cost = time.Microsecond
@@ -247,6 +254,7 @@ func (u *Unit) Stats() Stats {
 	s.CachedEntries = len(u.tlb)
 	s.CachedContexts = len(u.ctxCache)
 	s.CachedTables = len(u.pscache)
+	s.CachedIRTEs = len(u.iec)
 	return s
 }
 
