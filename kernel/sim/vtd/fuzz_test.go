@@ -62,3 +62,80 @@ func FuzzUnit(f *testing.F) {
 		_ = u.FaultLog()
 	})
 }
+
+// FuzzInterrupt remaps arbitrary requests through a table of arbitrary
+// entries, under arbitrary IRTA and GCMD settings, with interrupt entry
+// cache invalidations mixed in: the model must never panic, must pass a
+// request unchanged with remapping off, and must hand on only messages
+// in the interrupt window or block with an interrupt fault.
+func FuzzInterrupt(f *testing.F) {
+	irte := make([]byte, 16)
+	binary.LittleEndian.PutUint64(irte, IRTE_P|0x40<<IRTE_V_SHIFT)
+	binary.LittleEndian.PutUint64(irte[8:], SVT_SID<<IRTE_SVT_SHIFT|0x10)
+	req := func(sid uint16, addr uint64, data uint32) []byte {
+		b := binary.LittleEndian.AppendUint16(nil, sid)
+		b = binary.LittleEndian.AppendUint64(b, addr)
+		return binary.LittleEndian.AppendUint32(b, data)
+	}
+	reqs := append(req(0x10, 0xfee0_0010, 0), req(0x11, 0xfee0_0018, 3)...)
+	reqs = append(reqs, req(0x10, 0xfee0_0000, 0x30)...)
+	f.Add(irte, uint64(0x8007), uint32(GCMD_IRE), reqs)
+	f.Add(irte, uint64(0x800f|IRTA_EIME), uint32(GCMD_IRE|GCMD_CFI|GCMD_QIE), reqs)
+	for _, hi := range []uint64{SVT_SID<<IRTE_SVT_SHIFT | SQ_IGN210<<IRTE_SQ_SHIFT, SVT_BUS<<IRTE_SVT_SHIFT | 0x0001, 3 << IRTE_SVT_SHIFT} {
+		e := append([]byte(nil), irte...)
+		binary.LittleEndian.PutUint64(e[8:], hi)
+		f.Add(e, uint64(0x8003), uint32(GCMD_IRE|GCMD_QIE), reqs)
+	}
+	f.Fuzz(func(t *testing.T, table []byte, irta uint64, gcmd uint32, reqs []byte) {
+		mem := &flatMem{b: make([]byte, 1<<16)}
+		for i := 0; len(table) > 0 && i < len(mem.b); i += len(table) {
+			copy(mem.b[i:], table)
+		}
+		cfg := QEMU()
+		cfg.InvalidationCost = -1
+		cfg.CachingMode = gcmd&1 != 0
+		u, err := New(cfg, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.SetQueueMemory(mem)
+		const queue = 0xf000 // one page of 256 descriptors
+		u.Write64(IQA, queue)
+		u.Write64(IRTA, irta)
+		u.Write32(GCMD, GCMD_SIRTP)
+		u.Write32(GCMD, gcmd&^(GCMD_SIRTP|GCMD_SRTP|GCMD_TE))
+		tail := uint64(0)
+		for len(reqs) >= 14 {
+			src := binary.LittleEndian.Uint16(reqs)
+			addr := binary.LittleEndian.Uint64(reqs[2:])
+			data := binary.LittleEndian.Uint32(reqs[10:])
+			reqs = reqs[14:]
+			if src&0x8000 != 0 && u.Read32(GSTS)&GSTS_QIES != 0 {
+				// An IEC invalidation built from the request's bits.
+				mem.put64(queue+tail*16, QI_IEC|addr&(QI_IEC_SELECTIVE|0x1f<<QI_IEC_IM_SHIFT|0xffff<<QI_IEC_IIDX_SHIFT))
+				mem.put64(queue+tail*16+8, 0)
+				tail = (tail + 1) % 256
+				u.Write64(IQT, tail<<4)
+			}
+			on := u.Read32(GSTS)&GSTS_IRES != 0
+			before := len(u.FaultLog())
+			a, d, ok := u.Interrupt(src, addr, data)
+			switch {
+			case !on:
+				if !ok || a != addr || d != data {
+					t.Fatalf("remapping off: %#x/%#x became %#x/%#x, %v", addr, data, a, d, ok)
+				}
+			case !ok:
+				log := u.FaultLog()
+				if a != 0 || d != 0 || len(log) == before && before < faultLogMax || !log[len(log)-1].Interrupt {
+					t.Fatalf("blocked %#x/%#x: out %#x/%#x, log %v", addr, data, a, d, log)
+				}
+			case addr&MSI_ADDR_FORMAT != 0:
+				if uint32(a)&MSI_ADDR_WINDOW_MASK != MSI_ADDR_WINDOW || d&^0x87ff != 0 {
+					t.Fatalf("remapped %#x/%#x to %#x/%#x", addr, data, a, d)
+				}
+			}
+		}
+		_ = u.Stats()
+	})
+}
