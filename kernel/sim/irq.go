@@ -44,7 +44,7 @@ type IRQ struct {
 
 	realWait atomic.Int64 // SetRealWait; 0 is maxRealWait
 
-	message func(addr uint64, data uint32) // the machine's Message; nil for a line of no function
+	message func(addr uint64, data uint32) // to the machine's Message through VT-d; nil for a line of no function
 
 	mu       sync.Mutex // one Wait at a time
 	masked   bool       // Wait set Interrupt Disable when it took the line
@@ -75,7 +75,8 @@ func (q *IRQ) Raise() {
 }
 
 // Message is the function's interrupt message (MSI-X): data written to
-// addr, which the machine's local APIC turns into a vector's interrupt
+// addr, which the VT-d unit covering the function remaps (or blocks) and
+// the machine's local APIC turns into a vector's interrupt
 // (Machine.Message). A line of no function drops it.
 func (q *IRQ) Message(addr uint64, data uint32) {
 	if q.message != nil {

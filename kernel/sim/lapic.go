@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/pci"
 )
 
 // Interrupt messages (Intel SDM vol. 3, 11.11): a device's MSI or MSI-X
@@ -28,10 +29,11 @@ var ErrNoVector = errors.New("no free interrupt vector")
 
 // lapic is the machine's local APIC as messages reach it.
 type lapic struct {
-	clock *Clock
-	mu    sync.Mutex
-	vecs  map[uint8]*Vector
-	stray atomic.Uint64 // messages to no vector handed out, or outside the window
+	clock   *Clock
+	mu      sync.Mutex
+	vecs    map[uint8]*Vector
+	stray   atomic.Uint64 // messages to no vector handed out, or outside the window
+	blocked atomic.Uint64 // messages the VT-d unit's interrupt remapping blocked
 }
 
 // Vector is one vector of the local APIC, handed to a driver for a
@@ -93,8 +95,27 @@ func (m *Machine) Vector() (*Vector, error) {
 	return nil, fmt.Errorf("sim lapic: %w", ErrNoVector)
 }
 
-// Message delivers an interrupt message: data written to addr. One to a
-// vector handed out raises it; any other counts as stray.
+// message carries the function at a's interrupt message to the local
+// APIC. A write in the interrupt window is an interrupt request: the
+// VT-d unit that covers the function remaps it first (VT-d 5.1), which
+// passes it unchanged while remapping is off, rewrites it from its
+// interrupt remapping table entry, or blocks it. Any other write goes
+// on as it is, to count as stray.
+func (m *Machine) message(a pci.Addr, addr uint64, data uint32) {
+	if addr&msiWindowMask == msiWindow {
+		out, d, ok := m.unitFor(a).Interrupt(requesterID(a), addr, data)
+		if !ok {
+			m.lapic.blocked.Add(1)
+			return
+		}
+		addr, data = out, d
+	}
+	m.Message(addr, data)
+}
+
+// Message delivers an interrupt message as the local APIC receives it
+// (after interrupt remapping): data written to addr. One to a vector
+// handed out raises it; any other counts as stray.
 func (m *Machine) Message(addr uint64, data uint32) {
 	l := m.lapic
 	if addr&msiWindowMask != msiWindow {
@@ -113,3 +134,7 @@ func (m *Machine) Message(addr uint64, data uint32) {
 
 // StrayMessages counts the interrupt messages that raised no vector.
 func (m *Machine) StrayMessages() uint64 { return m.lapic.stray.Load() }
+
+// BlockedMessages counts the interrupt messages a VT-d unit's interrupt
+// remapping blocked; they reached no vector and are not stray.
+func (m *Machine) BlockedMessages() uint64 { return m.lapic.blocked.Load() }

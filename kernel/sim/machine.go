@@ -226,7 +226,7 @@ func (m *Machine) IRQ(a pci.Addr) *IRQ {
 	q, ok := m.irqs[a]
 	if !ok {
 		q = newFuncIRQ(m.Clock, m.Bus, a)
-		q.message = m.Message
+		q.message = func(addr uint64, data uint32) { m.message(a, addr, data) }
 		m.irqs[a] = q
 	}
 	return q
@@ -234,7 +234,13 @@ func (m *Machine) IRQ(a pci.Addr) *IRQ {
 
 // Port returns the DMA port of the function at a.
 func (m *Machine) Port(a pci.Addr) *DMAPort {
-	return &DMAPort{m: m, a: a, source: uint16(a.Bus)<<8 | uint16(a.Dev&0x1f)<<3 | uint16(a.Fn&7)}
+	return &DMAPort{m: m, a: a, source: requesterID(a)}
+}
+
+// requesterID is the function's PCI requester id, as its DMA and
+// interrupt requests carry it: bus<<8 | dev<<3 | fn.
+func requesterID(a pci.Addr) uint16 {
+	return uint16(a.Bus)<<8 | uint16(a.Dev&0x1f)<<3 | uint16(a.Fn&7)
 }
 
 // ECAM returns the ECAM window described by MCFG: a register window whose
