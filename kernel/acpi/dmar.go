@@ -60,6 +60,21 @@ type DRHD struct {
 // IncludeAll reports whether the unit catches every device of its segment.
 func (d DRHD) IncludeAll() bool { return d.Flags&DRHDIncludePCIAll != 0 }
 
+// IOAPIC returns the requester id of the I/O APIC with the given id when
+// the unit's scope lists it: the unit remaps that I/O APIC's interrupts.
+// An I/O APIC sits on its start bus, so its path is one hop (VT-d
+// 8.3.1.1); a longer path is not one we can resolve without walking
+// bridges, and is reported as absent.
+func (d DRHD) IOAPIC(id uint8) (uint16, bool) {
+	for _, s := range d.Scopes {
+		if s.Type == ScopeIOAPIC && s.EnumID == id && len(s.Path) == 1 {
+			p := s.Path[0]
+			return uint16(s.StartBus)<<8 | uint16(p.Dev)<<3 | uint16(p.Fn), true
+		}
+	}
+	return 0, false
+}
+
 // RMRR is a reserved memory region that firmware keeps using for DMA
 // (USB legacy emulation, integrated graphics) after the OS takes over.
 type RMRR struct {

@@ -187,3 +187,32 @@ func FuzzParseDMAR(f *testing.F) {
 		}
 	})
 }
+
+func TestDRHDIOAPIC(t *testing.T) {
+	withID := func(b []byte, id uint8) []byte { b[4] = id; return b }
+	d, err := ParseDMAR(Build("DMAR", 1, dmarBody(48, DMARIntrRemap,
+		drhd(DRHDIncludePCIAll, 0, 0xfed90000,
+			withID(scope(ScopePCIEndpoint, 0, PathEntry{3, 0}), 1),
+			withID(scope(ScopeIOAPIC, 0xf0, PathEntry{0x1f, 0}), 2),
+			withID(scope(ScopeIOAPIC, 0, PathEntry{0x1c, 0}, PathEntry{0, 0}), 3),
+		))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := d.Units[0]
+	for _, c := range []struct {
+		id  uint8
+		sid uint16
+		ok  bool
+	}{
+		{2, 0xf0f8, true}, // bus 0xf0, device 0x1f, function 0
+		{1, 0, false},     // an endpoint with that enumeration id is no I/O APIC
+		{3, 0, false},     // behind a bridge: not resolvable from the table alone
+		{0, 0, false},
+	} {
+		sid, ok := u.IOAPIC(c.id)
+		if sid != c.sid || ok != c.ok {
+			t.Errorf("IOAPIC(%d) = %#x, %v; want %#x, %v", c.id, sid, ok, c.sid, c.ok)
+		}
+	}
+}
