@@ -133,12 +133,14 @@ type Waiter interface {
 }
 
 // MSI is an interrupt a device raises by writing a message: data to an
-// address of the local APIC. The platform hands it out; the device is
-// programmed with the message, and a loop waits on it.
+// address of the local APIC, or, through interrupt remapping, the
+// message of a remapping entry that delivers it. The platform hands it
+// out; the device is programmed with the message, and a loop waits on it.
 type MSI interface {
 	Waiter
 	MSIAddress() uint64
 	MSIData() uint16
+	Vector() uint8 // the processor's vector it arrives on
 	Close() error
 }
 
