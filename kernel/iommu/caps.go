@@ -1,6 +1,10 @@
 package iommu
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ether9/ether9/kernel"
+)
 
 // Caps is the decoded CAP and ECAP of a remapping unit.
 type Caps struct {
@@ -25,6 +29,11 @@ type Caps struct {
 	IR       bool   // interrupt remapping
 	PT       bool   // pass-through translation type
 	IRO      uint32 // byte offset of the IVA register; the IOTLB register follows at +8
+}
+
+// ReadCaps reads and decodes the capabilities of the unit behind regs.
+func ReadCaps(regs kernel.Regs) Caps {
+	return DecodeCaps(regs.Read32(regVER), regs.Read64(regCAP), regs.Read64(regECAP))
 }
 
 // DecodeCaps decodes VER, CAP and ECAP.
@@ -71,8 +80,8 @@ func (c Caps) Levels() []int {
 func (c Caps) Large2M() bool { return c.SLLPS&1 != 0 }
 
 func (c Caps) String() string {
-	return fmt.Sprintf("ver %d.%d domains %d sagaw %#x mgaw %d sllps %#x psi %v mamv %d nfr %d fro %#x cm %v rwbf %v coherent %v qi %v iro %#x",
-		c.Version>>4, c.Version&0xf, c.Domains, c.SAGAW, c.MGAW, c.SLLPS, c.PSI, c.MAMV, c.NFR, c.FRO, c.CM, c.RWBF, c.Coherent, c.QI, c.IRO)
+	return fmt.Sprintf("ver %d.%d domains %d sagaw %#x mgaw %d sllps %#x psi %v mamv %d nfr %d fro %#x cm %v rwbf %v coherent %v qi %v ir %v iro %#x",
+		c.Version>>4, c.Version&0xf, c.Domains, c.SAGAW, c.MGAW, c.SLLPS, c.PSI, c.MAMV, c.NFR, c.FRO, c.CM, c.RWBF, c.Coherent, c.QI, c.IR, c.IRO)
 }
 
 func (c Caps) check() error {

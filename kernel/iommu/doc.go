@@ -2,7 +2,8 @@
 // tables outright: Linux is told to leave the unit alone (intel_iommu=off
 // intremap=off) and this package writes the root table, the context tables
 // and every second-level page table itself, then drives the unit through
-// its registers only (no queued invalidation).
+// its registers, or, where it remaps interrupts, through its invalidation
+// queue.
 //
 // Layout. The root table has one entry per bus, pointing at a context table
 // with one legacy-mode entry per device and function. Each device gets its
@@ -41,6 +42,13 @@
 // Faults reads them (source id, page address, read or write, reason),
 // clears each record's F bit and then FSTS, and keeps a bounded log. A NIC
 // may complete a descriptor whose DMA faulted, so drivers check here.
+//
+// Interrupts. With Options.Interrupts the unit also remaps interrupts
+// (irte.go): queued invalidation on (queue.go), a 256-entry table, IRE set
+// and compatibility-format messages blocked. Remap makes an entry that
+// delivers a compatibility-format message's vector and destination to
+// one requester id only, and returns the remappable-format message that
+// names it; RemapMSI wraps a platform vector that way.
 //
 // Without translation, Passthrough gives the same kernel.DMA interface
 // with DMA addresses equal to physical ones.

@@ -213,11 +213,19 @@ func (iv *invalidator) release(r retired) error {
 	return nil
 }
 
-// iotlb issues one register-based IOTLB invalidation and waits for it.
+// iotlb issues one IOTLB invalidation, through the queue when it is on,
+// else through the registers, and waits for it.
 func (iv *invalidator) iotlb(k invKind, did uint16, addr uint64, am uint) error {
 	u := iv.u
 	if err := u.writeBufferFlush(); err != nil {
 		return err
+	}
+	if u.qi != nil {
+		if err := u.qi.iotlb(k, did, addr, am); err != nil {
+			return err
+		}
+		u.stats.count(k)
+		return nil
 	}
 	cmd := uint64(iotlbIVT) | uint64(k)<<iotlbIIRGShift
 	if k != invGlobal {
@@ -258,6 +266,13 @@ func (iv *invalidator) contextGlobal() error {
 	u := iv.u
 	if err := u.writeBufferFlush(); err != nil {
 		return err
+	}
+	if u.qi != nil {
+		if err := u.qi.contextGlobal(); err != nil {
+			return err
+		}
+		u.stats.ContextInvalidations++
+		return nil
 	}
 	u.regs.Write64(regCCMD, ccmdICC|ccmdGlobal)
 	var v uint64

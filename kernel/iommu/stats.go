@@ -15,6 +15,11 @@ type Stats struct {
 	GlobalInvalidations  uint64
 	ContextInvalidations uint64
 	RefusedInvalidations uint64 // requests the unit answered with IAIG=0
+	// QueuedSubmissions counts batches of descriptors the invalidation
+	// queue carried out, each ended by a wait (0 without the queue).
+	QueuedSubmissions uint64
+
+	InterruptEntries int // interrupt remapping entries in use
 
 	Faults         uint64 // fault records read
 	FaultOverflows uint64 // times FSTS.PFO said records were lost
@@ -58,6 +63,8 @@ func (s Stats) String() string {
 	line("inv-global", s.GlobalInvalidations)
 	line("inv-context", s.ContextInvalidations)
 	line("inv-refused", s.RefusedInvalidations)
+	line("inv-queued", s.QueuedSubmissions)
+	line("irq-entries", s.InterruptEntries)
 	line("faults", s.Faults)
 	line("fault-overflows", s.FaultOverflows)
 	line("fault-events", s.FaultEvents)
@@ -80,6 +87,9 @@ func (u *Unit) Stats() Stats {
 	s.TablePages = u.tm.pages
 	s.Pending = len(u.inv.pending)
 	s.Mode, s.DeferredSize = u.inv.mode, u.inv.batch
+	if u.qi != nil {
+		s.QueuedSubmissions = u.qi.done
+	}
 	for _, d := range u.domains {
 		s.MappedPages += d.pt.mapped
 		s.IOVAInUse += d.iova.used

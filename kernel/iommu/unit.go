@@ -22,6 +22,12 @@ type Options struct {
 	Clock kernel.Clock
 	// Timeout bounds each register handshake; 0 means one second.
 	Timeout time.Duration
+	// Interrupts turns interrupt remapping on with translation: every
+	// message a covered device sends must then name an entry (RemapMSI),
+	// and compatibility-format messages, the platform's own included,
+	// are blocked. It needs ECAP.IR and ECAP.QI, and moves every
+	// invalidation to the queue.
+	Interrupts bool
 }
 
 // Unit is one VT-d DMA-remapping unit and the tables this package owns for
@@ -46,6 +52,8 @@ type Unit struct {
 	enabled bool
 
 	inv      invalidator
+	qi       *queue   // nil: register-based invalidation
+	irt      *irTable // nil: interrupts not remapped
 	faultLog []Fault
 	stats    Stats
 }
@@ -59,7 +67,7 @@ const defaultTimeout = time.Second
 // the table depth and allocates the root table; translation stays off
 // until Enable.
 func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
-	c := DecodeCaps(regs.Read32(regVER), regs.Read64(regCAP), regs.Read64(regECAP))
+	c := ReadCaps(regs)
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("iommu: %w", err)
 	}
@@ -75,6 +83,16 @@ func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
 		nextDID: 1, // domain 0 is what caching-mode hardware tags non-present entries with
 	}
 	u.inv = invalidator{u: u, mode: Strict, batch: DefaultBatch}
+	if opt.Interrupts {
+		if !c.IR || !c.QI {
+			return nil, fmt.Errorf("iommu: interrupt remapping asked for, the unit has IR %v and QI %v", c.IR, c.QI)
+		}
+		q, err := newQueue(u)
+		if err != nil {
+			return nil, fmt.Errorf("iommu: %w", err)
+		}
+		u.qi = q
+	}
 	if u.clock == nil {
 		u.clock = kernel.NewWallClock()
 	}
@@ -216,7 +234,7 @@ func (u *Unit) Enable() error {
 		return nil
 	}
 	gsts := u.regs.Read32(regGSTS)
-	if gsts&gstsQIES != 0 {
+	if gsts&gstsQIES != 0 && (u.qi == nil || !u.qi.started) {
 		return fmt.Errorf("iommu: queued invalidation is on (GSTS %#x): another owner holds the unit; boot with intel_iommu=off intremap=off", gsts)
 	}
 	if gsts&gstsTES != 0 {
@@ -230,11 +248,21 @@ func (u *Unit) Enable() error {
 	if err := u.gcmd("set root table pointer", gcmdSRTP, 0, func(s uint32) bool { return s&gstsRTPS != 0 }); err != nil {
 		return err
 	}
+	if u.qi != nil && !u.qi.started {
+		if err := u.qi.start(); err != nil {
+			return err
+		}
+	}
 	if err := u.inv.contextGlobal(); err != nil {
 		return err
 	}
 	if err := u.inv.iotlb(invGlobal, 0, 0, 0); err != nil {
 		return err
+	}
+	if u.qi != nil && gsts&gstsIRES == 0 {
+		if err := u.startInterrupts(); err != nil {
+			return err
+		}
 	}
 	if err := u.gcmd("translation enable", gcmdTE, 0, func(s uint32) bool { return s&gstsTES != 0 }); err != nil {
 		return err

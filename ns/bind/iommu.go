@@ -139,6 +139,8 @@ func addStats(a, b iommu.Stats) iommu.Stats {
 	a.GlobalInvalidations += b.GlobalInvalidations
 	a.ContextInvalidations += b.ContextInvalidations
 	a.RefusedInvalidations += b.RefusedInvalidations
+	a.QueuedSubmissions += b.QueuedSubmissions
+	a.InterruptEntries += b.InterruptEntries
 	a.Faults += b.Faults
 	a.FaultOverflows += b.FaultOverflows
 	a.FaultEvents += b.FaultEvents

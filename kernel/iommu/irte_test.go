@@ -1,0 +1,168 @@
+package iommu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
+)
+
+func remapRig(t *testing.T) *rig {
+	return newRig(t, sim.Config{VTd: vtd.QEMU()}, Options{Interrupts: true})
+}
+
+// With interrupt remapping the queue carries every invalidation: an
+// unmapped page stops translating although the model caches it, and the
+// registers are never used once the queue is on.
+func TestQueuedInvalidation(t *testing.T) {
+	r := remapRig(t)
+	d := r.domain(devA)
+	buf := make([]byte, kernel.PageSize)
+	addr, err := d.Map(buf, kernel.ToDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := physOf(r.segs(buf), 0)
+	r.mustTranslate(devA, uint64(addr), false, want, "mapped")
+	r.mustTranslate(devA, uint64(addr), false, want, "mapped, now from the IOTLB")
+	if err := d.Unmap(addr, len(buf), kernel.ToDevice); err != nil {
+		t.Fatal(err)
+	}
+	r.mustFault(devA, uint64(addr), false, "unmapped: the queued invalidation dropped the cached translation")
+	ms, us := r.m.VTd.Stats(), r.u.Stats()
+	if ms.IgnoredInvals != 0 {
+		t.Errorf("%d register-based invalidations issued while the queue was on", ms.IgnoredInvals)
+	}
+	if ms.QueueErrors != 0 || ms.QueueWaits == 0 || us.QueuedSubmissions != ms.QueueWaits {
+		t.Errorf("queue: %d errors, the model saw %d waits, the driver counted %d submissions", ms.QueueErrors, ms.QueueWaits, us.QueuedSubmissions)
+	}
+}
+
+// A remapped message delivers the vector and destination of its entry,
+// from the device it was made for alone; cleared, it delivers nothing,
+// though the model kept the entry in its cache.
+func TestRemapMSI(t *testing.T) {
+	r := remapRig(t)
+	if !r.u.RemapsInterrupts() {
+		t.Fatal("interrupt remapping is not on")
+	}
+	compat := Message{Addr: 0xfee00000 | 3<<12, Data: 0x45}
+	m, entry, err := r.u.Remap(source(devA), compat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Addr&msiRemappable == 0 || m.Addr == compat.Addr {
+		t.Fatalf("remapped message %#x is not in remappable format", m.Addr)
+	}
+	deliver := func(from uint16, msg Message) (uint64, uint32, bool) {
+		return r.m.VTd.Interrupt(from, msg.Addr, msg.Data)
+	}
+	for i := range 2 { // the second from the interrupt entry cache
+		addr, data, ok := deliver(source(devA), m)
+		if !ok || addr != compat.Addr || data&0xff != 0x45 {
+			t.Fatalf("delivery %d: %#x %#x %v, want %#x %#x", i, addr, data, ok, compat.Addr, compat.Data)
+		}
+	}
+	if _, _, ok := deliver(source(devB), m); ok {
+		t.Error("another device's message through the entry was delivered")
+	}
+	if _, _, ok := deliver(source(devA), compat); ok {
+		t.Error("a compatibility-format message was delivered with remapping on")
+	}
+	if err := r.u.Unmap(entry); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := deliver(source(devA), m); ok {
+		t.Error("a cleared entry still delivers: its cached copy was not invalidated")
+	}
+	if err := r.u.Unmap(entry); err == nil {
+		t.Error("an entry cleared twice")
+	}
+	faults := r.u.Faults()
+	if len(faults) == 0 {
+		t.Error("blocked interrupts recorded no fault")
+	}
+}
+
+// RemapMSI wraps a vector: the device's message names an entry, the
+// vector stays the vector, and closing gives both back.
+func TestRemapMSIVector(t *testing.T) {
+	r := remapRig(t)
+	v, err := r.m.Vector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := r.u.RemapMSI(source(devA), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv.Vector() != v.Vector() || rv.MSIAddress() == v.MSIAddress() {
+		t.Errorf("remapped vector %d message %#x; platform's %d %#x", rv.Vector(), rv.MSIAddress(), v.Vector(), v.MSIAddress())
+	}
+	addr, data, ok := r.m.VTd.Interrupt(source(devA), rv.MSIAddress(), uint32(rv.MSIData()))
+	if !ok {
+		t.Fatal("the remapped message was blocked")
+	}
+	r.m.Message(addr, data)
+	if !v.Wait(0) {
+		t.Error("the remapped message did not reach its vector")
+	}
+	if err := rv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.u.Stats().InterruptEntries; n != 0 {
+		t.Errorf("%d entries in use after Close", n)
+	}
+	if err := rv.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestRemapRefused(t *testing.T) {
+	r := qemuRig(t) // no remapping asked for
+	if r.u.RemapsInterrupts() {
+		t.Fatal("remapping on without being asked for")
+	}
+	if _, _, err := r.u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x40}); err == nil || !strings.Contains(err.Error(), "off") {
+		t.Errorf("Remap with remapping off: %v", err)
+	}
+	r = remapRig(t)
+	if _, _, err := r.u.Remap(source(devA), Message{Addr: 0xfed00000, Data: 0x40}); err == nil {
+		t.Error("a message outside the interrupt window was remapped")
+	}
+	for i := range irtEntries - 1 {
+		if _, _, err := r.u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x40}); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if _, _, err := r.u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x40}); err != nil {
+		t.Fatalf("last entry: %v", err)
+	}
+	if _, _, err := r.u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x40}); err == nil {
+		t.Error("more entries handed out than the table holds")
+	}
+}
+
+// A descriptor the unit refuses stops the queue (FSTS.IQE): the
+// submission fails at once, naming the slot, and so does every later
+// one rather than wait on a queue that no longer moves.
+func TestQueueError(t *testing.T) {
+	r := remapRig(t)
+	r.u.mu.Lock()
+	err := r.u.qi.submit("reserved descriptor", [2]uint64{0xf, 0})
+	r.u.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "bad descriptor at slot") {
+		t.Fatalf("reserved descriptor type: %v", err)
+	}
+	d := r.domain(devA)
+	buf := make([]byte, kernel.PageSize)
+	addr, err := d.Map(buf, kernel.ToDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Unmap(addr, len(buf), kernel.ToDevice); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("unmap after the queue stopped: %v", err)
+	}
+}
