@@ -6,15 +6,46 @@ import (
 	"strings"
 
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/pci"
 )
+
+// messenger turns a platform vector into what a function must send to
+// raise it.
+type messenger func(v kernel.MSI) (kernel.MSI, error)
+
+// messages is f's messenger: the vector's own message, or, where f's
+// unit remaps interrupts, the message of an entry of the unit's table
+// that delivers the vector from f alone.
+func messages(unit *iommu.Unit, f *pci.Function) messenger {
+	if unit == nil || !unit.RemapsInterrupts() {
+		return func(v kernel.MSI) (kernel.MSI, error) { return v, nil }
+	}
+	source := iommu.SourceID(f.Addr.Bus, f.Addr.Dev, f.Addr.Fn)
+	return func(v kernel.MSI) (kernel.MSI, error) {
+		r, err := unit.RemapMSI(source, v)
+		if err != nil {
+			return nil, errors.Join(err, v.Close())
+		}
+		return r, nil
+	}
+}
+
+// vector takes a platform vector and makes it f's through msg.
+func vector(p Platform, msg messenger) (kernel.MSI, error) {
+	v, err := p.MSI()
+	if err != nil {
+		return nil, err
+	}
+	return msg(v)
+}
 
 // enableMSIX gives f the n MSI-X vectors its driver asked for: n
 // vectors from the platform, the capability's table (in the BAR its BIR
 // names, checked to lie inside it) pointing entry i at vector i, MSI-X
 // enabled. On an error nothing stays allocated or enabled, and the
 // caller falls back to the function's one interrupt.
-func enableMSIX(p Platform, f *pci.Function, n int) ([]kernel.MSI, error) {
+func enableMSIX(p Platform, f *pci.Function, n int, msg messenger) ([]kernel.MSI, error) {
 	caps, err := pci.Capabilities(p.Config, f.Addr)
 	if err != nil {
 		return nil, err
@@ -46,7 +77,7 @@ func enableMSIX(p Platform, f *pci.Function, n int) ([]kernel.MSI, error) {
 	}
 	msgs := make([]pci.Message, 0, n)
 	for range n {
-		v, err := p.MSI()
+		v, err := vector(p, msg)
 		if err != nil {
 			return nil, release(fmt.Errorf("vector %d of %d: %w", len(vecs), n, err))
 		}
@@ -78,11 +109,69 @@ func disableMSIX(p Platform, f *pci.Function, vecs []kernel.MSI) error {
 	return errors.Join(errs...)
 }
 
-// vectorList names vectors by their message data: "48 49 50".
+// enableMSI points f's MSI capability at one vector and enables it; on
+// an error the vector is given back.
+func enableMSI(p Platform, f *pci.Function, msg messenger) (kernel.MSI, error) {
+	caps, err := pci.Capabilities(p.Config, f.Addr)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := pci.FindCap(caps, pci.CapMSI)
+	if !ok {
+		return nil, errors.New("no MSI capability")
+	}
+	m, err := pci.ReadMSI(p.Config, f.Addr, c.Offset)
+	if err != nil {
+		return nil, err
+	}
+	v, err := vector(p, msg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Program(p.Config, f.Addr, v.MSIAddress(), v.MSIData()); err != nil {
+		return nil, errors.Join(err, v.Close())
+	}
+	return v, nil
+}
+
+// disableMSI turns f's MSI off again and gives its vector back, after a
+// probe that failed.
+func disableMSI(p Platform, f *pci.Function, v kernel.MSI) error {
+	var errs []error
+	if caps, err := pci.Capabilities(p.Config, f.Addr); err != nil {
+		errs = append(errs, err)
+	} else if c, ok := pci.FindCap(caps, pci.CapMSI); ok {
+		m, err := pci.ReadMSI(p.Config, f.Addr, c.Offset)
+		if err == nil {
+			err = m.Disable(p.Config, f.Addr)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(append(errs, v.Close())...)
+}
+
+// vectorList names vectors, "48 49 50", and says which entries of the
+// unit's interrupt remapping table they come through.
 func vectorList(vecs []kernel.MSI) string {
 	s := make([]string, len(vecs))
+	var entries []string
 	for i, v := range vecs {
-		s[i] = fmt.Sprint(v.MSIData() & 0xff)
+		s[i] = fmt.Sprint(v.Vector())
+		if r, ok := v.(*iommu.RemappedMSI); ok {
+			entries = append(entries, fmt.Sprint(r.Entry()))
+		}
 	}
-	return strings.Join(s, " ")
+	if entries == nil {
+		return strings.Join(s, " ")
+	}
+	return strings.Join(s, " ") + "; remapped, entries " + strings.Join(entries, " ")
+}
+
+// remapNote says which entry of the unit's interrupt remapping table v
+// comes through, if any.
+func remapNote(v kernel.MSI) string {
+	if r, ok := v.(*iommu.RemappedMSI); ok {
+		return fmt.Sprintf(", remapped through entry %d", r.Entry())
+	}
+	return ""
 }

@@ -77,13 +77,18 @@ type Platform struct {
 	IOMMUFor func(f *pci.Function) (*iommu.Unit, error)
 	Memory   kernel.Memory
 	Clock    kernel.Clock
-	// IRQ returns how to wait for f's one interrupt; nil means polling.
-	// It is asked only when f does not get MSI-X vectors.
+	// IRQ returns how to wait for f's one interrupt, its INTx line; nil
+	// where the platform routes no lines (f's one interrupt is then its
+	// MSI, from a vector of MSI). It is asked only when f does not get
+	// MSI-X vectors.
 	IRQ func(f *pci.Function) kernel.Waiter
-	// MSI hands out a free interrupt vector for a message (MSI-X); nil
-	// where the platform has none (the Linux platform: INTx through
-	// uio).
+	// MSI hands out a free interrupt vector for a message (MSI-X, or
+	// MSI); nil where the platform has none (the Linux platform: INTx
+	// through uio).
 	MSI func() (kernel.MSI, error)
+	// OneVector gives each function its one interrupt even where it has
+	// MSI-X (ether9.msix=off).
+	OneVector bool
 	// Queues bounds each NIC's queue pairs (nic.Device.Queues); 0: as
 	// many as its driver brings up.
 	Queues int
@@ -100,7 +105,8 @@ type Bound struct {
 	Driver  string
 	NIC     nic.NIC
 	DMA     kernel.DMA
-	Vectors []kernel.MSI // the MSI-X vectors its driver sleeps on; nil without
+	Vectors []kernel.MSI  // the MSI-X vectors its driver sleeps on; nil without
+	IRQ     kernel.Waiter // its one interrupt (line or MSI) otherwise; nil when it polls
 	Err     error
 }
 
@@ -178,7 +184,7 @@ func Bind(p Platform) (*Result, error) {
 		}
 		name := fmt.Sprintf("ether%d", next)
 		b := Bound{Func: f, Driver: f.Driver}
-		b.NIC, b.DMA, b.Vectors, b.Err = bindOne(p, byName[f.Driver], f, name, logf)
+		b.Err = bindOne(p, byName[f.Driver], &b, name, logf)
 		if b.Err != nil {
 			logf("probe: %v %s: %v", f.Addr, f.Driver, b.Err)
 		} else {
@@ -189,34 +195,37 @@ func Bind(p Platform) (*Result, error) {
 	return res, nil
 }
 
-func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(string, ...any)) (nic.NIC, kernel.DMA, []kernel.MSI, error) {
+// bindOne brings b's function up under driver d: its NIC, DMA and
+// interrupts go into b.
+func bindOne(p Platform, d Driver, b *Bound, name string, logf func(string, ...any)) error {
+	f := b.Func
 	if !f.BARs[0].Mappable() {
-		return nil, nil, nil, fmt.Errorf("%s %v: BAR0 is not a sized memory BAR (%v, %d bytes)", d.Name, f.Addr, f.BARs[0].Kind, f.BARs[0].Size)
+		return fmt.Errorf("%s %v: BAR0 is not a sized memory BAR (%v, %d bytes)", d.Name, f.Addr, f.BARs[0].Kind, f.BARs[0].Size)
 	}
 	if err := pci.EnableMemory(p.Config, f.Addr); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s %v: enable memory: %w", d.Name, f.Addr, err)
+		return fmt.Errorf("%s %v: enable memory: %w", d.Name, f.Addr, err)
 	}
 	regs, err := p.BAR(f, 0)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s %v: BAR0 window: %w", d.Name, f.Addr, err)
+		return fmt.Errorf("%s %v: BAR0 window: %w", d.Name, f.Addr, err)
 	}
 	unit := p.IOMMU
 	if p.IOMMUFor != nil {
 		if unit, err = p.IOMMUFor(f); err != nil {
-			return nil, nil, nil, fmt.Errorf("%s %v: iommu: %w", d.Name, f.Addr, err)
+			return fmt.Errorf("%s %v: iommu: %w", d.Name, f.Addr, err)
 		}
 	}
 	var dma kernel.DMA
 	if unit != nil {
 		dom, err := unit.Domain(iommu.SourceID(f.Addr.Bus, f.Addr.Dev, f.Addr.Fn))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s %v: iommu domain: %w", d.Name, f.Addr, err)
+			return fmt.Errorf("%s %v: iommu domain: %w", d.Name, f.Addr, err)
 		}
 		// A unit is turned on by its first domain, so one that covers
 		// nothing we drive is never touched.
 		if !unit.Enabled() {
 			if err := unit.Enable(); err != nil {
-				return nil, nil, nil, fmt.Errorf("%s %v: enable iommu: %w", d.Name, f.Addr, err)
+				return fmt.Errorf("%s %v: enable iommu: %w", d.Name, f.Addr, err)
 			}
 		}
 		dma = dom
@@ -225,13 +234,13 @@ func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(strin
 	}
 	// Bus mastering only once DMA has somewhere safe to go.
 	if err := pci.EnableBusMaster(p.Config, f.Addr); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s %v: enable bus master: %w", d.Name, f.Addr, err)
+		return fmt.Errorf("%s %v: enable bus master: %w", d.Name, f.Addr, err)
 	}
 	dev := &nic.Device{
 		Name: name, Func: f, Config: p.Config, Regs: regs, DMA: dma,
 		Clock: p.Clock, IRQ: kernel.PollWaiter{}, Logf: logf, Queues: p.Queues,
 	}
-	interrupts(p, d, dev, logf)
+	msi := interrupts(p, d, dev, messages(unit, f), logf)
 	n, err := d.Probe(dev)
 	if err != nil {
 		if e := pci.DisableBusMaster(p.Config, f.Addr); e != nil {
@@ -242,31 +251,56 @@ func bindOne(p Platform, d Driver, f *pci.Function, name string, logf func(strin
 				err = errors.Join(err, fmt.Errorf("disable msi-x: %w", e))
 			}
 		}
-		return nil, nil, nil, err
+		if msi != nil {
+			if e := disableMSI(p, f, msi); e != nil {
+				err = errors.Join(err, fmt.Errorf("disable msi: %w", e))
+			}
+		}
+		return err
 	}
-	return n, dma, dev.Vectors, nil
+	b.NIC, b.DMA, b.Vectors = n, dma, dev.Vectors
+	if _, polls := dev.IRQ.(kernel.PollWaiter); !polls {
+		b.IRQ = dev.IRQ
+	}
+	return nil
 }
 
 // interrupts gives dev its interrupts: the MSI-X vectors its driver asks
 // for where the platform has vectors, else the function's one interrupt
-// (Platform.IRQ), else none (the driver polls). Which one is logged when
-// MSI-X was tried; the platform's IRQ logs its own.
-func interrupts(p Platform, d Driver, dev *nic.Device, logf func(string, ...any)) {
+// (its line from Platform.IRQ, or on a platform without lines its MSI),
+// else none (the driver polls). Which one is logged, except a line: the
+// platform's IRQ logs its own. It returns the one MSI vector it took.
+func interrupts(p Platform, d Driver, dev *nic.Device, msg messenger, logf func(string, ...any)) kernel.MSI {
 	f := dev.Func
-	if p.MSI != nil && d.Vectors != nil {
+	if p.MSI != nil && d.Vectors != nil && !p.OneVector {
 		if n := d.Vectors(dev); n > 0 {
-			vecs, err := enableMSIX(p, f, n)
+			vecs, err := enableMSIX(p, f, n, msg)
 			if err == nil {
 				dev.Vectors = vecs
 				logf("irq %v: MSI-X, %d vectors (%s)", f.Addr, len(vecs), vectorList(vecs))
-				return
+				return nil
 			}
 			logf("irq %v: MSI-X: %v", f.Addr, err)
 		}
 	}
-	if p.IRQ != nil && d.INTx {
+	if !d.INTx {
+		return nil
+	}
+	if p.IRQ != nil {
 		if w := p.IRQ(f); w != nil {
 			dev.IRQ = w
 		}
+		return nil
 	}
+	if p.MSI == nil {
+		return nil
+	}
+	v, err := enableMSI(p, f, msg)
+	if err != nil {
+		logf("irq %v: none (polling): %v", f.Addr, err)
+		return nil
+	}
+	logf("irq %v: MSI on vector %d%s", f.Addr, v.Vector(), remapNote(v))
+	dev.IRQ = v
+	return v
 }
