@@ -150,7 +150,8 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock})
+	lines, why := r.lines(ru, iommu.ReadCaps(regs))
+	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == ""})
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +166,73 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 	if first {
 		r.logf("iommu: translation on, %d-level", u.Levels())
 	}
+	switch {
+	case why == "":
+		var moved []string
+		for _, l := range lines {
+			moved = append(moved, r.route(u, l))
+		}
+		r.logf("iommu: unit %#x remaps interrupts, compatibility format blocked%s", ru.base(), strings.Join(moved, ""))
+	case r.plat.RemapInterrupts:
+		r.logf("iommu: unit %#x: interrupts not remapped: %s", ru.base(), why)
+	}
 	return u, nil
+}
+
+// remappedLine is a platform line and the requester id its I/O APIC
+// sends with.
+type remappedLine struct {
+	Line
+	source uint16
+}
+
+// lines decides whether the unit remaps interrupts: why not, or "" and
+// the platform lines it must move onto entries. A line whose I/O APIC
+// the unit's scope lists is the unit's; one listed nowhere falls to the
+// catch-all unit, which must then not remap, or the line goes dead.
+func (r *Remapper) lines(ru *remapUnit, c iommu.Caps) ([]remappedLine, string) {
+	if !r.plat.RemapInterrupts {
+		return nil, "the platform does not own interrupt delivery"
+	}
+	if !c.IR || !c.QI {
+		return nil, fmt.Sprintf("the unit lacks it (ECAP.IR %v, ECAP.QI %v)", c.IR, c.QI)
+	}
+	var out []remappedLine
+	for _, l := range r.plat.Lines {
+		if sid, ok := ru.cov.Unit.IOAPIC(l.IOAPIC); ok {
+			out = append(out, remappedLine{Line: l, source: sid})
+			continue
+		}
+		if ru.cov.Unit.IncludeAll() && !r.listed(l.IOAPIC) {
+			return nil, fmt.Sprintf("no unit's scope lists I/O APIC %d, which carries the %s line", l.IOAPIC, l.Name)
+		}
+	}
+	return out, ""
+}
+
+// listed reports whether some unit's scope lists the I/O APIC.
+func (r *Remapper) listed(ioapic uint8) bool {
+	for _, x := range r.units {
+		if _, ok := x.cov.Unit.IOAPIC(ioapic); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// route moves a platform line onto an entry of u's table and says how
+// it went, for the unit's console line.
+func (r *Remapper) route(u *iommu.Unit, l remappedLine) string {
+	_, entry, err := u.Remap(l.source, l.Message)
+	if err == nil {
+		if err = l.Route(entry); err != nil {
+			err = errors.Join(err, u.Unmap(entry))
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("; the %s line: %v", l.Name, err)
+	}
+	return fmt.Sprintf("; the %s line through entry %d", l.Name, entry)
 }
 
 // UnitOf is the register base of the unit translating the function at

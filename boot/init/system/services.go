@@ -15,6 +15,7 @@ import (
 
 	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/drivers/nic"
+	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/netstack"
 	"github.com/ether9/ether9/ns"
 )
@@ -302,6 +303,18 @@ type vectorCounter interface {
 	Count() uint32
 }
 
+// platformVector is the platform's own vector under a wrapper (an
+// interrupt remapping entry), which is what counts.
+func platformVector(w kernel.Waiter) kernel.Waiter {
+	for {
+		u, ok := w.(interface{ Unwrap() kernel.MSI })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
 // Snapshot is the system's state for the status page.
 func (s *System) Snapshot() status.Snapshot {
 	snap := status.Snapshot{Uptime: s.Uptime(), Platform: s.plat.Name}
@@ -347,12 +360,12 @@ func (s *System) Snapshot() status.Snapshot {
 			Link:   p.NIC.Link().String(),
 			IRQ:    p.irqString(),
 		}
-		if c, ok := p.IRQ.(irqCounter); ok {
+		if c, ok := platformVector(p.IRQ).(irqCounter); ok {
 			woken, timeouts := c.Counts()
 			n.Counters = append(n.Counters, status.Counter{Name: "irq.wakeups", Value: woken}, status.Counter{Name: "irq.timeouts", Value: timeouts})
 		}
 		for i, v := range p.Vectors {
-			if c, ok := v.(vectorCounter); ok {
+			if c, ok := platformVector(v).(vectorCounter); ok {
 				n.Counters = append(n.Counters, status.Counter{Name: fmt.Sprintf("irq.vector%d", i), Value: uint64(c.Count())})
 			}
 		}

@@ -50,12 +50,33 @@ type Platform struct {
 	// own that signals with a message, the VT-d unit's fault event; nil
 	// where there is none to have (the faults are then looked for).
 	MSI func() (kernel.MSI, error)
+	// RemapInterrupts asks each VT-d unit brought up to remap interrupts
+	// where it can (ECAP.IR and ECAP.QI): a NIC's messages then name
+	// entries that deliver its own vectors, from it alone, and it can
+	// raise no other. Only a platform that owns interrupt delivery may
+	// ask: remapping blocks the compatibility-format messages Linux
+	// programs its I/O APIC with.
+	RemapInterrupts bool
+	// Lines are the platform's own interrupts through an I/O APIC (the
+	// console's): a unit that remaps a line's I/O APIC moves it onto an
+	// entry, and one that would block a line it cannot move remaps
+	// nothing.
+	Lines []Line
 	// SetClock sets the wall clock; nil where the platform's clock is
 	// not ours to set (the time is then kept as an offset).
 	SetClock func(time.Time) error
 	// Halt powers the machine off, or restarts it; nil where the machine
 	// cannot be stopped from inside.
 	Halt func(reboot bool) error
+}
+
+// Line is one of the platform's own interrupts through an I/O APIC.
+type Line struct {
+	Name    string        // "console"
+	IOAPIC  uint8         // the I/O APIC's id, as the DMAR names it
+	Message iommu.Message // as the I/O APIC sends it, compatibility format
+	// Route has the I/O APIC send it in remappable format, naming entry.
+	Route func(entry uint16) error
 }
 
 // Port is one bound network controller.
@@ -189,22 +210,16 @@ func (s *System) bind() error {
 		Logf:     s.logf,
 		Enum:     pci.Options{Assign: s.plat.PCIWindow},
 	}
-	irqs := map[pci.Addr]kernel.Waiter{}
-	if s.plat.IRQ != nil && !s.opt.IRQ {
+	switch {
+	case s.plat.IRQ == nil && s.plat.MSI == nil:
+	case !s.opt.IRQ:
 		// Polling on purpose: the way to compare the two on one machine.
 		s.logf("irq: off (ether9.irq=off): every NIC polls")
-	}
-	if s.plat.IRQ != nil && s.opt.IRQ {
-		pp.IRQ = func(f *pci.Function) kernel.Waiter {
-			w := s.plat.IRQ(f.Addr)
-			if w != nil {
-				irqs[f.Addr] = w
-			}
-			return w
+	default:
+		if s.plat.IRQ != nil {
+			pp.IRQ = func(f *pci.Function) kernel.Waiter { return s.plat.IRQ(f.Addr) }
 		}
-		if s.opt.MSIX {
-			pp.MSI = s.plat.MSI
-		}
+		pp.MSI, pp.OneVector = s.plat.MSI, !s.opt.MSIX
 	}
 	res, err := probe.Bind(pp)
 	if err != nil {
@@ -224,7 +239,7 @@ func (s *System) bind() error {
 		if b.Err != nil {
 			continue // probe.Bind reported it
 		}
-		p := Port{Func: b.Func, NIC: b.NIC, IRQ: irqs[b.Func.Addr], Vectors: b.Vectors}
+		p := Port{Func: b.Func, NIC: b.NIC, IRQ: b.IRQ, Vectors: b.Vectors}
 		if dom, ok := b.DMA.(*iommu.Domain); ok {
 			base, _ := s.remap.UnitOf(b.Func.Addr)
 			p.Domain, p.IOMMU = dom, base
@@ -311,7 +326,7 @@ func (p Port) irqString() string {
 	}
 	v := make([]string, len(p.Vectors))
 	for i, m := range p.Vectors {
-		v[i] = fmt.Sprint(m.MSIData() & 0xff)
+		v[i] = fmt.Sprint(m.Vector())
 	}
 	return fmt.Sprintf("MSI-X, %d vectors (%s)", len(p.Vectors), strings.Join(v, " "))
 }
