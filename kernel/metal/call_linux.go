@@ -16,6 +16,9 @@ const (
 	callIRQAlloc = 0x4d05
 	callIRQFree  = 0x4d06
 
+	callConsoleLine  = 0x4d09
+	callConsoleRemap = 0x4d0a
+
 	magic = 0x6c6174656d // "metal"
 )
 

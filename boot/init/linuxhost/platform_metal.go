@@ -5,16 +5,17 @@ package linuxhost
 import (
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/linux"
 	"github.com/ether9/ether9/kernel/metal"
-	"github.com/ether9/ether9/pci"
 )
 
 // newMetalPlatform assembles the ring-0 platform: /init runs on the shim
 // (kernel/metal/shim) with no Linux. Configuration space through ECAM,
 // BARs and the VT-d unit through the identity map, DMA memory from the
 // shim, and the shim's vectors for each NIC's MSI-X, or where a NIC
-// gets no MSI-X vectors its one MSI as its interrupt.
+// gets no MSI-X vectors its one MSI as its interrupt, all through the
+// unit's interrupt remapping where it has it.
 func newMetalPlatform(con *Console) (system.Platform, error) {
 	p := system.Platform{Name: "metal", Clock: kernel.NewWallClock()}
 	cfg, err := metal.Config()
@@ -37,8 +38,19 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 	}
 	p.MapUnit = func(base uint64) (kernel.Regs, error) { return mapUnit(base, metal.MapPhys) }
 	p.MapBAR = metal.MapBAR
-	p.IRQ = func(a pci.Addr) kernel.Waiter { return msiWaiter(con, cfg, a) }
+	// No INTx routing: a NIC without MSI-X gets its one MSI (probe).
 	p.MSI = func() (kernel.MSI, error) { return metal.NewIRQ() }
+	// The shim owns the I/O APIC and every vector, so a VT-d unit may
+	// remap interrupts: the console's line moves onto an entry too.
+	p.RemapInterrupts = true
+	if l, err := metal.Console(); err == nil {
+		addr, data := l.Message()
+		p.Lines = append(p.Lines, system.Line{
+			Name: "console", IOAPIC: l.IOAPIC,
+			Message: iommu.Message{Addr: addr, Data: data},
+			Route:   metal.RemapConsole,
+		})
+	}
 	p.Halt = func(reboot bool) error {
 		if reboot {
 			return linux.Reboot()
@@ -46,36 +58,4 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 		return linux.PowerOff()
 	}
 	return p, nil
-}
-
-// msiWaiter points the function's MSI at a vector of the shim; nil (the
-// NIC polls) when it has no MSI or no vector is free.
-func msiWaiter(con *Console, cfg pci.Config, a pci.Addr) kernel.Waiter {
-	caps, err := pci.Capabilities(cfg, a)
-	if err != nil {
-		con.Logf("irq %v: none (polling): %v", a, err)
-		return nil
-	}
-	c, ok := pci.FindCap(caps, pci.CapMSI)
-	if !ok {
-		con.Logf("irq %v: none (polling): no MSI capability", a)
-		return nil
-	}
-	m, err := pci.ReadMSI(cfg, a, c.Offset)
-	if err != nil {
-		con.Logf("irq %v: none (polling): %v", a, err)
-		return nil
-	}
-	q, err := metal.NewIRQ()
-	if err != nil {
-		con.Logf("irq %v: none (polling): %v", a, err)
-		return nil
-	}
-	if err := m.Program(cfg, a, q.MSIAddress(), q.MSIData()); err != nil {
-		q.Close()
-		con.Logf("irq %v: none (polling): %v", a, err)
-		return nil
-	}
-	con.Logf("irq %v: MSI on vector %d", a, q.Vector())
-	return q
 }

@@ -77,6 +77,8 @@ void serial_irq_on(void);
 void ioapic_init(void);
 void console_input(void);
 extern int console_irq; /* COM1 interrupts on: readers sleep until input */
+i64 ioapic_console_line(void);
+i64 ioapic_console_remap(u64 entry);
 __attribute__((noreturn)) void panic(const char *fmt, ...);
 
 static inline void outb(u16 port, u8 v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
