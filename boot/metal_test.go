@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,8 +287,8 @@ func TestSelftestMetal(t *testing.T) {
 	o := testOptions("e1000e", "./boot/init")
 	o.platform = "metal"
 	r, console := mustSelftest(t, o, "")
-	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI on vector \d+`).MatchString(console) {
-		t.Errorf("the console does not say the NIC took an MSI vector")
+	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI on vector \d+, remapped through entry \d+`).MatchString(console) {
+		t.Errorf("the console does not say the NIC took an MSI vector through an interrupt remapping entry")
 	}
 	for _, d := range r.feel.idleMove {
 		if d.name == "ether0 netstack.idle_waits" && d.by > maxIdleWaits {
@@ -310,8 +311,8 @@ func TestSelftestMetalMSIX(t *testing.T) {
 	o.platform = "metal"
 	o.appendTo = "ether9.queues=2"
 	r, console := mustSelftest(t, o, "")
-	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI-X, 3 vectors \(\d+ \d+ \d+\)`).MatchString(console) {
-		t.Errorf("the console does not say the NIC took three MSI-X vectors")
+	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI-X, 3 vectors \(\d+ \d+ \d+; remapped, entries \d+ \d+ \d+\)`).MatchString(console) {
+		t.Errorf("the console does not say the NIC took three MSI-X vectors, each through an interrupt remapping entry")
 	}
 	counted := map[string]uint64{}
 	for _, moved := range [][]counterDelta{r.pull.moved, r.push.moved, r.feel.reqMove} {
@@ -336,5 +337,57 @@ func TestSelftestMetalMSIX(t *testing.T) {
 	}
 	if busy == 0 {
 		t.Errorf("no queue counted a frame over the transfers")
+	}
+}
+
+// TestMetalConsoleRemapped boots /init on the shim behind a unit that
+// remaps interrupts and blocks the compatibility format: the console's
+// I/O APIC line must have moved onto an entry, or the shell never hears
+// a key. The shell's answer also counts the entries in use: the
+// console's and the NIC's MSI.
+func TestMetalConsoleRemapped(t *testing.T) {
+	needShimTools(t)
+	needQEMU(t, "e1000e")
+	if !isMain(t, "./boot/init") {
+		t.Skip("skipping: ./boot/init is not a command yet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := testOptions("e1000e", "./boot/init")
+	o.platform = "metal"
+	var err error
+	if o.port, err = freePort(); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	p, err := assemble(ctx, o, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.remove)
+	c, err := qemuConfig(o, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(c, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Stop)
+	for _, want := range []string{"remaps interrupts, compatibility format blocked; the console line through entry", "shell: on the console"} {
+		if _, err := vm.Console.WaitFor(ctx, want); err != nil {
+			t.Fatalf("%v\nconsole:\n%s", err, vm.Console.Tail(60))
+		}
+	}
+	from := len(vm.Console.Lines())
+	if _, err := io.WriteString(vm.Input, "cat /dev/iommu/stats\r"); err != nil {
+		t.Fatal(err)
+	}
+	line, _, err := vm.Console.Wait(ctx, from, func(s string) bool { return strings.HasPrefix(s, "irq-entries ") }, qemu.Panicked)
+	if err != nil {
+		t.Fatalf("the shell did not answer a key through the remapped line: %v\nconsole:\n%s", err, vm.Console.Tail(40))
+	}
+	if strings.TrimSpace(line.Text) != "irq-entries 2" {
+		t.Errorf("%q: want the console's entry and the NIC's", line.Text)
 	}
 }

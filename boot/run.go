@@ -30,6 +30,8 @@ func qemuConfig(o options, p *parts) (qemu.Config, error) {
 		Binary: bin, Kernel: p.boot, Initrd: p.initrd, Cmdline: p.cmdline, BIOS: p.bios,
 		NIC: nic, SMP: o.smp, MemMiB: o.memMiB, Pcap: o.pcap,
 		Forward: []qemu.Forward{{Host: o.port, Guest: guestHTTP}},
+		// The metal platform owns interrupt delivery and remaps it.
+		InterruptRemapping: o.platform == "metal",
 	}
 	if o.ninePort != 0 {
 		c.Forward = append(c.Forward, qemu.Forward{Host: o.ninePort, Guest: guest9P})

@@ -77,6 +77,10 @@ type Config struct {
 	MemMiB  int
 	Forward []Forward
 	Pcap    string // record the wire to this file when set
+	// InterruptRemapping gives the intel-iommu interrupt remapping
+	// (intremap=on), which the metal platform turns on; Linux-hosted
+	// boots tell Linux intremap=off either way.
+	InterruptRemapping bool
 	// Stream, when set, cables the NIC to the Unix socket at this path
 	// (a stream netdev, see StreamEnd) instead of user networking; there
 	// are no forwards then.
@@ -127,8 +131,12 @@ func (c Config) Args() ([]string, error) {
 		"-no-reboot",
 	}
 	a = append(a, boot...)
+	iommu := "intel-iommu"
+	if c.InterruptRemapping {
+		iommu += ",intremap=on"
+	}
 	a = append(a,
-		"-device", "intel-iommu",
+		"-device", iommu,
 		"-netdev", netdev,
 		"-device", c.NIC.Device+",netdev=n0,romfile=",
 	)
