@@ -353,27 +353,7 @@ func TestMetalConsoleRemapped(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := testOptions("e1000e", "./boot/init")
-	o.platform = "metal"
-	var err error
-	if o.port, err = freePort(); err != nil {
-		t.Fatal(err)
-	}
-	var log syncBuffer
-	p, err := assemble(ctx, o, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.remove)
-	c, err := qemuConfig(o, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm, err := qemu.Start(c, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Stop)
+	vm, _ := bootMetal(t, ctx, "./boot/init")
 	for _, want := range []string{"remaps interrupts, compatibility format blocked; the console line through entry", "shell: on the console"} {
 		if _, err := vm.Console.WaitFor(ctx, want); err != nil {
 			t.Fatalf("%v\nconsole:\n%s", err, vm.Console.Tail(60))
