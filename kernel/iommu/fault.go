@@ -2,12 +2,17 @@ package iommu
 
 import "fmt"
 
-// Fault is one primary fault record: a DMA the unit refused.
+// Fault is one primary fault record: a DMA the unit refused, or, with
+// interrupt remapping, an interrupt it blocked.
 type Fault struct {
 	Source uint16 // requester id: bus<<8 | dev<<3 | fn
-	Addr   uint64 // faulting page address
+	Addr   uint64 // faulting page address (a DMA)
 	Write  bool   // the request was a write (false: read)
 	Reason uint8  // fault reason code
+	// Interrupt marks a blocked interrupt (reasons 0x20-0x26); Index is
+	// the remapping entry it named (the record's FI, bits 63:48).
+	Interrupt bool
+	Index     uint16
 }
 
 // faultReasons names the legacy-mode fault reason codes (VT-d specification,
@@ -26,7 +31,19 @@ var faultReasons = map[uint8]string{
 	0xb: "reserved bits set in a context entry",
 	0xc: "reserved bits set in a page table entry",
 	0xd: "request blocked by the translation type",
+	// Interrupt remapping (VT-d specification 7.1.3).
+	0x20: "reserved field set in an interrupt request",
+	0x21: "interrupt index beyond the table",
+	0x22: "interrupt entry not present",
+	0x23: "interrupt table unreadable",
+	0x24: "reserved bits set in an interrupt entry",
+	0x25: "compatibility-format interrupt blocked",
+	0x26: "interrupt from a requester its entry does not name",
 }
+
+// interruptReason reports whether a reason code is an interrupt
+// remapping fault's.
+func interruptReason(r uint8) bool { return r >= 0x20 && r <= 0x26 }
 
 // ReasonText describes the fault reason.
 func (f Fault) ReasonText() string {
@@ -37,6 +54,9 @@ func (f Fault) ReasonText() string {
 }
 
 func (f Fault) String() string {
+	if f.Interrupt {
+		return fmt.Sprintf("%s interrupt entry %d reason %#x (%s)", sourceString(f.Source), f.Index, f.Reason, f.ReasonText())
+	}
 	kind := "read"
 	if f.Write {
 		kind = "write"
@@ -114,6 +134,9 @@ func (u *Unit) pollFaults() int {
 			Write:  hi&frcdTypeRead == 0,
 			Reason: uint8(hi >> frcdReasonShift),
 		}
+		if interruptReason(f.Reason) {
+			f.Interrupt, f.Index, f.Addr, f.Write = true, uint16(lo>>48), 0, false
+		}
 		u.regs.Write32(off+12, uint32(frcdF>>32))
 		if len(u.faultLog) >= faultLogMax {
 			copy(u.faultLog, u.faultLog[1:])
@@ -121,7 +144,10 @@ func (u *Unit) pollFaults() int {
 		}
 		u.faultLog = append(u.faultLog, f)
 		u.stats.Faults++
-		if d, ok := u.domains[f.Source]; ok {
+		if f.Interrupt {
+			// Not the device's DMA: its descriptors' data is sound.
+			u.stats.InterruptFaults++
+		} else if d, ok := u.domains[f.Source]; ok {
 			d.faults++
 		}
 		n++

@@ -166,3 +166,35 @@ func TestQueueError(t *testing.T) {
 		t.Errorf("unmap after the queue stopped: %v", err)
 	}
 }
+
+// A blocked interrupt is recorded as one, naming its entry, and is not
+// counted as a DMA fault of the device: drivers read those to drop the
+// frames a refused write left unfilled.
+func TestInterruptFault(t *testing.T) {
+	r := remapRig(t)
+	d := r.domain(devB)
+	m, entry, err := r.u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x45})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := r.m.VTd.Interrupt(source(devB), m.Addr, m.Data); ok {
+		t.Fatal("devB's message through devA's entry was delivered")
+	}
+	faults := r.u.Faults()
+	if len(faults) != 1 {
+		t.Fatalf("faults %v, want one", faults)
+	}
+	f := faults[0]
+	if !f.Interrupt || f.Index != entry || f.Source != source(devB) || f.Reason != 0x26 {
+		t.Errorf("fault %+v: want devB's interrupt through entry %d refused for its requester (0x26)", f, entry)
+	}
+	if !strings.Contains(f.String(), "interrupt entry") {
+		t.Errorf("fault reads %q", f)
+	}
+	if n := d.DMAFaults(); n != 0 {
+		t.Errorf("the blocked interrupt counted as %d DMA faults of devB", n)
+	}
+	if s := r.u.Stats(); s.InterruptFaults != 1 || s.Faults != 1 {
+		t.Errorf("stats: %d faults, %d of them interrupts; want 1, 1", s.Faults, s.InterruptFaults)
+	}
+}

@@ -21,9 +21,10 @@ type Stats struct {
 
 	InterruptEntries int // interrupt remapping entries in use
 
-	Faults         uint64 // fault records read
-	FaultOverflows uint64 // times FSTS.PFO said records were lost
-	FaultEvents    uint64 // fault event interrupts handled (SignalFaults)
+	Faults          uint64 // fault records read
+	InterruptFaults uint64 // of them blocked interrupts
+	FaultOverflows  uint64 // times FSTS.PFO said records were lost
+	FaultEvents     uint64 // fault event interrupts handled (SignalFaults)
 
 	Domains      int
 	TablePages   int64 // root, context and page-table pages
@@ -66,6 +67,7 @@ func (s Stats) String() string {
 	line("inv-queued", s.QueuedSubmissions)
 	line("irq-entries", s.InterruptEntries)
 	line("faults", s.Faults)
+	line("irq-faults", s.InterruptFaults)
 	line("fault-overflows", s.FaultOverflows)
 	line("fault-events", s.FaultEvents)
 	line("domains", s.Domains)

@@ -142,6 +142,7 @@ func addStats(a, b iommu.Stats) iommu.Stats {
 	a.QueuedSubmissions += b.QueuedSubmissions
 	a.InterruptEntries += b.InterruptEntries
 	a.Faults += b.Faults
+	a.InterruptFaults += b.InterruptFaults
 	a.FaultOverflows += b.FaultOverflows
 	a.FaultEvents += b.FaultEvents
 	a.Domains += b.Domains
