@@ -1,0 +1,145 @@
+package system_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+
+	"github.com/ether9/ether9/boot/init/simmachine"
+	"github.com/ether9/ether9/boot/init/system"
+	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
+	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/ns/admin"
+)
+
+// vectorMachine starts the system on a simulated igb with no INTx lines,
+// only vectors, as the metal platform has, and interrupt remapping asked
+// for; platLines are the platform's own I/O APIC lines. The VT-d model
+// blocks compatibility-format messages once remapping is on.
+func vectorMachine(t *testing.T, platLines ...system.Line) (*simmachine.Host, *system.System, *lines) {
+	t.Helper()
+	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: []string{"igb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plat := simmachine.Platform(h.Machine)
+	plat.IRQ = nil
+	plat.MSI = h.Machine.MSI
+	plat.RemapInterrupts = true
+	plat.Lines = platLines
+	opt := simmachine.Options(1)
+	if opt.Token, err = admin.ParseToken(testToken); err != nil {
+		t.Fatal(err)
+	}
+	con := &lines{}
+	sys, err := system.Start(h.Context(), plat, opt, con.logf)
+	if err != nil {
+		h.Close()
+		t.Fatalf("start: %v\n%s", err, con)
+	}
+	h.System = sys
+	sys.Go(h.Context(), "http", func(ctx context.Context) error {
+		ln, err := gonet.ListenTCP(sys.Stack().Stack, tcpip.FullAddress{Port: 80}, ipv4.ProtocolNumber)
+		if err != nil {
+			return fmt.Errorf("listen :80: %s", err)
+		}
+		return sys.ServeStatus(ctx, ln)
+	})
+	t.Cleanup(func() {
+		h.Close()
+		if t.Failed() {
+			t.Logf("console:\n%s", con)
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(con.String(), "http: listening"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the HTTP server never listened:\n%s", con)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return h, sys, con
+}
+
+// raised counts the interrupts on a port's vectors, through their
+// remapping entries to the machine's vectors.
+func raised(t *testing.T, vecs []kernel.MSI) (n uint64, remapped int) {
+	t.Helper()
+	for _, v := range vecs {
+		if r, ok := v.(*iommu.RemappedMSI); ok {
+			remapped++
+			v = r.Unwrap()
+		}
+		sv, ok := v.(*sim.Vector)
+		if !ok {
+			t.Fatalf("vector %v is not the machine's", v)
+		}
+		n += sv.Raised()
+	}
+	return n, remapped
+}
+
+// With remapping on, the NIC's MSI-X vectors come through entries made
+// for it, and its interrupts arrive over a transfer: none is blocked.
+// Without the entries the model blocks every message the NIC sends.
+func TestRemappedVectors(t *testing.T) {
+	h, sys, con := vectorMachine(t)
+	if !strings.Contains(con.String(), "remaps interrupts, compatibility format blocked") {
+		t.Fatalf("the unit does not remap interrupts")
+	}
+	if !regexp.MustCompile(`MSI-X, \d+ vectors \([\d ]+; remapped, entries [\d ]+\)`).MatchString(con.String()) {
+		t.Errorf("the console does not name the NIC's remapping entries")
+	}
+	guest, _ := simmachine.Addrs(0)
+	side{peer: h.Peer, guest: guest[0]}.fetch(t, 256<<10)
+	ports := sys.Ports()
+	if len(ports) != 1 || ports[0].Vectors == nil {
+		t.Fatalf("ports %+v: want one NIC on MSI-X", ports)
+	}
+	n, remapped := raised(t, ports[0].Vectors)
+	if remapped != len(ports[0].Vectors) {
+		t.Errorf("%d of %d vectors remapped", remapped, len(ports[0].Vectors))
+	}
+	if n == 0 {
+		t.Error("no interrupt reached the NIC's vectors over the transfer")
+	}
+	if b := h.Machine.BlockedMessages(); b != 0 {
+		t.Errorf("%d interrupt messages blocked", b)
+	}
+	if f := sys.IOMMU().Stats().InterruptFaults; f != 0 {
+		t.Errorf("%d interrupt faults recorded", f)
+	}
+}
+
+// A platform line whose I/O APIC no unit's scope lists would go dead
+// under the catch-all unit's remapping: the unit does not remap, says
+// why, and the NIC's messages stay in compatibility format and arrive.
+func TestRemapRefusedForUnlistedLine(t *testing.T) {
+	routed := false
+	h, sys, con := vectorMachine(t, system.Line{
+		Name: "console", IOAPIC: 2,
+		Message: iommu.Message{Addr: 0xfee00000, Data: 0x41},
+		Route:   func(uint16) error { routed = true; return nil },
+	})
+	if !strings.Contains(con.String(), "interrupts not remapped: no unit's scope lists I/O APIC 2, which carries the console line") {
+		t.Errorf("the console does not say why interrupts are not remapped")
+	}
+	if routed || strings.Contains(con.String(), "remapped, entries") {
+		t.Error("remapped although the console line could not be")
+	}
+	guest, _ := simmachine.Addrs(0)
+	side{peer: h.Peer, guest: guest[0]}.fetch(t, 64<<10)
+	if n, _ := raised(t, sys.Ports()[0].Vectors); n == 0 {
+		t.Error("no interrupt reached the NIC's vectors")
+	}
+	if b := h.Machine.BlockedMessages(); b != 0 {
+		t.Errorf("%d interrupt messages blocked", b)
+	}
+}
