@@ -35,9 +35,22 @@ func (m *Machine) DMAR() []byte {
 		}
 		body = append(body, drhd(0, r.Unit, r.Base, scopes)...)
 	}
-	body = append(body, drhd(acpi.DRHDIncludePCIAll, m.VTd, VTdBase, nil)...)
+	// A unit that remaps interrupts lists the I/O APICs whose messages it
+	// remaps (VT-d 8.3.1.1); the catch-all unit has the machine's one.
+	var ioapic []byte
+	if ecapReg&vtd.ECAP_IR != 0 {
+		ioapic = []byte{acpi.ScopeIOAPIC, 8, 0, 0, IOAPICID, uint8(IOAPICSource >> 8), uint8(IOAPICSource >> 3 & 0x1f), uint8(IOAPICSource & 7)}
+	}
+	body = append(body, drhd(acpi.DRHDIncludePCIAll, m.VTd, VTdBase, ioapic)...)
 	return acpi.Build("DMAR", 1, body)
 }
+
+// The machine's I/O APIC, as its DMAR names it: id 0, requester id
+// f0:1f.0 (where QEMU's q35 puts its own).
+const (
+	IOAPICID     = 0
+	IOAPICSource = 0xf0f8
+)
 
 // drhd encodes one DMA-remapping hardware unit definition.
 func drhd(flags byte, u *vtd.Unit, base uint64, scopes []byte) []byte {
