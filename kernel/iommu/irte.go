@@ -55,8 +55,9 @@ const (
 // irTable is a unit's interrupt remapping table. It runs under the unit's
 // lock.
 type irTable struct {
-	mem  kernel.Region
-	used [irtEntries / 64]uint64
+	mem     kernel.Region
+	used    [irtEntries / 64]uint64
+	stopped bool // StopInterrupts: remapping stays off
 }
 
 // startInterrupts points the unit at a fresh table, invalidates the
@@ -81,12 +82,30 @@ func (u *Unit) startInterrupts() error {
 	return u.gcmd("interrupt remapping enable", gcmdIRE, 0, func(s uint32) bool { return s&gstsIRES != 0 })
 }
 
+// StopInterrupts turns interrupt remapping off for good: messages in
+// compatibility format reach the processor again, and RemapsInterrupts
+// says no. It is for a platform that could not move one of its own
+// interrupts onto an entry and would otherwise lose it. Entries still in
+// use stay in the table, unused.
+func (u *Unit) StopInterrupts() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.irt == nil || u.irt.stopped {
+		return nil
+	}
+	if err := u.gcmd("interrupt remapping disable", 0, gcmdIRE, func(s uint32) bool { return s&gstsIRES == 0 }); err != nil {
+		return err
+	}
+	u.irt.stopped = true
+	return nil
+}
+
 // RemapsInterrupts reports whether the unit remaps interrupts: every
 // message a device it covers sends must then come from RemapMSI.
 func (u *Unit) RemapsInterrupts() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.irt != nil && u.enabled
+	return u.irt != nil && !u.irt.stopped && u.enabled
 }
 
 // Message is an interrupt message in compatibility format (Intel SDM
@@ -130,7 +149,7 @@ func (u *Unit) Remap(source uint16, m Message) (Message, uint16, error) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.irt == nil || !u.enabled {
+	if u.irt == nil || u.irt.stopped || !u.enabled {
 		return Message{}, 0, fmt.Errorf("iommu: remap %s: interrupt remapping is off", sourceString(source))
 	}
 	i, ok := u.irt.take()

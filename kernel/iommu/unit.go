@@ -259,7 +259,7 @@ func (u *Unit) Enable() error {
 	if err := u.inv.iotlb(invGlobal, 0, 0, 0); err != nil {
 		return err
 	}
-	if u.qi != nil && gsts&gstsIRES == 0 {
+	if u.qi != nil && gsts&gstsIRES == 0 && (u.irt == nil || !u.irt.stopped) {
 		if err := u.startInterrupts(); err != nil {
 			return err
 		}

@@ -170,7 +170,14 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 	case why == "":
 		var moved []string
 		for _, l := range lines {
-			moved = append(moved, r.route(u, l))
+			entry, err := r.route(u, l)
+			if err != nil {
+				// The line would be dead: better no remapping than no console.
+				err = errors.Join(err, u.StopInterrupts())
+				r.logf("iommu: unit %#x: interrupts not remapped: the %s line: %v", ru.base(), l.Name, err)
+				return u, nil
+			}
+			moved = append(moved, fmt.Sprintf("; the %s line through entry %d", l.Name, entry))
 		}
 		r.logf("iommu: unit %#x remaps interrupts, compatibility format blocked%s", ru.base(), strings.Join(moved, ""))
 	case r.plat.RemapInterrupts:
@@ -220,19 +227,16 @@ func (r *Remapper) listed(ioapic uint8) bool {
 	return false
 }
 
-// route moves a platform line onto an entry of u's table and says how
-// it went, for the unit's console line.
-func (r *Remapper) route(u *iommu.Unit, l remappedLine) string {
+// route moves a platform line onto an entry of u's table.
+func (r *Remapper) route(u *iommu.Unit, l remappedLine) (uint16, error) {
 	_, entry, err := u.Remap(l.source, l.Message)
-	if err == nil {
-		if err = l.Route(entry); err != nil {
-			err = errors.Join(err, u.Unmap(entry))
-		}
-	}
 	if err != nil {
-		return fmt.Sprintf("; the %s line: %v", l.Name, err)
+		return 0, err
 	}
-	return fmt.Sprintf("; the %s line through entry %d", l.Name, entry)
+	if err := l.Route(entry); err != nil {
+		return 0, errors.Join(err, u.Unmap(entry))
+	}
+	return entry, nil
 }
 
 // UnitOf is the register base of the unit translating the function at

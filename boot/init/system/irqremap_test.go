@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -133,6 +134,61 @@ func TestRemapRefusedForUnlistedLine(t *testing.T) {
 	}
 	if routed || strings.Contains(con.String(), "remapped, entries") {
 		t.Error("remapped although the console line could not be")
+	}
+	guest, _ := simmachine.Addrs(0)
+	side{peer: h.Peer, guest: guest[0]}.fetch(t, 64<<10)
+	if n, _ := raised(t, sys.Ports()[0].Vectors); n == 0 {
+		t.Error("no interrupt reached the NIC's vectors")
+	}
+	if b := h.Machine.BlockedMessages(); b != 0 {
+		t.Errorf("%d interrupt messages blocked", b)
+	}
+}
+
+// The platform's line whose I/O APIC the unit lists moves onto an entry
+// made for the I/O APIC's requester id, and the unit delivers its vector
+// through it.
+func TestRemappedLine(t *testing.T) {
+	entry := -1
+	h, _, con := vectorMachine(t, system.Line{
+		Name: "console", IOAPIC: sim.IOAPICID,
+		Message: iommu.Message{Addr: 0xfee00000, Data: 0x41},
+		Route:   func(e uint16) error { entry = int(e); return nil },
+	})
+	if entry < 0 {
+		t.Fatal("the console line was not routed")
+	}
+	if !strings.Contains(con.String(), fmt.Sprintf("remaps interrupts, compatibility format blocked; the console line through entry %d", entry)) {
+		t.Errorf("the console does not name the line's entry")
+	}
+	// What the I/O APIC sends in remappable format (VT-d 5.1.5.1).
+	msg := uint64(0xfee00000 | 1<<4 | entry<<5)
+	addr, data, ok := h.Machine.VTd.Interrupt(sim.IOAPICSource, msg, 0)
+	if !ok || addr != 0xfee00000 || data&0xff != 0x41 {
+		t.Errorf("the line's entry delivers %#x %#x %v, want vector 0x41 to APIC 0", addr, data, ok)
+	}
+	if _, _, ok := h.Machine.VTd.Interrupt(sim.IOAPICSource, 0xfee00000, 0x41); ok {
+		t.Error("the line in compatibility format still passes")
+	}
+}
+
+// A line that cannot be moved would go dead under remapping: the unit
+// stops remapping, says why, and both the line and the NIC's vectors
+// keep working in compatibility format.
+func TestRemapStoppedWhenLineFails(t *testing.T) {
+	h, sys, con := vectorMachine(t, system.Line{
+		Name: "console", IOAPIC: sim.IOAPICID,
+		Message: iommu.Message{Addr: 0xfee00000, Data: 0x41},
+		Route:   func(uint16) error { return errors.New("no such line") },
+	})
+	if !strings.Contains(con.String(), "interrupts not remapped: the console line: no such line") {
+		t.Errorf("the console does not say why interrupts are not remapped")
+	}
+	if sys.IOMMU().RemapsInterrupts() || strings.Contains(con.String(), "remapped, entries") {
+		t.Error("remapping stayed on")
+	}
+	if _, _, ok := h.Machine.VTd.Interrupt(sim.IOAPICSource, 0xfee00000, 0x41); !ok {
+		t.Error("the line's compatibility-format message is blocked")
 	}
 	guest, _ := simmachine.Addrs(0)
 	side{peer: h.Peer, guest: guest[0]}.fetch(t, 64<<10)
