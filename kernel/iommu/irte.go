@@ -27,7 +27,7 @@ const (
 	gcmdSIRTP = 1 << 24 // set interrupt remap table pointer
 	gcmdIRE   = 1 << 25 // interrupt remapping enable
 	gstsIRES  = 1 << 25
-	gstsCFIS  = 1 << 23 // compatibility format interrupts pass
+	gcmdCFI   = 1 << 23 // compatibility format interrupts pass; GSTS.CFIS the same bit
 )
 
 // IRTE fields for remapped interrupts (9.10).
@@ -79,7 +79,8 @@ func (u *Unit) startInterrupts() error {
 	if err := u.qi.iec(true, 0, 0); err != nil {
 		return err
 	}
-	return u.gcmd("interrupt remapping enable", gcmdIRE, 0, func(s uint32) bool { return s&gstsIRES != 0 })
+	// CFI cleared too, should firmware have left it set.
+	return u.gcmd("interrupt remapping enable", gcmdIRE, gcmdCFI, func(s uint32) bool { return s&(gstsIRES|gcmdCFI) == gstsIRES })
 }
 
 // StopInterrupts turns interrupt remapping off for good: messages in

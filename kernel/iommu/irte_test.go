@@ -198,3 +198,30 @@ func TestInterruptFault(t *testing.T) {
 		t.Errorf("stats: %d faults, %d of them interrupts; want 1, 1", s.Faults, s.InterruptFaults)
 	}
 }
+
+// Firmware may leave compatibility-format interrupts passing (CFI set):
+// Enable clears it with remapping on, so they are blocked.
+func TestRemapClearsCFI(t *testing.T) {
+	m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := m.VTdRegs()
+	regs.Write32(vtd.GCMD, vtd.GCMD_CFI)
+	if regs.Read32(vtd.GSTS)&vtd.GSTS_CFIS == 0 {
+		t.Fatal("the model did not take CFI")
+	}
+	u, err := New(regs, m.Mem, Options{Clock: m.Clock, Interrupts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if s := regs.Read32(vtd.GSTS); s&vtd.GSTS_CFIS != 0 || s&vtd.GSTS_IRES == 0 {
+		t.Errorf("GSTS %#x: want IRES set, CFIS clear", s)
+	}
+	if _, _, ok := m.VTd.Interrupt(source(devA), 0xfee00000, 0x45); ok {
+		t.Error("a compatibility-format message passes")
+	}
+}
