@@ -166,10 +166,10 @@ func (u *Unit) Remap(source uint16, m Message) (Message, uint16, error) {
 	return handleMessage(i), i, nil
 }
 
-// Unmap clears entry i and invalidates it from the interrupt entry
+// Unremap clears entry i and invalidates it from the interrupt entry
 // cache: from then on a message naming it is blocked and recorded as a
 // fault.
-func (u *Unit) Unmap(i uint16) error {
+func (u *Unit) Unremap(i uint16) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.irt == nil || int(i) >= irtEntries || !u.irt.inUse(i) {
@@ -238,6 +238,6 @@ func (r *RemappedMSI) String() string {
 }
 
 func (r *RemappedMSI) Close() error {
-	r.once.Do(func() { r.err = errors.Join(r.u.Unmap(r.index), r.MSI.Close()) })
+	r.once.Do(func() { r.err = errors.Join(r.u.Unremap(r.index), r.MSI.Close()) })
 	return r.err
 }

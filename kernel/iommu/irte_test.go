@@ -71,13 +71,13 @@ func TestRemapMSI(t *testing.T) {
 	if _, _, ok := deliver(source(devA), compat); ok {
 		t.Error("a compatibility-format message was delivered with remapping on")
 	}
-	if err := r.u.Unmap(entry); err != nil {
+	if err := r.u.Unremap(entry); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, ok := deliver(source(devA), m); ok {
 		t.Error("a cleared entry still delivers: its cached copy was not invalidated")
 	}
-	if err := r.u.Unmap(entry); err == nil {
+	if err := r.u.Unremap(entry); err == nil {
 		t.Error("an entry cleared twice")
 	}
 	faults := r.u.Faults()

@@ -234,7 +234,7 @@ func (r *Remapper) route(u *iommu.Unit, l remappedLine) (uint16, error) {
 		return 0, err
 	}
 	if err := l.Route(entry); err != nil {
-		return 0, errors.Join(err, u.Unmap(entry))
+		return 0, errors.Join(err, u.Unremap(entry))
 	}
 	return entry, nil
 }
