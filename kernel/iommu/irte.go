@@ -187,6 +187,38 @@ func (u *Unit) Unremap(i uint16) error {
 	return nil
 }
 
+// Interrupt is one entry of a unit's interrupt remapping table in use,
+// as the table holds it.
+type Interrupt struct {
+	Entry  uint16
+	Source uint16 // the requester id allowed to send it
+	Vector uint8
+	Dest   uint8 // destination APIC id
+}
+
+func (i Interrupt) String() string {
+	return fmt.Sprintf("entry %d %s vector %d apic %d", i.Entry, sourceString(i.Source), i.Vector, i.Dest)
+}
+
+// Interrupts lists the entries in use, read back from the table; none
+// while the unit does not remap interrupts.
+func (u *Unit) Interrupts() []Interrupt {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.irt == nil || u.irt.stopped {
+		return nil
+	}
+	var out []Interrupt
+	for i := range uint16(irtEntries) {
+		if !u.irt.inUse(i) {
+			continue
+		}
+		lo, hi := get(u.irt.mem.Buf, int(i)*16), get(u.irt.mem.Buf, int(i)*16+8)
+		out = append(out, Interrupt{Entry: i, Source: uint16(hi), Vector: uint8(lo >> irteVecShift), Dest: uint8(lo >> irteDstShift)})
+	}
+	return out
+}
+
 func (t *irTable) take() (uint16, bool) {
 	for w, v := range t.used {
 		if v != ^uint64(0) {

@@ -23,9 +23,10 @@ type Domain struct {
 	Unit   uint64 // register base of the unit holding it
 }
 
-// IOMMU registers /dev/iommu/{ctl,stats,faults,domains,units} for the
-// machine's units together, and /dev/iommu/BASE/{stats,faults,domains}
-// (BASE the register base in hex) for each. With one unit the top files
+// IOMMU registers /dev/iommu/{ctl,stats,faults,interrupts,domains,units}
+// for the machine's units together, and
+// /dev/iommu/BASE/{stats,faults,interrupts,domains} (BASE the register
+// base in hex) for each. With one unit the top files
 // read as that unit's; with several, ctl commands go to every unit, stats
 // are summed, faults and domains are listed unit after unit. domains
 // lists the requester ids that have a domain, with the function's name.
@@ -65,6 +66,7 @@ func IOMMU(n *ns.Namespace, units []Remap, domains func() []Domain) error {
 			return sum.String()
 		})},
 		{"faults", ns.Text(func() string { return faultLines(units...) })},
+		{"interrupts", ns.Text(func() string { return interruptLines(units...) })},
 		{"domains", ns.Text(func() string { return domainLines(domains, 0, len(units) > 1) })},
 		{"units", ns.Text(func() string {
 			var b strings.Builder
@@ -87,9 +89,10 @@ func IOMMU(n *ns.Namespace, units []Remap, domains func() []Domain) error {
 	for _, u := range units {
 		dir := fmt.Sprintf("/dev/iommu/%x/", u.Base)
 		for name, f := range map[string]ns.File{
-			"stats":   ns.Text(func() string { return u.Unit.Stats().String() }),
-			"faults":  ns.Text(func() string { return faultLines(u) }),
-			"domains": ns.Text(func() string { return domainLines(domains, u.Base, false) }),
+			"stats":      ns.Text(func() string { return u.Unit.Stats().String() }),
+			"faults":     ns.Text(func() string { return faultLines(u) }),
+			"interrupts": ns.Text(func() string { return interruptLines(u) }),
+			"domains":    ns.Text(func() string { return domainLines(domains, u.Base, false) }),
 		} {
 			if err := n.Add(dir+name, f); err != nil {
 				return fmt.Errorf("bind iommu: %w", err)
@@ -97,6 +100,21 @@ func IOMMU(n *ns.Namespace, units []Remap, domains func() []Domain) error {
 		}
 	}
 	return nil
+}
+
+// interruptLines lists the interrupt remapping entries in use: which
+// requester may raise which vector on which processor.
+func interruptLines(units ...Remap) string {
+	var b strings.Builder
+	for _, u := range units {
+		for _, i := range u.Unit.Interrupts() {
+			if len(units) > 1 {
+				fmt.Fprintf(&b, "%#x ", u.Base)
+			}
+			fmt.Fprintf(&b, "%v\n", i)
+		}
+	}
+	return b.String()
 }
 
 func faultLines(units ...Remap) string {

@@ -150,7 +150,7 @@ func TestRemapRefusedForUnlistedLine(t *testing.T) {
 // through it.
 func TestRemappedLine(t *testing.T) {
 	entry := -1
-	h, _, con := vectorMachine(t, system.Line{
+	h, sys, con := vectorMachine(t, system.Line{
 		Name: "console", IOAPIC: sim.IOAPICID,
 		Message: iommu.Message{Addr: 0xfee00000, Data: 0x41},
 		Route:   func(e uint16) error { entry = int(e); return nil },
@@ -169,6 +169,22 @@ func TestRemappedLine(t *testing.T) {
 	}
 	if _, _, ok := h.Machine.VTd.Interrupt(sim.IOAPICSource, 0xfee00000, 0x41); ok {
 		t.Error("the line in compatibility format still passes")
+	}
+	// The namespace lists the entries as the table holds them: the
+	// line's, then the NIC's vectors, each for its own requester.
+	got, err := sys.Namespace().ReadFile("/dev/iommu/interrupts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	want := fmt.Sprintf("entry %d f0:1f.0 vector 65 apic 0", entry)
+	if len(lines) != 1+len(sys.Ports()[0].Vectors) || lines[0] != want {
+		t.Errorf("/dev/iommu/interrupts:\n%s\nwant %q first, then the NIC's %d vectors", got, want, len(sys.Ports()[0].Vectors))
+	}
+	for _, l := range lines[1:] {
+		if !strings.Contains(l, simmachine.NICAddr.String()+" vector ") {
+			t.Errorf("entry %q is not the NIC's", l)
+		}
 	}
 }
 
