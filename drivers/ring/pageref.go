@@ -2,6 +2,7 @@ package ring
 
 import (
 	"reflect"
+	"sync"
 	"unsafe"
 
 	"gvisor.dev/gvisor/pkg/atomicbitops"
@@ -14,8 +15,10 @@ import (
 // found once by reflection, checked against the expected types, and read
 // atomically. If gVisor's layout ever changes, chunkRefs reports false and
 // the ring stops reusing handed-up pages (correct, only slower; the
-// rx_page_allocs counter shows it).
-var chunkLayout = func() (l struct {
+// rx_page_allocs counter shows it). It is found at the first question,
+// not at init: reflection is slow to start under emulation, and a boot
+// need not wait for it.
+var chunkLayout = sync.OnceValue(func() (l struct {
 	ok             bool
 	chunkOff, refs uintptr
 }) {
@@ -38,18 +41,19 @@ var chunkLayout = func() (l struct {
 	}
 	l.ok, l.chunkOff, l.refs = true, cf.Offset, off
 	return l
-}()
+})
 
 // chunkRefs returns how many views share v's memory, and false if that
 // cannot be known.
 func chunkRefs(v *buffer.View) (int64, bool) {
-	if !chunkLayout.ok || v == nil {
+	l := chunkLayout()
+	if !l.ok || v == nil {
 		return 0, false
 	}
-	c := *(*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(v), chunkLayout.chunkOff))
+	c := *(*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(v), l.chunkOff))
 	if c == nil {
 		return 0, false
 	}
-	n := (*atomicbitops.Int64)(unsafe.Add(c, chunkLayout.refs)).Load()
+	n := (*atomicbitops.Int64)(unsafe.Add(c, l.refs)).Load()
 	return n & 0xffffffff, true // the high half counts speculative references
 }
