@@ -1,6 +1,9 @@
 package e1000e
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // MACType is the controller family a device id belongs to; it decides the
 // NVM access, reset waits, frame size limits and quirks.
@@ -241,22 +244,16 @@ var IDs = []ID{
 	{0x57BA, MacPCHPTP, "I219-V (29) NVL"},
 }
 
-var idIndex = func() map[uint16]int {
-	m := make(map[uint16]int, len(IDs))
-	for i, id := range IDs {
-		m[id.Device] = i
-	}
-	return m
-}()
-
 // Lookup returns the id entry and MAC information for a vendor/device
 // pair, or an error naming the pair.
 func Lookup(vendor, device uint16) (ID, MACInfo, error) {
 	if vendor != VendorIntel {
 		return ID{}, MACInfo{}, fmt.Errorf("e1000e: vendor %04x is not Intel", vendor)
 	}
-	i, ok := idIndex[device]
-	if !ok {
+	// A scan, once per probe: an index built at init would cost every
+	// boot its map, for one lookup.
+	i := slices.IndexFunc(IDs, func(id ID) bool { return id.Device == device })
+	if i < 0 {
 		return ID{}, MACInfo{}, fmt.Errorf("e1000e: device %04x:%04x is not in the e1000e id table", vendor, device)
 	}
 	id := IDs[i]
