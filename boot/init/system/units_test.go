@@ -73,6 +73,18 @@ func (l *lines) logf(format string, args ...any) {
 	fmt.Fprintf(&l.b, format+"\n", args...)
 }
 
+// waitListening waits until the console says the HTTP server listens:
+// it does on its own goroutine, and fetches wait for it.
+func (l *lines) waitListening(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(l.String(), "http: listening"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the HTTP server never listened:\n%s", l)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (l *lines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -207,13 +219,7 @@ func scopedMachine(t *testing.T, mapUnit func(m *sim.Machine, base uint64) (kern
 		}
 	})
 
-	// The HTTP server listens on its own goroutine: fetches wait for it.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(con.String(), "http: listening"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the HTTP server never listened:\n%s", con)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	con.waitListening(t)
 
 	// The static address goes to ether0; ether1's is added here, with its
 	// on-link route.
