@@ -274,6 +274,11 @@ func Platform(m *sim.Machine) system.Platform {
 		MapUnit: m.UnitRegs,
 		MapBAR:  func(f *pci.Function, bar int) (kernel.Regs, error) { return m.Bus.Regs(f.Addr, bar) },
 		IRQ:     func(a pci.Addr) kernel.Waiter { return m.IRQ(a) },
+		MSI:     m.MSI,
+		// The machine's VT-d model remaps the messages of NICs with
+		// MSI-X, as the metal platform's unit does; a line (INTx) is no
+		// message and stays as it is.
+		RemapInterrupts: true,
 	}
 }
 
