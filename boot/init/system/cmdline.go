@@ -26,6 +26,10 @@ type Options struct {
 	Ping     bool         // ether9.ping=off: do not ping the gateway at start
 	IRQ      bool         // ether9.irq=off: every NIC polls, interrupt or not
 	MSIX     bool         // ether9.msix=off: one interrupt a NIC, even where MSI-X vectors are
+	// ether9.intremap=off: no VT-d interrupt remapping even where the
+	// platform could have it, the way out should a board's firmware
+	// describe its I/O APICs wrongly and a line go dead.
+	IntRemap bool
 	// ether9.spin=200us: how long a NIC on its interrupt keeps polling
 	// after its last frame before it sleeps (0: it sleeps at once);
 	// at most maxSpin.
@@ -67,7 +71,7 @@ const maxNICs = 64
 
 // DefaultOptions is what an empty command line means.
 func DefaultOptions() Options {
-	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true, IRQ: true, MSIX: true, Spin: defaultSpin}
+	return Options{DHCP: true, IOMMU: "strict", HTTPPort: 80, Ping: true, IRQ: true, MSIX: true, IntRemap: true, Spin: defaultSpin}
 }
 
 // ParseCmdline reads the ether9.* parameters out of a kernel command line.
@@ -148,6 +152,12 @@ func (o *Options) set(name, val string, hasVal bool) error {
 			return err
 		}
 		o.MSIX = b
+	case "intremap":
+		b, err := parseBool(val, hasVal)
+		if err != nil {
+			return err
+		}
+		o.IntRemap = b
 	case "spin":
 		d, err := time.ParseDuration(val)
 		if err != nil || d < 0 || d > maxSpin {

@@ -28,6 +28,7 @@ func TestParseCmdline(t *testing.T) {
 			o.DHCP, o.IOMMU, o.HTTPPort, o.NineP, o.Ping, o.IRQ = false, "deferred", 8080, "rw", false, false
 		}, ""},
 		{"ether9.msix=off", func(o *Options) { o.MSIX = false }, ""},
+		{"ether9.intremap=off", func(o *Options) { o.IntRemap = false }, ""},
 		{"ether9.spin=200us", func(o *Options) { o.Spin = 200 * time.Microsecond }, ""},
 		{"ether9.spin=0", func(o *Options) { o.Spin = 0 }, ""},
 		{"ether9.spin=-1ms ether9.ping=off", func(o *Options) { o.Ping = false }, "ether9.spin=-1ms"},

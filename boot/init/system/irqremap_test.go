@@ -26,6 +26,12 @@ import (
 // blocks compatibility-format messages once remapping is on.
 func vectorMachine(t *testing.T, platLines ...system.Line) (*simmachine.Host, *system.System, *lines) {
 	t.Helper()
+	return vectorMachineWith(t, "", platLines...)
+}
+
+// vectorMachineWith is vectorMachine with ether9.* words.
+func vectorMachineWith(t *testing.T, cmdline string, platLines ...system.Line) (*simmachine.Host, *system.System, *lines) {
+	t.Helper()
 	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: []string{"igb"}})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +41,10 @@ func vectorMachine(t *testing.T, platLines ...system.Line) (*simmachine.Host, *s
 	plat.MSI = h.Machine.MSI
 	plat.RemapInterrupts = true
 	plat.Lines = platLines
-	opt := simmachine.Options(1)
+	opt, err := simmachine.Options(1).With(cmdline)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if opt.Token, err = admin.ParseToken(testToken); err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +215,20 @@ func TestRemapStoppedWhenLineFails(t *testing.T) {
 	}
 	if _, _, ok := h.Machine.VTd.Interrupt(sim.IOAPICSource, 0xfee00000, 0x41); !ok {
 		t.Error("the line's compatibility-format message is blocked")
+	}
+	carries(t, h, sys)
+}
+
+// ether9.intremap=off leaves remapping off where the platform could
+// have it, and says so: the vectors stay in compatibility format and
+// arrive.
+func TestRemapOffByCmdline(t *testing.T) {
+	h, sys, con := vectorMachineWith(t, "ether9.intremap=off")
+	if !strings.Contains(con.String(), "iommu: interrupts not remapped (ether9.intremap=off)") {
+		t.Errorf("the console does not say remapping is off")
+	}
+	if sys.IOMMU().RemapsInterrupts() || strings.Contains(con.String(), "remapped, entries") {
+		t.Error("remapped although ether9.intremap=off")
 	}
 	carries(t, h, sys)
 }

@@ -136,6 +136,10 @@ func Start(ctx context.Context, p Platform, opt Options, logf func(format string
 		kmesg.Add(fmt.Sprintf(format, args...))
 		console(format, args...)
 	}
+	if p.RemapInterrupts && !opt.IntRemap {
+		p.RemapInterrupts = false
+		logf("iommu: interrupts not remapped (ether9.intremap=off)")
+	}
 	s := &System{
 		plat:  p,
 		opt:   opt,
