@@ -26,6 +26,38 @@ type MSI struct {
 	PerVectorMask bool
 }
 
+// FindMSI finds and decodes a's MSI capability; ok is false, with no
+// error, when the function has none.
+func FindMSI(c Config, a Addr) (m MSI, ok bool, err error) {
+	off, ok, err := capOffset(c, a, CapMSI)
+	if !ok || err != nil {
+		return MSI{}, false, err
+	}
+	m, err = ReadMSI(c, a, off)
+	return m, err == nil, err
+}
+
+// FindMSIX finds and decodes a's MSI-X capability; ok is false, with no
+// error, when the function has none.
+func FindMSIX(c Config, a Addr) (m MSIX, ok bool, err error) {
+	off, ok, err := capOffset(c, a, CapMSIX)
+	if !ok || err != nil {
+		return MSIX{}, false, err
+	}
+	m, err = ReadMSIX(c, a, off)
+	return m, err == nil, err
+}
+
+// capOffset is where a's standard capability id sits.
+func capOffset(c Config, a Addr, id uint16) (int, bool, error) {
+	caps, err := Capabilities(c, a)
+	if err != nil {
+		return 0, false, err
+	}
+	cp, ok := FindCap(caps, id)
+	return cp.Offset, ok, nil
+}
+
 // ReadMSI decodes the MSI capability at off.
 func ReadMSI(c Config, a Addr, off int) (MSI, error) {
 	ctl, err := read16(c, a, off+msiControl)

@@ -56,3 +56,20 @@ func TestMSIProgram(t *testing.T) {
 		}
 	}
 }
+
+// FindMSI and FindMSIX find the capability wherever it sits in the list
+// and say plainly when a function has none.
+func TestFindMSI(t *testing.T) {
+	bus := newFakeBus()
+	f := bus.add(fnA, newFakeFn(0x8086, 0x10d3, 0x020000, HeaderNormal))
+	f.cap(CapPM, make([]byte, 6))
+	off := f.cap(CapMSI, slices.Concat(le16(msiCtl64Bit), make([]byte, 10)))
+	m, ok, err := FindMSI(bus, fnA)
+	if err != nil || !ok || m.Offset != off || !m.Addr64 {
+		t.Errorf("FindMSI: %+v %v %v; want the capability at %#x, 64-bit", m, ok, err, off)
+	}
+	x, ok, err := FindMSIX(bus, fnA)
+	if err != nil || ok {
+		t.Errorf("FindMSIX on a function without MSI-X: %+v %v %v; want none and no error", x, ok, err)
+	}
+}

@@ -83,17 +83,12 @@ func (m MSIX) Disable(c Config, a Addr) error {
 
 // disableMSI turns off the function's MSI, if it has the capability.
 func (m MSIX) disableMSI(c Config, a Addr) error {
-	caps, err := Capabilities(c, a)
+	msi, ok, err := FindMSI(c, a)
 	if err != nil {
 		return fmt.Errorf("pci %v: msi-x: %w", a, err)
 	}
-	cp, ok := FindCap(caps, CapMSI)
 	if !ok {
 		return nil
-	}
-	msi, err := ReadMSI(c, a, cp.Offset)
-	if err != nil {
-		return err
 	}
 	return msi.Disable(c, a)
 }

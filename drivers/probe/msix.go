@@ -46,17 +46,12 @@ func vector(p Platform, msg messenger) (kernel.MSI, error) {
 // enabled. On an error nothing stays allocated or enabled, and the
 // caller falls back to the function's one interrupt.
 func enableMSIX(p Platform, f *pci.Function, n int, msg messenger) ([]kernel.MSI, error) {
-	caps, err := pci.Capabilities(p.Config, f.Addr)
+	m, ok, err := pci.FindMSIX(p.Config, f.Addr)
 	if err != nil {
 		return nil, err
 	}
-	c, ok := pci.FindCap(caps, pci.CapMSIX)
 	if !ok {
 		return nil, errors.New("no MSI-X capability")
-	}
-	m, err := pci.ReadMSIX(p.Config, f.Addr, c.Offset)
-	if err != nil {
-		return nil, err
 	}
 	if err := m.Check(f.BARs); err != nil {
 		return nil, err
@@ -93,16 +88,11 @@ func enableMSIX(p Platform, f *pci.Function, n int, msg messenger) ([]kernel.MSI
 // disableMSIX turns f's MSI-X off again and gives its vectors back,
 // after a probe that failed.
 func disableMSIX(p Platform, f *pci.Function, vecs []kernel.MSI) error {
-	var errs []error
-	if caps, err := pci.Capabilities(p.Config, f.Addr); err != nil {
-		errs = append(errs, err)
-	} else if c, ok := pci.FindCap(caps, pci.CapMSIX); ok {
-		m, err := pci.ReadMSIX(p.Config, f.Addr, c.Offset)
-		if err == nil {
-			err = m.Disable(p.Config, f.Addr)
-		}
-		errs = append(errs, err)
+	m, ok, err := pci.FindMSIX(p.Config, f.Addr)
+	if ok {
+		err = m.Disable(p.Config, f.Addr)
 	}
+	errs := []error{err}
 	for _, v := range vecs {
 		errs = append(errs, v.Close())
 	}
@@ -112,17 +102,12 @@ func disableMSIX(p Platform, f *pci.Function, vecs []kernel.MSI) error {
 // enableMSI points f's MSI capability at one vector and enables it; on
 // an error the vector is given back.
 func enableMSI(p Platform, f *pci.Function, msg messenger) (kernel.MSI, error) {
-	caps, err := pci.Capabilities(p.Config, f.Addr)
+	m, ok, err := pci.FindMSI(p.Config, f.Addr)
 	if err != nil {
 		return nil, err
 	}
-	c, ok := pci.FindCap(caps, pci.CapMSI)
 	if !ok {
 		return nil, errors.New("no MSI capability")
-	}
-	m, err := pci.ReadMSI(p.Config, f.Addr, c.Offset)
-	if err != nil {
-		return nil, err
 	}
 	v, err := vector(p, msg)
 	if err != nil {
@@ -137,17 +122,11 @@ func enableMSI(p Platform, f *pci.Function, msg messenger) (kernel.MSI, error) {
 // disableMSI turns f's MSI off again and gives its vector back, after a
 // probe that failed.
 func disableMSI(p Platform, f *pci.Function, v kernel.MSI) error {
-	var errs []error
-	if caps, err := pci.Capabilities(p.Config, f.Addr); err != nil {
-		errs = append(errs, err)
-	} else if c, ok := pci.FindCap(caps, pci.CapMSI); ok {
-		m, err := pci.ReadMSI(p.Config, f.Addr, c.Offset)
-		if err == nil {
-			err = m.Disable(p.Config, f.Addr)
-		}
-		errs = append(errs, err)
+	m, ok, err := pci.FindMSI(p.Config, f.Addr)
+	if ok {
+		err = m.Disable(p.Config, f.Addr)
 	}
-	return errors.Join(append(errs, v.Close())...)
+	return errors.Join(err, v.Close())
 }
 
 // vectorList names vectors, "48 49 50", and says which entries of the

@@ -483,17 +483,12 @@ func msi() error {
 	if !found {
 		return fmt.Errorf("no 8086:10d3 on bus 0")
 	}
-	caps, err := pci.Capabilities(cfg, nic)
+	m, ok, err := pci.FindMSI(cfg, nic)
 	if err != nil {
 		return err
 	}
-	c, ok := pci.FindCap(caps, pci.CapMSI)
 	if !ok {
 		return fmt.Errorf("%v has no MSI capability", nic)
-	}
-	m, err := pci.ReadMSI(cfg, nic, c.Offset)
-	if err != nil {
-		return err
 	}
 	q, err := metal.NewIRQ()
 	if err != nil {

@@ -56,17 +56,12 @@ func (r MSIXRig) take(t *testing.T, q int) int {
 func (r MSIXRig) msix(t testing.TB) pci.MSIX {
 	t.Helper()
 	m := r.Node.Machine
-	caps, err := pci.Capabilities(m.Bus, r.Node.Addr)
+	x, ok, err := pci.FindMSIX(m.Bus, r.Node.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := pci.FindCap(caps, pci.CapMSIX)
 	if !ok {
 		t.Fatal("no MSI-X capability")
-	}
-	x, err := pci.ReadMSIX(m.Bus, r.Node.Addr, c.Offset)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return x
 }
