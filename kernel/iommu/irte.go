@@ -91,7 +91,7 @@ func (u *Unit) startInterrupts() error {
 func (u *Unit) StopInterrupts() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.irt == nil || u.irt.stopped {
+	if !u.remapping() {
 		return nil
 	}
 	if err := u.gcmd("interrupt remapping disable", 0, gcmdIRE, func(s uint32) bool { return s&gstsIRES == 0 }); err != nil {
@@ -102,12 +102,16 @@ func (u *Unit) StopInterrupts() error {
 }
 
 // RemapsInterrupts reports whether the unit remaps interrupts: every
-// message a device it covers sends must then come from RemapMSI.
+// message a device it covers sends must then come from RemapMSI. It
+// does from Enable until StopInterrupts, translation on or off.
 func (u *Unit) RemapsInterrupts() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.irt != nil && !u.irt.stopped && u.enabled
+	return u.remapping()
 }
+
+// remapping is RemapsInterrupts with the lock held.
+func (u *Unit) remapping() bool { return u.irt != nil && !u.irt.stopped }
 
 // Message is an interrupt message in compatibility format (Intel SDM
 // vol. 3, 11.11): what a platform hands out for a vector.
@@ -150,7 +154,7 @@ func (u *Unit) Remap(source uint16, m Message) (Message, uint16, error) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.irt == nil || u.irt.stopped || !u.enabled {
+	if !u.remapping() {
 		return Message{}, 0, fmt.Errorf("iommu: remap %s: interrupt remapping is off", sourceString(source))
 	}
 	i, ok := u.irt.take()
@@ -205,7 +209,7 @@ func (i Interrupt) String() string {
 func (u *Unit) Interrupts() []Interrupt {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.irt == nil || u.irt.stopped {
+	if !u.remapping() {
 		return nil
 	}
 	var out []Interrupt
