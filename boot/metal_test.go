@@ -287,7 +287,7 @@ func TestSelftestMetal(t *testing.T) {
 	o := testOptions("e1000e", "./boot/init")
 	o.platform = "metal"
 	r, console := mustSelftest(t, o, "")
-	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI on vector \d+, remapped through entry \d+`).MatchString(console) {
+	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI on vector \d+ \(remapped, entry \d+\)`).MatchString(console) {
 		t.Errorf("the console does not say the NIC took an MSI vector through an interrupt remapping entry")
 	}
 	for _, d := range r.feel.idleMove {

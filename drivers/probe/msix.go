@@ -145,12 +145,3 @@ func vectorList(vecs []kernel.MSI) string {
 	}
 	return strings.Join(s, " ") + "; remapped, entries " + strings.Join(entries, " ")
 }
-
-// remapNote says which entry of the unit's interrupt remapping table v
-// comes through, if any.
-func remapNote(v kernel.MSI) string {
-	if r, ok := v.(*iommu.RemappedMSI); ok {
-		return fmt.Sprintf(", remapped through entry %d", r.Entry())
-	}
-	return ""
-}

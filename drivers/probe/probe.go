@@ -300,7 +300,7 @@ func interrupts(p Platform, d Driver, dev *nic.Device, msg messenger, logf func(
 		logf("irq %v: none (polling): %v", f.Addr, err)
 		return nil
 	}
-	logf("irq %v: MSI on vector %d%s", f.Addr, v.Vector(), remapNote(v))
+	logf("irq %v: %v", f.Addr, v)
 	dev.IRQ = v
 	return v
 }

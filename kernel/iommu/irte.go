@@ -270,7 +270,7 @@ func (r *RemappedMSI) Entry() uint16 { return r.index }
 func (r *RemappedMSI) Unwrap() kernel.MSI { return r.MSI }
 
 func (r *RemappedMSI) String() string {
-	return fmt.Sprintf("%v through interrupt entry %d", r.MSI, r.index)
+	return fmt.Sprintf("%v (remapped, entry %d)", r.MSI, r.index)
 }
 
 func (r *RemappedMSI) Close() error {
