@@ -225,3 +225,25 @@ func TestRemapClearsCFI(t *testing.T) {
 		t.Error("a compatibility-format message passes")
 	}
 }
+
+// Turning translation off leaves interrupt remapping on, so a device
+// probed then must still get an entry, and does.
+func TestRemapWithTranslationOff(t *testing.T) {
+	r := remapRig(t)
+	if err := r.u.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.u.RemapsInterrupts() {
+		t.Fatal("remapping reported off with translation off")
+	}
+	m, _, err := r.u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x45})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, data, ok := r.m.VTd.Interrupt(source(devA), m.Addr, m.Data); !ok || data&0xff != 0x45 {
+		t.Errorf("entry made with translation off: delivered %v, data %#x", ok, data)
+	}
+	if _, _, ok := r.m.VTd.Interrupt(source(devA), 0xfee00000, 0x45); ok {
+		t.Error("a compatibility-format message passes with translation off")
+	}
+}
