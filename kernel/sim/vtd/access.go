@@ -208,6 +208,9 @@ func (u *Unit) store64(off uint32, v uint64) {
 	case IQA:
 		u.iqa = v
 	case IRTA:
+		if u.ecap&ECAP_EIM == 0 {
+			v &^= IRTA_EIME // reserved, reads zero (10.4.29)
+		}
 		u.irta = v
 	case IVA:
 		u.iva = v

@@ -80,7 +80,7 @@ func FuzzInterrupt(f *testing.F) {
 	reqs := append(req(0x10, 0xfee0_0010, 0), req(0x11, 0xfee0_0018, 3)...)
 	reqs = append(reqs, req(0x10, 0xfee0_0000, 0x30)...)
 	f.Add(irte, uint64(0x8007), uint32(GCMD_IRE), reqs)
-	f.Add(irte, uint64(0x800f|IRTA_EIME), uint32(GCMD_IRE|GCMD_CFI|GCMD_QIE), reqs)
+	f.Add(irte, uint64(0x800f|IRTA_EIME), uint32(GCMD_IRE|GCMD_CFI|GCMD_QIE|2), reqs)
 	for _, hi := range []uint64{SVT_SID<<IRTE_SVT_SHIFT | SQ_IGN210<<IRTE_SQ_SHIFT, SVT_BUS<<IRTE_SVT_SHIFT | 0x0001, 3 << IRTE_SVT_SHIFT} {
 		e := append([]byte(nil), irte...)
 		binary.LittleEndian.PutUint64(e[8:], hi)
@@ -94,6 +94,7 @@ func FuzzInterrupt(f *testing.F) {
 		cfg := QEMU()
 		cfg.InvalidationCost = -1
 		cfg.CachingMode = gcmd&1 != 0
+		cfg.EIM = gcmd&2 != 0 // low GCMD bits are reserved: they pick the model
 		u, err := New(cfg, mem)
 		if err != nil {
 			t.Fatal(err)

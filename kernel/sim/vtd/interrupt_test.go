@@ -137,7 +137,9 @@ func TestInterruptRemapped(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tb := newTables(t)
-			u := newUnit(t, QEMU(), tb)
+			cfg := QEMU()
+			cfg.EIM = c.eime
+			u := newUnit(t, cfg, tb)
 			base := tb.irTable(c.s)
 			tb.setIRTE(base, int(c.handle), c.e)
 			var flags uint64
@@ -153,6 +155,24 @@ func TestInterruptRemapped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A unit without ECAP.EIM has no extended mode: IRTA.EIME reads zero,
+// and an entry naming a 32-bit destination is one with reserved bits
+// set, blocked, rather than delivered to the low byte of its id.
+func TestInterruptEIMEWithoutEIM(t *testing.T) {
+	tb := newTables(t)
+	u := newUnit(t, QEMU(), tb)
+	if ecap := u.Read64(ECAP); ecap&ECAP_EIM != 0 {
+		t.Fatalf("QEMU's defaults advertise EIM (ECAP %#x)", ecap)
+	}
+	base := tb.irTable(7)
+	tb.setIRTE(base, 9, entry{vector: 0x33, dst: 0x1234_5678, eime: true})
+	enableIR(t, u, base, 7, IRTA_EIME)
+	if u.Read64(IRTA)&IRTA_EIME != 0 {
+		t.Errorf("IRTA %#x kept EIME on a unit without EIM", u.Read64(IRTA))
+	}
+	mustBlock(t, u, sid(3, 4, 1), remappable(9, false), 0, ReasonIRReserved)
 }
 
 func TestInterruptSubhandle(t *testing.T) {
@@ -212,7 +232,9 @@ func TestInterruptFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tb := newTables(t)
-			u := newUnit(t, QEMU(), tb)
+			cfg := QEMU()
+			cfg.EIM = c.flags&IRTA_EIME != 0
+			u := newUnit(t, cfg, tb)
 			s := c.s
 			if s == 0 {
 				s = 7

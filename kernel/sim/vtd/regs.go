@@ -190,6 +190,7 @@ const (
 	ECAP_QI         = 1 << 1
 	ECAP_DT         = 1 << 2
 	ECAP_IR         = 1 << 3
+	ECAP_EIM        = 1 << 4 // extended interrupt mode (IRTA.EIME)
 	ECAP_PT         = 1 << 6
 	ECAP_IRO_SHIFT  = 8
 	ECAP_MHMV_SHIFT = 20

@@ -44,6 +44,11 @@ type Config struct {
 	// invalidate after making an entry present, as under QEMU's
 	// caching-mode=on.
 	CachingMode bool
+	// EIM sets ECAP.EIM: the unit can remap interrupts in extended
+	// (x2APIC) mode, IRTA.EIME, whose entries name 32-bit destinations.
+	// Without it EIME is reserved and reads as zero (10.4.29), as under
+	// QEMU's intel-iommu with eim=off.
+	EIM bool
 	// PagingCache, with IOTLB on, also caches non-leaf second-level
 	// entries (paging-structure caches), as hardware does and QEMU does
 	// not. A page-selective invalidation with IVA.IH set keeps them, so a
@@ -105,6 +110,9 @@ func (cfg Config) Caps() (capReg, ecapReg uint64, err error) {
 	ecapReg = ECAP_QI | ECAP_IR | ECAP_PT | iro<<ECAP_IRO_SHIFT | 0xf<<ECAP_MHMV_SHIFT
 	if cfg.Coherent {
 		ecapReg |= ECAP_C
+	}
+	if cfg.EIM {
+		ecapReg |= ECAP_EIM
 	}
 	return capReg, ecapReg, nil
 }
