@@ -27,6 +27,7 @@ type Caps struct {
 	Coherent bool   // ECAP.C: the unit snoops CPU caches when walking tables
 	QI       bool   // queued invalidation
 	IR       bool   // interrupt remapping
+	EIM      bool   // extended interrupt mode: entries name 32-bit x2APIC ids
 	PT       bool   // pass-through translation type
 	IRO      uint32 // byte offset of the IVA register; the IOTLB register follows at +8
 }
@@ -59,6 +60,7 @@ func DecodeCaps(ver uint32, capReg, ecap uint64) Caps {
 		Coherent: bits(ecap, 0, 0) != 0,
 		QI:       bits(ecap, 1, 1) != 0,
 		IR:       bits(ecap, 3, 3) != 0,
+		EIM:      bits(ecap, 4, 4) != 0,
 		PT:       bits(ecap, 6, 6) != 0,
 		IRO:      uint32(bits(ecap, 17, 8)) * 16,
 	}
@@ -80,8 +82,8 @@ func (c Caps) Levels() []int {
 func (c Caps) Large2M() bool { return c.SLLPS&1 != 0 }
 
 func (c Caps) String() string {
-	return fmt.Sprintf("ver %d.%d domains %d sagaw %#x mgaw %d sllps %#x psi %v mamv %d nfr %d fro %#x cm %v rwbf %v coherent %v qi %v ir %v iro %#x",
-		c.Version>>4, c.Version&0xf, c.Domains, c.SAGAW, c.MGAW, c.SLLPS, c.PSI, c.MAMV, c.NFR, c.FRO, c.CM, c.RWBF, c.Coherent, c.QI, c.IR, c.IRO)
+	return fmt.Sprintf("ver %d.%d domains %d sagaw %#x mgaw %d sllps %#x psi %v mamv %d nfr %d fro %#x cm %v rwbf %v coherent %v qi %v ir %v eim %v iro %#x",
+		c.Version>>4, c.Version&0xf, c.Domains, c.SAGAW, c.MGAW, c.SLLPS, c.PSI, c.MAMV, c.NFR, c.FRO, c.CM, c.RWBF, c.Coherent, c.QI, c.IR, c.EIM, c.IRO)
 }
 
 func (c Caps) check() error {

@@ -21,7 +21,8 @@ import (
 // Interrupt remapping registers and bits (10.4.4, 10.4.29).
 const (
 	regIRTA    = 0xb8
-	irtaSize   = 7 // S: 2^(S+1) = 256 entries, one page
+	irtaEIME   = 1 << 11 // extended interrupt mode: 32-bit destinations
+	irtaSize   = 7       // S: 2^(S+1) = 256 entries, one page
 	irtEntries = 2 << irtaSize
 
 	gcmdSIRTP = 1 << 24 // set interrupt remap table pointer
@@ -37,7 +38,8 @@ const (
 	irteTM       = 1 << 4 // level-triggered
 	irteDLMShift = 5
 	irteVecShift = 16
-	irteDstShift = 40      // xAPIC mode (IRTA.EIME=0): the APIC id in DST bits 15:8
+	irteDstXAPIC = 40      // xAPIC mode (IRTA.EIME=0): the APIC id in DST bits 15:8
+	irteDstX2    = 32      // x2APIC mode (EIME=1): the x2APIC id in DST bits 31:0
 	irteSVTSID   = 1 << 18 // high quadword: verify the requester id against SID
 	// The remappable-format message (5.1.5.2): the handle's bits 14:0 in
 	// address bits 19:5, bit 15 in address bit 2, bit 4 set; no subhandle
@@ -72,7 +74,11 @@ func (u *Unit) startInterrupts() error {
 		}
 		u.irt = &irTable{mem: r}
 	}
-	u.regs.Write64(regIRTA, uint64(u.irt.mem.Phys)&addrMask|irtaSize)
+	irta := uint64(u.irt.mem.Phys)&addrMask | irtaSize
+	if u.x2apic {
+		irta |= irtaEIME
+	}
+	u.regs.Write64(regIRTA, irta)
 	if err := u.gcmd("set interrupt remap table pointer", gcmdSIRTP, 0, func(s uint32) bool { return s&gstsIRTPS != 0 }); err != nil {
 		return err
 	}
@@ -120,16 +126,17 @@ type Message struct {
 	Data uint32
 }
 
-// entry builds the IRTE that delivers m for requester source, or says
-// why m is not a message the table can carry.
-func (m Message) entry(source uint16) ([2]uint64, error) {
+// entry builds the IRTE that delivers m for requester source, its
+// destination in x2APIC format when x2apic, or says why m is not a
+// message the table can carry.
+func (m Message) entry(source uint16, x2apic bool) ([2]uint64, error) {
 	if m.Addr&^0xfffff != msiWindow || m.Addr&msiRemappable != 0 {
 		return [2]uint64{}, fmt.Errorf("message address %#x is not a compatibility-format MSI", m.Addr)
 	}
 	lo := uint64(irteP) |
 		uint64(m.Data&0xff)<<irteVecShift |
 		uint64(m.Data>>msiDataDLMShift&7)<<irteDLMShift |
-		(m.Addr>>msiCompatDstSh&0xff)<<irteDstShift
+		(m.Addr>>msiCompatDstSh&0xff)<<dstShift(x2apic)
 	if m.Addr&msiCompatDMBit != 0 {
 		lo |= irteDM
 	}
@@ -137,6 +144,15 @@ func (m Message) entry(source uint16) ([2]uint64, error) {
 		lo |= irteTM
 	}
 	return [2]uint64{lo, irteSVTSID | uint64(source)}, nil
+}
+
+// dstShift is where an entry's destination id starts in its low
+// quadword (9.10).
+func dstShift(x2apic bool) uint {
+	if x2apic {
+		return irteDstX2
+	}
+	return irteDstXAPIC
 }
 
 // handleMessage is the remappable-format message naming entry i.
@@ -148,12 +164,12 @@ func handleMessage(i uint16) Message {
 // m, and returns the message the device must send instead: it names the
 // entry, and the unit delivers it only from source.
 func (u *Unit) Remap(source uint16, m Message) (Message, uint16, error) {
-	e, err := m.entry(source)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e, err := m.entry(source, u.x2apic)
 	if err != nil {
 		return Message{}, 0, fmt.Errorf("iommu: remap %s: %w", sourceString(source), err)
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	if !u.remapping() {
 		return Message{}, 0, fmt.Errorf("iommu: remap %s: interrupt remapping is off", sourceString(source))
 	}
@@ -197,7 +213,7 @@ type Interrupt struct {
 	Entry  uint16
 	Source uint16 // the requester id allowed to send it
 	Vector uint8
-	Dest   uint8 // destination APIC id
+	Dest   uint32 // destination APIC id (x2APIC id in x2APIC mode)
 }
 
 func (i Interrupt) String() string {
@@ -218,7 +234,11 @@ func (u *Unit) Interrupts() []Interrupt {
 			continue
 		}
 		lo, hi := get(u.irt.mem.Buf, int(i)*16), get(u.irt.mem.Buf, int(i)*16+8)
-		out = append(out, Interrupt{Entry: i, Source: uint16(hi), Vector: uint8(lo >> irteVecShift), Dest: uint8(lo >> irteDstShift)})
+		dst := uint32(lo >> dstShift(u.x2apic))
+		if !u.x2apic {
+			dst &= 0xff
+		}
+		out = append(out, Interrupt{Entry: i, Source: uint16(hi), Vector: uint8(lo >> irteVecShift), Dest: dst})
 	}
 	return out
 }

@@ -247,3 +247,38 @@ func TestRemapWithTranslationOff(t *testing.T) {
 		t.Error("a compatibility-format message passes with translation off")
 	}
 }
+
+// With the processors in x2APIC mode the unit runs in extended mode and
+// each entry names its destination as a 32-bit x2APIC id: the model,
+// decoding by IRTA.EIME as hardware does, delivers to the id the
+// message named, and the listing reads it back the same way. A unit
+// without extended mode is refused rather than left to drop the high
+// bits of the id.
+func TestRemapX2APIC(t *testing.T) {
+	cfg := vtd.QEMU()
+	cfg.EIM = true
+	r := newRig(t, sim.Config{VTd: cfg}, Options{Interrupts: true, X2APIC: true})
+	if irta := r.m.VTdRegs().Read64(regIRTA); irta&irtaEIME == 0 {
+		t.Fatalf("IRTA %#x: extended interrupt mode not on", irta)
+	}
+	compat := Message{Addr: 0xfee00000 | 3<<12, Data: 0x45}
+	m, entry, err := r.u.Remap(source(devA), compat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, data, ok := r.m.VTd.Interrupt(source(devA), m.Addr, m.Data)
+	if !ok || addr != compat.Addr || data != compat.Data {
+		t.Errorf("delivered %#x %#x %v, want %#x %#x: the entry's destination is not the x2APIC id 3", addr, data, ok, compat.Addr, compat.Data)
+	}
+	if l := r.u.Interrupts(); len(l) != 1 || l[0].Entry != entry || l[0].Dest != 3 || l[0].Vector != 0x45 {
+		t.Errorf("listing %v, want entry %d to apic 3 on vector 69", l, entry)
+	}
+
+	m2, err := sim.New(sim.Config{VTd: vtd.QEMU()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(m2.VTdRegs(), m2.Mem, Options{Clock: m2.Clock, Interrupts: true, X2APIC: true}); err == nil || !strings.Contains(err.Error(), "ECAP.EIM") {
+		t.Errorf("a unit without extended interrupt mode taken for x2APIC processors: %v", err)
+	}
+}

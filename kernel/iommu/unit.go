@@ -28,6 +28,11 @@ type Options struct {
 	// are blocked. It needs ECAP.IR and ECAP.QI, and moves every
 	// invalidation to the queue.
 	Interrupts bool
+	// X2APIC says the processors' local APICs run in x2APIC mode (SDM
+	// 11.12): remapping then runs in extended interrupt mode (IRTA.EIME,
+	// VT-d 10.4.29), each entry naming a 32-bit x2APIC id. It needs
+	// ECAP.EIM.
+	X2APIC bool
 }
 
 // Unit is one VT-d DMA-remapping unit and the tables this package owns for
@@ -54,6 +59,7 @@ type Unit struct {
 	inv      invalidator
 	qi       *queue   // nil: register-based invalidation
 	irt      *irTable // nil: interrupts not remapped
+	x2apic   bool     // entries name 32-bit x2APIC ids (IRTA.EIME)
 	faultLog []Fault
 	stats    Stats
 }
@@ -87,6 +93,10 @@ func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
 		if !c.IR || !c.QI {
 			return nil, fmt.Errorf("iommu: interrupt remapping asked for, the unit has IR %v and QI %v", c.IR, c.QI)
 		}
+		if opt.X2APIC && !c.EIM {
+			return nil, fmt.Errorf("iommu: interrupt remapping for x2APIC processors asked for, the unit has no extended interrupt mode (ECAP.EIM)")
+		}
+		u.x2apic = opt.X2APIC
 		q, err := newQueue(u)
 		if err != nil {
 			return nil, fmt.Errorf("iommu: %w", err)
