@@ -151,7 +151,7 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 		return nil, err
 	}
 	lines, why := r.lines(ru, iommu.ReadCaps(regs))
-	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == ""})
+	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == "", X2APIC: r.plat.X2APIC})
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +179,9 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 			}
 			moved = append(moved, fmt.Sprintf("; the %s line through entry %d", l.Name, entry))
 		}
+		if r.plat.X2APIC {
+			moved = append(moved, "; extended mode, to x2APIC ids")
+		}
 		r.logf("iommu: unit %#x remaps interrupts, compatibility format blocked%s", ru.base(), strings.Join(moved, ""))
 	case r.plat.RemapInterrupts:
 		r.logf("iommu: unit %#x: interrupts not remapped: %s", ru.base(), why)
@@ -203,6 +206,9 @@ func (r *Remapper) lines(ru *remapUnit, c iommu.Caps) ([]remappedLine, string) {
 	}
 	if !c.IR || !c.QI {
 		return nil, fmt.Sprintf("the unit lacks it (ECAP.IR %v, ECAP.QI %v)", c.IR, c.QI)
+	}
+	if r.plat.X2APIC && !c.EIM {
+		return nil, "the processors run in x2APIC mode and the unit has no extended interrupt mode (ECAP.EIM)"
 	}
 	var out []remappedLine
 	for _, l := range r.plat.Lines {

@@ -17,6 +17,7 @@ import (
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
+	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/ns/admin"
 )
 
@@ -26,13 +27,23 @@ import (
 // blocks compatibility-format messages once remapping is on.
 func vectorMachine(t *testing.T, platLines ...system.Line) (*simmachine.Host, *system.System, *lines) {
 	t.Helper()
-	return vectorMachineWith(t, "", platLines...)
+	return vectorMachineWith(t, vectorConfig{lines: platLines})
 }
 
-// vectorMachineWith is vectorMachine with ether9.* words.
-func vectorMachineWith(t *testing.T, cmdline string, platLines ...system.Line) (*simmachine.Host, *system.System, *lines) {
+// vectorConfig is what a vectorMachine differs by.
+type vectorConfig struct {
+	cmdline string        // ether9.* words
+	lines   []system.Line // the platform's own I/O APIC lines
+	x2apic  bool          // the platform's processors run in x2APIC mode
+	eim     bool          // the VT-d unit has extended interrupt mode
+}
+
+// vectorMachineWith is vectorMachine as c says.
+func vectorMachineWith(t *testing.T, c vectorConfig) (*simmachine.Host, *system.System, *lines) {
 	t.Helper()
-	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: []string{"igb"}})
+	unit := vtd.QEMU()
+	unit.EIM = c.eim
+	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: []string{"igb"}, VTd: unit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +51,9 @@ func vectorMachineWith(t *testing.T, cmdline string, platLines ...system.Line) (
 	plat.IRQ = nil
 	plat.MSI = h.Machine.MSI
 	plat.RemapInterrupts = true
-	plat.Lines = platLines
-	opt, err := simmachine.Options(1).With(cmdline)
+	plat.X2APIC = c.x2apic
+	plat.Lines = c.lines
+	opt, err := simmachine.Options(1).With(c.cmdline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +235,7 @@ func TestRemapStoppedWhenLineFails(t *testing.T) {
 // have it, and says so: the vectors stay in compatibility format and
 // arrive.
 func TestRemapOffByCmdline(t *testing.T) {
-	h, sys, con := vectorMachineWith(t, "ether9.intremap=off")
+	h, sys, con := vectorMachineWith(t, vectorConfig{cmdline: "ether9.intremap=off"})
 	if !strings.Contains(con.String(), "iommu: interrupts not remapped (ether9.intremap=off)") {
 		t.Errorf("the console does not say remapping is off")
 	}
@@ -231,4 +243,52 @@ func TestRemapOffByCmdline(t *testing.T) {
 		t.Error("remapped although ether9.intremap=off")
 	}
 	carries(t, h, sys)
+}
+
+// Processors in x2APIC mode: the unit remaps in extended mode, the
+// line's entry names its processor by x2APIC id (the model, decoding by
+// IRTA.EIME, delivers to APIC 2 as the line's message asked), and the
+// NIC's interrupts arrive through their entries. On a unit without
+// extended mode nothing is remapped and the console says why.
+func TestRemapX2APIC(t *testing.T) {
+	line := func(entry *int) system.Line {
+		return system.Line{
+			Name: "console", IOAPIC: sim.IOAPICID,
+			Message: iommu.Message{Addr: 0xfee00000 | 2<<12, Data: 0x41},
+			Route:   func(e uint16) error { *entry = int(e); return nil },
+		}
+	}
+	t.Run("extended mode", func(t *testing.T) {
+		entry := -1
+		h, sys, con := vectorMachineWith(t, vectorConfig{lines: []system.Line{line(&entry)}, x2apic: true, eim: true})
+		if entry < 0 || !strings.Contains(con.String(), "compatibility format blocked; the console line through entry 0; extended mode, to x2APIC ids") {
+			t.Fatalf("the unit does not say it remaps in extended mode")
+		}
+		if irta := h.Machine.VTdRegs().Read64(vtd.IRTA); irta&vtd.IRTA_EIME == 0 {
+			t.Errorf("IRTA %#x: the unit was not put in extended mode", irta)
+		}
+		msg := uint64(0xfee00000 | 1<<4 | entry<<5)
+		if addr, data, ok := h.Machine.VTd.Interrupt(sim.IOAPICSource, msg, 0); !ok || addr != 0xfee02000 || data&0xff != 0x41 {
+			t.Errorf("the line's entry delivers %#x %#x %v, want vector 0x41 to APIC 2", addr, data, ok)
+		}
+		got, err := sys.Namespace().ReadFile("/dev/iommu/interrupts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("entry %d f0:1f.0 vector 65 apic 2\n", entry); !strings.HasPrefix(got, want) {
+			t.Errorf("/dev/iommu/interrupts:\n%s\nwant %q first", got, want)
+		}
+		carries(t, h, sys)
+	})
+	t.Run("no extended mode", func(t *testing.T) {
+		entry := -1
+		h, sys, con := vectorMachineWith(t, vectorConfig{lines: []system.Line{line(&entry)}, x2apic: true})
+		if !strings.Contains(con.String(), "interrupts not remapped: the processors run in x2APIC mode and the unit has no extended interrupt mode (ECAP.EIM)") {
+			t.Errorf("the console does not say why interrupts are not remapped")
+		}
+		if entry >= 0 {
+			t.Error("the console line was moved onto an entry of a unit that does not remap")
+		}
+		carries(t, h, sys)
+	})
 }

@@ -57,6 +57,11 @@ type Platform struct {
 	// ask: remapping blocks the compatibility-format messages Linux
 	// programs its I/O APIC with.
 	RemapInterrupts bool
+	// X2APIC says the processors run their local APICs in x2APIC mode
+	// (SDM 11.12), as firmware on many servers leaves them: a unit then
+	// remaps interrupts only in extended mode (ECAP.EIM), its entries
+	// naming 32-bit x2APIC ids.
+	X2APIC bool
 	// Lines are the platform's own interrupts through an I/O APIC (the
 	// console's): a unit that remaps a line's I/O APIC moves it onto an
 	// entry, and one that would block a line it cannot move remaps
