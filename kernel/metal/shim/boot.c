@@ -307,6 +307,8 @@ void boot_main(u32 proto, u32 info_pa, u32 magic)
 	for (const char *c = boot_cmdline; *c; c++)
 		if (!memcmp(c, "metal.strace", 12))
 			strace = 1;
+		else if (!memcmp(c, "metal.x2apic", 12))
+			x2apic_wanted = 1;
 	const struct boot_mem *mm = bi.mem;
 	u32 nmm = bi.nmem;
 	struct { u64 paddr, size; } mod = {bi.mod_start, bi.mod_size};

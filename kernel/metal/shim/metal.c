@@ -18,6 +18,7 @@
 #define METAL_MEMMAP 0x4d08    /* (struct boot_mem *, max entries) -> entries */
 #define METAL_CONSOLE_LINE 0x4d09  /* () -> COM1's I/O APIC line (ioapic.c) */
 #define METAL_CONSOLE_REMAP 0x4d0a /* (remapping entry) -> 0 */
+#define METAL_LAPIC 0x4d0b         /* () -> x2APIC mode << 32 | APIC id */
 #define METAL_MAGIC 0x6c6174656dUL /* "metal" */
 
 /* The DMA allocations, so that a free must name one exactly. */
@@ -140,6 +141,7 @@ i64 metal_call(u64 nr, u64 a0, u64 a1)
 	}
 	case METAL_CONSOLE_LINE: return ioapic_console_line();
 	case METAL_CONSOLE_REMAP: return ioapic_console_remap(a0);
+	case METAL_LAPIC: return (i64)((u64)lapic_x2apic() << 32 | lapic_id());
 	case METAL_IRQ_FREE:
 		if (a0 < VEC_DEV_FIRST || a0 >= VEC_DEV_END || !irq_word[a0])
 			return -EINVAL;

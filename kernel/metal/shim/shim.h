@@ -158,6 +158,8 @@ u64 realtime_offset_ns(void);
 void timer_arm(u64 deadline_ns); /* 0: no timer */
 void lapic_eoi(void);
 u32 lapic_id(void);
+int lapic_x2apic(void); /* 1: x2APIC mode */
+extern int x2apic_wanted;
 
 /* acpi.c */
 void acpi_init(u64 rsdp);

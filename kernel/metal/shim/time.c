@@ -10,6 +10,14 @@
  * epoll timeout, the end of a time slice) and not at all when nothing
  * is, so an idle machine halts until then.
  * Wall time comes from the CMOS RTC, read once.
+ *
+ * The LAPIC runs in xAPIC mode, a page of registers at 0xfee00000, or
+ * in x2APIC mode (SDM 11.12), where the same registers are the MSRs
+ * 0x800 + offset/16 and the page decodes nothing. Firmware on many
+ * servers hands over in x2APIC mode, which is left only by disabling
+ * the LAPIC (SDM 11.12.5), so the shim keeps the mode it finds;
+ * metal.x2apic on the command line asks for x2APIC where firmware left
+ * xAPIC.
  */
 #include "shim.h"
 
@@ -53,12 +61,66 @@ static int refined;
 #define REFINE_NS 1000000000UL
 #define REFINE_LATEST_NS 4000000000UL
 
-static volatile u32 *lapic(u32 reg) { return mmio32(LAPIC_BASE + reg); }
+#define LAPIC_ID 0x020
+#define IA32_APIC_BASE 0x1b
+#define APIC_BASE_EXTD (1UL << 10) /* x2APIC mode */
+#define APIC_BASE_EN (1UL << 11)
+#define X2APIC_MSR(reg) (0x800 + ((reg) >> 4))
 
-void lapic_eoi(void) { *lapic(LAPIC_EOI) = 0; }
+int x2apic_wanted; /* metal.x2apic */
+static int x2apic;
 
-/* lapic_id is this CPU's xAPIC ID, bits 31:24 of the ID register (SDM 11.4.6). */
-u32 lapic_id(void) { return *lapic(0x020) >> 24; }
+static u32 lapic_read(u32 reg)
+{
+	return x2apic ? (u32)rdmsr(X2APIC_MSR(reg)) : *mmio32(LAPIC_BASE + reg);
+}
+
+static void lapic_write(u32 reg, u32 v)
+{
+	if (x2apic)
+		wrmsr(X2APIC_MSR(reg), v);
+	else
+		*mmio32(LAPIC_BASE + reg) = v;
+}
+
+void lapic_eoi(void) { lapic_write(LAPIC_EOI, 0); }
+
+/* lapic_id is this CPU's APIC id: bits 31:24 of the ID register in xAPIC
+ * mode (SDM 11.4.6), all 32 bits in x2APIC mode (11.12.5.1). */
+u32 lapic_id(void) { return x2apic ? lapic_read(LAPIC_ID) : lapic_read(LAPIC_ID) >> 24; }
+
+int lapic_x2apic(void) { return x2apic; }
+
+/*
+ * lapic_mode enables the LAPIC in the mode described above and says
+ * why it is in it. Interrupt messages in compatibility format, which
+ * the Go side hands devices and the I/O APIC, name a processor in 8
+ * bits, so an id above 255 is refused here rather than left deaf.
+ */
+static const char *lapic_mode(void)
+{
+	u64 base = rdmsr(IA32_APIC_BASE);
+	const char *why = "xAPIC";
+	if (base & APIC_BASE_EXTD) {
+		x2apic = 1;
+		why = "x2APIC, as firmware left it";
+	} else if (x2apic_wanted) {
+		u32 c[4];
+		cpuid(1, 0, c);
+		if (!(c[2] & (1U << 21)))
+			panic("metal.x2apic: this CPU has no x2APIC (CPUID.01H:ECX bit 21)");
+		wrmsr(IA32_APIC_BASE, base | APIC_BASE_EN | APIC_BASE_EXTD);
+		x2apic = 1;
+		why = "x2APIC, by metal.x2apic";
+	} else {
+		if ((base & ~0xfffUL) != LAPIC_BASE)
+			panic("the LAPIC is at %lx, not %lx", base & ~0xfffUL, LAPIC_BASE);
+		wrmsr(IA32_APIC_BASE, base | APIC_BASE_EN);
+	}
+	if (lapic_id() > 255)
+		panic("this CPU's APIC id %u is above 255, which compatibility-format interrupt messages cannot name", lapic_id());
+	return why;
+}
 
 u64 now_ns(void)
 {
@@ -82,7 +144,7 @@ static u64 pm_tsc(u32 *pm, u32 *lapic_count)
 	for (int i = 0; i < 8; i++) {
 		u32 a = inl(pm_port) & pm_mask;
 		u64 t = rdtsc();
-		u32 l = *lapic(LAPIC_TIMER_CUR);
+		u32 l = lapic_read(LAPIC_TIMER_CUR);
 		u32 w = ((inl(pm_port) & pm_mask) - a) & pm_mask;
 		if (w < best_w) {
 			best_w = w;
@@ -173,19 +235,16 @@ void time_init(void)
 	outb(0x21, 0xff); outb(0xa1, 0xff);
 
 	/*
-	 * The LAPIC at its reset address (SDM 11.4.1): software enable and
-	 * the spurious vector in the SVR (SDM 11.9), LINT0 masked (the PICs'
-	 * virtual wire), LINT1 left as NMI, errors masked.
+	 * The LAPIC (SDM 11.4.1): software enable and the spurious vector in
+	 * the SVR (SDM 11.9), LINT0 masked (the PICs' virtual wire), LINT1
+	 * left as NMI, errors masked.
 	 */
-	u64 apic_base = rdmsr(0x1b);
-	if ((apic_base & ~0xfffUL) != LAPIC_BASE)
-		panic("the LAPIC is at %lx, not %lx", apic_base & ~0xfffUL, LAPIC_BASE);
-	wrmsr(0x1b, apic_base | (1 << 11)); /* IA32_APIC_BASE.EN */
-	*lapic(LAPIC_SVR) = 0x100 | VEC_SPURIOUS;
-	*lapic(LAPIC_LVT_LINT0) = 1 << 16;
-	*lapic(LAPIC_LVT_ERROR) = 1 << 16;
-	*lapic(LAPIC_TIMER_DIV) = 0x3;                   /* divide by 16 */
-	*lapic(LAPIC_LVT_TIMER) = (1 << 16) | VEC_TIMER; /* masked, one-shot */
+	const char *mode = lapic_mode();
+	lapic_write(LAPIC_SVR, 0x100 | VEC_SPURIOUS);
+	lapic_write(LAPIC_LVT_LINT0, 1 << 16);
+	lapic_write(LAPIC_LVT_ERROR, 1 << 16);
+	lapic_write(LAPIC_TIMER_DIV, 0x3);                   /* divide by 16 */
+	lapic_write(LAPIC_LVT_TIMER, (1 << 16) | VEC_TIMER); /* masked, one-shot */
 
 	/*
 	 * Measure the TSC and the LAPIC timer against the PM timer over
@@ -196,13 +255,13 @@ void time_init(void)
 	if (!pm_port)
 		panic("no ACPI PM timer to measure the TSC against");
 	pm_mask = acpi_pm_timer_32bit() ? 0xffffffffU : 0xffffffU;
-	*lapic(LAPIC_TIMER_INIT) = 0xffffffff;
+	lapic_write(LAPIC_TIMER_INIT, 0xffffffff);
 	u32 p0, p1, l0, l1;
 	u64 t0 = pm_tsc(&p0, &l0), t1;
 	do
 		t1 = pm_tsc(&p1, &l1);
 	while (((p1 - p0) & pm_mask) < CALIBRATE_PM_TICKS);
-	*lapic(LAPIC_TIMER_INIT) = 0;
+	lapic_write(LAPIC_TIMER_INIT, 0);
 	u64 ns = pm_ns((p1 - p0) & pm_mask);
 	if (t1 <= t0 || l0 <= l1)
 		panic("the TSC or the LAPIC timer does not count");
@@ -212,8 +271,8 @@ void time_init(void)
 	pm_start = p0;
 	tsc_start = t0;
 	wall_offset = rtc_unix() * 1000000000UL;
-	kprintf("metal: TSC %lu kHz, LAPIC timer %lu kHz\n",
-		(t1 - t0) * 1000000 / ns, (u64)(l0 - l1) * 1000000 / ns);
+	kprintf("metal: TSC %lu kHz, LAPIC timer %lu kHz, LAPIC %u in %s\n",
+		(t1 - t0) * 1000000 / ns, (u64)(l0 - l1) * 1000000 / ns, lapic_id(), mode);
 }
 
 /*
@@ -237,7 +296,7 @@ void timer_arm(u64 deadline)
 	armed = deadline;
 	stats.timer_writes++;
 	if (!deadline) {
-		*lapic(LAPIC_TIMER_INIT) = 0;
+		lapic_write(LAPIC_TIMER_INIT, 0);
 		return;
 	}
 	u64 now = now_ns();
@@ -246,8 +305,8 @@ void timer_arm(u64 deadline)
 		ticks = 1;
 	if (ticks > 0xffffffffUL)
 		ticks = 0xffffffffUL; /* fires early; the scheduler re-arms */
-	*lapic(LAPIC_LVT_TIMER) = VEC_TIMER; /* unmasked, one-shot */
-	*lapic(LAPIC_TIMER_INIT) = (u32)ticks;
+	lapic_write(LAPIC_LVT_TIMER, VEC_TIMER); /* unmasked, one-shot */
+	lapic_write(LAPIC_TIMER_INIT, (u32)ticks);
 }
 
 /* timer_dump prints the LAPIC timer and the vectors pending (IRR) or in
@@ -255,10 +314,10 @@ void timer_arm(u64 deadline)
  * each, 16 bytes apart). */
 void timer_dump(void)
 {
-	kprintf("metal:   lapic timer lvt %x init %u current %u\n", *lapic(LAPIC_LVT_TIMER),
-		*lapic(LAPIC_TIMER_INIT), *lapic(LAPIC_TIMER_CUR));
+	kprintf("metal:   lapic timer lvt %x init %u current %u\n", lapic_read(LAPIC_LVT_TIMER),
+		lapic_read(LAPIC_TIMER_INIT), lapic_read(LAPIC_TIMER_CUR));
 	for (int i = 0; i < 8; i++) {
-		u32 irr = *lapic(0x200 + 16 * i), isr = *lapic(0x100 + 16 * i);
+		u32 irr = lapic_read(0x200 + 16 * i), isr = lapic_read(0x100 + 16 * i);
 		if (irr || isr)
 			kprintf("metal:   vectors %u-%u: irr %x isr %x\n", 32 * i, 32 * i + 31, irr, isr);
 	}
