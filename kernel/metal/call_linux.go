@@ -18,6 +18,7 @@ const (
 
 	callConsoleLine  = 0x4d09
 	callConsoleRemap = 0x4d0a
+	callLAPIC        = 0x4d0b
 
 	magic = 0x6c6174656d // "metal"
 )

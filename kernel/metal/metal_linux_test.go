@@ -27,6 +27,9 @@ func TestNotMetalOnLinux(t *testing.T) {
 	if _, err := MapPhys(0xfed90000, 4096); !errors.Is(err, ErrNotMetal) {
 		t.Errorf("MapPhys: %v, want ErrNotMetal", err)
 	}
+	if _, err := LocalAPIC(); !errors.Is(err, ErrNotMetal) {
+		t.Errorf("LocalAPIC: %v, want ErrNotMetal", err)
+	}
 }
 
 // MapBAR maps what enumeration found and nothing else: an I/O BAR, an
