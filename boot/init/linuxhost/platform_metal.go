@@ -43,6 +43,11 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 	// The shim owns the I/O APIC and every vector, so a VT-d unit may
 	// remap interrupts: the console's line moves onto an entry too.
 	p.RemapInterrupts = true
+	if a, err := metal.LocalAPIC(); err != nil {
+		con.Logf("metal: %v", err)
+	} else {
+		p.X2APIC = a.X2APIC
+	}
 	if l, err := metal.Console(); err == nil {
 		addr, data := l.Message()
 		p.Lines = append(p.Lines, system.Line{
