@@ -64,6 +64,10 @@ void trap_init(void)
 
 	/* GS base: the per-CPU data entry.S reaches as %gs:N (Go never uses GS). */
 	wrmsr(0xc0000101, (u64)&cpu0);
+	/* The shim's own code runs until the first thread is entered (resume
+	 * clears this): a fault before then is fatal and printed, not taken
+	 * for Go's and sent to a kernel stack no thread has yet. */
+	cpu0.in_kernel = 1;
 	/*
 	 * SYSCALL (SDM vol 2B; 5.8.8): STAR[47:32] is the CS it loads (SS is
 	 * that plus 8), LSTAR the entry, FMASK the RFLAGS bits it clears: IF,
