@@ -169,21 +169,34 @@ func TestBootMetalHello(t *testing.T) {
 	t.Logf("QEMU start to the shim: %v, to Go's first line: %v", lineAt(vm, "metal: shim started"), l.At.Round(time.Millisecond))
 }
 
-// TestBootMetalNoRDRAND: on a CPU without RDRAND the shim says so and
-// powers off, before Go's crypto/rand dies naming /dev/urandom.
-func TestBootMetalNoRDRAND(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	vm, log := bootMetalOn(t, ctx, "qemu64", "./boot/testdata/hello")
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	defer wcancel()
-	_, _, err := vm.Console.Wait(wctx, 0, func(s string) bool { return strings.Contains(s, "metal: panic: this CPU has no RDRAND") },
-		func(s string) bool { return strings.Contains(s, "hello: pid") || qemu.Panicked(s) })
-	if err != nil {
-		t.Fatalf("%v\nconsole:\n%s", err, log.String())
-	}
-	if err := vm.Wait(wctx); err != nil {
-		t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
+// TestBootMetalRefusesCPU: on a CPU without what the shim needs it says
+// so and powers off: without RDRAND, before Go's crypto/rand dies naming
+// /dev/urandom; without x2APIC when metal.x2apic asks for it, before the
+// first x2APIC register faults.
+func TestBootMetalRefusesCPU(t *testing.T) {
+	for _, c := range []struct {
+		name, cpu string
+		words     []string
+		says      string
+	}{
+		{"no RDRAND", "qemu64", nil, "metal: panic: this CPU has no RDRAND"},
+		{"no x2APIC", "max,-x2apic", []string{"metal.x2apic"}, "metal: panic: metal.x2apic: this CPU has no x2APIC"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			vm, log := bootMetalOn(t, ctx, c.cpu, "./boot/testdata/hello", c.words...)
+			wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+			defer wcancel()
+			_, _, err := vm.Console.Wait(wctx, 0, func(s string) bool { return strings.Contains(s, c.says) },
+				func(s string) bool { return strings.Contains(s, "hello: pid") || qemu.Panicked(s) })
+			if err != nil {
+				t.Fatalf("%v\nconsole:\n%s", err, log.String())
+			}
+			if err := vm.Wait(wctx); err != nil {
+				t.Fatalf("QEMU did not exit after power-off: %v\nconsole:\n%s", err, log.String())
+			}
+		})
 	}
 }
 
@@ -298,9 +311,12 @@ func TestSelftestMetal(t *testing.T) {
 }
 
 // TestSelftestMetalMSIX runs the self-test on the shim with QEMU's igb
-// and two queue pairs: probe must give the NIC MSI-X, a vector for each
-// queue pair and one for the link, and each queue that carried the
-// transfers must have counted interrupts on its own vector.
+// and two queue pairs, the LAPIC in x2APIC mode as server firmware
+// leaves it (metal.x2apic stands in for that firmware): probe must give
+// the NIC MSI-X, a vector for each queue pair and one for the link,
+// through entries of a unit remapping in extended mode, and each queue
+// that carried the transfers must have counted interrupts on its own
+// vector.
 func TestSelftestMetalMSIX(t *testing.T) {
 	needShimTools(t)
 	needQEMU(t, "igb")
@@ -309,10 +325,15 @@ func TestSelftestMetalMSIX(t *testing.T) {
 	}
 	o := testOptions("igb", "./boot/init")
 	o.platform = "metal"
-	o.appendTo = "ether9.queues=2"
+	o.appendTo = "ether9.queues=2 metal.x2apic"
 	r, console := mustSelftest(t, o, "")
 	if !regexp.MustCompile(`irq 00:0[0-9a-f]\.0: MSI-X, 3 vectors \(\d+ \d+ \d+; remapped, entries \d+ \d+ \d+\)`).MatchString(console) {
 		t.Errorf("the console does not say the NIC took three MSI-X vectors, each through an interrupt remapping entry")
+	}
+	for _, want := range []string{"LAPIC 0 in x2APIC, by metal.x2apic", "; extended mode, to x2APIC ids"} {
+		if !strings.Contains(console, want) {
+			t.Errorf("the console does not say %q", want)
+		}
 	}
 	counted := map[string]uint64{}
 	for _, moved := range [][]counterDelta{r.pull.moved, r.push.moved, r.feel.reqMove} {
@@ -344,30 +365,48 @@ func TestSelftestMetalMSIX(t *testing.T) {
 // remaps interrupts and blocks the compatibility format: the console's
 // I/O APIC line must have moved onto an entry, or the shell never hears
 // a key. The shell's answer also counts the entries in use: the
-// console's and the NIC's MSI.
+// console's and the NIC's MSI. Once with the LAPIC in xAPIC mode, once
+// in x2APIC mode, where the line's entry names it by x2APIC id.
 func TestMetalConsoleRemapped(t *testing.T) {
 	needShimTools(t)
 	needQEMU(t, "e1000e")
 	if !isMain(t, "./boot/init") {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	vm, _ := bootMetal(t, ctx, "./boot/init")
-	for _, want := range []string{"remaps interrupts, compatibility format blocked; the console line through entry", "shell: on the console"} {
-		if _, err := vm.Console.WaitFor(ctx, want); err != nil {
-			t.Fatalf("%v\nconsole:\n%s", err, vm.Console.Tail(60))
-		}
-	}
-	from := len(vm.Console.Lines())
-	if _, err := io.WriteString(vm.Input, "cat /dev/iommu/stats\r"); err != nil {
-		t.Fatal(err)
-	}
-	line, _, err := vm.Console.Wait(ctx, from, func(s string) bool { return strings.HasPrefix(s, "irq-entries ") }, qemu.Panicked)
-	if err != nil {
-		t.Fatalf("the shell did not answer a key through the remapped line: %v\nconsole:\n%s", err, vm.Console.Tail(40))
-	}
-	if strings.TrimSpace(line.Text) != "irq-entries 2" {
-		t.Errorf("%q: want the console's entry and the NIC's", line.Text)
+	for _, mode := range []struct {
+		name  string
+		words []string
+		says  string
+	}{
+		{"xAPIC", nil, "LAPIC 0 in xAPIC"},
+		{"x2APIC", []string{"metal.x2apic"}, "the console line through entry 0; extended mode, to x2APIC ids"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			vm, _ := bootMetal(t, ctx, "./boot/init", mode.words...)
+			for _, want := range []string{mode.says, "remaps interrupts, compatibility format blocked; the console line through entry", "shell: on the console"} {
+				// A boot reaches the shell in about a second: a minute
+				// without the line is a hang, not a slow host.
+				wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+				_, _, err := vm.Console.Wait(wctx, 0, func(s string) bool { return strings.Contains(s, want) },
+					func(s string) bool { return shimFailed(s) || strings.Contains(s, "interrupts not remapped") })
+				wcancel()
+				if err != nil {
+					t.Fatalf("waiting for %q: %v\nconsole:\n%s", want, err, vm.Console.Tail(60))
+				}
+			}
+			from := len(vm.Console.Lines())
+			if _, err := io.WriteString(vm.Input, "cat /dev/iommu/stats\r"); err != nil {
+				t.Fatal(err)
+			}
+			line, _, err := vm.Console.Wait(ctx, from, func(s string) bool { return strings.HasPrefix(s, "irq-entries ") }, qemu.Panicked)
+			if err != nil {
+				t.Fatalf("the shell did not answer a key through the remapped line: %v\nconsole:\n%s", err, vm.Console.Tail(40))
+			}
+			if strings.TrimSpace(line.Text) != "irq-entries 2" {
+				t.Errorf("%q: want the console's entry and the NIC's", line.Text)
+			}
+		})
 	}
 }

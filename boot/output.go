@@ -187,7 +187,7 @@ enabled in the firmware setup. The console is the serial port (COM1, 115200
   in QEMU, as go run ./boot -platform metal does (qboot loads the shim through its PVH note):
     qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
       -bios /usr/share/qemu/qboot.rom -kernel %[1]s/shim.elf -initrd %[1]s/init -append "$(cat %[1]s/cmdline)" \
-      -device intel-iommu,intremap=on -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
+      -device intel-iommu,intremap=on,eim=on -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
   in QEMU, from the USB stick under UEFI firmware, as go run ./boot -platform metal -boot disk does:
     qemu-system-x86_64 -machine q35,sata=off,smbus=off,i8042=off,vmport=off -cpu max -m 1G -nographic -no-reboot -vga none \
@@ -195,7 +195,7 @@ enabled in the firmware setup. The console is the serial port (COM1, 115200
       -drive if=pflash,format=raw,unit=1,snapshot=on,file=/usr/share/OVMF/OVMF_VARS_4M.fd \
       -drive if=none,id=stick,format=raw,readonly=on,file=%[1]s/%[2]s \
       -device qemu-xhci,id=xhci -device usb-storage,bus=xhci.0,drive=stick,removable=on,bootindex=0 \
-      -device intel-iommu,intremap=on -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
+      -device intel-iommu,intremap=on,eim=on -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80 \
       -device e1000e,netdev=n0,romfile=
 `, dir, diskName)
 	return nil

@@ -78,8 +78,10 @@ type Config struct {
 	Forward []Forward
 	Pcap    string // record the wire to this file when set
 	// InterruptRemapping gives the intel-iommu interrupt remapping
-	// (intremap=on), which the metal platform turns on; Linux-hosted
-	// boots tell Linux intremap=off either way.
+	// (intremap=on), which the metal platform turns on, with extended
+	// interrupt mode (eim=on, ECAP.EIM), which it needs when the LAPIC
+	// runs in x2APIC mode (metal.x2apic); Linux-hosted boots tell Linux
+	// intremap=off either way.
 	InterruptRemapping bool
 	// Stream, when set, cables the NIC to the Unix socket at this path
 	// (a stream netdev, see StreamEnd) instead of user networking; there
@@ -133,7 +135,7 @@ func (c Config) Args() ([]string, error) {
 	a = append(a, boot...)
 	iommu := "intel-iommu"
 	if c.InterruptRemapping {
-		iommu += ",intremap=on"
+		iommu += ",intremap=on,eim=on"
 	}
 	a = append(a,
 		"-device", iommu,

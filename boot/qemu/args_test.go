@@ -72,6 +72,12 @@ func TestArgs(t *testing.T) {
 	if a, err = c.Args(); err != nil || value(a, "-bios") != "/fw/qboot.rom" {
 		t.Errorf("with BIOS: -bios %q (%v)", value(a, "-bios"), err)
 	}
+	// Remapping comes with extended interrupt mode, for a LAPIC in
+	// x2APIC mode.
+	c.InterruptRemapping = true
+	if a, err = c.Args(); err != nil || value(a, "-device") != "intel-iommu,intremap=on,eim=on" {
+		t.Errorf("with interrupt remapping: -device %q (%v)", value(a, "-device"), err)
+	}
 }
 
 func TestArgsBadInput(t *testing.T) {
