@@ -33,6 +33,7 @@ func qemuConfig(o options, p *parts) (qemu.Config, error) {
 		// The metal platform owns interrupt delivery and remaps it.
 		InterruptRemapping: o.platform == "metal",
 	}
+	c.EIM = c.InterruptRemapping && qemu.ExtendedInterrupts(bin)
 	if o.ninePort != 0 {
 		c.Forward = append(c.Forward, qemu.Forward{Host: o.ninePort, Guest: guest9P})
 	}

@@ -78,11 +78,14 @@ type Config struct {
 	Forward []Forward
 	Pcap    string // record the wire to this file when set
 	// InterruptRemapping gives the intel-iommu interrupt remapping
-	// (intremap=on), which the metal platform turns on, with extended
-	// interrupt mode (eim=on, ECAP.EIM), which it needs when the LAPIC
-	// runs in x2APIC mode (metal.x2apic); Linux-hosted boots tell Linux
-	// intremap=off either way.
+	// (intremap=on), which the metal platform turns on; Linux-hosted
+	// boots tell Linux intremap=off either way.
 	InterruptRemapping bool
+	// EIM adds extended interrupt mode to the remapping (eim=on,
+	// ECAP.EIM), which a LAPIC in x2APIC mode needs (metal.x2apic).
+	// QEMU takes it under TCG from 9.0 on (ExtendedInterrupts); older
+	// ones refuse to start with it.
+	EIM bool
 	// Stream, when set, cables the NIC to the Unix socket at this path
 	// (a stream netdev, see StreamEnd) instead of user networking; there
 	// are no forwards then.
@@ -135,7 +138,10 @@ func (c Config) Args() ([]string, error) {
 	a = append(a, boot...)
 	iommu := "intel-iommu"
 	if c.InterruptRemapping {
-		iommu += ",intremap=on,eim=on"
+		iommu += ",intremap=on"
+		if c.EIM {
+			iommu += ",eim=on"
+		}
 	}
 	a = append(a,
 		"-device", iommu,
@@ -179,6 +185,14 @@ func Version(binary string) (major, minor int, err error) {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// ExtendedInterrupts reports whether binary runs intel-iommu's extended
+// interrupt mode under TCG: from QEMU 9.0, which emulates x2APIC there;
+// earlier ones stop with "eim=on requires accel=kvm,kernel-irqchip=split".
+func ExtendedInterrupts(binary string) bool {
+	major, _, err := Version(binary)
+	return err == nil && major >= 9
 }
 
 // ErrNoQEMU says that QEMU is missing or too old for the NIC.

@@ -72,11 +72,13 @@ func TestArgs(t *testing.T) {
 	if a, err = c.Args(); err != nil || value(a, "-bios") != "/fw/qboot.rom" {
 		t.Errorf("with BIOS: -bios %q (%v)", value(a, "-bios"), err)
 	}
-	// Remapping comes with extended interrupt mode, for a LAPIC in
-	// x2APIC mode.
 	c.InterruptRemapping = true
-	if a, err = c.Args(); err != nil || value(a, "-device") != "intel-iommu,intremap=on,eim=on" {
+	if a, err = c.Args(); err != nil || value(a, "-device") != "intel-iommu,intremap=on" {
 		t.Errorf("with interrupt remapping: -device %q (%v)", value(a, "-device"), err)
+	}
+	c.EIM = true
+	if a, err = c.Args(); err != nil || value(a, "-device") != "intel-iommu,intremap=on,eim=on" {
+		t.Errorf("with extended interrupt mode: -device %q (%v)", value(a, "-device"), err)
 	}
 }
 
@@ -134,6 +136,9 @@ func TestCheck(t *testing.T) {
 	}
 	if _, err := Check(old, igb); !errors.Is(err, ErrNoQEMU) || !strings.Contains(err.Error(), "tools/run") {
 		t.Errorf("QEMU 7.2 with igb: err = %v, want ErrNoQEMU saying to run tools/run", err)
+	}
+	if ExtendedInterrupts(old) || !ExtendedInterrupts(fakeQEMU(t, "9.0.0")) {
+		t.Errorf("extended interrupt mode: want it from QEMU 9.0, not before")
 	}
 	if _, err := Check(fakeQEMU(t, "10.0.2"), igb); err != nil {
 		t.Errorf("QEMU 10.0.2 with igb: %v", err)
