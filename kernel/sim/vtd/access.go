@@ -59,7 +59,7 @@ func (u *Unit) read32(off uint32) uint32 {
 	}
 	switch off {
 	case VER:
-		return 0x10
+		return uint32(u.version())
 	case GCMD:
 		return 0 // write-only
 	case GSTS:

@@ -257,6 +257,31 @@ func TestQueuedInvalidationBlocksRegisterInvalidation(t *testing.T) {
 	}
 }
 
+// A unit of major version 6 or later has no register-based invalidation:
+// it says its version, and a write to the IOTLB register leaves a cached
+// translation in place.
+func TestVersion6HasNoRegisterInvalidation(t *testing.T) {
+	tb := newTables(t)
+	cfg := QEMU()
+	cfg.Version = 0x60
+	u := newUnit(t, cfg, tb)
+	if v := u.Read32(VER); v != 0x60 {
+		t.Fatalf("VER %#x, want 0x60", v)
+	}
+	src := sid(0, 1, 0)
+	leaf := tb.mapAt(tb.context(src, 1, 4), 4, 0x2000, 0x7000, 1, rw)
+	u.Write64(RTADDR, tb.root)
+	u.Write32(GCMD, GCMD_SRTP)
+	u.Write32(GCMD, u.Read32(GSTS)&persistent|GCMD_TE)
+	mustTranslate(t, u, src, 0x2000, false, 0x7000)
+	tb.mem.put64(leaf, 0x8000|rw)
+	u.Write64(IOTLB, IOTLB_IVT|IOTLB_GLOBAL<<IOTLB_IIRG_SHIFT)
+	mustTranslate(t, u, src, 0x2000, false, 0x7000)
+	if s := u.Stats(); s.IgnoredInvals != 1 || s.IOTLBGlobal != 0 {
+		t.Errorf("stats %+v: want the register invalidation ignored", s)
+	}
+}
+
 func TestCachingModeCachesNotPresent(t *testing.T) {
 	tb := newTables(t)
 	cfg := QEMU()

@@ -6,7 +6,7 @@ package vtd
 // place.
 
 func (u *Unit) invalidateContext(v uint64) {
-	if u.gsts&GSTS_QIES != 0 {
+	if u.gsts&GSTS_QIES != 0 || !u.registerInvalidation() {
 		u.stats.IgnoredInvals++
 		return
 	}
@@ -15,13 +15,25 @@ func (u *Unit) invalidateContext(v uint64) {
 }
 
 func (u *Unit) invalidateIOTLB(v uint64) {
-	if u.gsts&GSTS_QIES != 0 {
+	if u.gsts&GSTS_QIES != 0 || !u.registerInvalidation() {
 		u.stats.IgnoredInvals++
 		return
 	}
 	g := u.iotlbInval(v>>IOTLB_IIRG_SHIFT&3, uint16(v>>IOTLB_DID_SHIFT), u.iva&addrMask, u.iva&IVA_AM_MASK, u.iva&IVA_IH != 0)
 	u.iotlb = v&^(IOTLB_IVT|3<<IOTLB_IAIG_SHIFT) | g<<IOTLB_IAIG_SHIFT
 }
+
+// version is VER as the configuration gives it.
+func (u *Unit) version() uint8 {
+	if u.cfg.Version == 0 {
+		return 0x10
+	}
+	return u.cfg.Version
+}
+
+// registerInvalidation reports whether the unit has the register-based
+// invalidation interface: not from major version 6 (VT-d 3.3, 6.5).
+func (u *Unit) registerInvalidation() bool { return u.version()>>4 < 6 }
 
 // contextInval drops context-cache entries and returns the granularity
 // actually performed (0: request invalid and ignored).

@@ -44,6 +44,11 @@ type Config struct {
 	// invalidate after making an entry present, as under QEMU's
 	// caching-mode=on.
 	CachingMode bool
+	// Version is VER: major << 4 | minor; 0 means 0x10, QEMU's 1.0.
+	// From major version 6 the unit has no register-based invalidation
+	// (VT-d 3.3, 6.5): it ignores the CCMD and IOTLB registers, so a
+	// driver must invalidate through the queue.
+	Version uint8
 	// EIM sets ECAP.EIM: the unit can remap interrupts in extended
 	// (x2APIC) mode, IRTA.EIME, whose entries name 32-bit destinations.
 	// Without it EIME is reserved and reads as zero (10.4.29), as under
@@ -131,7 +136,7 @@ type Stats struct {
 	ContextGlobal     uint64 // context-cache invalidations by actual granularity
 	ContextDomain     uint64
 	ContextDevice     uint64
-	IgnoredInvals     uint64 // register-based invalidations while queued invalidation is on
+	IgnoredInvals     uint64 // register-based invalidations while queued invalidation is on, or on a unit without them
 	Faults            uint64 // every fault, translation or interrupt remapping
 	FaultsRecorded    uint64 // written to a fault recording register
 	FaultsDropped     uint64 // lost to an overflow (FSTS.PFO)
