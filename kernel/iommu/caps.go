@@ -86,6 +86,11 @@ func (c Caps) String() string {
 		c.Version>>4, c.Version&0xf, c.Domains, c.SAGAW, c.MGAW, c.SLLPS, c.PSI, c.MAMV, c.NFR, c.FRO, c.CM, c.RWBF, c.Coherent, c.QI, c.IR, c.EIM, c.IRO)
 }
 
+// RegisterInvalidation reports whether the unit takes context-cache and
+// IOTLB invalidations through its registers: not from major version 6,
+// which invalidates through the queue alone (VT-d 3.3, 6.5).
+func (c Caps) RegisterInvalidation() bool { return c.Version>>4 < 6 }
+
 func (c Caps) check() error {
 	if c.CAP == ^uint64(0) || c.CAP == 0 {
 		return fmt.Errorf("CAP reads %#x: no remapping unit at this address", c.CAP)
@@ -93,8 +98,17 @@ func (c Caps) check() error {
 	if len(c.Levels()) == 0 {
 		return fmt.Errorf("SAGAW %#x offers neither 3- nor 4-level tables", c.SAGAW)
 	}
-	if c.FRO == 0 || c.IRO == 0 {
-		return fmt.Errorf("fault record offset %#x, IOTLB offset %#x: register layout invalid", c.FRO, c.IRO)
+	if c.FRO == 0 {
+		return fmt.Errorf("fault record offset %#x: register layout invalid", c.FRO)
+	}
+	if !c.RegisterInvalidation() {
+		if !c.QI {
+			return fmt.Errorf("version %d.%d has no register-based invalidation, and ECAP.QI no queue", c.Version>>4, c.Version&0xf)
+		}
+		return nil // IRO names registers the unit does not have
+	}
+	if c.IRO == 0 {
+		return fmt.Errorf("IOTLB offset %#x: register layout invalid", c.IRO)
 	}
 	return nil
 }

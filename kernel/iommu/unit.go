@@ -59,6 +59,7 @@ type Unit struct {
 	inv      invalidator
 	qi       *queue   // nil: register-based invalidation
 	irt      *irTable // nil: interrupts not remapped
+	remapIRQ bool     // Options.Interrupts
 	x2apic   bool     // entries name 32-bit x2APIC ids (IRTA.EIME)
 	faultLog []Fault
 	stats    Stats
@@ -97,6 +98,11 @@ func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
 			return nil, fmt.Errorf("iommu: interrupt remapping for x2APIC processors asked for, the unit has no extended interrupt mode (ECAP.EIM)")
 		}
 		u.x2apic = opt.X2APIC
+		u.remapIRQ = true
+	}
+	// Interrupt remapping needs the queue, and a unit of version 6 or
+	// later has no other way to invalidate.
+	if opt.Interrupts || !c.RegisterInvalidation() {
 		q, err := newQueue(u)
 		if err != nil {
 			return nil, fmt.Errorf("iommu: %w", err)
@@ -269,7 +275,7 @@ func (u *Unit) Enable() error {
 	if err := u.inv.iotlb(invGlobal, 0, 0, 0); err != nil {
 		return err
 	}
-	if u.qi != nil && gsts&gstsIRES == 0 && (u.irt == nil || !u.irt.stopped) {
+	if u.remapIRQ && gsts&gstsIRES == 0 && (u.irt == nil || !u.irt.stopped) {
 		if err := u.startInterrupts(); err != nil {
 			return err
 		}
