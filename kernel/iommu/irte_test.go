@@ -282,3 +282,89 @@ func TestRemapX2APIC(t *testing.T) {
 		t.Errorf("a unit without extended interrupt mode taken for x2APIC processors: %v", err)
 	}
 }
+
+// Firmware may hand over a unit with its invalidation queue and
+// interrupt remapping on (some server firmware does). Told it owns the
+// unit, Enable turns both off, the queue once drained or stopped on an
+// error, and starts its own: entries of its table deliver,
+// compatibility format is blocked. (Not told so, it refuses the unit:
+// TestEnableRefusesQueuedInvalidation.)
+func TestTakeOverFirmwareQueue(t *testing.T) {
+	firmware := func(t *testing.T, broken bool) *sim.Machine {
+		m, err := sim.New(sim.Config{VTd: vtd.QEMU()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs := m.VTdRegs()
+		queue, err := m.Mem.Alloc(kernel.PageSize, kernel.PageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := m.Mem.Alloc(kernel.PageSize, kernel.PageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs.Write64(vtd.IQA, uint64(queue.Phys))
+		regs.Write32(vtd.GCMD, vtd.GCMD_QIE)
+		if broken {
+			// A descriptor of no known type: the queue stops on it.
+			queue.Buf[0] = 0xf
+			regs.Write64(vtd.IQT, 1<<4)
+			if regs.Read32(vtd.FSTS)&fstsIQE == 0 {
+				t.Fatal("the model did not stop on the bad descriptor")
+			}
+		}
+		regs.Write64(vtd.IRTA, uint64(table.Phys)|7)
+		regs.Write32(vtd.GCMD, vtd.GCMD_QIE|vtd.GCMD_SIRTP)
+		regs.Write32(vtd.GCMD, vtd.GCMD_QIE|vtd.GCMD_IRE|vtd.GCMD_CFI)
+		if s := regs.Read32(vtd.GSTS); s&(vtd.GSTS_QIES|vtd.GSTS_IRES|vtd.GSTS_CFIS) != vtd.GSTS_QIES|vtd.GSTS_IRES|vtd.GSTS_CFIS {
+			t.Fatalf("firmware's state not taken: GSTS %#x", s)
+		}
+		return m
+	}
+	for name, broken := range map[string]bool{"queue drained": false, "queue stopped on an error": true} {
+		t.Run(name, func(t *testing.T) {
+			m := firmware(t, broken)
+			u, err := New(m.VTdRegs(), m.Mem, Options{Clock: m.Clock, Interrupts: true, TakeOver: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := u.Enable(); err != nil {
+				t.Fatal(err)
+			}
+			if got := u.TookOver(); got != "interrupt remapping and the invalidation queue" {
+				t.Errorf("TookOver %q", got)
+			}
+			msg, entry, err := u.Remap(source(devA), Message{Addr: 0xfee00000, Data: 0x45})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, data, ok := m.VTd.Interrupt(source(devA), msg.Addr, msg.Data); !ok || data&0xff != 0x45 {
+				t.Errorf("an entry of the new table delivered %v, data %#x", ok, data)
+			}
+			if _, _, ok := m.VTd.Interrupt(source(devA), 0xfee00000, 0x45); ok {
+				t.Error("compatibility format passes: firmware's CFI was kept")
+			}
+			// An invalidation through the new queue completes.
+			if err := u.Unremap(entry); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// Without remapping asked for, the unit is left with neither, and
+	// invalidates through its registers again.
+	m := firmware(t, false)
+	u, err := New(m.VTdRegs(), m.Mem, Options{Clock: m.Clock, TakeOver: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if s := m.VTdRegs().Read32(vtd.GSTS); s&(vtd.GSTS_QIES|vtd.GSTS_IRES) != 0 || s&vtd.GSTS_TES == 0 {
+		t.Errorf("GSTS %#x: want translation on, no queue, no remapping", s)
+	}
+	if err := u.inv.iotlb(invGlobal, 0, 0, 0); err != nil {
+		t.Errorf("a register-based invalidation after the take-over: %v", err)
+	}
+}

@@ -24,6 +24,8 @@ const (
 	regIQT = 0x88 // tail, 64: bits 18:4 the descriptor software writes next
 	regIQA = 0x90 // address, 64: bits 63:12 base, bit 11 width, bits 2:0 size
 
+	iqOffsetMask = 0x7fff0 // IQH and IQT bits 18:4
+
 	iqaQS256 = 0 // QS 0: one page, 2^(0+8) 128-bit descriptors
 
 	fstsIQE = 1 << 4 // invalidation queue error: the descriptor at IQH is bad

@@ -2,6 +2,7 @@ package iommu
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,13 @@ type Options struct {
 	// VT-d 10.4.29), each entry naming a 32-bit x2APIC id. It needs
 	// ECAP.EIM.
 	X2APIC bool
+	// TakeOver says no kernel beneath us drives the unit, only firmware
+	// before us (the metal platform): Enable turns off an invalidation
+	// queue or interrupt remapping left on, as some server firmware
+	// leaves them, and starts its own. Without it a unit with its queue
+	// on belongs to another owner (Linux with intremap on), and Enable
+	// refuses it.
+	TakeOver bool
 }
 
 // Unit is one VT-d DMA-remapping unit and the tables this package owns for
@@ -60,6 +68,8 @@ type Unit struct {
 	qi       *queue   // nil: register-based invalidation
 	irt      *irTable // nil: interrupts not remapped
 	remapIRQ bool     // Options.Interrupts
+	takeOver bool     // Options.TakeOver
+	tookOver string   // what Enable turned off that firmware had left on
 	x2apic   bool     // entries name 32-bit x2APIC ids (IRTA.EIME)
 	faultLog []Fault
 	stats    Stats
@@ -90,6 +100,7 @@ func New(regs kernel.Regs, mem kernel.Memory, opt Options) (*Unit, error) {
 		nextDID: 1, // domain 0 is what caching-mode hardware tags non-present entries with
 	}
 	u.inv = invalidator{u: u, mode: Strict, batch: DefaultBatch}
+	u.takeOver = opt.TakeOver
 	if opt.Interrupts {
 		if !c.IR || !c.QI {
 			return nil, fmt.Errorf("iommu: interrupt remapping asked for, the unit has IR %v and QI %v", c.IR, c.QI)
@@ -250,8 +261,14 @@ func (u *Unit) Enable() error {
 		return nil
 	}
 	gsts := u.regs.Read32(regGSTS)
-	if gsts&gstsQIES != 0 && (u.qi == nil || !u.qi.started) {
-		return fmt.Errorf("iommu: queued invalidation is on (GSTS %#x): another owner holds the unit; boot with intel_iommu=off intremap=off", gsts)
+	if gsts&(gstsQIES|gstsIRES) != 0 && (u.qi == nil || !u.qi.started) {
+		if !u.takeOver {
+			return fmt.Errorf("iommu: queued invalidation or interrupt remapping is on (GSTS %#x): another owner holds the unit; boot with intel_iommu=off intremap=off", gsts)
+		}
+		if err := u.reclaim(gsts); err != nil {
+			return err
+		}
+		gsts = u.regs.Read32(regGSTS)
 	}
 	if gsts&gstsTES != 0 {
 		// Left on by firmware: take it down before the root pointer moves.
@@ -285,6 +302,45 @@ func (u *Unit) Enable() error {
 	}
 	u.enabled = true
 	return nil
+}
+
+// reclaim turns off what firmware left on: interrupt remapping first,
+// then the invalidation queue once the unit has fetched every
+// descriptor up to the tail (IQH = IQT), as software must before
+// clearing QIE (VT-d 10.4.4); a queue stopped on a bad descriptor
+// (FSTS.IQE) never drains and is turned off as it is, its error cleared
+// so that it is not taken for one of ours.
+func (u *Unit) reclaim(gsts uint32) error {
+	var off []string
+	if gsts&gstsIRES != 0 {
+		if err := u.gcmd("interrupt remapping disable (firmware's)", 0, gcmdIRE|gcmdCFI, func(s uint32) bool { return s&gstsIRES == 0 }); err != nil {
+			return err
+		}
+		off = append(off, "interrupt remapping")
+	}
+	if gsts&gstsQIES != 0 {
+		err := u.wait("firmware's invalidation queue to drain", func() bool {
+			return u.regs.Read64(regIQH)&iqOffsetMask == u.regs.Read64(regIQT)&iqOffsetMask || u.regs.Read32(regFSTS)&fstsIQE != 0
+		})
+		if err != nil {
+			return err
+		}
+		if err := u.gcmd("queued invalidation disable (firmware's)", 0, gcmdQIE, func(s uint32) bool { return s&gstsQIES == 0 }); err != nil {
+			return err
+		}
+		u.regs.Write32(regFSTS, fstsIQE)
+		off = append(off, "the invalidation queue")
+	}
+	u.tookOver = strings.Join(off, " and ")
+	return nil
+}
+
+// TookOver says what Enable found left on by firmware and turned off
+// before starting its own (Options.TakeOver); "" when nothing.
+func (u *Unit) TookOver() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.tookOver
 }
 
 // Disable completes deferred unmaps and turns translation off: from then on
