@@ -279,6 +279,8 @@ func Platform(m *sim.Machine) system.Platform {
 		// MSI-X, as the metal platform's unit does; a line (INTx) is no
 		// message and stays as it is.
 		RemapInterrupts: true,
+		// Nothing runs beneath the simulated machine either.
+		OwnsUnits: true,
 	}
 }
 

@@ -151,7 +151,7 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 		return nil, err
 	}
 	lines, why := r.lines(ru, iommu.ReadCaps(regs))
-	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == "", X2APIC: r.plat.X2APIC})
+	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == "", X2APIC: r.plat.X2APIC, TakeOver: r.plat.OwnsUnits})
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +163,9 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 	}
 	first := len(r.active()) == 0
 	r.logf("iommu: unit %#x %s: %v", ru.base(), ru.scope(), u.Caps())
+	if took := u.TookOver(); took != "" {
+		r.logf("iommu: unit %#x: firmware left %s on; turned off and started afresh", ru.base(), took)
+	}
 	if first {
 		r.logf("iommu: translation on, %d-level", u.Levels())
 	}

@@ -36,6 +36,9 @@ type vectorConfig struct {
 	lines   []system.Line // the platform's own I/O APIC lines
 	x2apic  bool          // the platform's processors run in x2APIC mode
 	eim     bool          // the VT-d unit has extended interrupt mode
+	// firmware leaves the unit's invalidation queue and interrupt
+	// remapping on, as some server firmware does
+	firmware bool
 }
 
 // vectorMachineWith is vectorMachine as c says.
@@ -46,6 +49,9 @@ func vectorMachineWith(t *testing.T, c vectorConfig) (*simmachine.Host, *system.
 	h, err := simmachine.New(context.Background(), simmachine.Config{NICs: []string{"igb"}, VTd: unit})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.firmware {
+		leaveQueueOn(t, h.Machine)
 	}
 	plat := simmachine.Platform(h.Machine)
 	plat.IRQ = nil
@@ -291,4 +297,39 @@ func TestRemapX2APIC(t *testing.T) {
 		}
 		carries(t, h, sys)
 	})
+}
+
+// leaveQueueOn leaves m's VT-d unit as firmware may hand it over: its
+// invalidation queue on, interrupt remapping on through a table of its
+// own, compatibility format let through.
+func leaveQueueOn(t *testing.T, m *sim.Machine) {
+	t.Helper()
+	regs := m.VTdRegs()
+	for _, reg := range []uint32{vtd.IQA, vtd.IRTA} {
+		page, err := m.Mem.Alloc(kernel.PageSize, kernel.PageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs.Write64(reg, uint64(page.Phys))
+	}
+	regs.Write32(vtd.GCMD, vtd.GCMD_QIE)
+	regs.Write32(vtd.GCMD, vtd.GCMD_QIE|vtd.GCMD_SIRTP)
+	regs.Write32(vtd.GCMD, vtd.GCMD_QIE|vtd.GCMD_IRE|vtd.GCMD_CFI)
+}
+
+// A unit firmware left with its queue and remapping on is taken over on a
+// platform that owns its units: the console says so, the unit remaps
+// through the system's own table, and the NIC's interrupts arrive.
+func TestRemapAfterFirmware(t *testing.T) {
+	h, sys, con := vectorMachineWith(t, vectorConfig{firmware: true})
+	if !strings.Contains(con.String(), "firmware left interrupt remapping and the invalidation queue on; turned off and started afresh") {
+		t.Errorf("the console does not say what firmware left on")
+	}
+	if !strings.Contains(con.String(), "remaps interrupts, compatibility format blocked") {
+		t.Fatalf("the unit does not remap interrupts")
+	}
+	if _, _, ok := h.Machine.VTd.Interrupt(iommu.SourceID(simmachine.NICAddr.Bus, simmachine.NICAddr.Dev, simmachine.NICAddr.Fn), 0xfee00000, 0x41); ok {
+		t.Error("compatibility format still passes, as firmware left it")
+	}
+	carries(t, h, sys)
 }

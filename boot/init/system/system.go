@@ -57,6 +57,12 @@ type Platform struct {
 	// ask: remapping blocks the compatibility-format messages Linux
 	// programs its I/O APIC with.
 	RemapInterrupts bool
+	// OwnsUnits says no kernel beneath the system drives the VT-d units,
+	// only firmware before it: an invalidation queue or interrupt
+	// remapping firmware left on is turned off and taken over
+	// (iommu.Options.TakeOver). Without it a unit with them on is
+	// another owner's and is left alone.
+	OwnsUnits bool
 	// X2APIC says the processors run their local APICs in x2APIC mode
 	// (SDM 11.12), as firmware on many servers leaves them: a unit then
 	// remaps interrupts only in extended mode (ECAP.EIM), its entries
