@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ether9/ether9/boot/init/status"
 	"github.com/ether9/ether9/kernel/acpi"
@@ -30,6 +31,30 @@ type Remapper struct {
 	mu     sync.Mutex
 	units  []*remapUnit        // in DMAR table order
 	unitOf map[pci.Addr]uint64 // the unit base each translated function got
+	quota  map[faultSource]*faultQuota
+}
+
+// A device that faults at every DMA (one firmware still drives, a broken
+// NIC) must not flood the console, whose every fault line takes some 7 ms
+// at 115200 baud: the console shows faultLines of one requester's faults
+// in each faultWindow and then says how many more it counted. The
+// counters and /dev/iommu/faults keep them all.
+const (
+	faultLines  = 5
+	faultWindow = 10 * time.Second
+)
+
+// faultSource is a requester on a unit.
+type faultSource struct {
+	unit   uint64
+	source uint16
+}
+
+// faultQuota is what the console showed of one requester's faults since
+// start, and how many more it held back.
+type faultQuota struct {
+	start       time.Duration
+	shown, held int
 }
 
 // remapUnit is one unit of the DMAR table: what its device scope reaches
@@ -304,7 +329,11 @@ func (r *Remapper) ReportIdle() {
 // and returns how many the units recorded in all. A unit keeps a bounded
 // log and a total; the total says how many are new.
 func (r *Remapper) ReportFaults() uint64 {
+	if r == nil {
+		return 0
+	}
 	var sum uint64
+	now := r.now()
 	for _, u := range r.Units() {
 		log := u.Unit.Faults()
 		total := u.Unit.Stats().Faults
@@ -315,10 +344,58 @@ func (r *Remapper) ReportFaults() uint64 {
 			fresh = len(log)
 		}
 		for _, f := range log[len(log)-fresh:] {
-			r.logf("iommu: fault %v", f)
+			if r.mayShow(faultSource{u.Base, f.Source}, now) {
+				r.logf("iommu: fault %v", f)
+			}
 		}
 	}
+	r.endWindows(now)
 	return sum
+}
+
+func (r *Remapper) now() time.Duration {
+	if r.plat.Clock == nil {
+		return time.Duration(time.Now().UnixNano())
+	}
+	return r.plat.Clock.Now()
+}
+
+// mayShow counts a fault of src against its quota and says whether the
+// console shows it.
+func (r *Remapper) mayShow(src faultSource, now time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.quota == nil {
+		r.quota = map[faultSource]*faultQuota{}
+	}
+	q := r.quota[src]
+	if q == nil {
+		q = &faultQuota{start: now}
+		r.quota[src] = q
+	}
+	if q.shown < faultLines {
+		q.shown++
+		return true
+	}
+	q.held++
+	return false
+}
+
+// endWindows says how many faults each requester had held back over a
+// window that has ended, and starts it afresh.
+func (r *Remapper) endWindows(now time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for src, q := range r.quota {
+		if now-q.start < faultWindow {
+			continue
+		}
+		if q.held > 0 {
+			a := pci.Addr{Bus: uint8(src.source >> 8), Dev: uint8(src.source >> 3 & 0x1f), Fn: uint8(src.source & 7)}
+			r.logf("iommu: %d more faults from %v on unit %#x in %v, not shown (/dev/iommu/faults, the counters)", q.held, a, src.unit, now-q.start)
+		}
+		delete(r.quota, src)
+	}
 }
 
 // markSeen records total as the faults reported of the unit at base and

@@ -2,8 +2,10 @@ package system_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/system"
@@ -114,9 +116,10 @@ func TestRemapperUnitFor(t *testing.T) {
 	}
 }
 
-// ReportFaults prints each fault once, however often it is called, and
-// counts every unit's.
-func TestRemapperReportFaults(t *testing.T) {
+// faultingRemapper brings up the units of both NICs' places, each with an
+// empty domain and bus mastering on, so that every DMA they make faults.
+func faultingRemapper(t *testing.T) (*sim.Machine, *system.Remapper, *lines) {
+	t.Helper()
 	m, plat, _ := remapMachine(t)
 	con := &lines{}
 	rm := system.NewRemapper(plat, "strict", con.logf)
@@ -132,6 +135,13 @@ func TestRemapperReportFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return m, rm, con
+}
+
+// ReportFaults prints each fault once, however often it is called, and
+// counts every unit's.
+func TestRemapperReportFaults(t *testing.T) {
+	m, rm, con := faultingRemapper(t)
 	if n := rm.ReportFaults(); n != 0 || strings.Contains(con.String(), "fault") {
 		t.Fatalf("%d faults before any DMA:\n%s", n, con)
 	}
@@ -206,5 +216,41 @@ func TestRemapperUntranslated(t *testing.T) {
 	var none *system.Remapper
 	if u, err := none.UnitFor(&pci.Function{Addr: nearNIC}); u != nil || err != nil || none.Units() != nil || none.ReportFaults() != 0 || none.Disable() != nil {
 		t.Error("a nil Remapper translates")
+	}
+}
+
+// A requester that faults at every DMA gets a few lines on the console
+// and then a count once its window ends, so it cannot flood a serial
+// console; another requester's faults are still shown, and every fault
+// is still counted.
+func TestFaultFloodSummed(t *testing.T) {
+	m, rm, con := faultingRemapper(t)
+	const flood = 40
+	for range flood {
+		if err := m.Port(farNIC).Read(0x10000, make([]byte, 64)); err == nil {
+			t.Fatal("DMA through an empty domain succeeded")
+		}
+		rm.ReportFaults() // one fault recording register: report between faults
+	}
+	if err := m.Port(nearNIC).Read(0x20000, make([]byte, 64)); err == nil {
+		t.Fatal("DMA through an empty domain succeeded")
+	}
+	if n := rm.ReportFaults(); n != flood+1 {
+		t.Errorf("ReportFaults counts %d, want %d", n, flood+1)
+	}
+	out := con.String()
+	if got := strings.Count(out, "iommu: fault 02:00.0 read 0x10000"); got != 5 {
+		t.Errorf("the flooding requester has %d fault lines, want 5:\n%s", got, out)
+	}
+	if !strings.Contains(out, "iommu: fault 00:03.0 read 0x20000") {
+		t.Errorf("the other requester's fault is not shown:\n%s", out)
+	}
+	if strings.Contains(out, "more faults") {
+		t.Errorf("a count before the window ended:\n%s", out)
+	}
+	m.Clock.Advance(11 * time.Second)
+	rm.ReportFaults()
+	if want := fmt.Sprintf("iommu: %d more faults from 02:00.0 on unit %#x in 11s, not shown", flood-5, uint64(portBase)); !strings.Contains(con.String(), want) {
+		t.Errorf("no count of the faults held back, want %q:\n%s", want, con)
 	}
 }
