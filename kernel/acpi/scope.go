@@ -107,6 +107,29 @@ func (u DRHD) Resolve(read ConfigReader) (Coverage, error) {
 	return c, errors.Join(errs...)
 }
 
+// Devices resolves a reserved memory region's scopes to the functions
+// that go on using it for DMA (VT-d 8.4: each entry names an endpoint);
+// read as for DRHD.Resolve. A scope that cannot be walked, or names a
+// bridge, reaches nothing; its error is joined into the returned one and
+// the other scopes still resolve.
+func (r RMRR) Devices(read ConfigReader) ([]Func, error) {
+	var out []Func
+	var errs []error
+	for i, s := range r.Scopes {
+		if s.Type != ScopePCIEndpoint {
+			errs = append(errs, fmt.Errorf("acpi DMAR: reserved region %#x-%#x scope %d (%s): not an endpoint", r.Base, r.Limit, i, scopeString(s)))
+			continue
+		}
+		reach, err := resolveScope(r.Segment, s, read)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("acpi DMAR: reserved region %#x-%#x scope %d (%s): %w", r.Base, r.Limit, i, scopeString(s), err))
+			continue
+		}
+		out = append(out, reach.Func)
+	}
+	return out, errors.Join(errs...)
+}
+
 func resolveScope(seg uint16, s DeviceScope, read ConfigReader) (Reach, error) {
 	if len(s.Path) == 0 {
 		return Reach{}, errors.New("empty path")

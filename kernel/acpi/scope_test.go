@@ -3,6 +3,7 @@ package acpi
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -318,4 +319,26 @@ func FuzzScopeMap(f *testing.F) {
 			t.Fatalf("%02x:%02x.%x: UnitFor gave %#x, whose scope does not reach it", bus, dev, fn, got.Unit.Base)
 		}
 	})
+}
+
+// A reserved region names the endpoints that keep using it: each resolves
+// through the bridges to its function; a bridge scope or a path that
+// cannot be walked is reported and reaches nothing, the rest still
+// resolve.
+func TestRMRRDevices(t *testing.T) {
+	r := RMRR{Base: 0x3e2e0000, Limit: 0x3e2fffff, Scopes: []DeviceScope{
+		{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1c, 0), p(0, 0), p(1, 0), p(0, 1)}},
+		{Type: ScopePCIBridge, Path: []PathEntry{p(0x1c, 0)}},
+		{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1c, 0), p(5, 0), p(0, 0)}},
+		{Type: ScopePCIEndpoint, Path: []PathEntry{p(0x1f, 0)}},
+	}}
+	got, err := r.Devices(serverTopo().read)
+	if want := []Func{{3, 0, 1}, {0, 0x1f, 0}}; !slices.Equal(got, want) {
+		t.Errorf("devices %v, want %v", got, want)
+	}
+	for _, part := range []string{"reserved region 0x3e2e0000-0x3e2fffff scope 1", "not an endpoint", "scope 2", "01:05.0: no function there"} {
+		if err == nil || !strings.Contains(err.Error(), part) {
+			t.Errorf("error %v lacks %q", err, part)
+		}
+	}
 }
