@@ -42,6 +42,18 @@ func (a *iovaSpace) alloc(size, align, phase uint64) (uint64, error) {
 		size, a.used, a.limit-a.base, kernel.ErrNoIOVASpace)
 }
 
+// reserve takes the fixed range [s, e), which must be free.
+func (a *iovaSpace) reserve(s, e uint64) error {
+	for i, f := range a.free {
+		if s >= f.start && e <= f.end && s < e {
+			a.take(i, s, e)
+			a.used += e - s
+			return nil
+		}
+	}
+	return fmt.Errorf("iova range [%#x, %#x) is not free in [%#x, %#x): %w", s, e, a.base, a.limit, kernel.ErrBadAddress)
+}
+
 // take removes [s, e) from free span i, which contains it.
 func (a *iovaSpace) take(i int, s, e uint64) {
 	f := a.free[i]
