@@ -42,7 +42,26 @@ func (m *Machine) DMAR() []byte {
 		ioapic = []byte{acpi.ScopeIOAPIC, 8, 0, 0, IOAPICID, uint8(IOAPICSource >> 8), uint8(IOAPICSource >> 3 & 0x1f), uint8(IOAPICSource & 7)}
 	}
 	body = append(body, drhd(acpi.DRHDIncludePCIAll, m.VTd, VTdBase, ioapic)...)
+	// Reserved regions follow the units (VT-d 8.1).
+	for _, r := range m.cfg.Reserved {
+		var scopes []byte
+		for _, a := range r.Endpoints {
+			scopes = append(scopes, m.scopeEntry(acpi.ScopePCIEndpoint, a)...)
+		}
+		body = append(body, rmrr(r.Base, r.Limit, scopes)...)
+	}
 	return acpi.Build("DMAR", 1, body)
+}
+
+// rmrr encodes one reserved memory region reporting structure (VT-d 8.4).
+func rmrr(base, limit uint64, scopes []byte) []byte {
+	b := make([]byte, 24, 24+len(scopes))
+	binary.LittleEndian.PutUint16(b[0:], 1) // type: RMRR
+	binary.LittleEndian.PutUint16(b[2:], uint16(24+len(scopes)))
+	binary.LittleEndian.PutUint16(b[6:], 0) // segment
+	binary.LittleEndian.PutUint64(b[8:], base)
+	binary.LittleEndian.PutUint64(b[16:], limit)
+	return append(b, scopes...)
 }
 
 // The machine's I/O APIC, as its DMAR names it: id 0, requester id

@@ -37,6 +37,15 @@ type Config struct {
 	// clients with one for the graphics device. The unit at VTdBase stays
 	// the catch-all (INCLUDE_PCI_ALL) for every other function.
 	Scoped []ScopedVTd
+	// Reserved are memory regions the machine's firmware goes on using
+	// for some devices' DMA (RMRRs in the DMAR, VT-d 8.4).
+	Reserved []Reserved
+}
+
+// Reserved is a reserved memory region and the endpoints that use it.
+type Reserved struct {
+	Base, Limit uint64 // Limit: the last byte, inclusive
+	Endpoints   []pci.Addr
 }
 
 // ScopedVTd is a VT-d unit with a device scope.
