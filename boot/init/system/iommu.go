@@ -28,6 +28,10 @@ type Remapper struct {
 	// table, a table that cannot be read, or ether9.iommu=off.
 	scopes *acpi.ScopeMap
 
+	// reserved are the regions firmware goes on using for some
+	// functions' DMA (the DMAR's RMRRs), one entry per function.
+	reserved []reservedRegion
+
 	mu     sync.Mutex
 	units  []*remapUnit        // in DMAR table order
 	unitOf map[pci.Addr]uint64 // the unit base each translated function got
@@ -43,6 +47,14 @@ const (
 	faultLines  = 5
 	faultWindow = 10 * time.Second
 )
+
+// reservedRegion is a reserved memory region and one function that uses
+// it.
+type reservedRegion struct {
+	base, limit uint64 // limit: the last byte
+	seg         uint16
+	fn          acpi.Func
+}
 
 // faultSource is a requester on a unit.
 type faultSource struct {
@@ -127,6 +139,15 @@ func NewRemapper(plat Platform, mode string, logf func(format string, args ...an
 	for _, c := range sm.Units {
 		r.units = append(r.units, &remapUnit{cov: c})
 	}
+	for _, rm := range d.Reserved {
+		fns, err := rm.Devices(read)
+		if err != nil {
+			logf("iommu: %v", err)
+		}
+		for _, f := range fns {
+			r.reserved = append(r.reserved, reservedRegion{base: rm.Base, limit: rm.Limit, seg: rm.Segment, fn: f})
+		}
+	}
 	return r
 }
 
@@ -183,6 +204,7 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 	if err := u.SetMode(r.mode, iommu.DefaultBatch); err != nil {
 		return nil, err
 	}
+	r.mapReserved(ru, u)
 	if err := u.Enable(); err != nil {
 		return nil, fmt.Errorf("enable: %w", err)
 	}
@@ -215,6 +237,30 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 		r.logf("iommu: unit %#x: interrupts not remapped: %s", ru.base(), why)
 	}
 	return u, nil
+}
+
+// mapReserved maps each reserved region of a function the unit
+// translates one to one, before translation goes on (VT-d 8.4): firmware
+// goes on using it for that function's DMA (USB legacy emulation,
+// integrated graphics), which would otherwise fault from then on, every
+// time. A region that cannot be mapped is said and left: the function's
+// DMA there faults, as it would without the region.
+func (r *Remapper) mapReserved(ru *remapUnit, u *iommu.Unit) {
+	for _, rr := range r.reserved {
+		f := rr.fn
+		if c, ok := r.scopes.UnitFor(rr.seg, f.Bus, f.Dev, f.Fn); !ok || c.Unit.Base != ru.base() {
+			continue
+		}
+		d, err := u.Domain(iommu.SourceID(f.Bus, f.Dev, f.Fn))
+		if err == nil {
+			err = d.MapReserved(rr.base, rr.limit)
+		}
+		if err != nil {
+			r.logf("iommu: unit %#x: reserved region %#x-%#x of %v not mapped: %v", ru.base(), rr.base, rr.limit, f, err)
+			continue
+		}
+		r.logf("iommu: unit %#x: reserved region %#x-%#x mapped one to one for %v, which firmware goes on using", ru.base(), rr.base, rr.limit, f)
+	}
 }
 
 // remappedLine is a platform line and the requester id its I/O APIC

@@ -10,6 +10,7 @@ import (
 	"github.com/ether9/ether9/boot/init/simmachine"
 	"github.com/ether9/ether9/boot/init/system"
 	"github.com/ether9/ether9/kernel"
+	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/pci"
@@ -252,5 +253,43 @@ func TestFaultFloodSummed(t *testing.T) {
 	rm.ReportFaults()
 	if want := fmt.Sprintf("iommu: %d more faults from 02:00.0 on unit %#x in 11s, not shown", flood-5, uint64(portBase)); !strings.Contains(con.String(), want) {
 		t.Errorf("no count of the faults held back, want %q:\n%s", want, con)
+	}
+}
+
+// A reserved memory region the DMAR names for a function is mapped one to
+// one in that function's domain when its unit comes up, before
+// translation is on, so firmware's DMA there goes on; the function's
+// other addresses, and every other function's, still fault.
+func TestReservedRegionMapped(t *testing.T) {
+	usb := pci.Addr{Dev: 0x14}
+	const base, limit = 0x7f000000, 0x7f001fff
+	m, err := sim.New(sim.Config{VTd: vtd.QEMU(), Reserved: []sim.Reserved{{Base: base, Limit: limit, Endpoints: []pci.Addr{usb}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []pci.Addr{usb, nearNIC} {
+		if err := m.Bus.Add(a, newDisplay()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	con := &lines{}
+	rm := system.NewRemapper(simmachine.Platform(m), "strict", con.logf)
+	if u, err := rm.UnitFor(&pci.Function{Addr: nearNIC}); err != nil || u == nil {
+		t.Fatalf("UnitFor(%v): %v, %v", nearNIC, u, err)
+	}
+	if want := "reserved region 0x7f000000-0x7f001fff mapped one to one for 00:14.0"; !strings.Contains(con.String(), want) {
+		t.Errorf("the console does not say %q:\n%s", want, con)
+	}
+	src := func(a pci.Addr) uint16 { return iommu.SourceID(a.Bus, a.Dev, a.Fn) }
+	for _, a := range []uint64{base, base + 0x1234, limit &^ 0xfff} {
+		if p, err := m.VTd.Translate(src(usb), a, true); err != nil || uint64(p) != a {
+			t.Errorf("firmware's DMA at %#x: %#x, %v; want it to itself", a, p, err)
+		}
+	}
+	if _, err := m.VTd.Translate(src(usb), limit+1, false); err == nil {
+		t.Error("past the region translates")
+	}
+	if _, err := m.VTd.Translate(src(nearNIC), base, false); err == nil {
+		t.Error("another function reaches the region")
 	}
 }
