@@ -43,9 +43,9 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 	// The shim owns the I/O APIC and every vector, so a VT-d unit may
 	// remap interrupts: the console's line moves onto an entry too.
 	p.RemapInterrupts = true
-	// Nothing but firmware ran before the shim: a VT-d unit it left
-	// running is ours to take over.
-	p.OwnsUnits = true
+	// Nothing but firmware ran before the shim: a VT-d unit or a USB
+	// controller it left running is ours to take over.
+	p.AfterFirmware = true
 	if a, err := metal.LocalAPIC(); err != nil {
 		con.Logf("metal: %v", err)
 	} else {

@@ -280,7 +280,7 @@ func Platform(m *sim.Machine) system.Platform {
 		// message and stays as it is.
 		RemapInterrupts: true,
 		// Nothing runs beneath the simulated machine either.
-		OwnsUnits: true,
+		AfterFirmware: true,
 	}
 }
 

@@ -197,7 +197,7 @@ func (r *Remapper) bringUp(ru *remapUnit) (*iommu.Unit, error) {
 		return nil, err
 	}
 	lines, why := r.lines(ru, iommu.ReadCaps(regs))
-	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == "", X2APIC: r.plat.X2APIC, TakeOver: r.plat.OwnsUnits})
+	u, err := iommu.New(regs, r.plat.Memory, iommu.Options{Clock: r.plat.Clock, Interrupts: why == "", X2APIC: r.plat.X2APIC, TakeOver: r.plat.AfterFirmware})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ether9/ether9/boot/init/services"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
+	"github.com/ether9/ether9/drivers/xhci"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
@@ -57,12 +58,13 @@ type Platform struct {
 	// ask: remapping blocks the compatibility-format messages Linux
 	// programs its I/O APIC with.
 	RemapInterrupts bool
-	// OwnsUnits says no kernel beneath the system drives the VT-d units,
-	// only firmware before it: an invalidation queue or interrupt
-	// remapping firmware left on is turned off and taken over
-	// (iommu.Options.TakeOver). Without it a unit with them on is
-	// another owner's and is left alone.
-	OwnsUnits bool
+	// AfterFirmware says nothing but firmware ran before the system (no
+	// kernel beneath it), so what firmware left running is the system's
+	// to take over: a VT-d unit's invalidation queue and interrupt
+	// remapping (iommu.Options.TakeOver), an xHCI controller it drives
+	// from SMM (xhci.Handoff). Where a kernel runs beneath, those are
+	// its own, and left alone.
+	AfterFirmware bool
 	// X2APIC says the processors run their local APICs in x2APIC mode
 	// (SDM 11.12), as firmware on many servers leaves them: a unit then
 	// remaps interrupts only in extended mode (ECAP.EIM), its entries
@@ -248,6 +250,9 @@ func (s *System) bind() error {
 				s.logf("pci %v: %v", f.Addr, b)
 			}
 		}
+		if f.Class == classXHCI && s.plat.AfterFirmware {
+			s.takeUSB(f)
+		}
 	}
 	s.funcs = res.Functions
 	for _, b := range res.Bound {
@@ -268,6 +273,26 @@ func (s *System) bind() error {
 		s.ports = append(s.ports, p)
 	}
 	return nil
+}
+
+// classXHCI is an xHCI USB controller: serial bus, USB, prog-if 0x30.
+const classXHCI = 0x0c0330
+
+// takeUSB takes an xHCI controller from firmware, which would otherwise
+// go on driving it from SMM (xhci.Handoff). A controller it cannot reach
+// is said and left.
+func (s *System) takeUSB(f *pci.Function) {
+	regs, err := s.plat.MapBAR(f, 0)
+	var did string
+	if err == nil {
+		did, err = xhci.Handoff(regs, s.plat.Clock)
+	}
+	switch {
+	case err != nil:
+		s.logf("usb %v: not taken from firmware: %v", f.Addr, err)
+	case did != "":
+		s.logf("usb %v: %s", f.Addr, did)
+	}
 }
 
 // A NIC with an interrupt polls for Options.Spin after its last frame
