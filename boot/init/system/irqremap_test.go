@@ -19,6 +19,7 @@ import (
 	"github.com/ether9/ether9/kernel/sim"
 	"github.com/ether9/ether9/kernel/sim/vtd"
 	"github.com/ether9/ether9/ns/admin"
+	"github.com/ether9/ether9/pci"
 )
 
 // vectorMachine starts the system on a simulated igb with no INTx lines,
@@ -39,6 +40,10 @@ type vectorConfig struct {
 	// firmware leaves the unit's invalidation queue and interrupt
 	// remapping on, as some server firmware does
 	firmware bool
+	// devices are added to the machine's bus before the system starts.
+	devices map[pci.Addr]sim.Device
+	// beneathKernel: the platform is not AfterFirmware.
+	beneathKernel bool
 }
 
 // vectorMachineWith is vectorMachine as c says.
@@ -53,11 +58,17 @@ func vectorMachineWith(t *testing.T, c vectorConfig) (*simmachine.Host, *system.
 	if c.firmware {
 		leaveQueueOn(t, h.Machine)
 	}
+	for a, d := range c.devices {
+		if err := h.Machine.Bus.Add(a, d); err != nil {
+			t.Fatal(err)
+		}
+	}
 	plat := simmachine.Platform(h.Machine)
 	plat.IRQ = nil
 	plat.MSI = h.Machine.MSI
 	plat.RemapInterrupts = true
 	plat.X2APIC = c.x2apic
+	plat.AfterFirmware = !c.beneathKernel
 	plat.Lines = c.lines
 	opt, err := simmachine.Options(1).With(c.cmdline)
 	if err != nil {
