@@ -7,7 +7,7 @@ package vtd
 // is64 reports whether off is the start of a 64-bit register.
 func (u *Unit) is64(off uint32) bool {
 	switch off {
-	case CAP, ECAP, RTADDR, CCMD, AFLOG, IQH, IQT, IQA, IRTA, IVA, IOTLB:
+	case CAP, ECAP, RTADDR, CCMD, AFLOG, IQH, IQT, IQA, IRTA, IVA, IOTLB, PHMBASE, PHMLIM:
 		return true
 	}
 	return off >= FRCD && off < FRCD+uint32(len(u.frcds))*16
@@ -76,6 +76,8 @@ func (u *Unit) read32(off uint32) uint32 {
 		return u.feuaddr
 	case PMEN:
 		return u.pmen
+	case PLMBASE, PLMLIM:
+		return u.plm[(off-PLMBASE)/4]
 	case ICS:
 		return u.ics
 	case IECTL:
@@ -114,6 +116,8 @@ func (u *Unit) read64(off uint32) uint64 {
 		return u.iva
 	case IOTLB:
 		return u.iotlb
+	case PHMBASE, PHMLIM:
+		return u.phm[(off-PHMBASE)/8]
 	}
 	if i, hi, ok := u.frcdIndex(off); ok {
 		if hi {
@@ -168,11 +172,15 @@ func (u *Unit) write32(off uint32, v uint32) {
 	case FEUADDR:
 		u.feuaddr = v
 	case PMEN:
-		// Protected memory regions are not reported (CAP.PLMR=PHMR=0);
-		// the status bit mirrors the enable bit.
-		u.pmen = v & (1 << 31)
+		// The status bit follows the enable bit at once. Without
+		// CAP.PLMR and PHMR there are no regions to enable.
+		u.pmen = v & PMEN_EPM
 		if u.pmen != 0 {
-			u.pmen |= 1
+			u.pmen |= PMEN_PRS
+		}
+	case PLMBASE, PLMLIM:
+		if u.cfg.PMR && u.pmen&PMEN_EPM == 0 { // locked while enabled
+			u.plm[(off-PLMBASE)/4] = v &^ 0x1fffff // 2 MiB granular
 		}
 	case ICS:
 		u.ics &^= v & ICS_IWC
@@ -216,6 +224,10 @@ func (u *Unit) store64(off uint32, v uint64) {
 		u.iva = v
 	case IOTLB:
 		u.iotlb = v
+	case PHMBASE, PHMLIM:
+		if u.cfg.PMR && u.pmen&PMEN_EPM == 0 { // locked while enabled
+			u.phm[(off-PHMBASE)/8] = v &^ 0x1fffff
+		}
 	}
 	// CAP, ECAP, IQH and the fault records' lower halves are read-only.
 }

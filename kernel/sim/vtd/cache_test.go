@@ -362,3 +362,40 @@ func TestPagingStructureCache(t *testing.T) {
 		}
 	}
 }
+
+// Protected memory regions firmware left enabled block DMA into them,
+// translated or not, without a fault record, until PMEN.EPM is cleared;
+// their bounds cannot move while enabled.
+func TestProtectedMemoryRegions(t *testing.T) {
+	tb := newTables(t)
+	cfg := QEMU()
+	cfg.PMR = true
+	u := newUnit(t, cfg, tb)
+	if u.Read64(CAP)&(CAP_PLMR|CAP_PHMR) != CAP_PLMR|CAP_PHMR {
+		t.Fatalf("CAP %#x lacks PLMR and PHMR", u.Read64(CAP))
+	}
+	u.Write32(PLMBASE, 0)
+	u.Write32(PLMLIM, 0x3fe00000) // [0, 1 GiB)
+	u.Write32(PMEN, PMEN_EPM)
+	u.Write32(PLMLIM, 0) // locked
+	if u.Read32(PMEN) != PMEN_EPM|PMEN_PRS || u.Read32(PLMLIM) != 0x3fe00000 {
+		t.Fatalf("PMEN %#x PLMLIMIT %#x", u.Read32(PMEN), u.Read32(PLMLIM))
+	}
+	src := sid(0, 1, 0)
+	if _, err := u.Translate(src, 0x7000, true); err == nil {
+		t.Error("untranslated DMA into the protected region passed")
+	}
+	if _, err := u.Translate(src, 0x4000_0000, true); err != nil {
+		t.Errorf("DMA above the region: %v", err)
+	}
+	tb.mapAt(tb.context(src, 1, 4), 4, 0x9000_0000, 0x7000, 1, rw)
+	enable(t, u, tb.root)
+	if _, err := u.Translate(src, 0x9000_0000, false); err == nil {
+		t.Error("translated DMA into the protected region passed")
+	}
+	if s := u.Stats(); s.ProtectedBlocked != 2 || s.FaultsRecorded != 0 {
+		t.Errorf("stats %+v: want 2 blocked, none recorded", s)
+	}
+	u.Write32(PMEN, 0)
+	mustTranslate(t, u, src, 0x9000_0000, false, 0x7000)
+}

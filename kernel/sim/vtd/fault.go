@@ -19,6 +19,10 @@ const (
 	ReasonContextReserved   Reason = 0xB // reserved bit set in a context entry
 	ReasonPageReserved      Reason = 0xC // reserved bit set in a second-level entry
 
+	// ReasonProtected is no VT-d code: a request blocked by a protected
+	// memory region, which the unit does not record.
+	ReasonProtected Reason = 0xff
+
 	// Interrupt remapping faults (7.1.3).
 	ReasonIRRequestReserved Reason = 0x20 // reserved field set in the interrupt request
 	ReasonIRIndex           Reason = 0x21 // interrupt index beyond the table (IRTA.S)
@@ -49,6 +53,7 @@ var reasonNames = map[Reason]string{
 	ReasonIRReserved:        "interrupt remapping entry reserved field set",
 	ReasonIRCompat:          "compatibility format interrupt blocked",
 	ReasonIRSource:          "interrupt source validation failed",
+	ReasonProtected:         "blocked by a protected memory region",
 }
 
 func (r Reason) String() string {

@@ -18,6 +18,10 @@ const (
 	FEUADDR = 0x44 // fault event upper address
 	AFLOG   = 0x58 // advanced fault log, 64-bit
 	PMEN    = 0x64 // protected memory enable
+	PLMBASE = 0x68 // protected low-memory base, 32-bit
+	PLMLIM  = 0x6C // protected low-memory limit, 32-bit
+	PHMBASE = 0x70 // protected high-memory base, 64-bit
+	PHMLIM  = 0x78 // protected high-memory limit, 64-bit
 	IQH     = 0x80 // invalidation queue head, 64-bit
 	IQT     = 0x88 // invalidation queue tail, 64-bit
 	IQA     = 0x90 // invalidation queue address, 64-bit
@@ -167,6 +171,10 @@ const (
 const (
 	CAP_ND_SHIFT    = 0
 	CAP_CM          = 1 << 7
+	CAP_PLMR        = 1 << 5 // protected low-memory region
+	CAP_PHMR        = 1 << 6 // protected high-memory region
+	PMEN_EPM        = 1 << 31
+	PMEN_PRS        = 1 << 0
 	CAP_SAGAW_SHIFT = 8
 	CAP_MGAW_SHIFT  = 16
 	CAP_FRO_SHIFT   = 24

@@ -54,6 +54,28 @@ func (u *Unit) Translate(source uint16, iova uint64, write bool) (kernel.PhysAdd
 }
 
 func (u *Unit) translate(src uint16, iova uint64, write bool) (uint64, *Fault) {
+	p, f := u.remap(src, iova, write)
+	if f == nil && u.protected(p) {
+		// Blocked, and not a fault the unit records (10.4.16).
+		u.stats.ProtectedBlocked++
+		return 0, &Fault{Source: src, Addr: iova, Write: write, Reason: ReasonProtected}
+	}
+	return p, f
+}
+
+// protected reports whether physical address p lies in a protected
+// memory region while they are enabled: the low one from PLMBASE up to
+// and including the 2 MiB at PLMLIMIT, the high one likewise; a limit
+// below its base makes no region (10.4.17-10.4.20).
+func (u *Unit) protected(p uint64) bool {
+	if u.pmen&PMEN_EPM == 0 {
+		return false
+	}
+	in := func(base, limit uint64) bool { return base <= limit && p >= base && p < limit+1<<21 }
+	return in(uint64(u.plm[0]), uint64(u.plm[1])) || in(u.phm[0], u.phm[1])
+}
+
+func (u *Unit) remap(src uint16, iova uint64, write bool) (uint64, *Fault) {
 	if u.gsts&GSTS_TES == 0 {
 		u.stats.Untranslated++
 		return iova, nil

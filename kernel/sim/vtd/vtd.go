@@ -49,6 +49,11 @@ type Config struct {
 	// (VT-d 3.3, 6.5): it ignores the CCMD and IOTLB registers, so a
 	// driver must invalidate through the queue.
 	Version uint8
+	// PMR sets CAP.PLMR and CAP.PHMR: the unit has protected memory
+	// regions, which firmware may leave enabled (pre-boot DMA
+	// protection) and which block DMA to them, translated or not, until
+	// software clears PMEN.EPM (10.4.16-10.4.20).
+	PMR bool
 	// EIM sets ECAP.EIM: the unit can remap interrupts in extended
 	// (x2APIC) mode, IRTA.EIME, whose entries name 32-bit destinations.
 	// Without it EIME is reserved and reads as zero (10.4.29), as under
@@ -112,6 +117,9 @@ func (cfg Config) Caps() (capReg, ecapReg uint64, err error) {
 	if cfg.CachingMode {
 		capReg |= CAP_CM
 	}
+	if cfg.PMR {
+		capReg |= CAP_PLMR | CAP_PHMR
+	}
 	ecapReg = ECAP_QI | ECAP_IR | ECAP_PT | iro<<ECAP_IRO_SHIFT | 0xf<<ECAP_MHMV_SHIFT
 	if cfg.Coherent {
 		ecapReg |= ECAP_C
@@ -137,6 +145,7 @@ type Stats struct {
 	ContextDomain     uint64
 	ContextDevice     uint64
 	IgnoredInvals     uint64 // register-based invalidations while queued invalidation is on, or on a unit without them
+	ProtectedBlocked  uint64 // requests blocked by a protected memory region
 	Faults            uint64 // every fault, translation or interrupt remapping
 	FaultsRecorded    uint64 // written to a fault recording register
 	FaultsDropped     uint64 // lost to an overflow (FSTS.PFO)
@@ -195,6 +204,8 @@ type Unit struct {
 	feuaddr uint32
 	aflog   uint64
 	pmen    uint32
+	plm     [2]uint32 // PLMBASE, PLMLIMIT
+	phm     [2]uint64 // PHMBASE, PHMLIMIT
 	iqh     uint64
 	iqt     uint64
 	iqa     uint64
