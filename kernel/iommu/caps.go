@@ -15,6 +15,7 @@ type Caps struct {
 	Domains  int   // ND: 2^(4+2*ND) domain ids
 	RWBF     bool  // write buffer flush required after table updates
 	CM       bool  // caching mode: non-present entries may be cached
+	PMR      bool  // CAP.PLMR or PHMR: protected memory regions exist
 	SAGAW    uint8 // supported adjusted guest address widths: bit 1 39-bit, bit 2 48-bit
 	MGAW     int   // maximum guest address width in bits
 	ZLR      bool  // zero-length reads need no read permission
@@ -47,6 +48,7 @@ func DecodeCaps(ver uint32, capReg, ecap uint64) Caps {
 		Domains:  1 << (4 + 2*bits(capReg, 2, 0)),
 		RWBF:     bits(capReg, 4, 4) != 0,
 		CM:       bits(capReg, 7, 7) != 0,
+		PMR:      bits(capReg, 6, 5) != 0,
 		SAGAW:    uint8(bits(capReg, 12, 8)),
 		MGAW:     int(bits(capReg, 21, 16)) + 1,
 		ZLR:      bits(capReg, 22, 22) != 0,

@@ -10,6 +10,7 @@ const (
 	regRTADDR = 0x20 // root table address, 64
 	regCCMD   = 0x28 // context command, 64
 	regFSTS   = 0x34 // fault status, 32
+	regPMEN   = 0x64 // protected memory enable, 32: EPM bit 31, PRS bit 0
 	// The fault event: its control (FECTL.IM masks it) and the interrupt
 	// message it sends, data to an address (VT-d spec 10.4.10-10.4.13).
 	regFECTL   = 0x38

@@ -69,7 +69,7 @@ type Unit struct {
 	irt      *irTable // nil: interrupts not remapped
 	remapIRQ bool     // Options.Interrupts
 	takeOver bool     // Options.TakeOver
-	tookOver string   // what Enable turned off that firmware had left on
+	tookOver []string // what Enable turned off that firmware had left on
 	x2apic   bool     // entries name 32-bit x2APIC ids (IRTA.EIME)
 	faultLog []Fault
 	stats    Stats
@@ -300,7 +300,33 @@ func (u *Unit) Enable() error {
 	if err := u.gcmd("translation enable", gcmdTE, 0, func(s uint32) bool { return s&gstsTES != 0 }); err != nil {
 		return err
 	}
+	if err := u.openProtectedMemory(); err != nil {
+		return err
+	}
 	u.enabled = true
+	return nil
+}
+
+// PMEN's bits (10.4.16).
+const (
+	pmenEPM = 1 << 31 // enable protected memory
+	pmenPRS = 1 << 0  // protected region status
+)
+
+// openProtectedMemory turns off the protected memory regions firmware
+// with pre-boot DMA protection leaves enabled, now that the page tables
+// guard memory: they block the devices' DMA into them, translated or not
+// (10.4.16), so a buffer the driver maps there would never be reached.
+// Turned off after translation is on, so no moment is unguarded.
+func (u *Unit) openProtectedMemory() error {
+	if !u.caps.PMR || u.regs.Read32(regPMEN)&pmenEPM == 0 {
+		return nil
+	}
+	u.regs.Write32(regPMEN, 0)
+	if err := u.wait("protected memory disable", func() bool { return u.regs.Read32(regPMEN)&pmenPRS == 0 }); err != nil {
+		return err
+	}
+	u.tookOver = append(u.tookOver, "its protected memory regions")
 	return nil
 }
 
@@ -311,12 +337,11 @@ func (u *Unit) Enable() error {
 // (FSTS.IQE) never drains and is turned off as it is, its error cleared
 // so that it is not taken for one of ours.
 func (u *Unit) reclaim(gsts uint32) error {
-	var off []string
 	if gsts&gstsIRES != 0 {
 		if err := u.gcmd("interrupt remapping disable (firmware's)", 0, gcmdIRE|gcmdCFI, func(s uint32) bool { return s&gstsIRES == 0 }); err != nil {
 			return err
 		}
-		off = append(off, "interrupt remapping")
+		u.tookOver = append(u.tookOver, "interrupt remapping")
 	}
 	if gsts&gstsQIES != 0 {
 		err := u.wait("firmware's invalidation queue to drain", func() bool {
@@ -329,9 +354,8 @@ func (u *Unit) reclaim(gsts uint32) error {
 			return err
 		}
 		u.regs.Write32(regFSTS, fstsIQE)
-		off = append(off, "the invalidation queue")
+		u.tookOver = append(u.tookOver, "the invalidation queue")
 	}
-	u.tookOver = strings.Join(off, " and ")
 	return nil
 }
 
@@ -340,7 +364,7 @@ func (u *Unit) reclaim(gsts uint32) error {
 func (u *Unit) TookOver() string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.tookOver
+	return strings.Join(u.tookOver, " and ")
 }
 
 // Disable completes deferred unmaps and turns translation off: from then on

@@ -240,3 +240,47 @@ func TestCoherentAlloc(t *testing.T) {
 		t.Errorf("after FreeCoherent: %+v", s)
 	}
 }
+
+// Firmware with pre-boot DMA protection may leave the unit's protected
+// memory regions on, which block DMA into them even through the page
+// tables. Enable turns them off once translation is on, and says so: a
+// mapped buffer is reachable again.
+func TestEnableOpensProtectedMemory(t *testing.T) {
+	cfg := vtd.QEMU()
+	cfg.PMR = true
+	m := sim.NewMachine(sim.Config{VTd: cfg})
+	if err := m.Bus.Add(devA, &dmaDevice{cfg: sim.NewConfigSpace(0x8086, 0x10d3, 0x020000, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	regs := m.VTdRegs()
+	regs.Write32(vtd.PLMBASE, 0)
+	regs.Write32(vtd.PLMLIM, 0xffe00000) // all of the low 4 GiB
+	regs.Write64(vtd.PHMBASE, 1<<32)
+	regs.Write64(vtd.PHMLIM, 1<<40) // and far above
+	regs.Write32(vtd.PMEN, vtd.PMEN_EPM)
+	u, err := New(regs, m.Mem, Options{Clock: m.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.TookOver(); got != "its protected memory regions" {
+		t.Errorf("TookOver %q", got)
+	}
+	d, err := u.Domain(source(devA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, kernel.PageSize)
+	addr, err := d.Map(buf, kernel.ToDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.VTd.Translate(source(devA), uint64(addr), false); err != nil {
+		t.Errorf("a mapped buffer: %v", err)
+	}
+	if s := m.VTd.Stats(); s.ProtectedBlocked != 0 {
+		t.Errorf("%d requests blocked by protected memory", s.ProtectedBlocked)
+	}
+}
