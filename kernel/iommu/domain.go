@@ -99,7 +99,19 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 	if err != nil {
 		return nil, 0, err
 	}
-	perm := d.u.perm(dir)
+	if err := d.mapAt(iova, span, segs, d.u.perm(dir)); err != nil {
+		return nil, 0, err
+	}
+	d.u.stats.Maps++
+	addr := kernel.DMAAddr(iova + off)
+	return &mapping{addr: addr, iova: iova, span: span, size: size, dir: dir, segs: segs}, addr, nil
+}
+
+// mapAt maps segs back to back at [iova, iova+span), which the caller
+// took from the IOVA allocator, with permissions perm, and makes the
+// unit see the new leaves. On error nothing stays mapped, and the range
+// goes back to the allocator unless the unit may have cached it.
+func (d *Domain) mapAt(iova, span uint64, segs []kernel.Segment, perm uint64) error {
 	va := iova
 	defer func() {
 		if len(d.pt.replaced) > 0 {
@@ -112,30 +124,28 @@ func (d *Domain) mapSegments(segs []kernel.Segment, size int, dir kernel.Directi
 		if err := d.pt.mapRun(va, pa, n, perm); err != nil {
 			if va > iova {
 				if _, uerr := d.pt.unmapRange(iova, va-iova); uerr != nil {
-					return nil, 0, fmt.Errorf("%w (rollback: %v)", err, uerr)
+					return fmt.Errorf("%w (rollback: %v)", err, uerr)
 				}
 				// The leaves were briefly present: drop anything the
 				// unit cached before the IOVA goes back.
 				if d.u.enabled {
 					if ierr := d.u.inv.rangeInvalidate(d, iova, va-iova); ierr != nil {
-						return nil, 0, fmt.Errorf("%w (invalidate: %v)", err, ierr)
+						return fmt.Errorf("%w (invalidate: %v)", err, ierr)
 					}
 				}
 			}
 			if rerr := d.iova.release(iova, span); rerr != nil {
 				err = fmt.Errorf("%w (iova: %v)", err, rerr)
 			}
-			return nil, 0, err
+			return err
 		}
 		va += n
 	}
 	if err := d.u.inv.newMapping(d, iova, span); err != nil {
 		_, _ = d.pt.unmapRange(iova, span)
-		return nil, 0, err // the IOVA stays reserved: it may be cached
+		return err // the IOVA stays reserved: it may be cached
 	}
-	d.u.stats.Maps++
-	addr := kernel.DMAAddr(iova + off)
-	return &mapping{addr: addr, iova: iova, span: span, size: size, dir: dir, segs: segs}, addr, nil
+	return nil
 }
 
 // freeReplaced drops any directory entry the unit may cache for the level-1

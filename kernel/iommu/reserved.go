@@ -20,17 +20,7 @@ func (d *Domain) MapReserved(base, limit uint64) error {
 	if err := d.iova.reserve(start, start+size); err != nil {
 		return d.errorf("reserved region %#x-%#x: %w", base, limit, err)
 	}
-	defer func() {
-		if len(d.pt.replaced) > 0 {
-			d.freeReplaced(start, size)
-		}
-	}()
-	if err := d.pt.mapRun(start, start, size, pteRead|pteWrite); err != nil {
-		_, _ = d.pt.unmapRange(start, size)
-		_ = d.iova.release(start, size)
-		return d.errorf("reserved region %#x-%#x: %w", base, limit, err)
-	}
-	if err := d.u.inv.newMapping(d, start, size); err != nil {
+	if err := d.mapAt(start, size, []kernel.Segment{{Phys: kernel.PhysAddr(start), Len: int(size)}}, pteRead|pteWrite); err != nil {
 		return d.errorf("reserved region %#x-%#x: %w", base, limit, err)
 	}
 	return nil
