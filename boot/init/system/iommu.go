@@ -379,7 +379,7 @@ func (r *Remapper) ReportFaults() uint64 {
 		return 0
 	}
 	var sum uint64
-	now := r.now()
+	now := r.plat.Clock.Now()
 	for _, u := range r.Units() {
 		log := u.Unit.Faults()
 		total := u.Unit.Stats().Faults
@@ -397,13 +397,6 @@ func (r *Remapper) ReportFaults() uint64 {
 	}
 	r.endWindows(now)
 	return sum
-}
-
-func (r *Remapper) now() time.Duration {
-	if r.plat.Clock == nil {
-		return time.Duration(time.Now().UnixNano())
-	}
-	return r.plat.Clock.Now()
 }
 
 // mayShow counts a fault of src against its quota and says whether the
