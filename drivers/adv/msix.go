@@ -49,7 +49,7 @@ type MSIX struct {
 	OnLink  func()       // called when the other vector fired with LSC
 
 	stats  []intr.QueueStats
-	others atomic.Uint64 // the other vector's interrupts
+	others atomic.Uint64 // the other vector's interrupts, once handled
 	closed atomic.Bool
 	done   chan struct{}
 }
@@ -127,10 +127,12 @@ func (x *MSIX) watch() {
 		if !fired {
 			continue
 		}
-		x.others.Add(1)
 		if x.M.Regs.Read32(c.ICR)&ICR_LSC != 0 && x.OnLink != nil {
 			x.OnLink()
 		}
+		// Counted once handled: a reader that sees the count move
+		// sees the link it reported.
+		x.others.Add(1)
 		x.M.Regs.Write32(EIMS, x.otherBit())
 	}
 }
