@@ -48,8 +48,8 @@ func (l *Link) Set(s nic.Link) bool {
 	if l.Load() == s {
 		return false
 	}
-	l.changes.Add(1)
 	l.cur.Store(&s)
+	l.changes.Add(1) // after the store: a moved count means the link is in
 	return true
 }
 
