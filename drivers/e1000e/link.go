@@ -28,8 +28,8 @@ func (d *Device) updateLink() {
 	l := linkFromStatus(d.regs.Read32(STATUS))
 	old := d.link.Load()
 	if *old != l {
-		d.linkChanges.Add(1)
 		d.link.Store(&l)
+		d.linkChanges.Add(1) // after the store: a moved count means the link is in
 		d.logf("%s: link %v", d.name, l)
 	}
 	d.evalTSO(l, false)
