@@ -18,7 +18,7 @@ import (
 	"github.com/ether9/ether9/boot/init/services"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
-	"github.com/ether9/ether9/drivers/xhci"
+	"github.com/ether9/ether9/drivers/usblegacy"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
@@ -62,7 +62,7 @@ type Platform struct {
 	// kernel beneath it), so what firmware left running is the system's
 	// to take over: a VT-d unit's invalidation queue and interrupt
 	// remapping (iommu.Options.TakeOver), an xHCI controller it drives
-	// from SMM (xhci.Handoff). Where a kernel runs beneath, those are
+	// from SMM (usblegacy.XHCI). Where a kernel runs beneath, those are
 	// its own, and left alone.
 	AfterFirmware bool
 	// X2APIC says the processors run their local APICs in x2APIC mode
@@ -279,13 +279,13 @@ func (s *System) bind() error {
 const classXHCI = 0x0c0330
 
 // takeUSB takes an xHCI controller from firmware, which would otherwise
-// go on driving it from SMM (xhci.Handoff). A controller it cannot reach
+// go on driving it from SMM (usblegacy.XHCI). A controller it cannot reach
 // is said and left.
 func (s *System) takeUSB(f *pci.Function) {
 	regs, err := s.plat.MapBAR(f, 0)
 	var did string
 	if err == nil {
-		did, err = xhci.Handoff(regs, s.plat.Clock)
+		did, err = usblegacy.XHCI(regs, s.plat.Clock)
 	}
 	switch {
 	case err != nil:

@@ -2,7 +2,7 @@
 // Legacy Support capability (xHCI specification 1.2, 7.1): the BIOS
 // owns the controller, for SMM's legacy keyboard emulation, until the
 // OS asks for it and the BIOS lets go. It is written from that section
-// of the specification, not from the driver (drivers/xhci) that takes the
+// of the specification, not from the driver (drivers/usblegacy) that takes the
 // controller, so that the two can disagree; keep it apart.
 //
 // Only what the hand-off touches is modelled: HCCPARAMS1's pointer to the

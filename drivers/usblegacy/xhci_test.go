@@ -1,4 +1,4 @@
-package xhci
+package usblegacy
 
 import (
 	"strings"
@@ -14,7 +14,7 @@ import (
 // cleared for it after Timeout), one that never owned the controller,
 // and a controller with no Legacy Support capability at all. Each ends
 // with the OS owning the controller and firmware's SMIs off.
-func TestHandoff(t *testing.T) {
+func TestXHCI(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		fw   xhcifw.Firmware
@@ -43,9 +43,9 @@ func TestHandoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Handoff(regs, m.Clock)
+			got, err := XHCI(regs, m.Clock)
 			if err != nil || (c.says == "" && got != "") || !strings.HasPrefix(got, c.says) {
-				t.Fatalf("Handoff: %q, %v; want %q", got, err, c.says)
+				t.Fatalf("XHCI: %q, %v; want %q", got, err, c.says)
 			}
 			bios, os, smis := ctl.Owners()
 			if c.fw.NoLegacy {

@@ -1,4 +1,4 @@
-package xhci
+package usblegacy
 
 import (
 	"encoding/binary"
@@ -23,7 +23,7 @@ func (r fuzzRegs) Write64(off uint32, v uint64) { r.Write32(off, uint32(v)) }
 
 // Whatever the controller answers, the hand-off ends, within Timeout of
 // the clock, with an answer or an error, never a panic or a loop.
-func FuzzHandoff(f *testing.F) {
+func FuzzXHCI(f *testing.F) {
 	seed := make([]byte, 0x600)
 	binary.LittleEndian.PutUint32(seed[0x10:], 0x140<<16)               // xECP: 0x500
 	binary.LittleEndian.PutUint32(seed[0x500:], capLegacy|legBIOSOwned) // owned by the BIOS
@@ -34,7 +34,7 @@ func FuzzHandoff(f *testing.F) {
 			return
 		}
 		clock := sim.NewClock()
-		_, _ = Handoff(fuzzRegs{append([]byte(nil), b...)}, clock)
+		_, _ = XHCI(fuzzRegs{append([]byte(nil), b...)}, clock)
 		if clock.Now() > Timeout+10*time.Millisecond {
 			t.Fatalf("the hand-off waited %v", clock.Now())
 		}
