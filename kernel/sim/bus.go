@@ -13,10 +13,11 @@ import (
 
 // Device is a device model on the simulated bus.
 //
-// The bus calls MMIORead, MMIOWrite and ConfigWritten with the function's
-// lock held, one at a time: a handler may DMA through its port, raise its
-// IRQ and read its own ConfigSpace directly, but must not reach its own
-// function through the Bus (config or Regs), which would wait on that lock.
+// The bus calls MMIORead, MMIOWrite, ConfigWritten and ConfigRead with
+// the function's lock held, one at a time: a handler may DMA through its
+// port, raise its IRQ and read its own ConfigSpace directly, but must not
+// reach its own function through the Bus (config or Regs), which would
+// wait on that lock.
 type Device interface {
 	Config() *ConfigSpace
 	// MMIORead and MMIOWrite handle one access of size 4 or 8 at off in
@@ -30,6 +31,14 @@ type Device interface {
 // after the write, with the device's lock held.
 type ConfigWatcher interface {
 	ConfigWritten(off, size int, v uint32)
+}
+
+// ConfigReadWatcher is implemented by models whose config registers move
+// on their own (firmware's semaphores): the bus calls it before each
+// config read, with the device's lock held, so the model can Poke what
+// the read returns.
+type ConfigReadWatcher interface {
+	ConfigRead(off, size int)
 }
 
 // Address windows firmware assigns BARs from.
@@ -174,6 +183,9 @@ func (b *Bus) ReadConfig(a pci.Addr, off, size int) (uint32, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if w, ok := s.dev.(ConfigReadWatcher); ok {
+		w.ConfigRead(off, size)
+	}
 	return s.cfg.Read(off, size)
 }
 

@@ -374,3 +374,39 @@ func TestRegsDispatch(t *testing.T) {
 		t.Errorf("config writes seen by the model: %v", d.written)
 	}
 }
+
+// readCounter is a model whose dword at 0x40 counts the reads of it, as a
+// register that moves on its own would.
+type readCounter struct {
+	cfgOnly
+	n uint32
+}
+
+func (d *readCounter) ConfigRead(off, size int) {
+	if off&^3 == 0x40 {
+		d.n++
+		_ = d.c.Poke(0x40, 4, d.n)
+	}
+}
+
+// A ConfigReadWatcher sees every config read before it is answered, and
+// its Poke is what the read returns.
+func TestConfigReadWatcher(t *testing.T) {
+	b := NewBus()
+	a := pci.Addr{Dev: 1}
+	d := &readCounter{cfgOnly: cfgOnly{NewConfigSpace(0x8086, 0x1234, 0x0c0320, 0)}}
+	if err := b.Add(a, d); err != nil {
+		t.Fatal(err)
+	}
+	for want := uint32(1); want <= 3; want++ {
+		if v, err := b.ReadConfig(a, 0x40, 4); err != nil || v != want {
+			t.Fatalf("read %d of 0x40: %#x, %v", want, v, err)
+		}
+	}
+	if v, _ := b.ReadConfig(a, 0x42, 2); v != 0 {
+		t.Errorf("0x42 after a fourth read: %#x, want the count's upper half, 0", v)
+	}
+	if d.n != 4 {
+		t.Errorf("the model saw %d reads, want 4", d.n)
+	}
+}
