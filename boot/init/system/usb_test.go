@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ether9/ether9/kernel/sim"
-	"github.com/ether9/ether9/kernel/sim/xhcifw"
+	"github.com/ether9/ether9/kernel/sim/usbfw"
 	"github.com/ether9/ether9/pci"
 )
 
@@ -15,7 +15,7 @@ import (
 // AfterFirmware), the controller is that kernel's and left alone.
 func TestUSBTakenFromFirmware(t *testing.T) {
 	for _, beneath := range []bool{false, true} {
-		ctl := xhcifw.New(xhcifw.Firmware{Owned: true, ReleaseAfter: 3})
+		ctl := usbfw.NewXHCI(usbfw.Firmware{Owned: true, ReleaseAfter: 3})
 		_, _, con := vectorMachineWith(t, vectorConfig{devices: map[pci.Addr]sim.Device{{Dev: 0x14}: ctl}, beneathKernel: beneath})
 		bios, os, smis := ctl.Owners()
 		said := strings.Contains(con.String(), "usb 00:14.0: taken from firmware in 3ms, its SMIs off")
