@@ -33,6 +33,14 @@ var kinds = []struct {
 			}
 			return XHCI(regs, m.Clock)
 		}, usbfw.XHCISMIEnables | 1<<29},
+	{"ehci", func(fw usbfw.Firmware) controller { return usbfw.NewEHCI(fw) },
+		func(m *sim.Machine, a pci.Addr) (string, error) {
+			regs, err := m.Bus.Regs(a, 0)
+			if err != nil {
+				return "", err
+			}
+			return EHCI(m.Bus, a, regs, m.Clock)
+		}, usbfw.EHCISMIEnables | 1<<29},
 }
 
 // The hand-off of each kind against the firmware model: a BIOS that lets
