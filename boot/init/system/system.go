@@ -61,9 +61,9 @@ type Platform struct {
 	// AfterFirmware says nothing but firmware ran before the system (no
 	// kernel beneath it), so what firmware left running is the system's
 	// to take over: a VT-d unit's invalidation queue and interrupt
-	// remapping (iommu.Options.TakeOver), an xHCI controller it drives
-	// from SMM (usblegacy.XHCI). Where a kernel runs beneath, those are
-	// its own, and left alone.
+	// remapping (iommu.Options.TakeOver), a USB controller it drives
+	// from SMM (package usblegacy). Where a kernel runs beneath, those
+	// are its own, and left alone.
 	AfterFirmware bool
 	// X2APIC says the processors run their local APICs in x2APIC mode
 	// (SDM 11.12), as firmware on many servers leaves them: a unit then
@@ -250,7 +250,7 @@ func (s *System) bind() error {
 				s.logf("pci %v: %v", f.Addr, b)
 			}
 		}
-		if f.Class == classXHCI && s.plat.AfterFirmware {
+		if (f.Class == classEHCI || f.Class == classXHCI) && s.plat.AfterFirmware {
 			s.takeUSB(f)
 		}
 	}
@@ -275,16 +275,24 @@ func (s *System) bind() error {
 	return nil
 }
 
-// classXHCI is an xHCI USB controller: serial bus, USB, prog-if 0x30.
-const classXHCI = 0x0c0330
+// USB host controllers firmware may drive from SMM: serial bus, USB,
+// prog-if 0x20 (EHCI) and 0x30 (xHCI).
+const (
+	classEHCI = 0x0c0320
+	classXHCI = 0x0c0330
+)
 
-// takeUSB takes an xHCI controller from firmware, which would otherwise
-// go on driving it from SMM (usblegacy.XHCI). A controller it cannot reach
-// is said and left.
+// takeUSB takes an EHCI or xHCI controller from firmware, which would
+// otherwise go on driving it from SMM (package usblegacy). A controller
+// it cannot reach is said and left.
 func (s *System) takeUSB(f *pci.Function) {
 	regs, err := s.plat.MapBAR(f, 0)
 	var did string
-	if err == nil {
+	switch {
+	case err != nil:
+	case f.Class == classEHCI:
+		did, err = usblegacy.EHCI(s.plat.Config, f.Addr, regs, s.plat.Clock)
+	default:
 		did, err = usblegacy.XHCI(regs, s.plat.Clock)
 	}
 	switch {

@@ -9,21 +9,31 @@ import (
 	"github.com/ether9/ether9/pci"
 )
 
-// On a platform where only firmware ran before, an xHCI controller
-// firmware drives from SMM is taken from it at bring-up, its SMIs off,
-// and the console says so; where a kernel runs beneath (not
-// AfterFirmware), the controller is that kernel's and left alone.
+// On a platform where only firmware ran before, the xHCI and EHCI
+// controllers firmware drives from SMM are taken from it at bring-up,
+// their SMIs off, and the console says so; where a kernel runs beneath
+// (not AfterFirmware), the controllers are that kernel's and left alone.
 func TestUSBTakenFromFirmware(t *testing.T) {
 	for _, beneath := range []bool{false, true} {
-		ctl := usbfw.NewXHCI(usbfw.Firmware{Owned: true, ReleaseAfter: 3})
-		_, _, con := vectorMachineWith(t, vectorConfig{devices: map[pci.Addr]sim.Device{{Dev: 0x14}: ctl}, beneathKernel: beneath})
-		bios, os, smis := ctl.Owners()
-		said := strings.Contains(con.String(), "usb 00:14.0: taken from firmware in 3ms, its SMIs off")
-		if !beneath && (bios || !os || smis != 0 || !said) {
-			t.Errorf("after firmware: BIOS owned %v, OS owned %v, SMI enables %#x, said %v:\n%s", bios, os, smis, said, con)
+		fw := usbfw.Firmware{Owned: true, ReleaseAfter: 3}
+		ctls := map[pci.Addr]interface {
+			sim.Device
+			Owners() (bios, os bool, smis uint32)
+		}{{Dev: 0x14}: usbfw.NewXHCI(fw), {Dev: 0x1d}: usbfw.NewEHCI(fw)}
+		devices := map[pci.Addr]sim.Device{}
+		for a, c := range ctls {
+			devices[a] = c
 		}
-		if beneath && (!bios || os || smis == 0 || strings.Contains(con.String(), "usb ")) {
-			t.Errorf("beneath a kernel: BIOS owned %v, OS owned %v, SMI enables %#x:\n%s", bios, os, smis, con)
+		_, _, con := vectorMachineWith(t, vectorConfig{devices: devices, beneathKernel: beneath})
+		for a, ctl := range ctls {
+			bios, os, smis := ctl.Owners()
+			said := strings.Contains(con.String(), "usb "+a.String()+": taken from firmware in 3ms, its SMIs off")
+			if !beneath && (bios || !os || smis != 0 || !said) {
+				t.Errorf("%v after firmware: BIOS owned %v, OS owned %v, SMI enables %#x, said %v:\n%s", a, bios, os, smis, said, con)
+			}
+			if beneath && (!bios || os || smis == 0 || strings.Contains(con.String(), "usb ")) {
+				t.Errorf("%v beneath a kernel: BIOS owned %v, OS owned %v, SMI enables %#x:\n%s", a, bios, os, smis, con)
+			}
 		}
 	}
 }
