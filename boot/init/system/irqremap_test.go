@@ -40,8 +40,11 @@ type vectorConfig struct {
 	// firmware leaves the unit's invalidation queue and interrupt
 	// remapping on, as some server firmware does
 	firmware bool
-	// devices are added to the machine's bus before the system starts.
-	devices map[pci.Addr]sim.Device
+	// devices are added to the machine's bus before the system starts;
+	// undecoded ones with their memory space off, as firmware leaves a
+	// controller it never used.
+	devices   map[pci.Addr]sim.Device
+	undecoded map[pci.Addr]sim.Device
 	// beneathKernel: the platform is not AfterFirmware.
 	beneathKernel bool
 }
@@ -60,6 +63,14 @@ func vectorMachineWith(t *testing.T, c vectorConfig) (*simmachine.Host, *system.
 	}
 	for a, d := range c.devices {
 		if err := h.Machine.Bus.Add(a, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for a, d := range c.undecoded {
+		if err := h.Machine.Bus.Add(a, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Machine.Bus.WriteConfig(a, 4, 2, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

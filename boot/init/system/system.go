@@ -9,6 +9,7 @@ package system
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -286,21 +287,34 @@ const (
 // otherwise go on driving it from SMM (package usblegacy). A controller
 // it cannot reach is said and left.
 func (s *System) takeUSB(f *pci.Function) {
-	regs, err := s.plat.MapBAR(f, 0)
-	var did string
-	switch {
-	case err != nil:
-	case f.Class == classEHCI:
-		did, err = usblegacy.EHCI(s.plat.Config, f.Addr, regs, s.plat.Clock)
-	default:
-		did, err = usblegacy.XHCI(regs, s.plat.Clock)
-	}
+	did, err := s.handOffUSB(f)
 	switch {
 	case err != nil:
 		s.logf("usb %v: not taken from firmware: %v", f.Addr, err)
 	case did != "":
 		s.logf("usb %v: %s", f.Addr, did)
 	}
+}
+
+// handOffUSB runs f's hand-off with its registers decoded: firmware that
+// never used a controller may leave its memory space off (QEMU's qboot
+// does), and then its BAR reads nothing. Decoding is left as found.
+func (s *System) handOffUSB(f *pci.Function) (did string, err error) {
+	old, err := pci.SetCommand(s.plat.Config, f.Addr, pci.CmdMemory, 0)
+	if err != nil {
+		return "", err
+	}
+	if old&pci.CmdMemory == 0 {
+		defer func() { err = errors.Join(err, pci.DisableMemory(s.plat.Config, f.Addr)) }()
+	}
+	regs, err := s.plat.MapBAR(f, 0)
+	if err != nil {
+		return "", err
+	}
+	if f.Class == classEHCI {
+		return usblegacy.EHCI(s.plat.Config, f.Addr, regs, s.plat.Clock)
+	}
+	return usblegacy.XHCI(regs, s.plat.Clock)
 }
 
 // A NIC with an interrupt polls for Options.Spin after its last frame

@@ -37,3 +37,19 @@ func TestUSBTakenFromFirmware(t *testing.T) {
 		}
 	}
 }
+
+// A controller firmware never used may have its memory space off (QEMU's
+// qboot leaves it so): the hand-off turns decoding on to reach the
+// registers, claims the controller, and leaves decoding as it found it.
+func TestUSBUndecoded(t *testing.T) {
+	ctls := map[pci.Addr]sim.Device{{Dev: 0x14}: usbfw.NewXHCI(usbfw.Firmware{}), {Dev: 0x1d}: usbfw.NewEHCI(usbfw.Firmware{})}
+	h, _, con := vectorMachineWith(t, vectorConfig{undecoded: ctls})
+	for a := range ctls {
+		if !strings.Contains(con.String(), "usb "+a.String()+": claimed; firmware did not own it") {
+			t.Errorf("%v: no claim said:\n%s", a, con)
+		}
+		if cmd, err := h.Machine.Bus.ReadConfig(a, 4, 2); err != nil || cmd&sim.CmdMemory != 0 {
+			t.Errorf("%v: command %#x, %v after the hand-off; want memory space off again", a, cmd, err)
+		}
+	}
+}
