@@ -86,6 +86,9 @@ type Config struct {
 	// QEMU takes it under TCG from 9.0 on (ExtendedInterrupts); older
 	// ones refuse to start with it.
 	EIM bool
+	// EHCI adds an ICH9 EHCI USB controller, as older boards carry
+	// beside their NICs, for the metal platform's USB hand-off to find.
+	EHCI bool
 	// Stream, when set, cables the NIC to the Unix socket at this path
 	// (a stream netdev, see StreamEnd) instead of user networking; there
 	// are no forwards then.
@@ -148,6 +151,9 @@ func (c Config) Args() ([]string, error) {
 		"-netdev", netdev,
 		"-device", c.NIC.Device+",netdev=n0,romfile=",
 	)
+	if c.EHCI {
+		a = append(a, "-device", "ich9-usb-ehci1")
+	}
 	if c.Pcap != "" {
 		if strings.Contains(c.Pcap, ",") {
 			return nil, fmt.Errorf("qemu: pcap file name %q must not contain a comma", c.Pcap)

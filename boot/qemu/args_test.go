@@ -80,6 +80,10 @@ func TestArgs(t *testing.T) {
 	if a, err = c.Args(); err != nil || value(a, "-device") != "intel-iommu,intremap=on,eim=on" {
 		t.Errorf("with extended interrupt mode: -device %q (%v)", value(a, "-device"), err)
 	}
+	c.EHCI = true
+	if a, err = c.Args(); err != nil || !slices.Contains(a, "ich9-usb-ehci1") {
+		t.Errorf("with EHCI: %q (%v)", a, err)
+	}
 }
 
 func TestArgsBadInput(t *testing.T) {
