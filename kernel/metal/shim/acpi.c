@@ -1,7 +1,8 @@
 /*
  * acpi.c: the ACPI tables the shim needs: the FADT (ACPI 5.2.9) for the
  * PM timer, power-off (PM1a_CNT with \_S5's SLP_TYPa, ACPI 7.4.2 and
- * 4.8.3.2.1) and reset (RESET_REG, ACPI 4.8.3.6).
+ * 4.8.3.2.1) and reset (RESET_REG, ACPI 4.8.3.6); the MADT for the ISA
+ * interrupts' wiring; the SPCR for the console's UART.
  */
 #include "shim.h"
 
@@ -102,15 +103,20 @@ static void parse_fadt(u8 *f)
 		parse_s5((u8 *)dsdt);
 }
 
-void acpi_init(u64 rsdp)
+/* acpi_find_rsdp returns the RSDP the loader gave, else the one in the
+ * BIOS area; 0 when there is none. */
+u64 acpi_find_rsdp(u64 given)
+{
+	return given ? given : find_rsdp();
+}
+
+/* acpi_table returns the table signed sig that the RSDT or XSDT lists,
+ * or NULL. Tables above 4 GiB, which the identity map may not reach, are
+ * passed over. */
+static u8 *acpi_table(u64 rsdp, const char *sig)
 {
 	if (!rsdp)
-		rsdp = find_rsdp();
-	if (!rsdp) {
-		kprintf("metal: no ACPI RSDP: no power-off, no PM timer\n");
-		return;
-	}
-	rsdp_addr = rsdp;
+		return NULL;
 	u8 *r = (u8 *)rsdp;
 	u64 sdt = *(u32 *)(r + 16);
 	int wide = 0;
@@ -118,17 +124,73 @@ void acpi_init(u64 rsdp)
 		sdt = *(u64 *)(r + 24); /* the XSDT, 64-bit entries */
 		wide = 1;
 	}
+	if (!sdt || sdt >= 1UL << 32)
+		return NULL;
 	u8 *h = (u8 *)sdt;
 	u32 n = (*(u32 *)(h + 4) - 36) / (wide ? 8 : 4);
 	for (u32 i = 0; i < n; i++) {
 		u64 t = wide ? *(u64 *)(h + 36 + 8 * i) : *(u32 *)(h + 36 + 4 * i);
-		if (!memcmp((void *)t, "FACP", 4))
-			parse_fadt((u8 *)t);
-		if (!memcmp((void *)t, "APIC", 4))
-			parse_madt((u8 *)t);
+		if (t && t < 1UL << 32 && !memcmp((void *)t, sig, 4))
+			return (u8 *)t;
 	}
+	return NULL;
+}
+
+void acpi_init(u64 rsdp)
+{
+	rsdp = acpi_find_rsdp(rsdp);
+	if (!rsdp) {
+		kprintf("metal: no ACPI RSDP: no power-off, no PM timer\n");
+		return;
+	}
+	rsdp_addr = rsdp;
+	u8 *t;
+	if ((t = acpi_table(rsdp, "FACP")))
+		parse_fadt(t);
+	if ((t = acpi_table(rsdp, "APIC")))
+		parse_madt(t);
 	if (!have_s5)
 		kprintf("metal: no \\_S5 in the DSDT: power-off will halt\n");
+}
+
+/*
+ * acpi_spcr reads the Serial Port Console Redirection table: the UART
+ * firmware redirects its console to. Interface type (byte 36) 0, 1 or
+ * 0x12 is a 16550 or compatible; the Generic Address Structure at 40
+ * its registers (space 1: I/O); the interrupt type at 52 (bit 0: the
+ * PC-AT IRQ at 53, bit 1: the global system interrupt at 54); the rate
+ * at 58 (3: 9600, 4: 19200, 6: 57600, 7: 115200; 0, "as is", and
+ * the undefined ones: 115200, which the shim set at its start). 1 when it
+ * names a 16550 at an I/O port, filled into c.
+ */
+int acpi_spcr(u64 rsdp, struct console *c)
+{
+	static const u32 rates[8] = {115200, 115200, 115200, 9600, 19200, 115200, 57600, 115200};
+	u8 *t = acpi_table(acpi_find_rsdp(rsdp), "SPCR");
+	if (!t || *(u32 *)(t + 4) < 80)
+		return 0;
+	u8 type = t[36], space = t[40];
+	u64 addr = *(u64 *)(t + 44);
+	if (!addr)
+		return 0; /* redirection off */
+	if (type != 0 && type != 1 && type != 0x12) {
+		kprintf("metal: SPCR names a UART of interface type %x, not a 16550: the console stays on %s\n", type, c->name);
+		return 0;
+	}
+	if (space != 1 || addr > 0xfff8) {
+		kprintf("metal: SPCR names a 16550 at %lx in address space %u, not an I/O port: the console stays on %s\n", addr, space, c->name);
+		return 0;
+	}
+	console_port(c, (u16)addr);
+	if (t[52] & 2) {
+		c->isa_irq = -1;
+		c->gsi = *(u32 *)(t + 54);
+	} else if (t[52] & 1) {
+		c->isa_irq = t[53];
+	}
+	c->baud = t[58] < 8 ? rates[t[58]] : 115200;
+	c->by = "SPCR";
+	return 1;
 }
 
 void acpi_poweroff(void)

@@ -285,7 +285,7 @@ const struct boot_mem *boot_memmap(u32 *n)
 void boot_main(u32 proto, u32 info_pa, u32 magic)
 {
 	u64 t0 = rdtsc();
-	serial_init();
+	serial_init(0x3f8, 115200); /* COM1, until console_choose */
 	kprintf("\nmetal: shim started\n"); /* after the firmware's last words */
 	/* Exceptions print the registers from here on, whatever the
 	 * firmware left in the IDT. */
@@ -309,6 +309,7 @@ void boot_main(u32 proto, u32 info_pa, u32 magic)
 			strace = 1;
 		else if (!memcmp(c, "metal.x2apic", 12))
 			x2apic_wanted = 1;
+	console_choose(boot_cmdline, bi.rsdp);
 	const struct boot_mem *mm = bi.mem;
 	u32 nmm = bi.nmem;
 	struct { u64 paddr, size; } mod = {bi.mod_start, bi.mod_size};

@@ -2,7 +2,7 @@
  * debug.c: the shim's state on the console, on Ctrl-\ (lib.c), for a
  * machine that seems stuck: every thread and what it waits for, the
  * timer, the interrupt controller, the file descriptors and the device
- * interrupt counts. It runs in the COM1 interrupt, so it works however
+ * interrupt counts. It runs in the console's interrupt, so it works however
  * the Go side is stuck, and changes nothing.
  */
 #include "shim.h"

@@ -1,6 +1,6 @@
 /*
  * fs.c: the file descriptors the Go process can have: the console on
- * 0-2 (COM1), eventfds and epoll instances (the Go netpoller's), and
+ * 0-2 (the console UART), eventfds and epoll instances (the Go netpoller's), and
  * /proc/cmdline, the one file there is.
  */
 #include "shim.h"
@@ -257,7 +257,7 @@ static i64 do_read(struct thread *t, i64 fd, u64 buf, u64 n)
 			return got;
 		if (f->flags & O_NONBLOCK)
 			return -EAGAIN;
-		/* The reader sleeps until COM1's interrupt (ioapic.c), or, with
+		/* The reader sleeps until the console's interrupt (ioapic.c), or, with
 		 * no I/O APIC, the scheduler polls the UART for it (thread.c). */
 		t->wait_addr = buf;
 		t->wait_arg = n;
@@ -299,8 +299,8 @@ static i64 do_openat(u64 path, u64 flags)
 	int err = copy_str(path, p, sizeof p);
 	if (err)
 		return err;
-	/* The console is COM1, under the names Linux gives it. */
-	if (!memcmp(p, "/dev/console", 13) || !memcmp(p, "/dev/ttyS0", 11))
+	/* The console, under the names Linux gives it. */
+	if (!memcmp(p, "/dev/console", 13) || (!memcmp(p, "/dev/", 5) && !memcmp(p + 5, console.name, strlen(console.name) + 1)))
 		return fd_new(F_CONSOLE, (int)flags);
 	if (memcmp(p, "/proc/cmdline", 14))
 		return -ENOENT;

@@ -74,33 +74,39 @@ u64 strlen(const char *s)
 }
 
 /*
- * COM1, a 16550 UART at I/O port 0x3F8: 115200 baud, 8N1, FIFOs on.
- * Register offsets are the 16550's: 0 data/DLL, 1 IER/DLM, 2 FCR, 3 LCR,
- * 4 MCR, 5 LSR.
+ * The console is a 16550 UART at an I/O port: COM1 (0x3F8) from the
+ * start, then the one console.c picks. 8N1, FIFOs on. Register offsets
+ * are the 16550's: 0 data/DLL, 1 IER/DLM, 2 FCR, 3 LCR, 4 MCR, 5 LSR.
  */
-#define COM1 0x3f8
+static u16 uart = 0x3f8;
 
-void serial_init(void)
+/* serial_init makes the UART at port the console, at baud (0: at the
+ * rate firmware set, its divisor left alone). */
+void serial_init(u16 port, u32 baud)
 {
-	outb(COM1 + 1, 0x00); /* no UART interrupts until the IOAPIC routes them */
-	outb(COM1 + 3, 0x80); /* DLAB on to set the divisor */
-	outb(COM1 + 0, 0x01); /* 115200 = 115200 / 1 */
-	outb(COM1 + 1, 0x00);
-	outb(COM1 + 3, 0x03); /* 8N1, DLAB off */
-	outb(COM1 + 2, 0x07); /* FIFOs on and cleared */
-	outb(COM1 + 4, 0x03); /* DTR, RTS */
+	uart = port;
+	outb(uart + 1, 0x00); /* no UART interrupts until the IOAPIC routes them */
+	if (baud) {
+		u32 div = 115200 / baud; /* the 1.8432 MHz clock over 16 */
+		outb(uart + 3, 0x80);    /* DLAB on to set the divisor */
+		outb(uart + 0, (u8)div);
+		outb(uart + 1, (u8)(div >> 8));
+	}
+	outb(uart + 3, 0x03); /* 8N1, DLAB off */
+	outb(uart + 2, 0x07); /* FIFOs on and cleared */
+	outb(uart + 4, 0x03); /* DTR, RTS */
 }
 
 /* serial_irq_on asks the UART for an interrupt when a byte arrives (IER
  * bit 0); OUT2 (MCR bit 3) connects its interrupt line on PC boards. */
 void serial_irq_on(void)
 {
-	outb(COM1 + 4, 0x0b);
-	outb(COM1 + 1, 0x01);
+	outb(uart + 4, 0x0b);
+	outb(uart + 1, 0x01);
 }
 
 /*
- * Console input waits in a ring that COM1's interrupt fills: the line is
+ * Console input waits in a ring that the UART's interrupt fills: the line is
  * edge-triggered through the I/O APIC, and the 16550 raises it again only
  * after its FIFO was read, so the interrupt must empty the FIFO whether or
  * not a Go thread reads. Ctrl-\ (0x1c) never reaches Go: it prints the
@@ -112,8 +118,8 @@ static u32 rx_head, rx_tail; /* next to read, next to write; free-running */
 
 void serial_drain(void)
 {
-	for (int i = 0; i < 4096 && (inb(COM1 + 5) & 0x01); i++) { /* LSR bit 0: data ready */
-		u8 c = inb(COM1);
+	for (int i = 0; i < 4096 && (inb(uart + 5) & 0x01); i++) { /* LSR bit 0: data ready */
+		u8 c = inb(uart);
 		if (c == 0x1c) {
 			debug_dump();
 			continue;
@@ -133,9 +139,9 @@ void serial_putc(char c)
 {
 	/* LSR bit 5: the transmit holding register is empty. Bounded, so a
 	 * missing UART cannot hang the machine. */
-	for (int i = 0; i < 100000 && !(inb(COM1 + 5) & 0x20); i++)
+	for (int i = 0; i < 100000 && !(inb(uart + 5) & 0x20); i++)
 		;
-	outb(COM1, c);
+	outb(uart, c);
 }
 
 int serial_getc(void)

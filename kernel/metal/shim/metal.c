@@ -16,7 +16,7 @@
 #define METAL_IRQ_FREE 0x4d06  /* (vector) -> 0 */
 #define METAL_STATS 0x4d07     /* (struct stats *, size) -> bytes copied */
 #define METAL_MEMMAP 0x4d08    /* (struct boot_mem *, max entries) -> entries */
-#define METAL_CONSOLE_LINE 0x4d09  /* () -> COM1's I/O APIC line (ioapic.c) */
+#define METAL_CONSOLE_LINE 0x4d09  /* () -> the console's I/O APIC line (ioapic.c) */
 #define METAL_CONSOLE_REMAP 0x4d0a /* (remapping entry) -> 0 */
 #define METAL_LAPIC 0x4d0b         /* () -> x2APIC mode << 32 | APIC id */
 #define METAL_MAGIC 0x6c6174656dUL /* "metal" */

@@ -27,7 +27,7 @@ typedef long i64;
 
 /* Vectors: 0-31 exceptions, 32-47 the remapped (and masked) 8259s. */
 #define VEC_TIMER 0x40
-#define VEC_COM1 0x41
+#define VEC_CONSOLE 0x41
 #define VEC_SPURIOUS 0xff
 #define VEC_SYSCALL 0x100 /* not a vector: marks a frame made by SYSCALL */
 
@@ -67,7 +67,7 @@ void *memcpy(void *d, const void *s, u64 n);
 int memcmp(const void *a, const void *b, u64 n);
 u64 strlen(const char *s);
 void kprintf(const char *fmt, ...);
-void serial_init(void);
+void serial_init(u16 port, u32 baud);
 void serial_putc(char c);
 int serial_getc(void); /* -1 when nothing waits */
 int serial_ready(void);
@@ -76,7 +76,7 @@ void debug_dump(void); /* debug.c: on Ctrl-\ from the console */
 void serial_irq_on(void);
 void ioapic_init(void);
 void console_input(void);
-extern int console_irq; /* COM1 interrupts on: readers sleep until input */
+extern int console_irq; /* the console's interrupts on: readers sleep until input */
 i64 ioapic_console_line(void);
 i64 ioapic_console_remap(u64 entry);
 __attribute__((noreturn)) void panic(const char *fmt, ...);
@@ -161,8 +161,23 @@ u32 lapic_id(void);
 int lapic_x2apic(void); /* 1: x2APIC mode */
 extern int x2apic_wanted;
 
+/* console.c: the console's UART, a 16550 at an I/O port. */
+struct console {
+	u16 port;
+	u32 baud;
+	int isa_irq;      /* its ISA IRQ (the MADT maps it to a GSI); -1: none */
+	i64 gsi;          /* its global system interrupt, when firmware names it; -1: none */
+	const char *name; /* ttyS0-ttyS3, or uart */
+	const char *by;   /* what chose it */
+};
+extern struct console console;
+void console_port(struct console *c, u16 port);
+void console_choose(const char *cmdline, u64 rsdp);
+
 /* acpi.c */
 void acpi_init(u64 rsdp);
+u64 acpi_find_rsdp(u64 given);
+int acpi_spcr(u64 rsdp, struct console *c);
 u64 acpi_rsdp(void);
 u32 acpi_isa_gsi(u32 irq);
 u32 acpi_pm_timer_port(void);

@@ -203,7 +203,7 @@ static int console_poll(struct thread *t)
 	return got != 0;
 }
 
-/* console_input: COM1 has bytes. Readers blocked in read(0) take them,
+/* console_input: the console has bytes. Readers blocked in read(0) take them,
  * and epoll waits on the console see it readable. */
 void console_input(void)
 {

@@ -133,7 +133,7 @@ struct regs *trap(struct regs *r)
 		timer_fired();
 		lapic_eoi();
 		need_resched();
-	} else if (v == VEC_COM1) {
+	} else if (v == VEC_CONSOLE) {
 		lapic_eoi();
 		console_input();
 	} else if (v == VEC_SPURIOUS || (v >= 32 && v < 48)) {
