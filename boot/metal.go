@@ -80,7 +80,7 @@ func buildShim(ctx context.Context, root, out string) error {
 // than a blob linked into the shim: the shim stays one build for every
 // program, and QEMU and boot loaders already hand a module over.
 func assembleMetal(ctx context.Context, o options, log io.Writer, extra ...string) (*parts, error) {
-	cmdline, err := image.Cmdline(append([]string{o.appendTo}, extra...)...)
+	cmdline, err := image.MetalCmdline(append([]string{o.appendTo}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

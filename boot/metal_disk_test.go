@@ -37,7 +37,7 @@ func TestWriteOutMetal(t *testing.T) {
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	cmdline := image.BaseCmdline + " ether9.test=$x;y"
+	cmdline := image.MetalBaseCmdline + " ether9.test=$x;y"
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -114,7 +114,7 @@ func TestSelftestMetalDisk(t *testing.T) {
 	for _, w := range []string{
 		`BdsDxe: starting Boot0001 "UEFI QEMU QEMU USB HARDDRIVE`,
 		"metal: booted through GRUB",
-		"ether9: boot line: " + image.BaseCmdline + " " + hostile + " ether9.token=" + r.token + " ether9.selftest\n",
+		"ether9: boot line: " + image.MetalBaseCmdline + " " + hostile + " ether9.token=" + r.token + " ether9.selftest\n",
 	} {
 		if !strings.Contains(console, w) {
 			t.Errorf("console lacks %q", w)

@@ -174,7 +174,7 @@ func TestBootMetalHello(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, log.String())
 	}
-	want := "hello: pid 1 cmdline " + image.BaseCmdline + " ether9.test=hello"
+	want := "hello: pid 1 cmdline " + image.MetalBaseCmdline + " ether9.test=hello"
 	if l.Text != want {
 		t.Fatalf("/init said %q, want %q", l.Text, want)
 	}

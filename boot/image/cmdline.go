@@ -29,6 +29,23 @@ func Cmdline(extra ...string) (string, error) {
 	return strings.Join(words, " "), nil
 }
 
+// MetalBaseCmdline is BaseCmdline without its console: the metal
+// platform's base line (MetalCmdline).
+const MetalBaseCmdline = "panic=-1 quiet intel_iommu=off intremap=off"
+
+// MetalCmdline is Cmdline for the metal platform: without the base
+// line's console=ttyS0, so that the shim takes the serial port firmware
+// redirects its console to (the SPCR table; IPMI serial-over-LAN is on
+// COM2 on many servers), COM1 where there is none. A console= among
+// extra still picks the port.
+func MetalCmdline(extra ...string) (string, error) {
+	line, err := Cmdline(extra...)
+	if err != nil {
+		return "", err
+	}
+	return MetalBaseCmdline + strings.TrimPrefix(line, BaseCmdline), nil
+}
+
 // HardwareConsoles replace the base line's console on a machine: the
 // screen (tty0, the firmware's framebuffer) for a machine without a
 // serial port, and the serial port at the speed hardware consoles expect

@@ -71,4 +71,17 @@ func TestCmdline(t *testing.T) {
 			t.Errorf("%s accepted: it hands VT-d back to Linux", bad)
 		}
 	}
+	// The metal platform's line names no console, so that the shim
+	// can take firmware's; one the caller names stays.
+	if strings.Contains(MetalBaseCmdline, "console=") || MetalBaseCmdline != strings.Replace(BaseCmdline, "console=ttyS0 ", "", 1) {
+		t.Errorf("MetalBaseCmdline %q is not BaseCmdline %q without its console", MetalBaseCmdline, BaseCmdline)
+	}
+	for extra, want := range map[string]string{
+		"ether9.selftest":                  "panic=-1 quiet intel_iommu=off intremap=off ether9.selftest",
+		"console=ttyS1,57600 metal.x2apic": "panic=-1 quiet intel_iommu=off intremap=off console=ttyS1,57600 metal.x2apic",
+	} {
+		if got, err := MetalCmdline(extra); err != nil || got != want {
+			t.Errorf("MetalCmdline(%q) = %q, %v; want %q", extra, got, err, want)
+		}
+	}
 }
