@@ -86,6 +86,15 @@ type Config struct {
 	// QEMU takes it under TCG from 9.0 on (ExtendedInterrupts); older
 	// ones refuse to start with it.
 	EIM bool
+	// COM2 puts the console, QEMU's stdio, on the second serial port
+	// (I/O 0x2f8, IRQ 3), as IPMI serial-over-LAN is on many servers;
+	// the first is left unconnected.
+	COM2 bool
+	// SPCR names a file holding the body of a Serial Port Console
+	// Redirection table (after its 36-byte header, which QEMU makes)
+	// to add to the machine's ACPI tables, as firmware that redirects
+	// its console has.
+	SPCR string
 	// EHCI adds an ICH9 EHCI USB controller, as older boards carry
 	// beside their NICs, for the metal platform's USB hand-off to find.
 	EHCI bool
@@ -139,6 +148,17 @@ func (c Config) Args() ([]string, error) {
 		"-no-reboot",
 	}
 	a = append(a, boot...)
+	if c.COM2 {
+		// An explicit -serial leaves -nographic's monitor on stdio
+		// too; mon:stdio keeps it there, multiplexed, as by default.
+		a = append(a, "-serial", "null", "-serial", "mon:stdio", "-monitor", "none")
+	}
+	if c.SPCR != "" {
+		if strings.Contains(c.SPCR, ",") {
+			return nil, fmt.Errorf("qemu: SPCR file name %q must not contain a comma", c.SPCR)
+		}
+		a = append(a, "-acpitable", "sig=SPCR,rev=2,data="+c.SPCR)
+	}
 	iommu := "intel-iommu"
 	if c.InterruptRemapping {
 		iommu += ",intremap=on"
