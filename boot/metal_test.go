@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -382,10 +384,11 @@ func TestSelftestMetalMSIX(t *testing.T) {
 // I/O APIC line must have moved onto an entry, or the shell never hears
 // a key. The shell's answer also counts the entries in use: the
 // console's and the NIC's MSI. Once with the LAPIC in xAPIC mode, once
-// in x2APIC mode, where the line's entry names it by x2APIC id. The
-// xAPIC boot carries an EHCI controller firmware never used: the
-// bring-up claims it through configuration space, decoding its
-// registers for the while, and it takes no interrupt entry.
+// in x2APIC mode, where the line's entry names it by x2APIC id, and
+// twice with the console on COM2. The xAPIC boot carries an EHCI
+// controller firmware never used: the bring-up claims it through
+// configuration space, decoding its registers for the while, and it
+// takes no interrupt entry.
 func TestMetalConsoleRemapped(t *testing.T) {
 	needShimTools(t)
 	needQEMU(t, "e1000e")
@@ -393,24 +396,39 @@ func TestMetalConsoleRemapped(t *testing.T) {
 		t.Skip("skipping: ./boot/init is not a command yet")
 	}
 	for _, mode := range []struct {
-		name  string
-		words []string
-		says  string
-		ehci  bool
+		name       string
+		words      []string
+		says       string
+		ehci       bool
+		com2, spcr bool // the console on COM2; named there by an SPCR table
 	}{
 		// An EHCI beside the NIC, which firmware never used, is claimed
 		// through configuration space with its decoding turned on
 		// around it; nothing takes an interrupt of it.
-		{"xAPIC", nil, "LAPIC 0 in xAPIC", true},
-		{"x2APIC", []string{"metal.x2apic"}, "the console line through entry 0; extended mode, to x2APIC ids", false},
+		{name: "xAPIC", says: "LAPIC 0 in xAPIC", ehci: true},
+		{name: "x2APIC", words: []string{"metal.x2apic"}, says: "the console line through entry 0; extended mode, to x2APIC ids"},
+		// The console on COM2, IRQ 3, as IPMI serial-over-LAN often is:
+		// named on the command line, or by firmware's SPCR table (there
+		// through the I/O APIC line it names) with no console= at all.
+		{name: "COM2 by the command line", words: []string{"console=ttyS1,57600"}, com2: true,
+			says: "metal: shim started; console ttyS1 at I/O 0x2f8, 57600 baud, by the command line"},
+		{name: "COM2 by SPCR", com2: true, spcr: true,
+			says: "metal: shim started; console ttyS1 at I/O 0x2f8, 57600 baud, by SPCR"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			if mode.words != nil {
+			if slices.Contains(mode.words, "metal.x2apic") {
 				needEIM(t)
+			}
+			var spcr string
+			if mode.spcr {
+				spcr = filepath.Join(t.TempDir(), "spcr.bin")
+				if err := os.WriteFile(spcr, spcrBody(0x2f8, 3, 57600), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			vm, _ := bootMetalWith(t, ctx, func(c *qemu.Config) { c.EHCI = mode.ehci }, "./boot/init", mode.words...)
+			vm, _ := bootMetalWith(t, ctx, func(c *qemu.Config) { c.EHCI, c.COM2, c.SPCR = mode.ehci, mode.com2, spcr }, "./boot/init", mode.words...)
 			for _, want := range []string{mode.says, "remaps interrupts, compatibility format blocked; the console line through entry", "shell: on the console"} {
 				// A boot reaches the shell in about a second: a minute
 				// without the line is a hang, not a slow host.
@@ -430,7 +448,11 @@ func TestMetalConsoleRemapped(t *testing.T) {
 			if _, err := io.WriteString(vm.Input, "cat /dev/iommu/stats\r"); err != nil {
 				t.Fatal(err)
 			}
-			line, _, err := vm.Console.Wait(ctx, from, func(s string) bool { return strings.HasPrefix(s, "irq-entries ") }, qemu.Panicked)
+			// The answer comes at once; a minute without it is a key
+			// the console's interrupt never delivered.
+			actx, acancel := context.WithTimeout(ctx, time.Minute)
+			defer acancel()
+			line, _, err := vm.Console.Wait(actx, from, func(s string) bool { return strings.HasPrefix(s, "irq-entries ") }, qemu.Panicked)
 			if err != nil {
 				t.Fatalf("the shell did not answer a key through the remapped line: %v\nconsole:\n%s", err, vm.Console.Tail(40))
 			}
@@ -439,4 +461,20 @@ func TestMetalConsoleRemapped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spcrBody is the body of a Serial Port Console Redirection table (after
+// the 36-byte header QEMU makes) naming a 16550 at I/O port, its
+// interrupt I/O APIC line gsi, at baud (57600 or 115200).
+func spcrBody(port uint16, gsi uint32, baud int) []byte {
+	b := make([]byte, 44)
+	b[0] = 0                   // interface type: a full 16550
+	b[4], b[5], b[7] = 1, 8, 1 // GAS: system I/O, 8 bits wide, byte access
+	binary.LittleEndian.PutUint64(b[8:], uint64(port))
+	b[16] = 2 // interrupt type: I/O APIC
+	binary.LittleEndian.PutUint32(b[18:], gsi)
+	b[22] = map[int]byte{57600: 6, 115200: 7}[baud]
+	b[24] = 1                                         // one stop bit
+	binary.LittleEndian.PutUint32(b[28:], 0xffffffff) // not a PCI device
+	return b
 }
