@@ -2,11 +2,13 @@
  * acpi.c: the ACPI tables the shim needs: the FADT (ACPI 5.2.9) for the
  * PM timer, power-off (PM1a_CNT with \_S5's SLP_TYPa, ACPI 7.4.2 and
  * 4.8.3.2.1) and reset (RESET_REG, ACPI 4.8.3.6); the MADT for the ISA
- * interrupts' wiring; the SPCR for the console's UART.
+ * interrupts' wiring; the HPET table for the clock where there is no PM
+ * timer; the SPCR for the console's UART.
  */
 #include "shim.h"
 
 static u32 pm_tmr, pm_tmr_32, pm1a_cnt, pm1b_cnt;
+static u64 hpet_base;
 static u16 slp_typa, slp_typb;
 static int have_s5;
 static u8 reset_space, reset_val;
@@ -28,6 +30,7 @@ static void parse_madt(u8 *m)
 
 u64 acpi_rsdp(void) { return rsdp_addr; }
 u32 acpi_pm_timer_port(void) { return pm_tmr; }
+u64 acpi_hpet_base(void) { return hpet_base; }
 int acpi_pm_timer_32bit(void) { return pm_tmr_32; }
 
 static int checksum_ok(const u8 *p, u64 n)
@@ -89,6 +92,8 @@ static void parse_fadt(u8 *f)
 	pm1a_cnt = *(u32 *)(f + 64);
 	pm1b_cnt = *(u32 *)(f + 68);
 	pm_tmr = *(u32 *)(f + 76);
+	if (!pm_tmr && len >= 220 && f[208] == 1) /* X_PM_TMR_BLK, a GAS in I/O space */
+		pm_tmr = (u32) * (u64 *)(f + 212);
 	u32 flags = *(u32 *)(f + 112);
 	pm_tmr_32 = (flags >> 8) & 1; /* TMR_VAL_EXT */
 	if ((flags & (1 << 10)) && len >= 129) { /* RESET_REG_SUP */
@@ -149,6 +154,10 @@ void acpi_init(u64 rsdp)
 		parse_fadt(t);
 	if ((t = acpi_table(rsdp, "APIC")))
 		parse_madt(t);
+	/* The HPET table (IA-PC HPET 1.0a, 3.2.4): its registers' Generic
+	 * Address Structure at 40, in memory space (0). */
+	if ((t = acpi_table(rsdp, "HPET")) && *(u32 *)(t + 4) >= 56 && t[40] == 0)
+		hpet_base = *(u64 *)(t + 44);
 	if (!have_s5)
 		kprintf("metal: no \\_S5 in the DSDT: power-off will halt\n");
 }

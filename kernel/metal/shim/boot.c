@@ -309,6 +309,8 @@ void boot_main(u32 proto, u32 info_pa, u32 magic)
 			strace = 1;
 		else if (!memcmp(c, "metal.x2apic", 12))
 			x2apic_wanted = 1;
+		else if (!memcmp(c, "metal.clock=hpet", 16))
+			hpet_wanted = 1;
 	console_choose(boot_cmdline, bi.rsdp);
 	const struct boot_mem *mm = bi.mem;
 	u32 nmm = bi.nmem;

@@ -160,6 +160,7 @@ void lapic_eoi(void);
 u32 lapic_id(void);
 int lapic_x2apic(void); /* 1: x2APIC mode */
 extern int x2apic_wanted;
+extern int hpet_wanted; /* metal.clock=hpet */
 
 /* console.c: the console's UART, a 16550 at an I/O port. */
 struct console {
@@ -181,6 +182,7 @@ int acpi_spcr(u64 rsdp, struct console *c);
 u64 acpi_rsdp(void);
 u32 acpi_isa_gsi(u32 irq);
 u32 acpi_pm_timer_port(void);
+u64 acpi_hpet_base(void); /* 0: no HPET table */
 int acpi_pm_timer_32bit(void);
 __attribute__((noreturn)) void acpi_poweroff(void);
 __attribute__((noreturn)) void acpi_reset(void);

@@ -2,9 +2,9 @@
  * time.c: the clocks and the one timer.
  *
  * The TSC is the clock (nanoseconds since boot, scaled by a factor
- * measured against the ACPI PM timer, a 3.579545 MHz counter, ACPI
- * 4.8.3.3): over 1 ms at boot, then again over the first second
- * (time_refine), as Linux refines its quick boot calibration. The LAPIC
+ * measured against a reference counter: the ACPI PM timer, or the HPET
+ * where there is none): over 1 ms at boot, then again over the first
+ * second (time_refine), as Linux refines its quick boot calibration. The LAPIC
  * timer in one-shot mode (SDM 11.5.4) is the only interrupt source: it
  * is armed for the earliest thing due (a sleeping thread, a futex or
  * epoll timeout, the end of a time slice) and not at all when nothing
@@ -31,7 +31,6 @@
 #define LAPIC_TIMER_INIT 0x380
 #define LAPIC_TIMER_CUR 0x390
 #define LAPIC_TIMER_DIV 0x3e0
-#define PM_TIMER_HZ 3579545UL
 
 /*
  * Read by the vDSO's clock_gettime too (vdso.S): ns = ns_base +
@@ -48,18 +47,84 @@ u64 clock_seq;
 static u64 lapic_per_ns; /* LAPIC timer ticks per ns, 32.32 fixed point */
 
 /*
- * The calibration: the PM timer and the TSC where it started. Measuring
- * over 10 ms held up every boot by 10 ms; over 1 ms, with each TSC read
- * between two PM timer reads (pm_tsc), the rate comes within 0.01% of
- * what the same start read again a second later gives, before the PM
- * timer wraps (24 bits: 4.69 s).
+ * The reference the TSC and the LAPIC timer are measured against: the
+ * ACPI PM timer (a 3.579545 MHz counter of 24 or 32 bits, ACPI 4.8.3.3)
+ * where the FADT names one that counts, else the HPET's main counter
+ * (IA-PC HPET 1.0a, 2.3.4: its period in femtoseconds in GCAP_ID 63:32,
+ * read here 32 bits wide). Firmware for recent Intel boards may turn
+ * the PM timer off to save power and keeps the HPET; metal.clock=hpet
+ * asks for the HPET where both are. A reading is ref_ns's ticks: ns =
+ * ticks * ref_num / ref_den.
+ *
+ * Measuring over 10 ms held up every boot by 10 ms; over 1 ms, with each
+ * TSC read between two reference reads (ref_tsc), the rate comes within
+ * 0.01% of what the same start read again a second later gives, before
+ * the reference wraps (a 24-bit PM timer: 4.69 s).
  */
-static u32 pm_port, pm_mask, pm_start;
+#define PM_TIMER_HZ 3579545UL
+#define HPET_GCAP_ID 0x000
+#define HPET_GEN_CONF 0x010 /* bit 0: ENABLE_CNF, the main counter runs */
+#define HPET_MAIN_CNT 0x0f0
+#define HPET_MAX_PERIOD_FS 100000000UL /* 2.3.4: at most 100 ns a tick */
+
+int hpet_wanted; /* metal.clock=hpet */
+static const char *ref_name;
+static u32 pm_port;
+static u64 hpet; /* the HPET's registers when it is the reference */
+static u32 ref_mask, ref_start;
+static u64 ref_num, ref_den;
 static u64 tsc_start;
 static int refined;
-#define CALIBRATE_PM_TICKS (PM_TIMER_HZ / 1000)
 #define REFINE_NS 1000000000UL
 #define REFINE_LATEST_NS 4000000000UL
+
+static u32 ref_read(void) { return hpet ? *mmio32(hpet + HPET_MAIN_CNT) : inl(pm_port) & ref_mask; }
+
+static u64 ref_ns(u32 ticks) { return (u64)ticks * ref_num / ref_den; }
+
+/* counts says whether the reference moves: a PM timer firmware turned
+ * off still answers, with a value that never changes. A running one
+ * moves within a few reads (a tick is 279 ns, an HPET's at most 100). */
+static int counts(void)
+{
+	u32 v = ref_read();
+	for (int i = 0; i < 100000; i++)
+		if (ref_read() != v)
+			return 1;
+	return 0;
+}
+
+/* ref_init picks the reference as the top of this file says, or panics
+ * naming what is missing. */
+static void ref_init(void)
+{
+	pm_port = acpi_pm_timer_port();
+	if (pm_port && !hpet_wanted) {
+		ref_name = "the PM timer";
+		ref_mask = acpi_pm_timer_32bit() ? 0xffffffffU : 0xffffffU;
+		ref_num = 1000000000UL, ref_den = PM_TIMER_HZ;
+		if (counts())
+			return;
+		kprintf("metal: the PM timer at port %x does not count\n", pm_port);
+	}
+	u64 base = acpi_hpet_base();
+	if (base) {
+		u64 period = *(volatile u64 *)(base + HPET_GCAP_ID) >> 32;
+		if (period && period <= HPET_MAX_PERIOD_FS) {
+			*mmio32(base + HPET_GEN_CONF) |= 1;
+			hpet = base;
+			ref_name = "the HPET";
+			ref_mask = 0xffffffffU;
+			ref_num = period, ref_den = 1000000UL;
+			if (counts())
+				return;
+		}
+		kprintf("metal: the HPET at %lx does not count (period %lu fs)\n", base, period);
+		hpet = 0;
+	}
+	panic("no ACPI PM timer or HPET that counts, to measure the TSC against%s",
+		hpet_wanted ? " (metal.clock=hpet)" : "");
+}
 
 #define LAPIC_ID 0x020
 #define IA32_APIC_BASE 0x1b
@@ -127,29 +192,27 @@ u64 now_ns(void)
 	return ns_base + (u64)(((unsigned __int128)(rdtsc() - tsc0) * ns_per_tsc) >> 32);
 }
 
-static u64 pm_ns(u32 ticks) { return (u64)ticks * 1000000000UL / PM_TIMER_HZ; }
-
 /*
- * pm_tsc reads the TSC and the LAPIC timer's count between two reads of
- * the PM timer and returns the TSC, with the PM time they were read at
- * (the two reads' middle) and the count, from the tightest of eight
- * tries: a host that preempts QEMU between one read and the other
- * (microseconds, now and then a millisecond) would otherwise count that
- * time on one clock and not the other.
+ * ref_tsc reads the TSC and the LAPIC timer's count between two reads of
+ * the reference and returns the TSC, with the reference's reading they
+ * were taken at (the two reads' middle) and the count, from the tightest
+ * of eight tries: a host that preempts QEMU between one read and the
+ * other (microseconds, now and then a millisecond) would otherwise count
+ * that time on one clock and not the other.
  */
-static u64 pm_tsc(u32 *pm, u32 *lapic_count)
+static u64 ref_tsc(u32 *ref, u32 *lapic_count)
 {
 	u64 best_t = 0;
 	u32 best_w = ~0U;
 	for (int i = 0; i < 8; i++) {
-		u32 a = inl(pm_port) & pm_mask;
+		u32 a = ref_read();
 		u64 t = rdtsc();
 		u32 l = lapic_read(LAPIC_TIMER_CUR);
-		u32 w = ((inl(pm_port) & pm_mask) - a) & pm_mask;
+		u32 w = (ref_read() - a) & ref_mask;
 		if (w < best_w) {
 			best_w = w;
 			best_t = t;
-			*pm = (a + w / 2) & pm_mask;
+			*ref = (a + w / 2) & ref_mask;
 			*lapic_count = l;
 		}
 	}
@@ -168,10 +231,10 @@ void time_refine(u64 now)
 		return;
 	refined = 1;
 	if (now > REFINE_LATEST_NS)
-		return; /* the PM timer may have wrapped: the boot rate stays */
+		return; /* the reference may have wrapped: the boot rate stays */
 	u32 p, l;
-	u64 t = pm_tsc(&p, &l);
-	u64 ns = pm_ns((p - pm_start) & pm_mask);
+	u64 t = ref_tsc(&p, &l);
+	u64 ns = ref_ns((p - ref_start) & ref_mask);
 	if (t <= tsc_start || !ns)
 		return;
 	u64 cur = now_ns(), boot = ns_per_tsc;
@@ -247,32 +310,29 @@ void time_init(void)
 	lapic_write(LAPIC_LVT_TIMER, (1 << 16) | VEC_TIMER); /* masked, one-shot */
 
 	/*
-	 * Measure the TSC and the LAPIC timer against the PM timer over
-	 * 1 ms (time_refine measures the TSC again later). The PM timer is
-	 * 24 bits wide unless the FADT says 32.
+	 * Measure the TSC and the LAPIC timer against the reference over
+	 * 1 ms (time_refine measures the TSC again later).
 	 */
-	pm_port = acpi_pm_timer_port();
-	if (!pm_port)
-		panic("no ACPI PM timer to measure the TSC against");
-	pm_mask = acpi_pm_timer_32bit() ? 0xffffffffU : 0xffffffU;
+	ref_init();
+	u32 ms_ticks = (u32)(1000000UL * ref_den / ref_num);
 	lapic_write(LAPIC_TIMER_INIT, 0xffffffff);
 	u32 p0, p1, l0, l1;
-	u64 t0 = pm_tsc(&p0, &l0), t1;
+	u64 t0 = ref_tsc(&p0, &l0), t1;
 	do
-		t1 = pm_tsc(&p1, &l1);
-	while (((p1 - p0) & pm_mask) < CALIBRATE_PM_TICKS);
+		t1 = ref_tsc(&p1, &l1);
+	while (((p1 - p0) & ref_mask) < ms_ticks);
 	lapic_write(LAPIC_TIMER_INIT, 0);
-	u64 ns = pm_ns((p1 - p0) & pm_mask);
+	u64 ns = ref_ns((p1 - p0) & ref_mask);
 	if (t1 <= t0 || l0 <= l1)
 		panic("the TSC or the LAPIC timer does not count");
 	ns_per_tsc = (ns << 32) / (t1 - t0);
 	lapic_per_ns = ((u64)(l0 - l1) << 32) / ns;
 	tsc0 = t0;
-	pm_start = p0;
+	ref_start = p0;
 	tsc_start = t0;
 	wall_offset = rtc_unix() * 1000000000UL;
-	kprintf("metal: TSC %lu kHz, LAPIC timer %lu kHz, LAPIC %u in %s\n",
-		(t1 - t0) * 1000000 / ns, (u64)(l0 - l1) * 1000000 / ns, lapic_id(), mode);
+	kprintf("metal: TSC %lu kHz, LAPIC timer %lu kHz, against %s; LAPIC %u in %s\n",
+		(t1 - t0) * 1000000 / ns, (u64)(l0 - l1) * 1000000 / ns, ref_name, lapic_id(), mode);
 }
 
 /*
