@@ -130,7 +130,8 @@ static int cmdline_console(const char *cmdline, struct console *c)
 
 /* console_choose picks the console as the top of this file says and,
  * when it is not COM1 at 115200 baud, where the shim starts, moves there:
- * the last line on COM1 says where to look. */
+ * the last line on COM1 says where to look. A port where no UART answers
+ * is not moved to. */
 void console_choose(const char *cmdline, u64 rsdp)
 {
 	struct console c = console;
@@ -138,6 +139,11 @@ void console_choose(const char *cmdline, u64 rsdp)
 		acpi_spcr(rsdp, &c);
 	if (c.port == console.port && c.baud == console.baud) {
 		console = c;
+		return;
+	}
+	if (!serial_present(c.port)) {
+		kprintf("metal: no UART answers at %s (I/O 0x%x), which %s names: the console stays on %s\n",
+			c.name, c.port, c.by, console.name);
 		return;
 	}
 	kprintf("metal: the console moves to %s at I/O 0x%x, %u baud, by %s\n", c.name, c.port, c.baud, c.by);

@@ -258,10 +258,11 @@ static i64 do_read(struct thread *t, i64 fd, u64 buf, u64 n)
 		if (f->flags & O_NONBLOCK)
 			return -EAGAIN;
 		/* The reader sleeps until the console's interrupt (ioapic.c), or, with
-		 * no I/O APIC, the scheduler polls the UART for it (thread.c). */
+		 * no I/O APIC, the scheduler polls the UART for it (thread.c); with
+		 * no UART, for good. */
 		t->wait_addr = buf;
 		t->wait_arg = n;
-		block(t, W_CONSOLE, console_irq ? 0 : now_ns() + 20000000UL);
+		block(t, W_CONSOLE, console_irq || !serial_up() ? 0 : now_ns() + 20000000UL);
 		return 0;
 	}
 	}

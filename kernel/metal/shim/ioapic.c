@@ -38,7 +38,9 @@ void ioapic_init(void)
 	i64 gsi = console.gsi;
 	if (gsi < 0 && console.isa_irq >= 0)
 		gsi = acpi_isa_gsi((u32)console.isa_irq);
-	if (gsi < 0)
+	if (!serial_up())
+		gsi = -1; /* no UART: no line, and no one to tell */
+	else if (gsi < 0)
 		kprintf("metal: %s at I/O 0x%x has no interrupt known: console input is polled\n", console.name, console.port);
 	else if (gsi > max)
 		kprintf("metal: %s's interrupt, GSI %lu, is past the I/O APIC's %u lines: console input is polled\n",

@@ -76,15 +76,37 @@ u64 strlen(const char *s)
 /*
  * The console is a 16550 UART at an I/O port: COM1 (0x3F8) from the
  * start, then the one console.c picks. 8N1, FIFOs on. Register offsets
- * are the 16550's: 0 data/DLL, 1 IER/DLM, 2 FCR, 3 LCR, 4 MCR, 5 LSR.
+ * are the 16550's: 0 data/DLL, 1 IER/DLM, 2 FCR, 3 LCR, 4 MCR, 5 LSR,
+ * 7 SCR. uart is 0 when none answers: a machine without a serial port
+ * (most NUCs) reads all ones there, which as LSR says a byte is always
+ * waiting, and the console shell would spin on 0xff forever.
  */
-static u16 uart = 0x3f8;
+static u16 uart;
+
+/* serial_up says whether the console has a UART. */
+int serial_up(void) { return uart != 0; }
+
+/* serial_present says whether a 16550 answers at port: its LSR is not
+ * all ones and its scratch register keeps what is written to it. */
+int serial_present(u16 port)
+{
+	if (inb(port + 5) == 0xff)
+		return 0;
+	u8 old = inb(port + 7);
+	outb(port + 7, 0x5a);
+	int ok = inb(port + 7) == 0x5a;
+	outb(port + 7, old);
+	return ok;
+}
 
 /* serial_init makes the UART at port the console, at baud (0: at the
- * rate firmware set, its divisor left alone). */
-void serial_init(u16 port, u32 baud)
+ * rate firmware set, its divisor left alone); with none there, the
+ * console writes nothing and reads nothing. It returns whether one is. */
+int serial_init(u16 port, u32 baud)
 {
-	uart = port;
+	uart = serial_present(port) ? port : 0;
+	if (!uart)
+		return 0;
 	outb(uart + 1, 0x00); /* no UART interrupts until the IOAPIC routes them */
 	if (baud) {
 		u32 div = 115200 / baud; /* the 1.8432 MHz clock over 16 */
@@ -95,12 +117,15 @@ void serial_init(u16 port, u32 baud)
 	outb(uart + 3, 0x03); /* 8N1, DLAB off */
 	outb(uart + 2, 0x07); /* FIFOs on and cleared */
 	outb(uart + 4, 0x03); /* DTR, RTS */
+	return 1;
 }
 
 /* serial_irq_on asks the UART for an interrupt when a byte arrives (IER
  * bit 0); OUT2 (MCR bit 3) connects its interrupt line on PC boards. */
 void serial_irq_on(void)
 {
+	if (!uart)
+		return;
 	outb(uart + 4, 0x0b);
 	outb(uart + 1, 0x01);
 }
@@ -118,7 +143,7 @@ static u32 rx_head, rx_tail; /* next to read, next to write; free-running */
 
 void serial_drain(void)
 {
-	for (int i = 0; i < 4096 && (inb(uart + 5) & 0x01); i++) { /* LSR bit 0: data ready */
+	for (int i = 0; uart && i < 4096 && (inb(uart + 5) & 0x01); i++) { /* LSR bit 0: data ready */
 		u8 c = inb(uart);
 		if (c == 0x1c) {
 			debug_dump();
@@ -137,6 +162,8 @@ int serial_ready(void)
 
 void serial_putc(char c)
 {
+	if (!uart)
+		return;
 	/* LSR bit 5: the transmit holding register is empty. Bounded, so a
 	 * missing UART cannot hang the machine. */
 	for (int i = 0; i < 100000 && !(inb(uart + 5) & 0x20); i++)

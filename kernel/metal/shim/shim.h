@@ -67,7 +67,9 @@ void *memcpy(void *d, const void *s, u64 n);
 int memcmp(const void *a, const void *b, u64 n);
 u64 strlen(const char *s);
 void kprintf(const char *fmt, ...);
-void serial_init(u16 port, u32 baud);
+int serial_init(u16 port, u32 baud); /* 0: no UART answers there */
+int serial_present(u16 port);
+int serial_up(void);
 void serial_putc(char c);
 int serial_getc(void); /* -1 when nothing waits */
 int serial_ready(void);
