@@ -2,6 +2,8 @@ package metal
 
 import (
 	"errors"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,5 +53,21 @@ func TestMapBARNeedsASizedMemoryBAR(t *testing.T) {
 	// A good BAR goes on to the window, which only the shim has.
 	if _, err := MapBAR(f, 2); !errors.Is(err, ErrNotMetal) {
 		t.Errorf("BAR2: %v, want ErrNotMetal", err)
+	}
+}
+
+// Text names every counter once, each with its own value: a field left
+// out, or two names given one value, shows.
+func TestStatsText(t *testing.T) {
+	s := Stats{1, 2, 3, 4, 5, 6, 7, 8}
+	lines := strings.Split(strings.TrimSuffix(s.Text(), "\n"), "\n")
+	if n := reflect.TypeOf(s).NumField(); len(lines) != n {
+		t.Fatalf("%d lines for %d counters:\n%s", len(lines), n, s.Text())
+	}
+	for i, l := range lines {
+		name, v, ok := strings.Cut(l, " ")
+		if !ok || name == "" || v != strconv.Itoa(i+1) {
+			t.Errorf("line %d: %q, want a name and %d", i, l, i+1)
+		}
 	}
 }

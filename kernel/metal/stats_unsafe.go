@@ -3,6 +3,7 @@
 package metal
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 	"unsafe"
@@ -26,6 +27,13 @@ type Stats struct {
 
 // Idle is IdleNanos as a duration.
 func (s Stats) Idle() time.Duration { return time.Duration(s.IdleNanos) }
+
+// Text renders the counters one per line, a name and a value, as the
+// namespace's other state files do.
+func (s Stats) Text() string {
+	return fmt.Sprintf("syscalls %d\nclock_gettime %d\ntimer_irqs %d\ndevice_irqs %d\npage_faults %d\nswitches %d\nidle_ns %d\ntimer_writes %d\n",
+		s.Syscalls, s.ClockGettime, s.TimerIRQs, s.DeviceIRQs, s.PageFaults, s.Switches, s.IdleNanos, s.TimerWrites)
+}
 
 // ShimStats reads the shim's counters.
 func ShimStats() (Stats, error) {
