@@ -35,6 +35,9 @@ func (s *System) buildNamespace() {
 	report(bind.Sys(n, s.kmesg, s.Uptime))
 	report(n.Add("/dev/time", ns.Text(s.timeText)))
 	report(n.Add("/dev/admin/refused", ns.Text(s.guard.Stats)))
+	if s.plat.KernelStats != nil {
+		report(n.Add("/dev/kstat", ns.ReadFunc(s.plat.KernelStats)))
+	}
 	report(bind.PCI(n, s.funcs))
 	for i, p := range s.ports {
 		var l bind.Link // a bare driver without the stack

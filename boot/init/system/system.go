@@ -82,6 +82,11 @@ type Platform struct {
 	// Halt powers the machine off, or restarts it; nil where the machine
 	// cannot be stopped from inside.
 	Halt func(reboot bool) error
+	// KernelStats renders the kernel beneath's own counters (system
+	// calls, interrupts, page faults, idle time), served as /dev/kstat
+	// beside the Go runtime's /dev/sysstat; nil where there are none to
+	// read.
+	KernelStats func() (string, error)
 }
 
 // Line is one of the platform's own interrupts through an I/O APIC.
