@@ -59,6 +59,10 @@ func newMetalPlatform(con *Console) (system.Platform, error) {
 			Route:   metal.RemapConsole,
 		})
 	}
+	p.KernelStats = func() (string, error) {
+		st, err := metal.ShimStats()
+		return st.Text(), err
+	}
 	p.Halt = func(reboot bool) error {
 		if reboot {
 			return linux.Reboot()
