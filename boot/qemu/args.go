@@ -90,6 +90,10 @@ type Config struct {
 	// (I/O 0x2f8, IRQ 3), as IPMI serial-over-LAN is on many servers;
 	// the first is left unconnected.
 	COM2 bool
+	// NoSerial leaves the machine without serial ports, as most NUCs
+	// come: the console shows nothing, and the machine is reached over
+	// the network only.
+	NoSerial bool
 	// SPCR names a file holding the body of a Serial Port Console
 	// Redirection table (after its 36-byte header, which QEMU makes)
 	// to add to the machine's ACPI tables, as firmware that redirects
@@ -148,6 +152,12 @@ func (c Config) Args() ([]string, error) {
 		"-no-reboot",
 	}
 	a = append(a, boot...)
+	if c.NoSerial && c.COM2 {
+		return nil, fmt.Errorf("qemu: the console cannot be on COM2 of a machine without serial ports")
+	}
+	if c.NoSerial {
+		a = append(a, "-serial", "none")
+	}
 	if c.COM2 {
 		// An explicit -serial leaves -nographic's monitor on stdio
 		// too; mon:stdio keeps it there, multiplexed, as by default.

@@ -84,6 +84,11 @@ func TestArgs(t *testing.T) {
 	if a, err = c.Args(); err != nil || !slices.Contains(a, "ich9-usb-ehci1") {
 		t.Errorf("with EHCI: %q (%v)", a, err)
 	}
+	c.NoSerial = true
+	if a, err = c.Args(); err != nil || value(a, "-serial") != "none" {
+		t.Errorf("without serial ports: %q (%v)", a, err)
+	}
+	c.NoSerial = false
 	c.COM2, c.SPCR = true, "/tmp/spcr.bin"
 	if a, err = c.Args(); err != nil || value(a, "-serial") != "null" || value(a, "-acpitable") != "sig=SPCR,rev=2,data=/tmp/spcr.bin" {
 		t.Errorf("with the console on COM2 and an SPCR: %q (%v)", a, err)
@@ -102,8 +107,9 @@ func TestArgsBadInput(t *testing.T) {
 		"stream with forwards": func(c *Config) {
 			c.Stream, c.Forward = "/tmp/s", []Forward{{8080, 80}}
 		},
-		"comma in stream": func(c *Config) { c.Stream, c.Forward = "/tmp/a,b", nil },
-		"comma in SPCR":   func(c *Config) { c.SPCR = "/tmp/a,b" },
+		"comma in stream":           func(c *Config) { c.Stream, c.Forward = "/tmp/a,b", nil },
+		"comma in SPCR":             func(c *Config) { c.SPCR = "/tmp/a,b" },
+		"COM2 without serial ports": func(c *Config) { c.COM2, c.NoSerial = true, true },
 	} {
 		c := config(t)
 		mutate(&c)
