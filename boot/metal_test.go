@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -415,11 +416,11 @@ func TestSelftestMetalMSIX(t *testing.T) {
 // I/O APIC line must have moved onto an entry, or the shell never hears
 // a key. The shell's answer also counts the entries in use: the
 // console's and the NIC's MSI. Once with the LAPIC in xAPIC mode, once
-// in x2APIC mode, where the line's entry names it by x2APIC id, and
-// twice with the console on COM2. The xAPIC boot carries an EHCI
-// controller firmware never used: the bring-up claims it through
-// configuration space, decoding its registers for the while, and it
-// takes no interrupt entry.
+// in x2APIC mode, where the line's entry names it by x2APIC id, twice
+// with the console on COM2, and once naming a port with no UART. The
+// xAPIC boot carries an EHCI controller firmware never used: the
+// bring-up claims it through configuration space, decoding its
+// registers for the while, and it takes no interrupt entry.
 func TestMetalConsoleRemapped(t *testing.T) {
 	needShimTools(t)
 	needQEMU(t, "e1000e")
@@ -445,6 +446,9 @@ func TestMetalConsoleRemapped(t *testing.T) {
 			says: "metal: shim started; console ttyS1 at I/O 0x2f8, 57600 baud, by the command line"},
 		{name: "COM2 by SPCR", com2: true, spcr: true,
 			says: "metal: shim started; console ttyS1 at I/O 0x2f8, 57600 baud, by SPCR"},
+		// A port named where no UART answers is not moved to.
+		{name: "ttyS2 named, none there", words: []string{"console=ttyS2"},
+			says: "metal: no UART answers at ttyS2 (I/O 0x3e8), which the command line names: the console stays on ttyS0"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			if slices.Contains(mode.words, "metal.x2apic") {
@@ -508,4 +512,74 @@ func spcrBody(port uint16, gsi uint32, baud int) []byte {
 	b[24] = 1                                         // one stop bit
 	binary.LittleEndian.PutUint32(b[28:], 0xffffffff) // not a PCI device
 	return b
+}
+
+// TestMetalWithoutSerialPort boots /init on a machine with no serial
+// port, as most NUCs come: nothing answers at COM1, whose line status
+// register then reads all ones, as if a byte always waited. The machine
+// must come up and serve over the network, and sleep when it has nothing
+// to do: the shim's counters, read over HTTP from /dev/kstat, must show
+// the CPU halted for at least half of the idlest of three seconds (it had
+// spun on 0xff bytes for the console shell, every cycle of every second).
+func TestMetalWithoutSerialPort(t *testing.T) {
+	if !isMain(t, "./boot/init") {
+		t.Skip("skipping: ./boot/init is not a command yet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var port int
+	bootMetalWith(t, ctx, func(c *qemu.Config) { c.NoSerial, port = true, c.Forward[0].Host }, "./boot/init")
+	url := fmt.Sprintf("http://127.0.0.1:%d/ns/dev/kstat", port)
+	// No console to watch: the machine is up when the file answers, and
+	// a minute without an answer is a hang.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	var last error
+	for {
+		if _, last = idleNanos(wctx, url); last == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("/ns/dev/kstat never answered within a minute: %v", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	best := 0.0
+	for range 3 {
+		i0, err := idleNanos(ctx, url)
+		t0 := time.Now()
+		time.Sleep(time.Second)
+		i1, err1 := idleNanos(ctx, url)
+		if err != nil || err1 != nil {
+			t.Fatalf("/ns/dev/kstat: %v, %v", err, err1)
+		}
+		best = max(best, float64(i1-i0)/float64(time.Since(t0)))
+	}
+	t.Logf("halted for %.0f%% of the idlest second", 100*best)
+	if best < 0.5 {
+		t.Errorf("halted for %.0f%% of the idlest of three seconds: the machine does not sleep without a serial port", 100*best)
+	}
+}
+
+// idleNanos reads the shim's idle_ns counter from /dev/kstat at url.
+func idleNanos(ctx context.Context, url string) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %v %s", resp.Status, err, body)
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "idle_ns "); ok {
+			return strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no idle_ns in %q", body)
 }
