@@ -9,7 +9,6 @@ package system
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -19,7 +18,6 @@ import (
 	"github.com/ether9/ether9/boot/init/services"
 	"github.com/ether9/ether9/drivers/nic"
 	"github.com/ether9/ether9/drivers/probe"
-	"github.com/ether9/ether9/drivers/usblegacy"
 	"github.com/ether9/ether9/kernel"
 	"github.com/ether9/ether9/kernel/iommu"
 	"github.com/ether9/ether9/netstack"
@@ -279,47 +277,6 @@ func (s *System) bind() error {
 		s.ports = append(s.ports, p)
 	}
 	return nil
-}
-
-// USB host controllers firmware may drive from SMM: serial bus, USB,
-// prog-if 0x20 (EHCI) and 0x30 (xHCI).
-const (
-	classEHCI = 0x0c0320
-	classXHCI = 0x0c0330
-)
-
-// takeUSB takes an EHCI or xHCI controller from firmware, which would
-// otherwise go on driving it from SMM (package usblegacy). A controller
-// it cannot reach is said and left.
-func (s *System) takeUSB(f *pci.Function) {
-	did, err := s.handOffUSB(f)
-	switch {
-	case err != nil:
-		s.logf("usb %v: not taken from firmware: %v", f.Addr, err)
-	case did != "":
-		s.logf("usb %v: %s", f.Addr, did)
-	}
-}
-
-// handOffUSB runs f's hand-off with its registers decoded: firmware that
-// never used a controller may leave its memory space off (QEMU's qboot
-// does), and then its BAR reads nothing. Decoding is left as found.
-func (s *System) handOffUSB(f *pci.Function) (did string, err error) {
-	old, err := pci.SetCommand(s.plat.Config, f.Addr, pci.CmdMemory, 0)
-	if err != nil {
-		return "", err
-	}
-	if old&pci.CmdMemory == 0 {
-		defer func() { err = errors.Join(err, pci.DisableMemory(s.plat.Config, f.Addr)) }()
-	}
-	regs, err := s.plat.MapBAR(f, 0)
-	if err != nil {
-		return "", err
-	}
-	if f.Class == classEHCI {
-		return usblegacy.EHCI(s.plat.Config, f.Addr, regs, s.plat.Clock)
-	}
-	return usblegacy.XHCI(regs, s.plat.Clock)
 }
 
 // A NIC with an interrupt polls for Options.Spin after its last frame
