@@ -127,6 +127,10 @@ func TestConsoleShellAnd9P(t *testing.T) {
 			} else if !errors.Is(err, linux.EROFS) || !strings.Contains(mode, "mode strict\n") {
 				t.Fatalf("ro: write deferred: %v (want EROFS); stats now:\n%s", err, mode)
 			}
+			// Linux's own counters, as the metal platform serves the shim's.
+			if ks, err := c.Read("/dev/kstat"); err != nil || !strings.Contains(ks, "\nidle_ns ") || !strings.HasPrefix(ks, "interrupts ") {
+				t.Errorf("/dev/kstat over 9P: %q, %v", ks, err)
+			}
 			refused, err := c.Read("/dev/admin/refused")
 			want := "no_token 1\n"
 			if !rw {

@@ -58,6 +58,7 @@ func Platform(con *Console) (system.Platform, error) {
 	p.MapBAR = func(f *pci.Function, bar int) (kernel.Regs, error) { return linux.MapResource(f.Addr, bar) }
 	p.IRQ = (&uioIRQs{con: con}).waiter
 	p.SetClock = linux.SetWallClock
+	p.KernelStats = linux.KernelStats
 	p.Halt = func(reboot bool) error {
 		if reboot {
 			return linux.Reboot()
