@@ -3,9 +3,11 @@
 // legacy keyboard emulation, until the OS asks for it and the BIOS lets
 // go. An xHCI controller keeps the capability in its register window
 // (xHCI 1.2, 7.1), an EHCI controller in PCI configuration space (EHCI
-// 1.0, 2.1.7 and 2.1.8). It is written from those sections of the
-// specifications, not from the driver (drivers/usblegacy) that takes the
-// controllers, so that the two can disagree; keep it apart.
+// 1.0, 2.1.7 and 2.1.8); a UHCI controller has no capability, only the
+// SMI and trap enables of its LEGSUP register (Intel's ICH datasheets).
+// It is written from those sections of the specifications, not from the
+// driver (drivers/usblegacy) that takes the controllers, so that the two
+// can disagree; keep it apart.
 //
 // Only what the hand-off touches is modelled: where the capability is
 // found, USBLEGSUP and USBLEGCTLSTS.
