@@ -89,3 +89,38 @@ func TestHandoff(t *testing.T) {
 		}
 	}
 }
+
+// UHCI has no semaphore: firmware's hold is LEGSUP's enables, and taking
+// the controller turns them all off and clears what is pending. A clean
+// register is left as it is; an absent function is an error.
+func TestUHCI(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		legsup uint16
+		says   string
+	}{
+		{"emulating a keyboard", usbfw.UHCIFirmwareLEGSUP, "taken from firmware, its SMIs and port 60h/64h traps off (LEGSUP 0x213f)"},
+		{"the PCI interrupt alone", 1 << 13, "taken from firmware, its SMIs and port 60h/64h traps off (LEGSUP 0x2000)"},
+		{"nothing held", 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := sim.NewMachine(sim.Config{})
+			a := pci.Addr{Dev: 0x1a}
+			ctl := usbfw.NewUHCI(c.legsup)
+			if err := m.Bus.Add(a, ctl); err != nil {
+				t.Fatal(err)
+			}
+			got, err := UHCI(m.Bus, a)
+			if err != nil || got != c.says {
+				t.Fatalf("UHCI: %q, %v; want %q", got, err, c.says)
+			}
+			if v := ctl.LEGSUP(); v != 0 {
+				t.Errorf("LEGSUP %#x after the hand-off, want 0", v)
+			}
+		})
+	}
+	m := sim.NewMachine(sim.Config{})
+	if got, err := UHCI(m.Bus, pci.Addr{Dev: 0x1a}); err == nil {
+		t.Errorf("an absent function: %q, no error", got)
+	}
+}
