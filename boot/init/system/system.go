@@ -254,7 +254,7 @@ func (s *System) bind() error {
 				s.logf("pci %v: %v", f.Addr, b)
 			}
 		}
-		if (f.Class == classEHCI || f.Class == classXHCI) && s.plat.AfterFirmware {
+		if isUSB(f) && s.plat.AfterFirmware {
 			s.takeUSB(f)
 		}
 	}

@@ -8,15 +8,21 @@ import (
 )
 
 // USB host controllers firmware may drive from SMM: serial bus, USB,
-// prog-if 0x20 (EHCI) and 0x30 (xHCI).
+// prog-if 0x00 (UHCI), 0x20 (EHCI) and 0x30 (xHCI).
 const (
+	classUHCI = 0x0c0300
 	classEHCI = 0x0c0320
 	classXHCI = 0x0c0330
 )
 
-// takeUSB takes an EHCI or xHCI controller from firmware, which would
-// otherwise go on driving it from SMM (package usblegacy). A controller
-// it cannot reach is said and left.
+// isUSB says whether f is a USB host controller firmware may hold.
+func isUSB(f *pci.Function) bool {
+	return f.Class == classUHCI || f.Class == classEHCI || f.Class == classXHCI
+}
+
+// takeUSB takes a UHCI, EHCI or xHCI controller from firmware, which
+// would otherwise go on driving it from SMM (package usblegacy). A
+// controller it cannot reach is said and left.
 func (s *System) takeUSB(f *pci.Function) {
 	did, err := s.handOffUSB(f)
 	switch {
@@ -31,6 +37,9 @@ func (s *System) takeUSB(f *pci.Function) {
 // never used a controller may leave its memory space off (QEMU's qboot
 // does), and then its BAR reads nothing. Decoding is left as found.
 func (s *System) handOffUSB(f *pci.Function) (did string, err error) {
+	if f.Class == classUHCI {
+		return usblegacy.UHCI(s.plat.Config, f.Addr) // configuration space alone
+	}
 	old, err := pci.SetCommand(s.plat.Config, f.Addr, pci.CmdMemory, 0)
 	if err != nil {
 		return "", err

@@ -9,7 +9,7 @@ import (
 	"github.com/ether9/ether9/pci"
 )
 
-// On a platform where only firmware ran before, the xHCI and EHCI
+// On a platform where only firmware ran before, the xHCI, EHCI and UHCI
 // controllers firmware drives from SMM are taken from it at bring-up,
 // their SMIs off, and the console says so; where a kernel runs beneath
 // (not AfterFirmware), the controllers are that kernel's and left alone.
@@ -20,11 +20,16 @@ func TestUSBTakenFromFirmware(t *testing.T) {
 			sim.Device
 			Owners() (bios, os bool, smis uint32)
 		}{{Dev: 0x14}: usbfw.NewXHCI(fw), {Dev: 0x1d}: usbfw.NewEHCI(fw)}
-		devices := map[pci.Addr]sim.Device{}
+		uhci := usbfw.NewUHCI(usbfw.UHCIFirmwareLEGSUP)
+		devices := map[pci.Addr]sim.Device{{Dev: 0x1a}: uhci}
 		for a, c := range ctls {
 			devices[a] = c
 		}
 		_, _, con := vectorMachineWith(t, vectorConfig{devices: devices, beneathKernel: beneath})
+		said := strings.Contains(con.String(), "usb 00:1a.0: taken from firmware, its SMIs and port 60h/64h traps off (LEGSUP 0x213f)")
+		if l := uhci.LEGSUP(); !beneath && (l != 0 || !said) || beneath && l != usbfw.UHCIFirmwareLEGSUP {
+			t.Errorf("UHCI beneath a kernel %v: LEGSUP %#x, said %v:\n%s", beneath, l, said, con)
+		}
 		for a, ctl := range ctls {
 			bios, os, smis := ctl.Owners()
 			said := strings.Contains(con.String(), "usb "+a.String()+": taken from firmware in 3ms, its SMIs off")
