@@ -2,11 +2,12 @@
 // drives no USB; but firmware that emulates a legacy keyboard goes on
 // driving a controller from SMM after the hand-over, each SMI stalling
 // every CPU, its DMA going through memory the DMAR reserves for it, until
-// the OS claims the controller through its USB Legacy Support capability,
-// as Linux does at boot. xHCI keeps the capability in its register window
-// (xHCI 1.2, 4.22.1 and 7.1), EHCI in PCI configuration space (EHCI 1.0,
-// 2.1.7 and 5.1); the semaphores and the SMI controls behind it are the
-// same, and so is the claim here.
+// the OS claims the controller, as Linux does at boot. xHCI and EHCI have
+// a USB Legacy Support capability, in the register window (xHCI 1.2,
+// 4.22.1 and 7.1) or in PCI configuration space (EHCI 1.0, 2.1.7 and
+// 5.1); the semaphores and the SMI controls behind it are the same, and
+// so is the claim here. UHCI has only the SMI and trap enables of its
+// LEGSUP register (uhci.go).
 package usblegacy
 
 import (
