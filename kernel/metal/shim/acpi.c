@@ -205,6 +205,7 @@ int acpi_spcr(u64 rsdp, struct console *c)
 void acpi_poweroff(void)
 {
 	__asm__ volatile("cli");
+	serial_sync();
 	if (pm1a_cnt && have_s5) {
 		/* SLP_TYPx in bits 12:10, SLP_EN bit 13 (ACPI 4.8.3.2.1). */
 		outw(pm1a_cnt, (slp_typa << 10) | (1 << 13));
@@ -222,6 +223,7 @@ void acpi_poweroff(void)
 void acpi_reset(void)
 {
 	__asm__ volatile("cli");
+	serial_sync();
 	if (reset_addr && reset_space == 1)
 		outb((u16)reset_addr, reset_val);
 	else if (reset_addr && reset_space == 0)

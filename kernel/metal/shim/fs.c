@@ -284,6 +284,7 @@ static i64 do_write(i64 fd, u64 buf, u64 n)
 				serial_putc('\r'); /* the tty's ONLCR */
 			serial_putc(c);
 		}
+		serial_kick();
 		return n;
 	case F_EVENTFD:
 		if (n < 8)

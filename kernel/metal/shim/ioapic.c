@@ -86,5 +86,8 @@ i64 ioapic_console_remap(u64 entry)
 	ioapic_write(IOREDTBL(console_gsi), 1 << 16 | VEC_CONSOLE);
 	ioapic_write(IOREDTBL(console_gsi) + 1, (u32)((entry & 0x7fff) << 17 | 1 << 16));
 	ioapic_write(IOREDTBL(console_gsi), (u32)((entry >> 15) << 11 | VEC_CONSOLE));
+	/* An edge that came while the entry was masked is lost, and the
+	 * UART holds its line up until served: serve it now. */
+	serial_irq();
 	return 0;
 }

@@ -70,7 +70,11 @@ void kprintf(const char *fmt, ...);
 int serial_init(u16 port, u32 baud); /* 0: no UART answers there */
 int serial_present(u16 port);
 int serial_up(void);
-void serial_putc(char c);
+void serial_putc(char c); /* queued: serial_kick sends */
+void serial_kick(void);
+void serial_irq(void);
+void serial_poll(void);
+void serial_sync(void); /* from a panic or power-off: everything out, and unqueued from then */
 int serial_getc(void); /* -1 when nothing waits */
 int serial_ready(void);
 void serial_drain(void);

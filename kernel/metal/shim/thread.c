@@ -203,11 +203,12 @@ static int console_poll(struct thread *t)
 	return got != 0;
 }
 
-/* console_input: the console has bytes. Readers blocked in read(0) take them,
- * and epoll waits on the console see it readable. */
+/* console_input: the console's interrupt, for bytes in or room out.
+ * Readers blocked in read(0) take what came, and epoll waits on the
+ * console see it readable. */
 void console_input(void)
 {
-	serial_drain();
+	serial_irq();
 	for (int i = 0; i < MAXT; i++)
 		if (threads[i].state == T_BLOCKED && threads[i].wait == W_CONSOLE)
 			console_poll(&threads[i]);
@@ -239,6 +240,7 @@ struct regs *schedule(void)
 	u64 now = now_ns();
 	time_refine(now);
 	expire(now);
+	serial_poll();
 	struct thread *cur = cpu0.cur, *next = NULL;
 	if (cur != &idle && cur->state == T_RUNNABLE && !resched)
 		next = cur;

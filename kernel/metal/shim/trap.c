@@ -101,6 +101,7 @@ void fatal(struct regs *r, const char *why)
 		for (;;)
 			__asm__ volatile("cli; hlt");
 	}
+	serial_sync();
 	kprintf("metal: %s\n", why);
 	dump_regs(r);
 	acpi_poweroff();
