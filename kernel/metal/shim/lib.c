@@ -129,7 +129,9 @@ int serial_init(u16 port, u32 baud)
 }
 
 /* serial_irq_on asks the UART for an interrupt when a byte arrives (IER
- * bit 0); OUT2 (MCR bit 3) connects its interrupt line on PC boards. */
+ * bit 0); OUT2 (MCR bit 3) connects its interrupt line on PC boards.
+ * From then on output goes through the ring its transmitter's interrupt
+ * drains. */
 void serial_irq_on(void)
 {
 	if (!uart)
