@@ -67,21 +67,11 @@ func (c *EHCI) ConfigWritten(off, size int, v uint32) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var vals, bytes [2]uint32
-	for i := range size {
-		o := off + i - EHCIUSBLEGSUP
-		if o < 0 || o >= 8 {
-			continue
-		}
-		b := v >> (8 * i) & 0xff
-		vals[o/4] |= b << (8 * (o % 4))
-		bytes[o/4] |= 0xff << (8 * (o % 4))
+	if val, bytes := written(off, size, v, EHCIUSBLEGSUP, 4); bytes != 0 {
+		c.writeSup(val, bytes)
 	}
-	if bytes[0] != 0 {
-		c.writeSup(vals[0], bytes[0])
-	}
-	if bytes[1] != 0 {
-		c.writeCtl(vals[1], bytes[1])
+	if val, bytes := written(off, size, v, EHCIUSBLEGCTLSTS, 4); bytes != 0 {
+		c.writeCtl(val, bytes)
 	}
 	c.publish()
 }

@@ -58,21 +58,11 @@ func (c *UHCI) LEGSUP() uint16 {
 func (c *UHCI) ConfigWritten(off, size int, v uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var val, bytes uint16
-	for i := range size {
-		o := off + i - UHCILEGSUP
-		if o < 0 || o >= 2 {
-			continue
-		}
-		val |= uint16(v>>(8*i)&0xff) << (8 * o)
-		bytes |= 0xff << (8 * o)
-	}
+	val, bytes := written(off, size, v, UHCILEGSUP, 2)
 	if bytes == 0 {
 		return
 	}
-	rw := uhciLegRW & bytes
-	c.legsup = c.legsup&^rw | val&rw
-	c.legsup &^= val & bytes & uhciLegRWC
+	c.legsup = uint16(apply(uint32(c.legsup), val, bytes, uhciLegRW, uhciLegRWC))
 	_ = c.cfg.Poke(UHCILEGSUP, 2, uint32(c.legsup))
 }
 

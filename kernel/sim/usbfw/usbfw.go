@@ -80,8 +80,7 @@ func (h *hold) readSup() uint32 {
 // semaphores are writable; the BIOS's is software's to write too (RW in
 // both specifications), which is how a stuck BIOS is overridden.
 func (h *hold) writeSup(v, bytes uint32) {
-	m := (BIOSOwned | OSOwned) & bytes
-	h.sup = h.sup&^m | v&m
+	h.sup = apply(h.sup, v, bytes, BIOSOwned|OSOwned, 0)
 	if h.sup&OSOwned != 0 && h.waiting < 0 {
 		h.waiting = 0
 	}
@@ -90,7 +89,28 @@ func (h *hold) writeSup(v, bytes uint32) {
 // writeCtl writes USBLEGCTLSTS: the enables as written, the events
 // cleared where v has ones.
 func (h *hold) writeCtl(v, bytes uint32) {
-	m := h.smiEnables & bytes
-	h.ctl = h.ctl&^m | v&m
-	h.ctl &^= v & bytes & SMIEvents
+	h.ctl = apply(h.ctl, v, bytes, h.smiEnables, SMIEvents)
+}
+
+// written is the part of a configuration write (size bytes of v at off)
+// that lands in the register at reg, n bytes wide: its bytes in place,
+// and a mask of the bytes written (0: none of them).
+func written(off, size int, v uint32, reg, n int) (val, bytes uint32) {
+	for i := range size {
+		o := off + i - reg
+		if o < 0 || o >= n {
+			continue
+		}
+		val |= (v >> (8 * i) & 0xff) << (8 * o)
+		bytes |= 0xff << (8 * o)
+	}
+	return val, bytes
+}
+
+// apply is a write of val, in the bytes bytes covers, to a register
+// holding reg: the bits of rw take what is written, those of w1c clear
+// where it has ones, the rest stay.
+func apply(reg, val, bytes, rw, w1c uint32) uint32 {
+	m := rw & bytes
+	return (reg&^m | val&m) &^ (val & bytes & w1c)
 }
