@@ -28,7 +28,7 @@ func (d *Domain) ID() uint16 { return d.id }
 func (d *Domain) Source() uint16 { return d.source }
 
 func (d *Domain) errorf(format string, args ...any) error {
-	return fmt.Errorf("iommu %s: "+format, append([]any{sourceString(d.source)}, args...)...)
+	return fmt.Errorf("iommu %s: "+format, append([]any{SourceString(d.source)}, args...)...)
 }
 
 func validDir(dir kernel.Direction) bool {

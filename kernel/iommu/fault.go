@@ -55,13 +55,13 @@ func (f Fault) ReasonText() string {
 
 func (f Fault) String() string {
 	if f.Interrupt {
-		return fmt.Sprintf("%s interrupt entry %d reason %#x (%s)", sourceString(f.Source), f.Index, f.Reason, f.ReasonText())
+		return fmt.Sprintf("%s interrupt entry %d reason %#x (%s)", SourceString(f.Source), f.Index, f.Reason, f.ReasonText())
 	}
 	kind := "read"
 	if f.Write {
 		kind = "write"
 	}
-	return fmt.Sprintf("%s %s %#x reason %#x (%s)", sourceString(f.Source), kind, f.Addr, f.Reason, f.ReasonText())
+	return fmt.Sprintf("%s %s %#x reason %#x (%s)", SourceString(f.Source), kind, f.Addr, f.Reason, f.ReasonText())
 }
 
 // faultLogMax bounds the faults kept for Faults; older ones are dropped but

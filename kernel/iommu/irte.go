@@ -168,14 +168,14 @@ func (u *Unit) Remap(source uint16, m Message) (Message, uint16, error) {
 	defer u.mu.Unlock()
 	e, err := m.entry(source, u.x2apic)
 	if err != nil {
-		return Message{}, 0, fmt.Errorf("iommu: remap %s: %w", sourceString(source), err)
+		return Message{}, 0, fmt.Errorf("iommu: remap %s: %w", SourceString(source), err)
 	}
 	if !u.remapping() {
-		return Message{}, 0, fmt.Errorf("iommu: remap %s: interrupt remapping is off", sourceString(source))
+		return Message{}, 0, fmt.Errorf("iommu: remap %s: interrupt remapping is off", SourceString(source))
 	}
 	i, ok := u.irt.take()
 	if !ok {
-		return Message{}, 0, fmt.Errorf("iommu: remap %s: all %d interrupt entries in use", sourceString(source), irtEntries)
+		return Message{}, 0, fmt.Errorf("iommu: remap %s: all %d interrupt entries in use", SourceString(source), irtEntries)
 	}
 	// High quadword first: the unit may fetch the entry as soon as P is
 	// set, and the entry was not present, so nothing cached needs to go.
@@ -217,7 +217,7 @@ type Interrupt struct {
 }
 
 func (i Interrupt) String() string {
-	return fmt.Sprintf("entry %d %s vector %d apic %d", i.Entry, sourceString(i.Source), i.Vector, i.Dest)
+	return fmt.Sprintf("entry %d %s vector %d apic %d", i.Entry, SourceString(i.Source), i.Vector, i.Dest)
 }
 
 // Interrupts lists the entries in use, read back from the table; none

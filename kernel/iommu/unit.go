@@ -166,7 +166,8 @@ func SourceID(bus, dev, fn uint8) uint16 {
 	return uint16(bus)<<8 | uint16(dev&0x1f)<<3 | uint16(fn&7)
 }
 
-func sourceString(s uint16) string {
+// SourceString names a requester id as bus:dev.fn.
+func SourceString(s uint16) string {
 	return fmt.Sprintf("%02x:%02x.%x", s>>8, s>>3&0x1f, s&7)
 }
 
@@ -179,11 +180,11 @@ func (u *Unit) Domain(source uint16) (*Domain, error) {
 		return d, nil
 	}
 	if u.nextDID >= u.caps.Domains {
-		return nil, fmt.Errorf("iommu: domain for %s: all %d domain ids in use", sourceString(source), u.caps.Domains)
+		return nil, fmt.Errorf("iommu: domain for %s: all %d domain ids in use", SourceString(source), u.caps.Domains)
 	}
 	pt, err := newPageTable(&u.tm, u.levels, u.large)
 	if err != nil {
-		return nil, fmt.Errorf("iommu: domain for %s: %w", sourceString(source), err)
+		return nil, fmt.Errorf("iommu: domain for %s: %w", SourceString(source), err)
 	}
 	bus := source >> 8
 	ctx := u.ctx[bus]
@@ -219,7 +220,7 @@ func (u *Unit) Domain(source uint16) (*Domain, error) {
 	u.domains[source] = d
 	if u.enabled {
 		if err := u.inv.newContext(); err != nil {
-			return nil, fmt.Errorf("iommu: domain for %s: %w", sourceString(source), err)
+			return nil, fmt.Errorf("iommu: domain for %s: %w", SourceString(source), err)
 		}
 	}
 	return d, nil

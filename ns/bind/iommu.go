@@ -138,7 +138,7 @@ func domainLines(domains func() []Domain, base uint64, withUnit bool) string {
 		if base != 0 && d.Unit != base {
 			continue
 		}
-		fmt.Fprintf(&b, "%02x:%02x.%x domain %d %s", d.Source>>8, d.Source>>3&0x1f, d.Source&7, d.ID, d.Name)
+		fmt.Fprintf(&b, "%s domain %d %s", iommu.SourceString(d.Source), d.ID, d.Name)
 		if withUnit {
 			fmt.Fprintf(&b, " unit %#x", d.Unit)
 		}

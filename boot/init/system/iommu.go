@@ -430,8 +430,7 @@ func (r *Remapper) endWindows(now time.Duration) {
 			continue
 		}
 		if q.held > 0 {
-			a := pci.Addr{Bus: uint8(src.source >> 8), Dev: uint8(src.source >> 3 & 0x1f), Fn: uint8(src.source & 7)}
-			r.logf("iommu: %d more faults from %v on unit %#x in %v, not shown (/dev/iommu/faults, the counters)", q.held, a, src.unit, now-q.start)
+			r.logf("iommu: %d more faults from %s on unit %#x in %v, not shown (/dev/iommu/faults, the counters)", q.held, iommu.SourceString(src.source), src.unit, now-q.start)
 		}
 		delete(r.quota, src)
 	}
